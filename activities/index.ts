@@ -1,0 +1,130 @@
+import { Context } from '@temporalio/activity';
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema/database';
+import type { TaskState } from '../workflows/rules/task-state';
+import { unknownAgent, unknownTask } from './errors';
+import { runLlmStep, type ChatRouter, type LlmStepInput } from './llm-step';
+import { agentConfig, findAgent } from './store/agents';
+import { addTaskEvent, findTask, updateTaskState } from './store/tasks';
+import { findMessage } from './store/sessions';
+import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './tools/execute';
+import { toolsForScenario } from './tools/registry';
+import type { ToolUseBlock } from './llm/types';
+
+export interface ActivityDeps {
+  db: Kysely<Database>;
+  router: ChatRouter;
+}
+
+/** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
+export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
+
+/**
+ * The worker's activities, closed over their dependencies (database, LLM router). Workflows import
+ * this module as a type only.
+ */
+export function createActivities(deps: ActivityDeps) {
+  const { db } = deps;
+  return {
+    /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
+    async llmStep(input: LlmStepInput) {
+      return runLlmStep(db, deps.router, input);
+    },
+
+    /** Runs one tool call exactly once (ledger), or reports that it needs approval. */
+    async executeTool(input: ExecuteToolInput & { scenario: 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' }) {
+      const agent = await findAgent(db, input.agentId);
+      if (!agent) throw unknownAgent(input.agentId);
+      const ctx = Context.current();
+      const heartbeat = setInterval(() => ctx.heartbeat(), TOOL_HEARTBEAT_INTERVAL_MS);
+      try {
+        return await executeToolCall(input, toolsForScenario(input.scenario), {
+          db,
+          agentId: input.agentId,
+          taskId: input.taskId,
+          sessionId: input.sessionId,
+          workspaceDir: agent.workspace_dir,
+          signal: ctx.cancellationSignal,
+          agentConfig: agentConfig(agent),
+          heartbeat: () => ctx.heartbeat(),
+        });
+      } finally {
+        clearInterval(heartbeat);
+      }
+    },
+
+    /** Records an approval request (idempotent by request id) with the call's arguments. */
+    async recordApprovalRequest(input: {
+      requestId: string;
+      agentId: string;
+      taskId?: string;
+      workflowId: string;
+      sessionId: string;
+      attempt: number;
+      turn: number;
+      toolCallId: string;
+      tool: string;
+      summary: string;
+      reason: string;
+    }): Promise<{ requestedAt: string }> {
+      const message = await findMessage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn));
+      const call = message?.content.find((b): b is ToolUseBlock => b.type === 'tool_use' && b.id === input.toolCallId);
+      const row = await db
+        .insertInto('approvals')
+        .values({
+          id: input.requestId,
+          task_id: input.taskId ?? null,
+          agent_id: input.agentId,
+          workflow_id: input.workflowId,
+          tool: input.tool,
+          args: JSON.stringify(call?.input ?? null),
+          summary: input.summary,
+          status: 'pending',
+        })
+        .onConflict((oc) => oc.column('id').doUpdateSet({ summary: input.summary }))
+        .returning('requested_at')
+        .executeTakeFirstOrThrow();
+      if (input.taskId) {
+        await addTaskEvent(db, input.taskId, 'approval-requested', { requestId: input.requestId, tool: input.tool, summary: input.summary, reason: input.reason }, `approval-req:${input.requestId}`);
+      }
+      return { requestedAt: row.requested_at.toISOString() };
+    },
+
+    /** Records who decided what, and when. */
+    async recordApprovalDecision(input: {
+      requestId: string;
+      taskId?: string;
+      status: 'approved' | 'rejected' | 'timed_out';
+      decidedBy?: string;
+      comment?: string;
+    }): Promise<void> {
+      await db
+        .updateTable('approvals')
+        .set({ status: input.status, decided_by: input.decidedBy ?? null, comment: input.comment ?? null, decided_at: new Date() })
+        .where('id', '=', input.requestId)
+        .where('status', '=', 'pending')
+        .execute();
+      if (input.taskId) {
+        await addTaskEvent(db, input.taskId, 'approval-decided', { ...input }, `approval-dec:${input.requestId}`);
+      }
+    },
+
+    /** Mirrors the workflow's task state into PostgreSQL, with a timeline event. */
+    async recordTaskState(input: { taskId: string; state: TaskState; round: number; lastError?: string; eventKey: string }): Promise<void> {
+      await updateTaskState(db, input.taskId, input.state, { round: input.round, lastError: input.lastError ?? null });
+      await addTaskEvent(db, input.taskId, 'state-changed', { state: input.state, round: input.round, error: input.lastError }, input.eventKey);
+    },
+
+    /** What the workflow needs to label its activities: the agent's model and the task's existence. */
+    async loadTaskContext(input: { taskId: string }): Promise<{ agentId: string; title: string; modelLabel: string }> {
+      const task = await findTask(db, input.taskId);
+      if (!task) throw unknownTask(input.taskId);
+      const agent = await findAgent(db, task.agent_id);
+      if (!agent) throw unknownAgent(task.agent_id);
+      const config = agentConfig(agent);
+      return { agentId: task.agent_id, title: task.title, modelLabel: config.model ?? config.tier ?? 'default model' };
+    },
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

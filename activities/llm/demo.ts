@@ -1,0 +1,72 @@
+import type { ChatCallbacks, ChatRequest, ChatResult, ContentBlock, LlmProvider } from './types';
+
+export const DEMO_MODEL = 'demo-offline';
+export const DEMO_LABEL = '[offline demo model — not a real LLM; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real one]';
+/** Delay between streamed words, so a person can watch progress in the CLI and the Temporal UI. */
+export const DEMO_WORD_DELAY_MS = 40;
+
+/**
+ * A scripted, clearly labelled stand-in model used when no provider key is configured, so the whole
+ * workflow (tool calls, files, review) can be seen without network access. It plans from the
+ * conversation: write a notes file, read it back, then submit for review.
+ */
+export function createDemoProvider(): LlmProvider {
+  return {
+    name: 'demo',
+    kind: 'demo',
+    async chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
+      const toolResults = request.messages.flatMap((m) => m.content).filter((b) => b.type === 'tool_result').length;
+      const taskText = firstUserText(request.messages.map((m) => m.content));
+      const title = /^# (.+)$/m.exec(taskText)?.[1] ?? 'the task';
+      let text: string;
+      const blocks: ChatResult['content'] = [];
+      if (toolResults === 0) {
+        text = `${DEMO_LABEL}\nI'll start by writing my plan for "${title}" to plan.md in my workspace.`;
+        blocks.push({ type: 'text', text }, {
+          type: 'tool_use', id: `demo_${request.messages.length}_write`, name: 'file_write',
+          input: { path: 'plan.md', content: `# Plan for ${title}\n\n1. Understand the request.\n2. Produce the result.\n3. Submit it for review.\n` },
+        });
+      } else if (toolResults === 1) {
+        text = `${DEMO_LABEL}\nPlan written. Reading it back to check it.`;
+        blocks.push({ type: 'text', text }, { type: 'tool_use', id: `demo_${request.messages.length}_read`, name: 'file_read', input: { path: 'plan.md' } });
+      } else {
+        text = `${DEMO_LABEL}\nThe plan is in place; submitting the work for review.`;
+        blocks.push({ type: 'text', text }, {
+          type: 'tool_use', id: `demo_${request.messages.length}_submit`, name: 'task_submit_review',
+          input: { summary: `Wrote and checked plan.md for "${title}" (offline demo model).`, deliverables: ['plan.md'] },
+        });
+      }
+      for (const word of text.split(/(?<= )/)) {
+        if (callbacks.signal?.aborted) throw callbacks.signal.reason ?? new Error('aborted');
+        await sleep(DEMO_WORD_DELAY_MS, callbacks.signal);
+        callbacks.onTextDelta?.(word);
+        callbacks.onStreamEvent?.();
+      }
+      const inputChars = JSON.stringify(request).length;
+      return {
+        content: blocks,
+        stopReason: 'tool_use',
+        usage: { inputTokens: Math.ceil(inputChars / 4), outputTokens: Math.ceil(JSON.stringify(blocks).length / 4), cacheReadTokens: 0, cacheWriteTokens: 0 },
+        model: DEMO_MODEL,
+        provider: 'demo',
+      };
+    },
+  };
+}
+
+function firstUserText(contents: ContentBlock[][]): string {
+  for (const content of contents) {
+    for (const block of content) if (block.type === 'text') return block.text;
+  }
+  return '';
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason ?? new Error('aborted'));
+    }, { once: true });
+  });
+}

@@ -1,0 +1,120 @@
+/**
+ * Provider-neutral conversation and chat types.
+ *
+ * The conversation is stored in PostgreSQL in this shape and converted to each provider's wire
+ * format by an adapter (`anthropic.ts`, `openai.ts`). Tool results travel as `tool_result` blocks
+ * inside a `user` message (Anthropic's model); the OpenAI adapter turns them into `tool` messages.
+ */
+
+export type TextBlock = { type: 'text'; text: string };
+
+export type ToolUseBlock = {
+  type: 'tool_use';
+  /** Provider-assigned tool-call id; also the key of the tool-call ledger row. */
+  id: string;
+  name: string;
+  /** Parsed arguments. `undefined` when the model sent text that is not JSON (see `inputParseError`). */
+  input: unknown;
+  /** Set when the model's argument text could not be parsed; the call becomes an error result. */
+  inputParseError?: string;
+};
+
+export type ToolResultBlock = {
+  type: 'tool_result';
+  toolUseId: string;
+  content: string;
+  isError?: boolean;
+};
+
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
+
+/**
+ * What a message is, beyond its role. `injection` marks harness text ([SYSTEM REMINDER],
+ * [REFLECTION CHECKPOINT], human comments, continuation prompts): sanitisation never merges it into
+ * a neighbouring user message. `task_prompt` is the first user message of a task session and is
+ * protected from compression.
+ */
+export type MessageKind = 'normal' | 'task_prompt' | 'injection' | 'summary';
+
+export interface ChatMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+  kind?: MessageKind;
+}
+
+/** One part of the system prompt; `cacheBreakpoint` ends a cacheable prefix (Anthropic `cache_control`). */
+export interface SystemSegment {
+  text: string;
+  cacheBreakpoint: boolean;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (from zod's `z.toJSONSchema`). */
+  inputSchema: Record<string, unknown>;
+}
+
+export interface ChatRequest {
+  model: string;
+  system: SystemSegment[];
+  messages: ChatMessage[];
+  /**
+   * Index into `messages` of the last message before the current turn; the Anthropic adapter puts
+   * a `cache_control` breakpoint on its last block (seed D1 B5). Omitted: no message breakpoint.
+   */
+  messageCacheBreakpoint?: number;
+  tools: ToolDefinition[];
+  maxTokens: number;
+  temperature?: number;
+}
+
+export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence' | 'refusal' | 'other';
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+export interface ChatResult {
+  /** Only `text` and `tool_use` blocks. */
+  content: Array<TextBlock | ToolUseBlock>;
+  stopReason: StopReason;
+  usage: Usage;
+  /** The model that actually answered (after fallback). */
+  model: string;
+  provider: string;
+}
+
+export interface ChatCallbacks {
+  /** Aborts the HTTP request / stream; wired to the activity's cancellation signal. */
+  signal?: AbortSignal;
+  /** Each streamed text fragment, for live progress. */
+  onTextDelta?: (text: string) => void;
+  /** Called on every stream event; the activity uses it as a liveness signal. */
+  onStreamEvent?: () => void;
+}
+
+/** One adapter per wire protocol. Adapters never retry: Temporal's retry policy owns retries. */
+export interface LlmProvider {
+  /** Configured name, e.g. `anthropic`, `openai`, `ollama`. */
+  readonly name: string;
+  readonly kind: ProviderKind;
+  chat(request: ChatRequest, callbacks?: ChatCallbacks): Promise<ChatResult>;
+}
+
+export type ProviderKind = 'anthropic' | 'openai' | 'openai-compatible' | 'demo';
+
+export interface ProviderConfig {
+  name: string;
+  kind: ProviderKind;
+  apiKey?: string;
+  /** Base URL override: a local fake server in tests, Ollama/vLLM/OpenRouter for compatible servers. */
+  baseURL?: string;
+  /** Per-request timeout in ms (the stream's hard cap); default set by the adapter. */
+  timeoutMs?: number;
+}
+
+export const ZERO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });

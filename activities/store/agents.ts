@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { AgentRow, Database } from '../../schema/database';
+
+/** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
+export const IDENTITY_FILES = {
+  soul_md: 'SOUL.md',
+  agents_md: 'AGENTS.md',
+  heartbeat_md: 'HEARTBEAT.md',
+  tools_md: 'TOOLS.md',
+} as const;
+export type IdentityColumn = keyof typeof IDENTITY_FILES;
+
+export interface AgentConfig {
+  /** Provider name from the worker's provider list (e.g. `anthropic`), or absent for the default. */
+  provider?: string;
+  model?: string;
+  tier?: 'cheap' | 'standard' | 'premium';
+  /** IANA timezone for timestamps in prompts. */
+  timezone?: string;
+  /** Lets the agent edit its own identity files (seed D2). */
+  canEditOwnFiles?: boolean;
+  /** Spending cap in USD for this agent (seed D2 budget guard); absent = no cap. */
+  budgetUsd?: number;
+  allowBudgetOverage?: boolean;
+  protectedBranches?: string[];
+}
+
+export interface AgentDefinition {
+  id: string;
+  name: string;
+  description?: string;
+  files: { soul: string; agents: string; heartbeat: string; tools: string };
+  config?: AgentConfig;
+  workspaceDir: string;
+}
+
+export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+export function identityContentHash(files: AgentDefinition['files']): string {
+  const hash = createHash('sha256');
+  for (const part of [files.soul, files.agents, files.heartbeat, files.tools]) {
+    hash.update(String(Buffer.byteLength(part))).update('\0').update(part);
+  }
+  return hash.digest('hex');
+}
+
+export async function upsertAgent(db: Kysely<Database>, agent: AgentDefinition): Promise<AgentRow> {
+  if (!AGENT_ID_PATTERN.test(agent.id)) {
+    throw new Error(`invalid agent id ${JSON.stringify(agent.id)}: use 1-63 lowercase letters, digits, '-' or '_'`);
+  }
+  const row = {
+    id: agent.id,
+    name: agent.name,
+    description: agent.description ?? '',
+    soul_md: agent.files.soul,
+    agents_md: agent.files.agents,
+    heartbeat_md: agent.files.heartbeat,
+    tools_md: agent.files.tools,
+    content_hash: identityContentHash(agent.files),
+    config: JSON.stringify(agent.config ?? {}),
+    workspace_dir: agent.workspaceDir,
+  };
+  return db
+    .insertInto('agents')
+    .values(row)
+    .onConflict((oc) => oc.column('id').doUpdateSet({ ...row, updated_at: new Date() }))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findAgent(db: Kysely<Database>, agentId: string): Promise<AgentRow | undefined> {
+  return db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
+}
+
+export function agentConfig(row: AgentRow): AgentConfig {
+  return (row.config ?? {}) as AgentConfig;
+}

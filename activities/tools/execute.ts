@@ -1,0 +1,233 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { TOOL_RESULT_OFFLOAD_CHARS, TOOL_RESULT_PREVIEW_CHARS } from '../../workflows/rules/harness';
+import { appendMessage, findMessage } from '../store/sessions';
+import type { ToolUseBlock } from '../llm/types';
+import type { ToolContext, ToolOutput, ToolSpec } from './types';
+
+/** How much of a result travels back into workflow history (the full result stays in PostgreSQL). */
+export const RESULT_PREVIEW_FOR_WORKFLOW_CHARS = 200;
+
+export interface ApprovalOutcome {
+  requestId: string;
+  decision: 'approved' | 'rejected' | 'timed_out';
+  comment?: string;
+  decidedBy?: string;
+}
+
+export interface ExecuteToolInput {
+  agentId: string;
+  taskId?: string;
+  sessionId: string;
+  /** The round attempt and LLM turn whose assistant message holds the tool call. */
+  attempt: number;
+  turn: number;
+  toolCallId: string;
+  approval?: ApprovalOutcome;
+}
+
+export type ExecuteToolResult =
+  | {
+      kind: 'done';
+      tool: string;
+      isError: boolean;
+      /** Short preview for the workflow's history and the status timeline. */
+      preview: string;
+      /** Set for a successful task_submit_review: the summary. */
+      submission?: string;
+      /** The ledger already had a result: nothing ran this time. */
+      replayed?: boolean;
+      /** The outcome of an earlier run is unknown (worker died mid-run); it was not run again. */
+      interrupted?: boolean;
+    }
+  | { kind: 'approval-required'; tool: string; summary: string; reason: string; requestId: string };
+
+export function approvalRequestId(sessionId: string, toolCallId: string): string {
+  return `${sessionId}:${toolCallId}`;
+}
+
+/** Unique per session: attempts of a round share its session, each numbering its own turns. */
+export function assistantMessageKey(attempt: number, turn: number): string {
+  return `assistant-a${attempt}-t${turn}`;
+}
+
+export function toolResultKey(toolCallId: string): string {
+  return `result-${toolCallId}`;
+}
+
+/**
+ * Runs one tool call with an exactly-once effect under Temporal's at-least-once activities:
+ * a ledger row keyed by (session, tool-call id) records `started` before the tool runs and the result
+ * after. A retry that finds a result returns it; one that finds `started` on a side-effecting tool
+ * reports the call as interrupted and never runs it again. Invalid calls (unknown tool, unparsable or
+ * schema-violating arguments, denied by governance) become error results the model sees.
+ */
+export async function executeToolCall(
+  input: ExecuteToolInput,
+  tools: ReadonlyMap<string, ToolSpec>,
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment'>,
+): Promise<ExecuteToolResult> {
+  const { db, sessionId } = ctx;
+  const call = await loadToolCall(ctx, input.attempt, input.turn, input.toolCallId);
+  const spec = tools.get(call.name);
+
+  const ledger = await db
+    .selectFrom('tool_calls')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('tool_call_id', '=', call.id)
+    .executeTakeFirst();
+  if (ledger && ledger.status !== 'started') {
+    await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
+    return done(call.name, ledger.result ?? '', ledger.is_error, { replayed: true });
+  }
+  if (ledger && ledger.side_effecting) {
+    const text =
+      `Tool call ${call.name} was interrupted: the worker stopped while it was running, so its outcome is unknown. ` +
+      `It was NOT run again. Check its effect (for example read the file or run a read-only command) before retrying it.`;
+    await finish(ctx, call.id, text, true);
+    return done(call.name, text, true, { interrupted: true });
+  }
+
+  const rejection = validate(call, spec);
+  if (rejection) return recordWithoutRunning(ctx, call, rejection);
+  const parsed = spec!.schema.safeParse(call.input);
+  if (!parsed.success) {
+    return recordWithoutRunning(ctx, call, `Invalid arguments for ${call.name}: ${z.prettifyError(parsed.error)}. Fix the arguments and call it again.`);
+  }
+  const args = parsed.data;
+  const toolCtx: ToolContext = { ...ctx, toolCallId: call.id, approvalComment: input.approval?.comment };
+  const governance = spec!.govern ? await spec!.govern(args, toolCtx) : { tier: 'allow' as const };
+  const summary = spec!.summarize?.(args) ?? call.name;
+
+  if (governance.tier === 'deny') {
+    return recordWithoutRunning(ctx, call, `Denied by policy: ${governance.reason}. This action is never allowed; do not retry it.`);
+  }
+  if (governance.tier === 'approval') {
+    if (!input.approval) {
+      return { kind: 'approval-required', tool: call.name, summary, reason: governance.reason, requestId: approvalRequestId(sessionId, call.id) };
+    }
+    if (input.approval.decision !== 'approved') {
+      const who = input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : '';
+      const text =
+        input.approval.decision === 'timed_out'
+          ? `Not run: the approval request for "${summary}" timed out without a decision. Do not retry it without asking again.`
+          : `Not run: the approval request for "${summary}" was rejected${who}.${input.approval.comment ? ` Reason: ${input.approval.comment}` : ''}`;
+      return recordWithoutRunning(ctx, call, text);
+    }
+  }
+
+  await db
+    .insertInto('tool_calls')
+    .values({
+      session_id: sessionId,
+      tool_call_id: call.id,
+      task_id: ctx.taskId ?? null,
+      agent_id: ctx.agentId,
+      tool: call.name,
+      args: JSON.stringify(args ?? null),
+      status: 'started',
+      side_effecting: spec!.sideEffecting,
+      is_error: false,
+      executions: 1,
+    })
+    .onConflict((oc) => oc.columns(['session_id', 'tool_call_id']).doUpdateSet((eb) => ({ executions: eb('tool_calls.executions', '+', 1) })))
+    .execute();
+
+  let output: ToolOutput;
+  try {
+    output = await spec!.run(args, toolCtx);
+  } catch (error) {
+    if (ctx.signal.aborted) throw error;
+    output = { content: `${call.name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };
+  }
+  if (governance.tier === 'approval' && input.approval?.comment && call.name !== 'request_user_approval') {
+    output = { ...output, content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]` };
+  }
+  const content = await offloadIfLarge(ctx, call.id, output.content);
+  await finish(ctx, call.id, content, output.isError ?? false);
+  const submission = call.name === 'task_submit_review' && !output.isError ? String((args as { summary: string }).summary) : undefined;
+  return done(call.name, content, output.isError ?? false, { submission });
+}
+
+async function loadToolCall(ctx: Pick<ToolContext, 'db' | 'sessionId'>, attempt: number, turn: number, toolCallId: string): Promise<ToolUseBlock> {
+  const message = await findMessage(ctx.db, ctx.sessionId, assistantMessageKey(attempt, turn));
+  const block = message?.content.find((b): b is ToolUseBlock => b.type === 'tool_use' && b.id === toolCallId);
+  if (!block) throw new Error(`tool call ${toolCallId} not found in turn ${turn} of session ${ctx.sessionId}`);
+  return block;
+}
+
+function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | undefined {
+  if (!spec) return `Unknown tool "${call.name}". Use only the tools you were given.`;
+  if (call.inputParseError) return `The arguments for ${call.name} were not valid JSON (${call.inputParseError}). Send a JSON object matching the tool's schema.`;
+  return undefined;
+}
+
+async function recordWithoutRunning(
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment'>,
+  call: ToolUseBlock,
+  text: string,
+): Promise<ExecuteToolResult> {
+  await ctx.db
+    .insertInto('tool_calls')
+    .values({
+      session_id: ctx.sessionId,
+      tool_call_id: call.id,
+      task_id: ctx.taskId ?? null,
+      agent_id: ctx.agentId,
+      tool: call.name,
+      args: JSON.stringify(call.input ?? null),
+      status: 'failed',
+      side_effecting: false,
+      result: text,
+      is_error: true,
+      executions: 0,
+      completed_at: new Date(),
+    })
+    .onConflict((oc) => oc.columns(['session_id', 'tool_call_id']).doNothing())
+    .execute();
+  await appendResult(ctx, call.id, text, true);
+  return done(call.name, text, true);
+}
+
+async function finish(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('tool_calls')
+      .set({ status: isError ? 'failed' : 'completed', result: content, is_error: isError, completed_at: new Date() })
+      .where('session_id', '=', ctx.sessionId)
+      .where('tool_call_id', '=', toolCallId)
+      .execute();
+    await appendMessage(trx, ctx.sessionId, toolResultKey(toolCallId), {
+      role: 'user',
+      content: [{ type: 'tool_result', toolUseId: toolCallId, content, isError }],
+    });
+  });
+}
+
+async function appendResult(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean): Promise<void> {
+  await appendMessage(ctx.db, ctx.sessionId, toolResultKey(toolCallId), {
+    role: 'user',
+    content: [{ type: 'tool_result', toolUseId: toolCallId, content, isError }],
+  });
+}
+
+/** Results over the offload threshold are stored whole; the model gets a preview and the id to page through. */
+async function offloadIfLarge(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string): Promise<string> {
+  if (content.length <= TOOL_RESULT_OFFLOAD_CHARS) return content;
+  // Deterministic id: a retried call overwrites its own stored output instead of adding another.
+  const id = `out_${createHash('sha256').update(`${ctx.sessionId}\0${toolCallId}`).digest('hex').slice(0, 24)}`;
+  await ctx.db
+    .insertInto('tool_outputs')
+    .values({ id, session_id: ctx.sessionId, tool_call_id: toolCallId, content, chars: content.length })
+    .onConflict((oc) => oc.column('id').doUpdateSet({ content, chars: content.length }))
+    .execute();
+  return (
+    `${content.slice(0, TOOL_RESULT_PREVIEW_CHARS)}\n\n[Output truncated: ${content.length} characters in all. ` +
+    `The full output is stored as ${id}; read more with read_tool_output({"id":"${id}","offset":${TOOL_RESULT_PREVIEW_CHARS}}).]`
+  );
+}
+
+function done(tool: string, content: string, isError: boolean, extra: { replayed?: boolean; interrupted?: boolean; submission?: string } = {}): ExecuteToolResult {
+  return { kind: 'done', tool, isError, preview: content.slice(0, RESULT_PREVIEW_FOR_WORKFLOW_CHARS), ...extra };
+}

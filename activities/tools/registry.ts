@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import type { ToolDefinition } from '../llm/types';
+import { fileRead, fileWrite } from './file-tools';
+import { notifyUser, requestUserApproval } from './human-tools';
+import { readToolOutput } from './output-tools';
+import { taskNote, taskSubmitReview } from './task-tools';
+import type { ToolSpec } from './types';
+
+export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation';
+
+/** Every tool the worker knows, by name. Extended by other modules through `registerTools`. */
+const ALL_TOOLS = new Map<string, ToolSpec>();
+/** Which tools each scenario offers the model. */
+const SCENARIO_TOOLS: Record<Scenario, Set<string>> = {
+  task: new Set(),
+  chat: new Set(),
+  heartbeat: new Set(),
+  reflection: new Set(),
+  consolidation: new Set(),
+};
+
+export function registerTools(tools: ToolSpec[], scenarios: Scenario[]): void {
+  for (const tool of tools) {
+    ALL_TOOLS.set(tool.name, tool);
+    for (const scenario of scenarios) SCENARIO_TOOLS[scenario].add(tool.name);
+  }
+}
+
+registerTools([fileRead, fileWrite, readToolOutput], ['task', 'chat']);
+registerTools([taskSubmitReview, taskNote, requestUserApproval, notifyUser], ['task']);
+
+export function toolsForScenario(scenario: Scenario): Map<string, ToolSpec> {
+  const out = new Map<string, ToolSpec>();
+  for (const name of [...SCENARIO_TOOLS[scenario]].sort()) out.set(name, ALL_TOOLS.get(name)!);
+  return out;
+}
+
+/** Tool definitions in a stable order (sorted by name), so the tool block is cache-stable. */
+export function toolDefinitions(tools: ReadonlyMap<string, ToolSpec>): ToolDefinition[] {
+  return [...tools.values()].map((tool) => {
+    const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.schema) as Record<string, unknown>;
+    return { name: tool.name, description: tool.description, inputSchema };
+  });
+}
+
+/** A one-line description of a call for activity summaries, tolerant of invalid arguments. */
+export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string, input: unknown): string {
+  const spec = tools.get(name);
+  if (!spec?.summarize) return name;
+  const parsed = spec.schema.safeParse(input);
+  return parsed.success ? spec.summarize(parsed.data).slice(0, 120) : name;
+}

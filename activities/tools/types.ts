@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import type { Database } from '../../schema/database';
+
+/** Governance outcome for one call (seed D1 E5: allow / approval / deny). */
+export type GovernanceDecision =
+  | { tier: 'allow' }
+  | { tier: 'approval'; reason: string }
+  | { tier: 'deny'; reason: string };
+
+export interface ToolContext {
+  db: Kysely<Database>;
+  agentId: string;
+  taskId?: string;
+  sessionId: string;
+  toolCallId: string;
+  workspaceDir: string;
+  /** The activity's cancellation signal: long-running tools must stop when it fires. */
+  signal: AbortSignal;
+  /** A human's comment attached to the approval that let this call run. */
+  approvalComment?: string;
+  agentConfig: { protectedBranches?: string[] };
+  heartbeat: () => void;
+}
+
+export interface ToolOutput {
+  content: string;
+  isError?: boolean;
+}
+
+/**
+ * One tool, defined once: its zod schema gives both the JSON Schema sent to the model and the
+ * validator for the model's arguments.
+ */
+export interface ToolSpec<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  schema: S;
+  /**
+   * True when running the tool changes the world. A side-effecting call whose outcome is unknown
+   * (the worker died mid-run) is reported as interrupted instead of being run again.
+   */
+  sideEffecting: boolean;
+  /** Default: allow. */
+  govern?: (args: z.infer<S>, ctx: ToolContext) => Promise<GovernanceDecision> | GovernanceDecision;
+  /** One-line, human-readable description of the call, for approvals and activity summaries. */
+  summarize?: (args: z.infer<S>) => string;
+  run: (args: z.infer<S>, ctx: ToolContext) => Promise<ToolOutput>;
+}
+
+export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolSpec {
+  return spec as unknown as ToolSpec;
+}

@@ -1,0 +1,28 @@
+/**
+ * Two projects: `unit` (pure modules, no services) and `integration` (a real Temporal dev server and
+ * a real PostgreSQL or the embedded PGlite, provisioned by test/support/global-setup.ts).
+ * Jest runs TypeScript through SWC (transpile only; `npm run typecheck` is the type gate).
+ */
+const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] };
+
+module.exports = {
+  testTimeout: 120_000,
+  // Temporal's native connections close asynchronously after a worker shuts down.
+  forceExit: true,
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+    },
+    {
+      displayName: 'integration',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/workflow/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+    },
+  ],
+};

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import * as foundation from './2026-11-30-001-foundation';
+
+/**
+ * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
+ * than a folder scan, so the migrations load the same way under tsx, Jest and a bundled build.
+ */
+export const migrations: Record<string, Migration> = {
+  '2026-11-30-001-foundation': foundation,
+};

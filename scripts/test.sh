@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command (`npm test`): installs what it needs, starts a real Temporal dev server on its own
+# port, then type-checks and runs the whole suite. PostgreSQL: DATABASE_URL if set (CI provisions a
+# real server), else the embedded PGlite. Extra arguments go to Jest.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+ensure_node_modules
+mkdir -p "$DATA_DIR"
+TEST_TEMPORAL_PORT="${TEST_TEMPORAL_PORT:-7244}"
+if [[ -z "${TEMPORAL_ADDRESS:-}" ]]; then
+  rm -f "$DATA_DIR/test-temporal.db"
+  start_temporal_dev "$TEST_TEMPORAL_PORT" "$((TEST_TEMPORAL_PORT + 1000))" \
+    "$DATA_DIR/test-temporal.db" "$DATA_DIR/test-temporal.log"
+  export TEMPORAL_ADDRESS="127.0.0.1:$TEST_TEMPORAL_PORT"
+  STARTED_PID="$(cat "$DATA_DIR/temporal-$TEST_TEMPORAL_PORT.pid" 2>/dev/null || true)"
+  trap '[[ -n "${STARTED_PID:-}" ]] && kill "$STARTED_PID" 2>/dev/null || true' EXIT
+fi
+log "Temporal: $TEMPORAL_ADDRESS; database: ${DATABASE_URL:-embedded PGlite}"
+cd "$ROOT"
+log "type-checking"
+tsc --noEmit -p tsconfig.json
+log "linting"
+eslint --max-warnings=0 .
+jest --runInBand "$@"

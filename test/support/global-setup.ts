@@ -1,0 +1,46 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { Connection } from '@temporalio/client';
+import { openDatabase } from '../../activities/store/db';
+
+/**
+ * Integration tests need a real Temporal server (started by `npm test`, address in TEMPORAL_ADDRESS)
+ * and PostgreSQL: DATABASE_URL (CI: a real server) or, when unset, the embedded PGlite served on a
+ * loopback port for the duration of the run. The workflow code is bundled once here and reused.
+ */
+export default async function globalSetup(): Promise<void> {
+  const address = process.env.TEMPORAL_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_ADDRESS is not set: run the tests with `npm test`, which starts a Temporal dev server');
+  const connection = await Connection.connect({ address, connectTimeout: '10 seconds' });
+  await connection.close();
+
+  const dataDir = path.resolve('.data');
+  mkdirSync(dataDir, { recursive: true });
+  if (!process.env.DATABASE_URL) {
+    const pgliteDir = path.join(dataDir, `test-pglite-${process.pid}`);
+    const handle = await openDatabase({ dataDir: pgliteDir });
+    (globalThis as { __TEST_DB__?: { close(): Promise<void> } }).__TEST_DB__ = handle;
+    process.env.DATABASE_URL = handle.url;
+    process.env.TEST_DB_KIND = 'pglite';
+    process.env.TEST_PGLITE_DIR = pgliteDir;
+  } else {
+    const handle = await openDatabase({ url: process.env.DATABASE_URL });
+    await handle.close();
+    process.env.TEST_DB_KIND = 'postgres';
+  }
+
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger });
+  const bundlePath = path.join(dataDir, 'test-workflow-bundle.js');
+  writeFileSync(bundlePath, code);
+  process.env.TEST_WORKFLOW_BUNDLE = bundlePath;
+}
+
+const quietLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { LlmRouter } from '../../activities/llm/router';
+import { createProvider } from '../../activities/llm/providers';
+import type { ProviderConfig } from '../../activities/llm/types';
+import { openDatabase, type DatabaseHandle } from '../../activities/store/db';
+import { AgentsClient } from '../../client';
+import type { TaskStatus } from '../../workflows/contract';
+import { createAgentWorker } from '../../worker/create-worker';
+import { startFakeLlmServer, type FakeLlmServer } from '../fake-llm';
+
+let runtimeInstalled = false;
+
+export interface Harness {
+  db: DatabaseHandle;
+  llm: FakeLlmServer;
+  client: AgentsClient;
+  temporal: Client;
+  taskQueue: string;
+  workspaceDir: string;
+  /** Starts (another) worker on the harness's task queue; stopped by `close`. */
+  startWorker(providers?: ProviderConfig[]): Promise<Worker>;
+  /** Creates an agent with the given provider config; returns its id. */
+  createAgent(config?: Record<string, unknown>): Promise<string>;
+  waitForStatus(taskId: string, predicate: (s: TaskStatus) => boolean, timeoutMs?: number): Promise<TaskStatus>;
+  close(): Promise<void>;
+}
+
+/**
+ * Everything an integration test needs, all real: the Temporal dev server, PostgreSQL (or PGlite),
+ * the fake LLM HTTP server, the real provider SDKs, and a worker on a task queue unique to the test.
+ */
+export async function createHarness(options: { provider?: 'anthropic' | 'openai' } = {}): Promise<Harness> {
+  if (!runtimeInstalled) {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    runtimeInstalled = true;
+  }
+  const address = process.env.TEMPORAL_ADDRESS!;
+  const db = await openDatabase({ url: process.env.DATABASE_URL, poolSize: 5 });
+  const llm = await startFakeLlmServer();
+  const connection = await Connection.connect({ address });
+  const temporal = new Client({ connection });
+  const nativeConnection = await NativeConnection.connect({ address });
+  const taskQueue = `test-${randomUUID()}`;
+  const client = new AgentsClient(temporal, db.db, { taskQueue });
+  const workspaceDir = mkdtempSync(path.join(os.tmpdir(), 'da-ws-'));
+  const workers: Array<{ worker: Worker; running: Promise<void> }> = [];
+  const defaultProviders = (): ProviderConfig[] =>
+    options.provider === 'openai'
+      ? [{ name: 'openai', kind: 'openai', apiKey: 'test-key', baseURL: `${llm.url}/v1` }]
+      : [{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: llm.url }];
+
+  const harness: Harness = {
+    db,
+    llm,
+    client,
+    temporal,
+    taskQueue,
+    workspaceDir,
+    async startWorker(providers = defaultProviders()) {
+      const router = LlmRouter.fromConfig(providers, createProvider);
+      const worker = await createAgentWorker({
+        connection: nativeConnection,
+        namespace: 'default',
+        taskQueue,
+        db: db.db,
+        router,
+        workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
+      });
+      const running = worker.run();
+      workers.push({ worker, running });
+      return worker;
+    },
+    async createAgent(config = {}) {
+      const id = `agent-${randomUUID().slice(0, 8)}`;
+      await client.upsertAgent({
+        id,
+        name: `Test agent ${id}`,
+        files: { soul: 'You are careful and concise.', agents: 'You complete tasks with tools.', heartbeat: '- check tasks', tools: 'Use file tools.' },
+        config,
+        workspaceDir,
+      });
+      return id;
+    },
+    async waitForStatus(taskId, predicate, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: TaskStatus | undefined;
+      while (Date.now() < deadline) {
+        try {
+          last = await client.getStatus(taskId);
+          if (predicate(last)) return last;
+        } catch {
+          // The workflow may not have started its first task yet.
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`timed out waiting for task ${taskId}; last status ${JSON.stringify(last)}`);
+    },
+    async close() {
+      for (const { worker } of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      await Promise.allSettled(workers.map((w) => w.running));
+      await nativeConnection.close();
+      await connection.close();
+      await llm.close();
+      await db.close();
+      rmSync(workspaceDir, { recursive: true, force: true });
+    },
+  };
+  return harness;
+}
+
+/** A scripted assistant turn calling one tool. */
+export function toolTurn(name: string, input: unknown, text = `calling ${name}`) {
+  return { kind: 'message' as const, content: [{ type: 'text' as const, text }, { type: 'tool_use' as const, name, input }], stopReason: 'tool_use' as const, usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 50, cacheWriteTokens: 10 } };
+}
+
+export function textTurn(text: string, stopReason: 'end_turn' | 'max_tokens' = 'end_turn') {
+  return { kind: 'message' as const, content: [{ type: 'text' as const, text }], stopReason, usage: { inputTokens: 100, outputTokens: 20 } };
+}
+
+export const submitTurn = (summary = 'done') => toolTurn('task_submit_review', { summary });

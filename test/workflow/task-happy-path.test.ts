@@ -1,0 +1,47 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+
+describe.each(['anthropic', 'openai'] as const)('a task on %s through the real SDK and the fake server', (provider) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness({ provider });
+    await h.startWorker();
+  });
+  afterAll(async () => h.close());
+
+  test('runs the tool loop as a workflow and ends in review with messages, usage and the file kept', async () => {
+    h.llm.enqueue(
+      toolTurn('file_write', { path: 'notes/hello.md', content: 'hello from the agent' }),
+      toolTurn('file_read', { path: 'notes/hello.md' }),
+      submitTurn('wrote notes/hello.md'),
+    );
+    const agentId = await h.createAgent();
+    const { taskId, workflowId } = await h.client.startTask({ agentId, title: 'Write a note', description: 'Write hello into notes/hello.md' });
+    expect(workflowId).toBe(`task-${taskId}`);
+
+    const status = await h.waitForStatus(taskId, (s) => s.state === 'review');
+    expect(status.submission).toBe('wrote notes/hello.md');
+    expect(status.round).toBe(1);
+    expect(status.usage.inputTokens).toBeGreaterThan(0);
+
+    expect(await readFile(path.join(h.workspaceDir, 'notes/hello.md'), 'utf8')).toBe('hello from the agent');
+    expect(h.llm.requests).toHaveLength(3);
+    expect(h.llm.requests.every((r) => r.protocol === provider)).toBe(true);
+    // The second request carries the first tool's result, read back from PostgreSQL.
+    expect(JSON.stringify(h.llm.requests[1]!.body)).toContain('wrote 20 characters to notes/hello.md');
+    // The last request carried the file contents that file_read returned.
+    expect(JSON.stringify(h.llm.requests[2]!.body)).toContain('hello from the agent');
+
+    const messages = await h.db.db.selectFrom('messages').select(['role', 'kind']).where('session_id', '=', `task_${taskId}_r1`).orderBy('id').execute();
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+    expect(messages[0]!.kind).toBe('task_prompt');
+    const calls = await h.db.db.selectFrom('llm_calls').selectAll().where('task_id', '=', taskId).execute();
+    expect(calls).toHaveLength(3);
+    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'status', 'executions']).where('task_id', '=', taskId).execute();
+    expect(ledger.map((l) => l.tool).sort()).toEqual(['file_read', 'file_write', 'task_submit_review']);
+    expect(ledger.every((l) => l.status === 'completed' && l.executions === 1)).toBe(true);
+    const row = await h.client.getTaskRow(taskId);
+    expect(row.state).toBe('review');
+  });
+});

@@ -1,0 +1,54 @@
+import path from 'node:path';
+import type { ProviderConfig } from '../activities/llm/types';
+import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE } from '../workflows/contract';
+
+export interface WorkerConfig {
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  /** Absent: the embedded PGlite under `dataDir`. */
+  databaseUrl?: string;
+  dataDir: string;
+  /** Where agent workspaces are created when an agent names none. */
+  workspaceRoot: string;
+  /** In priority order: the first is the default, the rest are fallbacks. */
+  providers: ProviderConfig[];
+  /** True when no provider key is set and the offline demo model answers. */
+  demoModel: boolean;
+}
+
+/**
+ * Reads the configuration from the environment (see the README's table). Providers: Anthropic when
+ * ANTHROPIC_API_KEY is set, OpenAI when OPENAI_API_KEY is set, an OpenAI-compatible server (Ollama,
+ * vLLM, llama.cpp, OpenRouter) when OPENAI_COMPATIBLE_BASE_URL is set; none → the offline demo model.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const dataDir = path.resolve(env.DATA_DIR ?? '.data');
+  const providers: ProviderConfig[] = [];
+  if (env.ANTHROPIC_API_KEY) {
+    providers.push({ name: 'anthropic', kind: 'anthropic', apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL });
+  }
+  if (env.OPENAI_API_KEY) {
+    providers.push({ name: 'openai', kind: 'openai', apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL });
+  }
+  if (env.OPENAI_COMPATIBLE_BASE_URL) {
+    providers.push({
+      name: env.OPENAI_COMPATIBLE_NAME ?? 'openai-compatible',
+      kind: 'openai-compatible',
+      apiKey: env.OPENAI_COMPATIBLE_API_KEY,
+      baseURL: env.OPENAI_COMPATIBLE_BASE_URL,
+    });
+  }
+  const demoModel = providers.length === 0;
+  if (demoModel) providers.push({ name: 'demo', kind: 'demo' });
+  return {
+    temporalAddress: env.TEMPORAL_ADDRESS ?? 'localhost:7233',
+    namespace: env.TEMPORAL_NAMESPACE ?? DEFAULT_NAMESPACE,
+    taskQueue: env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir,
+    workspaceRoot: path.resolve(env.AGENTS_WORKSPACE_ROOT ?? path.join(dataDir, 'workspaces')),
+    providers,
+    demoModel,
+  };
+}

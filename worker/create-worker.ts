@@ -1,0 +1,37 @@
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Kysely } from 'kysely';
+import { createActivities } from '../activities';
+import type { ChatRouter } from '../activities/llm-step';
+import type { Database } from '../schema/database';
+
+/**
+ * Cancellation reaches an activity with the response to its next heartbeat; a 1 s throttle keeps
+ * "cancel stops the LLM stream / shell command" within seconds (the default throttle can be 30 s+).
+ */
+export const HEARTBEAT_THROTTLE = '1 second';
+
+export interface AgentWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  db: Kysely<Database>;
+  router: ChatRouter;
+  /** A pre-built workflow bundle (tests, production images); else workflows are bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Extra worker options (tuning, interceptors). */
+  overrides?: Partial<WorkerOptions>;
+}
+
+export async function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    activities: createActivities({ db: options.db, router: options.router }),
+    maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+    defaultHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
+    shutdownGraceTime: '10 seconds',
+    ...options.overrides,
+  });
+}

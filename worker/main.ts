@@ -1,0 +1,34 @@
+import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { LlmRouter } from '../activities/llm/router';
+import { createProvider } from '../activities/llm/providers';
+import { openDatabase } from '../activities/store/db';
+import { loadConfig } from './config';
+import { createAgentWorker } from './create-worker';
+
+/**
+ * The worker process: migrates the database, connects to Temporal and polls the task queue until
+ * SIGINT/SIGTERM, then drains in-flight activities (Temporal re-dispatches anything left).
+ */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  Runtime.install({ logger: new DefaultLogger((process.env.LOG_LEVEL?.toUpperCase() as 'INFO') ?? 'INFO') });
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: `${config.dataDir}/pglite` });
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const router = LlmRouter.fromConfig(config.providers, createProvider);
+  const worker = await createAgentWorker({ connection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router });
+  console.log(
+    `durable-agents worker on task queue "${config.taskQueue}" (Temporal ${config.temporalAddress}, ` +
+      `database ${database.kind}, providers ${config.providers.map((p) => p.name).join(', ')})`,
+  );
+  try {
+    await worker.run();
+  } finally {
+    await connection.close();
+    await database.close();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

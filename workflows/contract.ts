@@ -1,0 +1,193 @@
+/**
+ * The contract that services, the Temporal UI and humans rely on (ARCHITECTURE.md §3): task queue,
+ * workflow ids, signals, queries, updates, search attributes and the workflow input/output types.
+ * Defined once; imported by workflows, the client library, the CLI and the tests.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { TaskState } from './rules/task-state';
+
+export const DEFAULT_TASK_QUEUE = 'agents';
+export const DEFAULT_NAMESPACE = 'default';
+
+export const taskWorkflowId = (taskId: string): string => `task-${taskId}`;
+export const roundWorkflowId = (taskId: string, round: number): string => `task-${taskId}-r${round}`;
+/** Each round has its own conversation; a retry inside a round reuses it (seed D1 E3). */
+export const roundSessionId = (taskId: string, round: number): string => `task_${taskId}_r${round}`;
+export const reflectionWorkflowId = (taskId: string): string => `reflection-${taskId}`;
+export const heartbeatScheduleId = (agentId: string): string => `heartbeat-${agentId}`;
+export const consolidationScheduleId = (agentId: string): string => `consolidation-${agentId}`;
+
+export const AgentIdSearchAttribute = defineSearchAttributeKey('AgentId', SearchAttributeType.KEYWORD);
+export const TaskIdSearchAttribute = defineSearchAttributeKey('TaskId', SearchAttributeType.KEYWORD);
+export const TaskStateSearchAttribute = defineSearchAttributeKey('TaskState', SearchAttributeType.KEYWORD);
+
+// ---- human decisions ---------------------------------------------------------------------------
+
+export interface ApprovalDecision {
+  requestId: string;
+  decision: 'approved' | 'rejected';
+  comment?: string;
+  decidedBy?: string;
+}
+
+export interface ReviewDecision {
+  decision: 'accept' | 'revise';
+  feedback?: string;
+  decidedBy?: string;
+}
+
+export interface TaskComment {
+  text: string;
+  from?: string;
+}
+
+/** Approve or reject a pending tool call. Unknown or already-decided request ids are ignored. */
+export const approvalDecisionSignal = defineSignal<[ApprovalDecision]>('approvalDecision');
+/**
+ * Same as the signal, but validated: rejects an unknown or already-decided `requestId`, and returns
+ * the decision as recorded.
+ */
+export const decideApprovalUpdate = defineUpdate<RecordedApprovalDecision, [ApprovalDecision]>('decideApproval');
+/** Accept the submitted work (→ completed) or ask for a revision (→ a new round). */
+export const reviewDecisionSignal = defineSignal<[ReviewDecision]>('reviewDecision');
+/** A human comment, merged into the agent's next LLM turn. */
+export const commentSignal = defineSignal<[TaskComment]>('comment');
+/** Pause (→ blocked) and resume (→ in_progress, same round and session). */
+export const pauseSignal = defineSignal<[{ reason?: string }]>('pause');
+export const resumeSignal = defineSignal<[]>('resume');
+
+export interface RecordedApprovalDecision extends ApprovalDecision {
+  tool: string;
+  decidedAt: string;
+}
+
+// ---- status ------------------------------------------------------------------------------------
+
+export interface PendingApproval {
+  requestId: string;
+  tool: string;
+  summary: string;
+  requestedAt: string;
+}
+
+export interface UsageTotals {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+}
+
+export type TaskPhase =
+  | 'starting'
+  | 'thinking'
+  | 'running-tool'
+  | 'awaiting-approval'
+  | 'awaiting-review'
+  | 'paused'
+  | 'reflecting'
+  | 'finished';
+
+export interface TaskStatus {
+  taskId: string;
+  agentId: string;
+  state: TaskState;
+  round: number;
+  iteration: number;
+  phase: TaskPhase;
+  pendingApprovals: PendingApproval[];
+  usage: UsageTotals;
+  lastError?: string;
+  /** The summary the agent gave with `task_submit_review`, once it has. */
+  submission?: string;
+}
+
+export const statusQuery = defineQuery<TaskStatus>('status');
+
+// ---- workflow inputs and outputs ---------------------------------------------------------------
+
+export interface TaskWorkflowInput {
+  taskId: string;
+  agentId: string;
+  /** How long a tool call waits for a human decision (default 24 h). */
+  approvalTimeoutMs?: number;
+  /** Carried over continue-as-new; absent on the first run. */
+  carry?: TaskCarry;
+}
+
+/** What a continued-as-new task workflow needs: counters and ids only. */
+export interface TaskCarry {
+  state: TaskState;
+  round: number;
+  attempt: number;
+  revisionFeedback?: string;
+  submission?: string;
+  usage: UsageTotals;
+  noSubmitRetries: number;
+  pendingReview?: ReviewDecision[];
+  comments?: TaskComment[];
+}
+
+export interface TaskWorkflowResult {
+  taskId: string;
+  state: TaskState;
+  rounds: number;
+  usage: UsageTotals;
+  submission?: string;
+  error?: string;
+}
+
+export interface RoundWorkflowInput {
+  taskId: string;
+  agentId: string;
+  round: number;
+  /** 1-based attempt within the round; attempts share the round's session. */
+  attempt: number;
+  sessionId: string;
+  /** Shown in activity summaries ("llm claude-sonnet-4 · turn 3"). */
+  modelLabel: string;
+  approvalTimeoutMs: number;
+  /** Workflow id of the parent task workflow, for progress signals. */
+  parentWorkflowId: string;
+  /** Reviewer feedback that opens a revision round. */
+  revisionFeedback?: string;
+  /** Carried over continue-as-new. */
+  carry?: RoundCarry;
+}
+
+export interface RoundCarry {
+  pendingInjections: string[];
+  llmTurn: number;
+  toolIterations: number;
+  finalReminderSent: boolean;
+  usage: UsageTotals;
+  comments: TaskComment[];
+  approvalDecisions: ApprovalDecision[];
+}
+
+export type RoundOutcome =
+  | { kind: 'submitted'; summary: string; usage: UsageTotals; iterations: number }
+  | { kind: 'not-submitted'; usage: UsageTotals; iterations: number; lastText?: string };
+
+/** Internal: the round tells its parent what it is doing, so the parent's `status` query is live. */
+export interface RoundProgress {
+  round: number;
+  iteration: number;
+  phase: TaskPhase;
+  usage: UsageTotals;
+  pendingApprovals: PendingApproval[];
+}
+export const roundProgressSignal = defineSignal<[RoundProgress]>('roundProgress');
+
+export const ZERO_USAGE_TOTALS: UsageTotals = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+
+export function addUsage(a: UsageTotals, b: Partial<UsageTotals>): UsageTotals {
+  return {
+    inputTokens: a.inputTokens + (b.inputTokens ?? 0),
+    outputTokens: a.outputTokens + (b.outputTokens ?? 0),
+    cacheReadTokens: a.cacheReadTokens + (b.cacheReadTokens ?? 0),
+    cacheWriteTokens: a.cacheWriteTokens + (b.cacheWriteTokens ?? 0),
+    costUsd: Math.round((a.costUsd + (b.costUsd ?? 0)) * 1e6) / 1e6,
+  };
+}

@@ -1,0 +1,3 @@
+/** Every workflow the worker registers (the bundle's entry point). */
+export { taskWorkflow } from './task';
+export { taskRoundWorkflow } from './task-round';

@@ -1,0 +1,87 @@
+/**
+ * The task-execution harness rules of seed D1 (D1-4, D1-8..10, E2, E6, §3.7), as pure functions and
+ * named constants. The round workflow applies them; tests pin them.
+ */
+
+/** Inject `[SYSTEM REMINDER]` to call task_submit_review every this many tool iterations (D1-8). */
+export const TASK_REMINDER_EVERY_TOOL_ITERATIONS = 10;
+/** Inject `[REFLECTION CHECKPOINT]` (save insights) every this many tool iterations (D1-9). */
+export const REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS = 30;
+/** After the one final critical reminder, this many no-submit retries before the task fails (D1-10). */
+export const TASK_MAX_NO_SUBMIT_RETRIES = 8;
+/** Round attempts after transient failures before the task fails (seed §3.7: up to 8 retries). */
+export const TASK_MAX_TRANSIENT_ROUND_RETRIES = 8;
+/** First delay before retrying a round after a transient failure (seed §3.7: 30 s → 10 min). */
+export const TASK_TRANSIENT_RETRY_FIRST_DELAY_MS = 30_000;
+/** Cap of the round retry delay (seed §3.7). */
+export const TASK_TRANSIENT_RETRY_MAX_DELAY_MS = 10 * 60_000;
+/** Safety cap for chat-like scenarios (A9: 200); task execution has none (A11). */
+export const CHAT_MAX_TOOL_ITERATIONS = 200;
+/** Heartbeat tool-iteration cap (the reference code's value, A13). */
+export const HEARTBEAT_MAX_TOOL_ITERATIONS = 30;
+/** Tool results larger than this are offloaded to PostgreSQL with a preview (ARCHITECTURE §4). */
+export const TOOL_RESULT_OFFLOAD_CHARS = 50_000;
+/** How much of an offloaded result the model sees inline. */
+export const TOOL_RESULT_PREVIEW_CHARS = 4_000;
+/** How long a tool call waits for a human approval before it is treated as rejected. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
+
+export function reminderText(taskId: string, toolIterations: number): string {
+  return (
+    `[SYSTEM REMINDER — Task ${taskId}] You have used ${toolIterations} tool iterations. When the work is done, ` +
+    `call task_submit_review with a summary of what you did. If you are blocked, say so in a task note and ` +
+    `submit what you have rather than looping.`
+  );
+}
+
+export function reflectionCheckpointText(toolIterations: number): string {
+  return (
+    `[REFLECTION CHECKPOINT] ${toolIterations} tool iterations so far. Pause and consider what you have learned: ` +
+    `save durable insights with memory_save (tags ["insight", …]) and record progress in the notebook, then continue.`
+  );
+}
+
+export function finalCriticalReminderText(taskId: string): string {
+  return (
+    `[SYSTEM — CRITICAL REMINDER — Task ${taskId}] You stopped without calling task_submit_review. The task is ` +
+    `not finished until you call it. If the work is complete, call task_submit_review now with a summary; ` +
+    `otherwise continue working and then submit.`
+  );
+}
+
+export const CONTINUATION_PROMPT =
+  '[SYSTEM] Your previous response was cut off because it reached the maximum output length. Continue exactly where you left off.';
+
+export const INTERRUPTED_RETRY_TEXT =
+  '[SYSTEM: Your previous execution attempt was interrupted. Review the conversation above, check what was already done, and continue from where you left off. Do not redo completed work.]';
+
+/** Harness injections due after a tool iteration (D1-8, D1-9). */
+export function injectionsAfterToolIteration(taskId: string, toolIterations: number): string[] {
+  const out: string[] = [];
+  if (toolIterations > 0 && toolIterations % TASK_REMINDER_EVERY_TOOL_ITERATIONS === 0) {
+    out.push(reminderText(taskId, toolIterations));
+  }
+  if (toolIterations > 0 && toolIterations % REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS === 0) {
+    out.push(reflectionCheckpointText(toolIterations));
+  }
+  return out;
+}
+
+/** Delay before the n-th (1-based) transient round retry: 30 s doubling, capped at 10 min. */
+export function transientRetryDelayMs(attempt: number): number {
+  return Math.min(TASK_TRANSIENT_RETRY_FIRST_DELAY_MS * 2 ** Math.max(0, attempt - 1), TASK_TRANSIENT_RETRY_MAX_DELAY_MS);
+}
+
+/** The first user message of a task session (seed D1 E2). Carries the marker compression protects. */
+export function taskPromptText(task: { id: string; title: string; description: string; notes?: string[] }, revisionFeedback?: string): string {
+  const parts = [`[TASK EXECUTION — Task ID: ${task.id}]`, `# ${task.title}`, task.description];
+  if (task.notes?.length) parts.push('## Notes from earlier rounds', ...task.notes.map((n) => `- ${n}`));
+  if (revisionFeedback) {
+    parts.push('## Reviewer feedback — this is a revision round', revisionFeedback, 'Address every point of the feedback.');
+  }
+  parts.push(
+    '## Completion Requirements — MANDATORY',
+    'Work step by step with your tools. When the work is done you MUST call task_submit_review with a concise summary of what you did and where the results are. The task is not complete until you do.',
+  );
+  return parts.join('\n\n');
+}

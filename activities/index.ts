@@ -10,6 +10,7 @@ import { findMessage } from './store/sessions';
 import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './tools/execute';
 import { toolsForScenario } from './tools/registry';
 import type { ToolUseBlock } from './llm/types';
+import { createMemoryActivities } from './memory/activities';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -26,6 +27,9 @@ export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
 export function createActivities(deps: ActivityDeps) {
   const { db } = deps;
   return {
+    /** Heartbeat, reflection, daily report and dream (issue 5). */
+    ...createMemoryActivities(deps),
+
     /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
     async llmStep(input: LlmStepInput) {
       return runLlmStep(db, deps.router, input);

@@ -6,7 +6,9 @@ import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harne
 import { addUsage, ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
 import { costUsd } from './llm/cost';
 import type { ChatCallbacks, ChatRequest, ChatResult, ToolUseBlock } from './llm/types';
-import { systemPromptFor } from './prompt';
+import { assembleContext, loadPromptInputs } from './prompt';
+import { calibrate, countMessageTokens } from './context';
+import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from './llm/budget';
 import { agentConfig, findAgent } from './store/agents';
 import { appendMessage, ensureSession, findMessage, loadMessages } from './store/sessions';
 import { addTaskEvent, findTask } from './store/tasks';
@@ -32,6 +34,8 @@ export interface ChatTarget {
 
 /** The part of the LLM router the step needs. */
 export interface ChatRouter {
+  /** The route's candidates in order; the first is the model the prompt is budgeted for. */
+  candidates(target: ChatTarget): Array<{ provider: string; model: string }>;
   chat(
     request: Omit<ChatRequest, 'model' | 'maxTokens'> & { maxTokens?: number },
     target: ChatTarget,
@@ -105,6 +109,18 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
 
   const messages = await loadMessages(db, input.sessionId);
   const config = agentConfig(agent);
+  const target: ChatTarget = { provider: config.provider, model: config.model, tier: config.tier };
+  const model = router.candidates(target)[0]?.model ?? 'unknown';
+  const toolDefs = toolDefinitions(tools);
+  const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, new Date(), model);
+  const context = await assembleContext(router, inputs, messages, toolDefs);
+  if (input.taskId) {
+    for (const warning of context.warnings) {
+      await addTaskEvent(db, input.taskId, 'prompt-truncated', { ...warning }, `trunc:${input.sessionId}:${key}:${warning.segment}`);
+    }
+  }
+  const spent = await guardBudget(db, input, config, context.systemTokens, countMessageTokens(context.messages, model), model);
+
   const ctx = activityContext();
   const publisher = new ProgressPublisher(db, input.taskId, input.sessionId);
   const heartbeat = setInterval(() => ctx?.heartbeat({ turn: input.turn }), LLM_HEARTBEAT_INTERVAL_MS);
@@ -113,12 +129,13 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   try {
     result = await router.chat(
       {
-        system: systemPromptFor(agent, input.scenario, task, new Date()),
-        messages,
-        messageCacheBreakpoint: messages.length > 1 ? messages.length - 2 : undefined,
-        tools: toolDefinitions(tools),
+        system: context.system,
+        messages: context.messages,
+        messageCacheBreakpoint: context.messageCacheBreakpoint,
+        tools: toolDefs,
+        maxTokens: context.maxTokens,
       },
-      { provider: config.provider, model: config.model, tier: config.tier },
+      target,
       { signal: ctx?.cancellationSignal, onTextDelta: (t) => publisher.push(t), onStreamEvent: () => undefined },
     );
   } catch (error) {
@@ -127,6 +144,11 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   } finally {
     clearInterval(heartbeat);
     await publisher.flush().catch(() => undefined);
+  }
+  if (result.provider === 'anthropic') {
+    const estimated = context.systemTokens + countMessageTokens(context.messages, result.model);
+    const reported = result.usage.inputTokens + result.usage.cacheReadTokens + result.usage.cacheWriteTokens;
+    if (reported > 0) calibrate(result.model, estimated, reported);
   }
 
   const usage = addUsage(ZERO_USAGE_TOTALS, { ...result.usage, costUsd: costUsd(result.usage, result.model) });
@@ -155,7 +177,50 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
       await addTaskEvent(trx, input.taskId, 'llm-call-finished', { model: result.model, stopReason: result.stopReason, ...usage }, `llm:${input.sessionId}:${key}`);
     }
   });
+  if (spent && input.taskId) {
+    for (const percent of crossedThresholds(spent.before, spent.before + usage.costUsd, spent.limit)) {
+      await addTaskEvent(db, input.taskId, 'budget-threshold-crossed', { percent, limitUsd: spent.limit, spentUsd: spent.before + usage.costUsd }, `budget:${spent.periodStart}:${percent}`);
+    }
+  }
   return summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false);
+}
+
+/**
+ * Seed D2's budget guard, before any provider request: what the agent spent this period plus this
+ * call's estimate (system + messages + 1,500 reserved for the answer) must fit its budget unless
+ * overage is allowed. Over budget → a "Budget exceeded" event and a non-retryable failure.
+ */
+async function guardBudget(
+  db: Kysely<Database>,
+  input: LlmStepInput,
+  config: ReturnType<typeof agentConfig>,
+  systemTokens: number,
+  userTokens: number,
+  model: string,
+): Promise<{ before: number; limit: number; periodStart: number } | undefined> {
+  if (config.budgetUsd === undefined) return undefined;
+  const period = config.budgetPeriod ?? 'month';
+  const periodStart = budgetPeriodStart(period, Date.now());
+  const row = await db
+    .selectFrom('llm_calls')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.lit(0)).as('spent'))
+    .where('agent_id', '=', input.agentId)
+    .where('created_at', '>=', new Date(periodStart))
+    .executeTakeFirstOrThrow();
+  const before = Number(row.spent);
+  const check = checkBudget({
+    unit: 'usd',
+    spent: before,
+    limit: config.budgetUsd,
+    estimate: estimateCallCostUsd(systemTokens, userTokens, model),
+    allowOverage: config.allowBudgetOverage === true,
+  });
+  if (!check.ok) {
+    const failure = budgetExceededFailure(check, { agentId: input.agentId, period });
+    if (input.taskId) await addTaskEvent(db, input.taskId, 'budget-exceeded', { message: failure.message }, `budget-exceeded:${input.sessionId}:${input.attempt}:${input.turn}`);
+    throw failure;
+  }
+  return { before, limit: config.budgetUsd, periodStart };
 }
 
 async function replayRecorded(

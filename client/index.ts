@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Client, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../schema/database';
 import { AGENT_ID_PATTERN, findAgent, IDENTITY_FILES, upsertAgent, type AgentConfig, type AgentDefinition } from '../activities/store/agents';

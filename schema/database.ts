@@ -134,6 +134,117 @@ export interface LlmCallsTable {
   created_at: CreatedAt;
 }
 
+// ---- memory (seed D1 §3.3) and its scheduled workflows; identity self-edits (seed D2 §7) ------
+
+export interface MemoryNotebookTable {
+  agent_id: string;
+  key: string;
+  content: string;
+  /** agent = update_notebook (capped, evicted); system = runtime; cpp = cognitive preparation. */
+  tag: 'agent' | 'system' | 'cpp';
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface MemoryObservationsTable {
+  /** `obs_…`: derived from the writing call, so a retried write is a no-op. */
+  id: string;
+  /** Insertion order (oldest trimmed first). */
+  seq: Generated<string>;
+  agent_id: string;
+  type: string;
+  tags: ColumnType<string[], string[] | undefined, string[]>;
+  content: string;
+  /** Where it came from: a session id, or `dream:<consolidation>`. */
+  source: string | null;
+  created_at: CreatedAt;
+  /** Generated: to_tsvector('english', content). */
+  search: ColumnType<string, never, never>;
+}
+
+export interface MemoryKnowledgeTable {
+  agent_id: string;
+  title: string;
+  content: string;
+  /** Display order: creation order. */
+  position: Generated<string>;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+  /** Generated: to_tsvector('english', title || ' ' || content). */
+  search: ColumnType<string, never, never>;
+}
+
+export interface MemoryDailyLogsTable {
+  agent_id: string;
+  /** The agent's local day, YYYY-MM-DD. */
+  day: ColumnType<string, string, string>;
+  /** `daily-report`. Audit only: never read back into prompts (D1 §3.3). */
+  kind: string;
+  content: string;
+  session_id: string | null;
+  created_at: CreatedAt;
+}
+
+export interface MemoryConsolidationsTable {
+  id: Generated<string>;
+  agent_id: string;
+  day: ColumnType<string, string, string>;
+  session_id: string;
+  /** planning → applied | rejected (malformed or out-of-bounds plan: nothing changed). */
+  status: 'planning' | 'applied' | 'rejected';
+  reason: string | null;
+  entries_offered: number;
+  removed: Generated<number>;
+  merged: Generated<number>;
+  promoted: Generated<number>;
+  /** The entries the dream was shown: the only ids its plan may name. */
+  offered_ids: ColumnType<string[], string[] | undefined, string[]>;
+  /** The plan as the model wrote it (JSON when it parsed, else `{ raw }`). */
+  plan: ColumnType<unknown, string | null | undefined, string | null>;
+  created_at: CreatedAt;
+  finished_at: NullableTimestamp;
+}
+
+export interface MemoryReflectionsTable {
+  task_id: string;
+  agent_id: string;
+  day: ColumnType<string, string, string>;
+  /** running | completed | rate-limited */
+  status: string;
+  session_id: string | null;
+  tool_iterations: Generated<number>;
+  created_at: CreatedAt;
+  finished_at: NullableTimestamp;
+}
+
+export interface HeartbeatRunsTable {
+  id: Generated<string>;
+  agent_id: string;
+  workflow_id: string;
+  session_id: string | null;
+  /** skipped (idle) | ok (HEARTBEAT_OK) | acted | iteration-cap */
+  outcome: string;
+  fingerprint: string;
+  skipped_in_row: number;
+  tool_iterations: number;
+  summary: string | null;
+  created_at: CreatedAt;
+}
+
+export interface AgentFileEditsTable {
+  id: Generated<string>;
+  agent_id: string;
+  /** The run (session) that made the edit: one edit per file per run. */
+  run_id: string;
+  file: string;
+  task_id: string | null;
+  before_hash: string;
+  after_hash: string;
+  /** Line diff, cut to 5 KB. */
+  diff: string;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   agents: AgentsTable;
   tasks: TasksTable;
@@ -144,6 +255,14 @@ export interface Database {
   tool_outputs: ToolOutputsTable;
   approvals: ApprovalsTable;
   llm_calls: LlmCallsTable;
+  memory_notebook: MemoryNotebookTable;
+  memory_observations: MemoryObservationsTable;
+  memory_knowledge: MemoryKnowledgeTable;
+  memory_daily_logs: MemoryDailyLogsTable;
+  memory_consolidations: MemoryConsolidationsTable;
+  memory_reflections: MemoryReflectionsTable;
+  heartbeat_runs: HeartbeatRunsTable;
+  agent_file_edits: AgentFileEditsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

@@ -1,4 +1,4 @@
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
 import { createActivities } from '../activities';
 import type { ChatRouter } from '../activities/llm-step';

@@ -191,3 +191,55 @@ export function addUsage(a: UsageTotals, b: Partial<UsageTotals>): UsageTotals {
     costUsd: Math.round((a.costUsd + (b.costUsd ?? 0)) * 1e6) / 1e6,
   };
 }
+
+// ---- memory workflows (issue 5): heartbeat, consolidation, post-task reflection ------------------
+
+/** A heartbeat's conversation: `hb_{agentId}_{ms}` (seed D1 E8), one per run. */
+export const heartbeatSessionId = (agentId: string, startedAtMs: number): string => `hb_${agentId}_${startedAtMs}`;
+/** Internal conversations (daily report, dream, reflection) use the `sys_` prefix (seed D1 A16). */
+export const systemSessionId = (agentId: string, purpose: string): string => `sys_${agentId}_${purpose}`;
+
+export interface HeartbeatWorkflowInput {
+  agentId: string;
+  /** Run even when nothing changed since the last heartbeat (skips the idle check). */
+  force?: boolean;
+}
+
+/** skipped: idle, no LLM call · ok: HEARTBEAT_OK, nothing done · acted: used tools or replied · iteration-cap: stopped at 30 tool iterations. */
+export type HeartbeatOutcome = 'skipped' | 'ok' | 'acted' | 'iteration-cap';
+
+export interface HeartbeatWorkflowResult {
+  agentId: string;
+  outcome: HeartbeatOutcome;
+  toolIterations: number;
+  /** Idle skips in a row including this run (0 when it ran). */
+  skippedInRow: number;
+  sessionId?: string;
+}
+
+export interface ConsolidationWorkflowInput {
+  agentId: string;
+}
+
+export interface ConsolidationWorkflowResult {
+  agentId: string;
+  dailyReport: 'written' | 'exists' | 'failed';
+  dream: 'applied' | 'rejected' | 'too-few' | 'already-ran' | 'failed';
+  /** Why a dream plan was rejected (nothing changed), or why a phase failed. */
+  reason?: string;
+  removed: number;
+  merged: number;
+  promoted: number;
+}
+
+export interface ReflectionWorkflowInput {
+  taskId: string;
+  agentId: string;
+}
+
+export interface ReflectionWorkflowResult {
+  taskId: string;
+  /** rate-limited: the agent already reflected 5 times today · already-done: this task was reflected on. */
+  status: 'completed' | 'rate-limited' | 'already-done';
+  toolIterations: number;
+}

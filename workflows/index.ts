@@ -1,3 +1,6 @@
 /** Every workflow the worker registers (the bundle's entry point). */
 export { taskWorkflow } from './task';
 export { taskRoundWorkflow } from './task-round';
+export { heartbeatWorkflow } from './heartbeat';
+export { memoryConsolidationWorkflow } from './consolidation';
+export { postTaskReflectionWorkflow } from './reflection';

@@ -1,7 +1,6 @@
 import {
   ApplicationFailure,
   CancellationScope,
-  ChildWorkflowFailure,
   condition,
   continueAsNew,
   isCancellation,
@@ -282,19 +281,26 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   }
 }
 
-function rootCause(error: unknown): unknown {
-  let current = error;
-  while (current instanceof Error && (current as { cause?: unknown }).cause) current = (current as { cause?: unknown }).cause;
-  return current;
+/** The failure chain, outermost first (ChildWorkflowFailure → ActivityFailure → ApplicationFailure → …). */
+function failureChain(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as { cause?: unknown }).cause) {
+    chain.push(current);
+    if (!(current instanceof Error)) break;
+  }
+  return chain;
 }
 
+/** Non-retryable when any application failure in the chain says so (e.g. a provider 401). */
 function isNonRetryable(error: unknown): boolean {
-  const cause = rootCause(error);
-  return cause instanceof ApplicationFailure && cause.nonRetryable === true;
+  return failureChain(error).some((e) => e instanceof ApplicationFailure && e.nonRetryable === true);
 }
 
+/** The message of the first application failure in the chain: ours, written for people. */
 function failureMessage(error: unknown): string {
-  const cause = rootCause(error);
-  if (error instanceof ChildWorkflowFailure && cause instanceof Error) return cause.message;
-  return cause instanceof Error ? cause.message : String(cause);
+  const chain = failureChain(error);
+  const application = chain.find((e): e is ApplicationFailure => e instanceof ApplicationFailure);
+  if (application) return application.message;
+  const last = chain.at(-1);
+  return last instanceof Error ? last.message : String(last);
 }

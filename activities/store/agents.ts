@@ -23,6 +23,8 @@ export interface AgentConfig {
   /** Spending cap in USD for this agent (seed D2 budget guard); absent = no cap. */
   budgetUsd?: number;
   allowBudgetOverage?: boolean;
+  /** The period the budget covers (default a calendar month, UTC). */
+  budgetPeriod?: 'hour' | 'day' | 'week' | 'month' | 'lifetime';
   protectedBranches?: string[];
 }
 

@@ -3,8 +3,12 @@ import type { ToolDefinition } from '../llm/types';
 import { fileRead, fileWrite } from './file-tools';
 import { notifyUser, requestUserApproval } from './human-tools';
 import { readToolOutput } from './output-tools';
+import { shellExecute } from './shell-tool';
 import { taskNote, taskSubmitReview } from './task-tools';
 import type { ToolSpec } from './types';
+import { memoryAliases, memoryTools } from '../memory/tools';
+import { editAgentFile } from '../memory/self-edit';
+import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
 
 export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation';
 
@@ -27,7 +31,7 @@ export function registerTools(tools: ToolSpec[], scenarios: Scenario[]): void {
 }
 
 registerTools([fileRead, fileWrite, readToolOutput], ['task', 'chat']);
-registerTools([taskSubmitReview, taskNote, requestUserApproval, notifyUser], ['task']);
+registerTools([taskSubmitReview, taskNote, requestUserApproval, notifyUser, shellExecute], ['task']);
 
 export function toolsForScenario(scenario: Scenario): Map<string, ToolSpec> {
   const out = new Map<string, ToolSpec>();
@@ -50,3 +54,9 @@ export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string
   const parsed = spec.schema.safeParse(input);
   return parsed.success ? spec.summarize(parsed.data).slice(0, 120) : name;
 }
+
+// Memory (issue 5): seed D1's memory tools and legacy aliases, and seed D2's edit_agent_file. Heartbeats
+// offer only what D1's heartbeat whitelist allows; reflections offer memory tools only.
+registerTools([...memoryTools, ...memoryAliases], ['task', 'chat', 'reflection']);
+registerTools([editAgentFile], ['task', 'chat']);
+registerTools([...memoryTools, ...memoryAliases, editAgentFile].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);

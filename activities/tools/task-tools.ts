@@ -1,4 +1,6 @@
+import type { Kysely } from 'kysely';
 import { z } from 'zod';
+import type { Database } from '../../schema/database';
 import { addTaskEvent, updateTaskState } from '../store/tasks';
 import { defineTool } from './types';
 
@@ -41,7 +43,7 @@ export const taskNote = defineTool({
   },
 });
 
-export async function loadTaskNotes(db: import('kysely').Kysely<import('../../schema/database').Database>, taskId: string): Promise<string[]> {
+export async function loadTaskNotes(db: Kysely<Database>, taskId: string): Promise<string[]> {
   const rows = await db
     .selectFrom('task_events')
     .select('data')

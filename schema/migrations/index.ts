@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as foundation from './2026-11-30-001-foundation';
+import * as memory from './2026-11-30-002-memory';
 
 /**
  * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
@@ -7,4 +8,5 @@ import * as foundation from './2026-11-30-001-foundation';
  */
 export const migrations: Record<string, Migration> = {
   '2026-11-30-001-foundation': foundation,
+  '2026-11-30-002-memory': memory,
 };

@@ -1,0 +1,29 @@
+/**
+ * The context engine: system prompt assembly, message compression and token counting (seeds D1, D2).
+ * Pure modules (no I/O, no clock): the LLM-step activity loads the inputs and calls these.
+ */
+export * from './budget';
+export * from './limits';
+export { buildSystemPrompt, systemPromptText } from './system-prompt';
+export type * from './prompt-types';
+export { filterSkillsByRelevance, LIGHTWEIGHT_SCENARIOS } from './sections-dynamic';
+export { buildRunUserMessage, type RunUserMessageInput } from './user-message';
+export { CHAT_PREAMBLE, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_USER_MESSAGE, TASK_PREAMBLE } from './prompt-text';
+export { prepareMessages, findTaskPrompt, cacheBreakpoint } from './prepare-messages';
+export type { CompressionStage, PrepareMessagesOptions, PrepareMessagesStats, PreparedMessages } from './prepare-messages';
+export { sanitizeMessageSequence, type SanitizeStats } from './sanitize';
+export { buildHeuristicSummary, buildSummarizerPrompt, SUMMARIZER_SYSTEM_PROMPT } from './summarize';
+export { summarizeToolBlock } from './tool-block';
+export { formatMinuteTimestamp, mailboxElapsedLabel, notebookAgeLabel, type Instant } from './quantize';
+export { fence, neutralize } from './neutralize';
+export {
+  calibrate,
+  calibrationRatio,
+  countMessageTokens,
+  countTokens,
+  countTokensRaw,
+  countToolTokens,
+  encodingForModel,
+  freeEncoders,
+  resetCalibration,
+} from './tokens';

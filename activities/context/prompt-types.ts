@@ -1,0 +1,222 @@
+/**
+ * Inputs and outputs of `buildSystemPrompt`. A plain, serialisable object: the LLM-step activity loads
+ * these from PostgreSQL (the workflow passes only ids) and calls the pure builder.
+ *
+ * Stability contract: fields marked (T1) or (T2) feed the cached tiers; when they are equal, Tiers 1 and
+ * 2 are byte-identical whatever the (T3) fields, `now` or the calibration state. Record-typed fields are
+ * rendered sorted by key; arrays in the order given, so pass them in a stable order.
+ */
+import type { SystemSegment, ToolDefinition } from '../llm/types';
+import type { Instant } from './quantize';
+
+export type PromptScenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' | 'a2a' | 'comment_response';
+
+export interface AgentFiles {
+  /** SOUL.md: identity and persona (D2 seg 1, required). */
+  soul: string;
+  /** AGENTS.md: role and behaviour, the ROLE.md equivalent (D2 seg 2 / D1 §1, required). */
+  agents: string;
+  /** HEARTBEAT.md: the operating loop of heartbeat runs (D2 seg 4). */
+  heartbeat?: string;
+  /** TOOLS.md: how the agent uses its tools (D2 seg 5, ≤ 1,500 tokens). */
+  tools?: string;
+}
+
+export interface PromptAgent {
+  id: string;
+  name: string;
+  role?: string;
+  position?: 'manager' | 'worker';
+  files: AgentFiles;
+  /** (T1) free-text capabilities (D2 seg 3). */
+  capabilities?: string;
+  /** (T1) permission flags, rendered as granted capabilities next to TOOLS.md (D2 G9). */
+  permissions?: Record<string, boolean>;
+  /** (T2) names of installed skills (identity section). */
+  installedSkills?: string[];
+  /** (T2) the agent's manager, for workers. */
+  manager?: { id: string; name: string; role?: string };
+}
+
+/** A colleague in the identity section: no live status here (that is Tier 3 team status). */
+export interface PromptColleague {
+  id: string;
+  name: string;
+  role?: string;
+  kind: 'agent' | 'human';
+  skills?: string[];
+}
+
+export interface PromptOrganisation {
+  name: string;
+  /** CONTEXT.md. */
+  context?: string;
+  /** Team announcements and norms (semi-stable, D1 §9). */
+  announcements?: string;
+}
+
+export interface PromptWorkspace {
+  /** The agent's own directory. */
+  root: string;
+  /** Other labelled paths (shared, outputs, repositories…). */
+  paths?: Record<string, string>;
+}
+
+export interface KnowledgeSection {
+  heading: string;
+  body: string;
+}
+
+export interface NotebookEntry {
+  key: string;
+  content: string;
+  /** D1 B12: agent = update_notebook, system = runtime (triage, retrieval), cpp = cognitive preparation. */
+  tag: 'agent' | 'system' | 'cpp';
+  updatedAt: Instant;
+}
+
+export interface SkillSummary {
+  name: string;
+  category?: string;
+  description: string;
+}
+
+/** A skill whose instructions are in the prompt (bound to the agent or activated with discover_tools). */
+export interface ActiveSkill {
+  name: string;
+  description?: string;
+  body: string;
+  /** Activated this session: full body. Otherwise progressive disclosure (200 chars of body). */
+  expanded?: boolean;
+}
+
+export type TaskPriority = 'critical' | 'urgent' | 'high' | 'medium' | 'low';
+
+export interface PromptTask {
+  id: string;
+  title: string;
+  priority: TaskPriority;
+  status: string;
+  description?: string;
+  assignee?: string;
+}
+
+export interface PromptTaskBoard {
+  mine: PromptTask[];
+  team?: PromptTask[];
+}
+
+export type AttentionDecisionKind = 'continue' | 'preempt' | 'cancel' | 'merge' | 'defer';
+
+export interface PromptAttention {
+  focus?: { type: string; summary: string; startedAt: Instant };
+  queue?: { total: number; items: Array<{ type: string; summary: string; priority?: number }> };
+  /** Oldest first; the last 5 are shown. */
+  decisions?: Array<{ decision: AttentionDecisionKind; reasoning: string }>;
+  mergedContent?: string;
+}
+
+export interface PromptSender {
+  id: string;
+  name: string;
+  kind: 'human' | 'agent';
+  role?: string;
+}
+
+export interface ActivityEvent {
+  at: Instant;
+  type: string;
+  detail: string;
+  actor?: string;
+}
+
+export interface RunSummary {
+  at: Instant;
+  kind: string;
+  status: string;
+  summary: string;
+}
+
+export interface ChannelMessage {
+  at: Instant;
+  from: string;
+  text: string;
+}
+
+export interface PromptScope {
+  kind: 'mission' | 'idea' | 'work' | 'project' | 'team';
+  name?: string;
+  /** D2 seg 8: mission / idea description or work initial prompt (≤ 800 tokens). */
+  description: string;
+  /** D2 seg 7: per-scope prompt overrides, only for generator-stage runs. May narrow, never override. */
+  advancedPrompts?: string;
+}
+
+export interface PromptInputs {
+  scenario: PromptScenario;
+  agent: PromptAgent;
+  /** Chooses the tokenizer for the segment budgets. */
+  model?: string;
+  /** (T3) the current instant; the only clock the builder sees. */
+  now: Instant;
+  /** IANA zone for the timestamp, default UTC. */
+  timezone?: string;
+
+  // Tier 2
+  colleagues?: PromptColleague[];
+  organisation?: PromptOrganisation;
+  workspace?: PromptWorkspace;
+  userProfiles?: Array<{ name: string; profile: string }>;
+  trust?: { level: string; description?: string };
+  environment?: Record<string, string>;
+  knowledge?: KnowledgeSection[];
+  activeSkills?: ActiveSkill[];
+  scope?: PromptScope;
+
+  // Tier 3
+  announcements?: string[];
+  humanFeedback?: string[];
+  notebook?: NotebookEntry[];
+  /** All skills the agent could discover; filtered by `skillQuery` relevance and capped at 30. */
+  skills?: SkillSummary[];
+  skillQuery?: string;
+  tasks?: PromptTaskBoard;
+  teamStatus?: Array<{ name: string; status: string }>;
+  /** Oldest first; the last 20 are used. */
+  recentActivity?: ActivityEvent[];
+  /** Oldest first; the last 5 are used. */
+  recentRuns?: RunSummary[];
+  /** Oldest first; the last 15 are used. */
+  channelHistory?: ChannelMessage[];
+  attention?: PromptAttention;
+  sender?: PromptSender;
+  /** Tools offered in this call; listed by name so the model knows what is not available. */
+  tools?: ToolDefinition[];
+  /** Set when the caller expects JSON (D2 seg 11). */
+  outputContract?: { schemaName: string; description?: string };
+}
+
+export type PromptSegmentName =
+  | 'identity' | 'role' | 'capabilities' | 'tools' | 'policies' | 'deliverables' | 'task_workflow'
+  | 'tool_usage' | 'communication'
+  | 'identity_section' | 'organisation' | 'workspace' | 'user_profiles' | 'trust' | 'environment'
+  | 'knowledge' | 'active_skills' | 'scope_prompts' | 'scope_context' | 'scenario'
+  | 'announcements' | 'human_feedback' | 'notebook' | 'skills_catalogue' | 'task_board' | 'team_status'
+  | 'recent_activity' | 'recent_runs' | 'channel_history' | 'attention' | 'sender' | 'available_tools'
+  | 'timestamp' | 'output_contract'
+  | 'total';
+
+/** One truncation made to fit a budget (D2 G16: logged at WARN, step `prompt-assembly`). */
+export interface PromptWarning {
+  segment: PromptSegmentName;
+  originalTokens: number;
+  keptTokens: number;
+}
+
+export interface SystemPrompt {
+  /** [Tier 1 (breakpoint), Tier 2 (breakpoint), Tier 3]. */
+  segments: SystemSegment[];
+  warnings: PromptWarning[];
+  /** Calibrated estimate of the whole system message, for prepareMessages' `systemTokens`. */
+  tokenEstimate: number;
+}

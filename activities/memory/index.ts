@@ -1,0 +1,24 @@
+/**
+ * The memory module's public surface: the store (notebook, observations, knowledge, daily logs), what
+ * prompt assembly injects, the memory tools and `edit_agent_file`, and the scheduled workflows' activities.
+ */
+export {
+  capKnowledge,
+  clearNotebook,
+  listKnowledge,
+  listNotebook,
+  loadMemoryForPrompt,
+  localDay,
+  MemoryLimitError,
+  saveObservation,
+  searchMemory,
+  upsertNotebookEntry,
+  writeDailyLog,
+  type KnowledgeSection,
+  type NotebookEntry,
+  type Observation,
+  type SearchHit,
+} from './store';
+export { memoryAliases, memoryTools } from './tools';
+export { editAgentFile } from './self-edit';
+export { createMemoryActivities, type MemoryActivities } from './activities';

@@ -1,0 +1,421 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../schema/database';
+import {
+  KNOWLEDGE_PROMPT_MAX_CHARS,
+  KNOWLEDGE_SECTION_MAX_CHARS,
+  KNOWLEDGE_TITLE_MAX_CHARS,
+  KNOWLEDGE_TOTAL_MAX_CHARS,
+  MEMORY_SEARCH_DEFAULT_LIMIT,
+  MEMORY_SEARCH_MAX_LIMIT,
+  NOTEBOOK_KEY_MAX_CHARS,
+  NOTEBOOK_MAX_AGENT_ENTRIES,
+  NOTEBOOK_MAX_CHARS_PER_ENTRY,
+  OBSERVATION_MAX_CHARS,
+  OBSERVATIONS_MAX,
+  type NotebookTag,
+  type ObservationType,
+} from '../../workflows/rules/memory-limits';
+
+/**
+ * Per-agent memory in PostgreSQL (seed D1 §3.3): the notebook (situational scratchpad), the observation
+ * buffer (append-only facts, searched but never injected), curated knowledge sections (injected into
+ * prompts up to 8,000 characters) and daily logs (audit only). Every limit is enforced here, inside
+ * the write's transaction, with the agent's row locked so concurrent writers cannot overshoot a cap.
+ */
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** A write refused because it breaks a memory limit; the message tells the model what to do instead. */
+export class MemoryLimitError extends Error {
+  readonly type = 'MemoryLimit';
+  constructor(message: string) {
+    super(message);
+    this.name = 'MemoryLimitError';
+  }
+}
+
+export interface NotebookEntry {
+  key: string;
+  content: string;
+  tag: NotebookTag;
+  updatedAt: Date;
+}
+
+export interface KnowledgeSection {
+  title: string;
+  content: string;
+}
+
+export interface Observation {
+  id: string;
+  type: string;
+  tags: string[];
+  content: string;
+  createdAt: Date;
+}
+
+/** Serialises memory writes of one agent (caps are checked and enforced under this lock). */
+async function lockAgent(trx: Transaction<Database>, agentId: string): Promise<void> {
+  const row = await trx.selectFrom('agents').select('id').where('id', '=', agentId).forUpdate().executeTakeFirst();
+  if (!row) throw new MemoryLimitError(`unknown agent ${agentId}`);
+}
+
+// ---- notebook ----------------------------------------------------------------------------------
+
+/**
+ * Upserts a notebook entry. Agent entries are capped at 6,000 characters (refused beyond) and 15 per
+ * agent (the least recently updated are evicted); system and cpp entries are the runtime's and unbounded.
+ * An agent cannot overwrite a runtime-managed key.
+ */
+export async function upsertNotebookEntry(
+  db: Kysely<Database>,
+  agentId: string,
+  entry: { key: string; content: string; tag?: NotebookTag },
+): Promise<{ created: boolean; evicted: string[] }> {
+  const tag = entry.tag ?? 'agent';
+  const key = entry.key.trim();
+  if (!key || key.length > NOTEBOOK_KEY_MAX_CHARS) throw new MemoryLimitError(`a notebook key must be 1–${NOTEBOOK_KEY_MAX_CHARS} characters`);
+  if (tag === 'agent' && entry.content.length > NOTEBOOK_MAX_CHARS_PER_ENTRY) {
+    throw new MemoryLimitError(
+      `notebook entry "${key}" has ${entry.content.length} characters; the limit is ${NOTEBOOK_MAX_CHARS_PER_ENTRY}. ` +
+        `Keep the notebook to short notes; save durable facts with memory_save or curated knowledge with memory_update.`,
+    );
+  }
+  return db.transaction().execute(async (trx) => {
+    await lockAgent(trx, agentId);
+    const existing = await trx.selectFrom('memory_notebook').select('tag').where('agent_id', '=', agentId).where('key', '=', key).executeTakeFirst();
+    if (existing && existing.tag !== tag && tag === 'agent') {
+      throw new MemoryLimitError(`notebook entry "${key}" is managed by the ${existing.tag} runtime; choose another key`);
+    }
+    // clock_timestamp (µs, advances within a transaction) keeps "oldest first" exact for fast writers.
+    const now = sql<Date>`clock_timestamp()`;
+    await trx
+      .insertInto('memory_notebook')
+      .values({ agent_id: agentId, key, content: entry.content, tag, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.columns(['agent_id', 'key']).doUpdateSet({ content: entry.content, tag, updated_at: now }))
+      .execute();
+    const evicted: string[] = [];
+    if (tag === 'agent') {
+      const agentEntries = await trx
+        .selectFrom('memory_notebook')
+        .select('key')
+        .where('agent_id', '=', agentId)
+        .where('tag', '=', 'agent')
+        .orderBy('updated_at', 'desc')
+        .orderBy('created_at', 'desc')
+        .execute();
+      const excess = agentEntries.slice(NOTEBOOK_MAX_AGENT_ENTRIES).map((r) => r.key).filter((k) => k !== key);
+      if (excess.length > 0) {
+        await trx.deleteFrom('memory_notebook').where('agent_id', '=', agentId).where('key', 'in', excess).execute();
+        evicted.push(...excess);
+      }
+    }
+    return { created: !existing, evicted };
+  });
+}
+
+/** Removes one agent entry, or every agent entry; runtime-managed entries stay. Returns the keys removed. */
+export async function clearNotebook(db: Kysely<Database>, agentId: string, key?: string): Promise<string[]> {
+  let q = db.deleteFrom('memory_notebook').where('agent_id', '=', agentId).where('tag', '=', 'agent');
+  if (key !== undefined) q = q.where('key', '=', key.trim());
+  const rows = await q.returning('key').execute();
+  return rows.map((r) => r.key);
+}
+
+export async function listNotebook(db: Db, agentId: string): Promise<NotebookEntry[]> {
+  const rows = await db
+    .selectFrom('memory_notebook')
+    .select(['key', 'content', 'tag', 'updated_at'])
+    .where('agent_id', '=', agentId)
+    .orderBy('updated_at', 'desc')
+    .orderBy('key')
+    .execute();
+  return rows.map((r) => ({ key: r.key, content: r.content, tag: r.tag, updatedAt: r.updated_at }));
+}
+
+// ---- observations ------------------------------------------------------------------------------
+
+/** A deterministic observation id from the call that wrote it: a retried write finds its own row. */
+export function observationId(source: string, callId: string): string {
+  return `obs_${createHash('sha256').update(`${source}\0${callId}`).digest('hex').slice(0, 20)}`;
+}
+
+/**
+ * Appends an observation; when the buffer then holds more than 500, the oldest are trimmed in the
+ * same transaction. Writing the same id again is a no-op.
+ */
+export async function saveObservation(
+  db: Kysely<Database>,
+  agentId: string,
+  obs: { id?: string; type: ObservationType | string; tags?: string[]; content: string; source?: string },
+): Promise<{ id: string; created: boolean; trimmed: number }> {
+  const content = obs.content.trim();
+  if (!content) throw new MemoryLimitError('an observation needs content');
+  if (content.length > OBSERVATION_MAX_CHARS) {
+    throw new MemoryLimitError(
+      `the observation has ${content.length} characters; the limit is ${OBSERVATION_MAX_CHARS}. Save one fact per observation, or put a procedure in curated knowledge with memory_update.`,
+    );
+  }
+  const id = obs.id ?? `obs_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+  return db.transaction().execute(async (trx) => {
+    await lockAgent(trx, agentId);
+    const inserted = await trx
+      .insertInto('memory_observations')
+      .values({ id, agent_id: agentId, type: obs.type, tags: normaliseTags(obs.tags), content, source: obs.source ?? null })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    const trimmed = await trimObservations(trx, agentId);
+    return { id, created: inserted !== undefined, trimmed };
+  });
+}
+
+/** Deletes the oldest observations beyond the 500 cap; returns how many went. */
+export async function trimObservations(trx: Db, agentId: string): Promise<number> {
+  const result = await sql<{ id: string }>`
+    delete from memory_observations where id in (
+      select id from memory_observations where agent_id = ${agentId}
+      order by seq desc offset ${OBSERVATIONS_MAX}
+    ) returning id`.execute(trx);
+  return result.rows.length;
+}
+
+export async function deleteObservations(db: Db, agentId: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.deleteFrom('memory_observations').where('agent_id', '=', agentId).where('id', 'in', ids).returning('id').execute();
+  return rows.map((r) => r.id);
+}
+
+export async function countObservations(db: Db, agentId: string): Promise<number> {
+  const row = await db
+    .selectFrom('memory_observations')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('agent_id', '=', agentId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** The most recent observations, newest first. */
+export async function recentObservations(db: Db, agentId: string, limit: number): Promise<Observation[]> {
+  const rows = await db
+    .selectFrom('memory_observations')
+    .select(['id', 'type', 'tags', 'content', 'created_at'])
+    .where('agent_id', '=', agentId)
+    .orderBy('seq', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map(toObservation);
+}
+
+function normaliseTags(tags: string[] | undefined): string[] {
+  return [...new Set((tags ?? []).map((t) => t.trim()).filter(Boolean))];
+}
+
+function toObservation(r: { id: string; type: string; tags: string[]; content: string; created_at: Date }): Observation {
+  return { id: r.id, type: r.type, tags: r.tags, content: r.content, createdAt: r.created_at };
+}
+
+// ---- curated knowledge -------------------------------------------------------------------------
+
+export function normaliseSectionTitle(title: string): string {
+  const t = title.trim().replace(/^#+\s*/, '');
+  if (!t || t.length > KNOWLEDGE_TITLE_MAX_CHARS) throw new MemoryLimitError(`a knowledge section title must be 1–${KNOWLEDGE_TITLE_MAX_CHARS} characters`);
+  if (t.toLowerCase() === '_observations') throw new MemoryLimitError('"_observations" is the observation buffer; use memory_save to add observations');
+  return t;
+}
+
+export async function listKnowledge(db: Db, agentId: string): Promise<KnowledgeSection[]> {
+  const rows = await db.selectFrom('memory_knowledge').select(['title', 'content']).where('agent_id', '=', agentId).orderBy('position').execute();
+  return rows.map((r) => ({ title: r.title, content: r.content }));
+}
+
+/**
+ * Sets a section's content (creating it when new), refusing content over 3,000 characters or a total
+ * over 15,000 for the agent. Runs inside the caller's transaction, so a dream's promotions and the
+ * caps are checked together.
+ */
+export async function putKnowledgeSection(trx: Transaction<Database>, agentId: string, title: string, content: string): Promise<{ created: boolean; totalChars: number }> {
+  const section = normaliseSectionTitle(title);
+  const body = content.trim();
+  if (body.length > KNOWLEDGE_SECTION_MAX_CHARS) {
+    throw new MemoryLimitError(
+      `section "${section}" would have ${body.length} characters; a section holds at most ${KNOWLEDGE_SECTION_MAX_CHARS}. Condense it, or split it into sections by topic.`,
+    );
+  }
+  const others = await trx
+    .selectFrom('memory_knowledge')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>(sql`length(content)`), eb.lit(0)).as('n'))
+    .where('agent_id', '=', agentId)
+    .where('title', '!=', section)
+    .executeTakeFirstOrThrow();
+  const total = Number(others.n) + body.length;
+  if (total > KNOWLEDGE_TOTAL_MAX_CHARS) {
+    throw new MemoryLimitError(
+      `curated knowledge would total ${total} characters; the limit is ${KNOWLEDGE_TOTAL_MAX_CHARS}. Condense or delete sections that are stale before adding more.`,
+    );
+  }
+  const now = new Date();
+  const existing = await trx.selectFrom('memory_knowledge').select('title').where('agent_id', '=', agentId).where('title', '=', section).executeTakeFirst();
+  if (existing) {
+    await trx.updateTable('memory_knowledge').set({ content: body, updated_at: now }).where('agent_id', '=', agentId).where('title', '=', section).execute();
+  } else {
+    await trx.insertInto('memory_knowledge').values({ agent_id: agentId, title: section, content: body, created_at: now, updated_at: now }).execute();
+  }
+  return { created: !existing, totalChars: total };
+}
+
+export type KnowledgeEdit =
+  | { mode: 'replace'; section: string; content: string }
+  | { mode: 'patch'; section: string; oldText: string; newText: string }
+  | { mode: 'delete'; section: string };
+
+/** memory_update's section edits, each in one transaction under the agent lock. */
+export async function editKnowledge(db: Kysely<Database>, agentId: string, edit: KnowledgeEdit): Promise<string> {
+  return db.transaction().execute(async (trx) => {
+    await lockAgent(trx, agentId);
+    const title = normaliseSectionTitle(edit.section);
+    const current = await trx.selectFrom('memory_knowledge').select('content').where('agent_id', '=', agentId).where('title', '=', title).executeTakeFirst();
+    if (edit.mode === 'delete') {
+      if (!current) throw new MemoryLimitError(`there is no knowledge section "${title}"`);
+      await trx.deleteFrom('memory_knowledge').where('agent_id', '=', agentId).where('title', '=', title).execute();
+      return `Deleted knowledge section "${title}".`;
+    }
+    if (edit.mode === 'replace') {
+      const { created, totalChars } = await putKnowledgeSection(trx, agentId, title, edit.content);
+      return `${created ? 'Created' : 'Replaced'} knowledge section "${title}" (${edit.content.trim().length} characters; ${totalChars}/${KNOWLEDGE_TOTAL_MAX_CHARS} in all).`;
+    }
+    if (!current) throw new MemoryLimitError(`there is no knowledge section "${title}" to patch; use mode "replace" to create it`);
+    const at = current.content.indexOf(edit.oldText);
+    if (!edit.oldText || at < 0) throw new MemoryLimitError(`the text to replace was not found in section "${title}"; copy it exactly from the section`);
+    const patched = current.content.slice(0, at) + edit.newText + current.content.slice(at + edit.oldText.length);
+    const { totalChars } = await putKnowledgeSection(trx, agentId, title, patched);
+    return `Patched knowledge section "${title}" (${patched.trim().length} characters; ${totalChars}/${KNOWLEDGE_TOTAL_MAX_CHARS} in all).`;
+  });
+}
+
+// ---- search ------------------------------------------------------------------------------------
+
+export type SearchHit =
+  | { kind: 'observation'; id: string; type: string; tags: string[]; content: string; createdAt: Date }
+  | { kind: 'knowledge'; title: string; content: string };
+
+/**
+ * Full-text search (PostgreSQL `websearch_to_tsquery`, English stemming) over observations and
+ * knowledge, ranked; a tag equal to the query also matches. When full-text finds nothing (stop words,
+ * partial words) a substring match is tried. An empty query lists the most recent observations.
+ */
+export async function searchMemory(
+  db: Db,
+  agentId: string,
+  query: string,
+  options: { limit?: number; scope?: 'all' | 'observations' | 'knowledge' } = {},
+): Promise<SearchHit[]> {
+  const limit = Math.min(Math.max(1, options.limit ?? MEMORY_SEARCH_DEFAULT_LIMIT), MEMORY_SEARCH_MAX_LIMIT);
+  const scope = options.scope ?? 'all';
+  const q = query.trim();
+  if (!q) {
+    if (scope === 'knowledge') return (await listKnowledge(db, agentId)).slice(0, limit).map((k) => ({ kind: 'knowledge' as const, ...k }));
+    return (await recentObservations(db, agentId, limit)).map((o) => ({ kind: 'observation' as const, ...o }));
+  }
+  const hits: SearchHit[] = [];
+  if (scope !== 'observations') {
+    let rows = (
+      await sql<{ title: string; content: string }>`
+        select title, content from memory_knowledge, websearch_to_tsquery('english', ${q}) query
+        where agent_id = ${agentId} and search @@ query
+        order by ts_rank(search, query) desc, position limit ${limit}`.execute(db)
+    ).rows;
+    if (rows.length === 0) {
+      rows = (
+        await sql<{ title: string; content: string }>`
+          select title, content from memory_knowledge
+          where agent_id = ${agentId} and (title || ' ' || content) ilike ${likePattern(q)}
+          order by position limit ${limit}`.execute(db)
+      ).rows;
+    }
+    hits.push(...rows.map((r) => ({ kind: 'knowledge' as const, title: r.title, content: r.content })));
+  }
+  if (scope !== 'knowledge') {
+    type Row = { id: string; type: string; tags: string[]; content: string; created_at: Date };
+    let rows = (
+      await sql<Row>`
+        select id, type, tags, content, created_at from memory_observations, websearch_to_tsquery('english', ${q}) query
+        where agent_id = ${agentId} and (search @@ query or ${q} = any(tags))
+        order by ts_rank(search, query) desc, seq desc limit ${limit}`.execute(db)
+    ).rows;
+    if (rows.length === 0) {
+      rows = (
+        await sql<Row>`
+          select id, type, tags, content, created_at from memory_observations
+          where agent_id = ${agentId} and content ilike ${likePattern(q)}
+          order by seq desc limit ${limit}`.execute(db)
+      ).rows;
+    }
+    hits.push(...rows.map((r) => ({ kind: 'observation' as const, ...toObservation(r) })));
+  }
+  return hits.slice(0, limit);
+}
+
+function likePattern(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+// ---- prompt ------------------------------------------------------------------------------------
+
+/**
+ * What the prompt assembly injects (seed D1 B10, B19): curated knowledge in section order, cut at
+ * 8,000 characters (titles included; the section that crosses the line is truncated with a marker),
+ * and the whole notebook, most recently updated first. Observations are never injected.
+ *
+ * @example
+ * const { knowledge, notebook } = await loadMemoryForPrompt(db, 'reviewer');
+ * // knowledge: [{ title: 'Conventions', content: 'Tabs, not spaces…' }]
+ * // notebook:  [{ key: 'priorities', content: 'Finish the auth review', tag: 'agent', updatedAt: Date }]
+ */
+export async function loadMemoryForPrompt(db: Db, agentId: string): Promise<{ knowledge: KnowledgeSection[]; notebook: NotebookEntry[] }> {
+  const [sections, notebook] = await Promise.all([listKnowledge(db, agentId), listNotebook(db, agentId)]);
+  return { knowledge: capKnowledge(sections, KNOWLEDGE_PROMPT_MAX_CHARS), notebook };
+}
+
+export const KNOWLEDGE_TRUNCATION_MARKER = '\n[… truncated; memory_search finds the rest]';
+
+/** Keeps whole sections while they fit in `maxChars` (title + content); truncates the one that crosses it. */
+export function capKnowledge(sections: KnowledgeSection[], maxChars: number): KnowledgeSection[] {
+  const out: KnowledgeSection[] = [];
+  let used = 0;
+  for (const s of sections) {
+    const size = s.title.length + s.content.length;
+    if (used + size <= maxChars) {
+      out.push(s);
+      used += size;
+      continue;
+    }
+    const room = maxChars - used - s.title.length - KNOWLEDGE_TRUNCATION_MARKER.length;
+    if (room > 0) out.push({ title: s.title, content: s.content.slice(0, room) + KNOWLEDGE_TRUNCATION_MARKER });
+    break;
+  }
+  return out;
+}
+
+// ---- daily logs --------------------------------------------------------------------------------
+
+/** Writes today's log entry of a kind (one per day; a rerun keeps the first). Audit only, never injected. */
+export async function writeDailyLog(db: Db, agentId: string, day: string, kind: string, content: string, sessionId?: string): Promise<boolean> {
+  const row = await db
+    .insertInto('memory_daily_logs')
+    .values({ agent_id: agentId, day, kind, content, session_id: sessionId ?? null })
+    .onConflict((oc) => oc.columns(['agent_id', 'day', 'kind']).doNothing())
+    .returning('day')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The agent's local calendar day (YYYY-MM-DD) in its configured timezone (UTC when unset or invalid). */
+export function localDay(at: Date, timezone?: string): string {
+  try {
+    return new Intl.DateTimeFormat('en-CA', { timeZone: timezone || 'UTC', year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  } catch {
+    return at.toISOString().slice(0, 10);
+  }
+}

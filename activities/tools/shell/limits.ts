@@ -1,0 +1,55 @@
+/**
+ * Every number the shell tool depends on, in one place. Values marked "seed D1" come from the
+ * product seed (see `seed-inventory.md`, §3.5 "Shell"); the others are this runtime's choices.
+ */
+
+/** Seed D1: a shell command gets 60 s unless the caller asks for more. */
+export const DEFAULT_SHELL_TIMEOUT_MS = 60_000;
+
+/** Seed D1: no single command may run longer than 300 s, whatever the caller asks for. */
+export const MAX_SHELL_TIMEOUT_MS = 300_000;
+
+/** Seed D1: the output buffer is 2 MB; applied per stream (stdout and stderr each). */
+export const DEFAULT_MAX_OUTPUT_CHARS = 2 * 1024 * 1024;
+
+/**
+ * Share of the output cap kept from the start of a stream; the rest is kept from its end, because
+ * the end of a command's output usually holds the error or the summary.
+ */
+export const TRUNCATION_HEAD_FRACTION = 0.4;
+
+/**
+ * After SIGTERM, how long the process group gets to exit before SIGKILL. Short enough that a
+ * cancelled activity still settles well within the 5 s the workflow contract promises.
+ */
+export const KILL_GRACE_MS = 1_500;
+
+/**
+ * After the child exits (or is killed), how long to wait for its pipes to close. A grandchild that
+ * escaped the process group (setsid) can hold them open forever; we stop waiting and close our ends.
+ */
+export const PIPE_DRAIN_MS = 300;
+
+/** A command string longer than this is refused: it bounds parse work and what an approver must read. */
+export const MAX_COMMAND_CHARS = 64 * 1024;
+
+/** Wrapper commands (`sudo env timeout git …`) are looked through at most this deep. */
+export const MAX_WRAPPER_DEPTH = 4;
+
+/**
+ * Submodule git directories scanned for command-running config (filters, diff drivers …). Bounds the
+ * work done before every git invocation in a repository with very many submodules.
+ */
+export const MAX_SCANNED_GIT_DIRS = 64;
+
+/** Git runs a few helper commands before the real one (config scan); each gets at most this long. */
+export const GIT_PROBE_TIMEOUT_MS = 10_000;
+
+/** Branches that need approval to push to when the caller names none (seed D1: "protected branches"). */
+export const DEFAULT_PROTECTED_BRANCHES: readonly string[] = ['main', 'master', 'release/*', 'production'];
+
+/** How deep submodule git directories are looked for under `.git/modules` (names may contain '/'). */
+export const MAX_SUBMODULE_PATH_DEPTH = 8;
+
+/** Output a git config listing may produce before the scan gives up (and git is not run). */
+export const GIT_PROBE_OUTPUT_BYTES = 64 * 1024 * 1024;

@@ -1,0 +1,218 @@
+/**
+ * Runs one invocation as a child process: no shell, its own process group, stdin closed, a minimal
+ * environment, bounded time and output.
+ *
+ * Cancellation (the activity's `AbortSignal`) and timeouts kill the whole process group: SIGTERM,
+ * then SIGKILL after `KILL_GRACE_MS`, so the call settles within about two seconds even when the
+ * command ignores SIGTERM. When the command exits normally, whatever it left running in its group is
+ * killed too: nothing outlives its invocation. A denied invocation (see `classify.ts`) is refused here
+ * as well, whatever the caller decided.
+ *
+ * Git runs hardened (see `git-hardening.ts`): repository config cannot make it run programs.
+ */
+import { spawn } from 'node:child_process';
+import { constants as fsConstants, promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { classifyInvocation } from './classify';
+import { hardenGitArgv, GIT_HARDENING_ENV } from './git-hardening';
+import {
+  DEFAULT_MAX_OUTPUT_CHARS,
+  DEFAULT_SHELL_TIMEOUT_MS,
+  KILL_GRACE_MS,
+  MAX_SHELL_TIMEOUT_MS,
+  PIPE_DRAIN_MS,
+} from './limits';
+import { HeadTailBuffer } from './output-buffer';
+
+/**
+ * The PATH commands are looked up on: system directories only, so a command name never resolves to
+ * a file the agent wrote into its workspace.
+ */
+export const RUNNER_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Exit code reported when the program does not exist (the shell's convention). */
+export const COMMAND_NOT_FOUND_EXIT_CODE = 127;
+
+export interface RunOptions {
+  cwd: string;
+  /** Aborting kills the process group; the result then has `cancelled: true`. */
+  signal?: AbortSignal;
+  /** Default 60 s, capped at 300 s (seed D1). */
+  timeoutMs?: number;
+  /** Per stream (stdout, stderr); default 2 MB (seed D1). Head and tail are kept around a marker. */
+  maxOutputChars?: number;
+  /**
+   * Extra environment from the caller (trusted configuration, never the model). Added to the minimal
+   * environment; git's hardening variables are applied after it and win.
+   */
+  env?: Record<string, string>;
+}
+
+export interface RunResult {
+  /** Null when the process was ended by a signal. 127 when the program was not found. */
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  /** True when either stream was longer than `maxOutputChars`. */
+  truncated: boolean;
+  durationMs: number;
+  timedOut: boolean;
+  cancelled: boolean;
+}
+
+export class ShellCommandDeniedError extends Error {
+  override readonly name = 'ShellCommandDeniedError';
+}
+
+export async function runInvocation(argv: string[], opts: RunOptions): Promise<RunResult> {
+  const started = performance.now();
+  const verdict = classifyInvocation(argv);
+  if (verdict.tier === 'deny') throw new ShellCommandDeniedError(verdict.reason);
+  if (opts.signal?.aborted) return emptyResult(started, { cancelled: true });
+
+  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'shell-home-'));
+  try {
+    const env = minimalEnvironment(home, opts.env);
+    const program = await resolveExecutable(argv[0] as string, opts.cwd, env.PATH ?? RUNNER_PATH);
+    if (program === undefined) {
+      return { ...emptyResult(started, {}), exitCode: COMMAND_NOT_FOUND_EXIT_CODE, stderr: `command not found: ${argv[0]}\n` };
+    }
+    let finalArgv = argv;
+    // Judged by the program actually run, so `/usr/bin/git` is hardened like `git`.
+    if (path.basename(program) === 'git') {
+      Object.assign(env, GIT_HARDENING_ENV);
+      finalArgv = await hardenGitArgv(argv, { git: program, cwd: opts.cwd, env, signal: opts.signal });
+      if (opts.signal?.aborted) return emptyResult(started, { cancelled: true });
+    }
+    return await spawnAndCollect(program, finalArgv, env, opts, started);
+  } finally {
+    await fs.rm(home, { recursive: true, force: true });
+  }
+}
+
+function minimalEnvironment(home: string, extra: Record<string, string> | undefined): Record<string, string> {
+  return { PATH: RUNNER_PATH, HOME: home, LANG: 'C.UTF-8', ...extra };
+}
+
+async function resolveExecutable(name: string, cwd: string, searchPath: string): Promise<string | undefined> {
+  const candidates = name.includes('/')
+    ? [path.resolve(cwd, name)]
+    : searchPath
+        .split(':')
+        .filter((dir) => path.isAbsolute(dir))
+        .map((dir) => path.join(dir, name));
+  for (const candidate of candidates) {
+    const stat = await fs.stat(candidate).catch(() => undefined);
+    if (!stat?.isFile()) continue;
+    if (await fs.access(candidate, fsConstants.X_OK).then(() => true, () => false)) return candidate;
+  }
+  return undefined;
+}
+
+function spawnAndCollect(
+  program: string,
+  argv: readonly string[],
+  env: Record<string, string>,
+  opts: RunOptions,
+  started: number,
+): Promise<RunResult> {
+  const timeoutMs = Math.min(Math.max(opts.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS, 1), MAX_SHELL_TIMEOUT_MS);
+  const maxChars = Math.max(opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS, 0);
+  const stdout = new HeadTailBuffer(maxChars);
+  const stderr = new HeadTailBuffer(maxChars);
+
+  return new Promise<RunResult>((resolve) => {
+    const child = spawn(program, argv.slice(1), {
+      argv0: argv[0],
+      cwd: opts.cwd,
+      env,
+      shell: false,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let timedOut = false;
+    let cancelled = false;
+    let exitCode: number | null = null;
+    let exitSignal: string | null = null;
+    let spawnError: Error | undefined;
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+
+    const killGroup = (signal: NodeJS.Signals) => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // ESRCH: the group is already gone.
+      }
+    };
+    const terminate = () => {
+      killGroup('SIGTERM');
+      timers.push(setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS));
+    };
+    const onAbort = () => {
+      if (settled || exitCode !== null || exitSignal !== null) return;
+      cancelled = true;
+      terminate();
+    };
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      for (const timer of timers) clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const out = stdout.finish();
+      const err = stderr.finish();
+      resolve({
+        exitCode: spawnError ? COMMAND_NOT_FOUND_EXIT_CODE : exitCode,
+        signal: exitSignal,
+        stdout: out.text,
+        stderr: spawnError ? `${err.text}failed to start: ${spawnError.message}\n` : err.text,
+        truncated: out.truncated || err.truncated,
+        durationMs: Math.round(performance.now() - started),
+        timedOut,
+        cancelled,
+      });
+    };
+
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', (error) => {
+      spawnError = error;
+      finish();
+    });
+    child.on('exit', (code, signal) => {
+      exitCode = code;
+      exitSignal = signal;
+      // Reap whatever the command left running in its group; then give the pipes a moment to drain.
+      killGroup('SIGKILL');
+      timers.push(setTimeout(finish, PIPE_DRAIN_MS));
+    });
+    child.on('close', finish);
+
+    timers.push(
+      setTimeout(() => {
+        if (settled || exitCode !== null || exitSignal !== null) return;
+        timedOut = true;
+        terminate();
+      }, timeoutMs),
+    );
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function emptyResult(started: number, flags: { cancelled?: boolean }): RunResult {
+  return {
+    exitCode: null,
+    signal: null,
+    stdout: '',
+    stderr: '',
+    truncated: false,
+    durationMs: Math.round(performance.now() - started),
+    timedOut: false,
+    cancelled: flags.cancelled ?? false,
+  };
+}

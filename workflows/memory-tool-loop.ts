@@ -1,0 +1,74 @@
+import { proxyActivities, setCurrentDetails, type ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { Scenario } from '../activities/tools/registry';
+import { addUsage, ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
+
+/** Tools: the ledger makes retries safe (seed §3.7: 3 attempts, 500 ms base). */
+const tools = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
+/** Text a heartbeat or reflection gives the model when a tool would need a human decision. */
+export const NO_APPROVAL_IN_BACKGROUND_RUNS =
+  'Background runs cannot wait for a human decision. Create a task for work that needs approval, or ask with notify_user.';
+
+export interface ToolLoopOptions {
+  agentId: string;
+  sessionId: string;
+  scenario: Scenario;
+  maxToolIterations: number;
+  /** Retry policy of the LLM step (heartbeats: 3 retries from 3 s, seed D1 E13). */
+  llmOptions: ActivityOptions;
+  label: string;
+}
+
+export interface ToolLoopResult {
+  toolIterations: number;
+  /** Turn number of the last LLM step (its reply is read back from the session). */
+  lastTurn: number;
+  /** The last reply's first characters. */
+  lastText: string;
+  capped: boolean;
+  usage: UsageTotals;
+}
+
+/**
+ * The small tool loop of background scenarios (heartbeat, reflection): LLM step → each tool call
+ * through the ledger → LLM step … until the model answers without tools or the iteration cap is
+ * reached. Calls that would need a human approval are declined by policy, since nobody is waiting.
+ * The conversation stays in PostgreSQL; this history holds ids and counters only.
+ */
+export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopResult> {
+  const llm = proxyActivities<Activities>(options.llmOptions);
+  let turn = 0;
+  let toolIterations = 0;
+  let usage = ZERO_USAGE_TOTALS;
+  for (;;) {
+    setCurrentDetails(`${options.label} · turn ${turn} · ${toolIterations} tool iterations`);
+    const step = await llm.llmStep.executeWithOptions(
+      { summary: `${options.label} · turn ${turn}` },
+      [{ agentId: options.agentId, sessionId: options.sessionId, scenario: options.scenario, attempt: 1, turn }],
+    );
+    usage = addUsage(usage, step.usage);
+    const stepTurn = turn;
+    turn += 1;
+    if (step.toolCalls.length === 0) {
+      return { toolIterations, lastTurn: stepTurn, lastText: step.textPreview, capped: false, usage };
+    }
+    for (const call of step.toolCalls) {
+      const base = { agentId: options.agentId, sessionId: options.sessionId, attempt: 1, turn: stepTurn, toolCallId: call.id, scenario: options.scenario };
+      const result = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
+      if (result.kind === 'approval-required') {
+        await tools.executeTool.executeWithOptions({ summary: `${call.summary} (declined)` }, [
+          { ...base, approval: { requestId: result.requestId, decision: 'rejected', decidedBy: 'background-run policy', comment: NO_APPROVAL_IN_BACKGROUND_RUNS } },
+        ]);
+      }
+    }
+    toolIterations += 1;
+    if (toolIterations >= options.maxToolIterations) {
+      return { toolIterations, lastTurn: stepTurn, lastText: step.textPreview, capped: true, usage };
+    }
+  }
+}

@@ -40,7 +40,8 @@ export async function createHarness(options: { provider?: 'anthropic' | 'openai'
     runtimeInstalled = true;
   }
   const address = process.env.TEMPORAL_ADDRESS!;
-  const db = await openDatabase({ url: process.env.DATABASE_URL, poolSize: 5 });
+  // PGlite serves one session: one connection, so concurrent transactions cannot interleave.
+  const db = await openDatabase({ url: process.env.DATABASE_URL, poolSize: process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });
   const llm = await startFakeLlmServer();
   const connection = await Connection.connect({ address });
   const temporal = new Client({ connection });

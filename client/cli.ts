@@ -1,0 +1,99 @@
+import path from 'node:path';
+import { Command } from 'commander';
+import { connectFromEnv } from './connect';
+import { describeStatus, printProgress, uiLinks } from './progress';
+import { addScheduleCommands } from './schedule-commands';
+import { AgentSchedules } from './schedules';
+
+/**
+ * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
+ * approvals and reviews, manage schedules. Configured by the same environment as the worker.
+ */
+const program = new Command('agents').description('durable-agents: run AI agents durably on Temporal').showHelpAfterError();
+
+let session: Awaited<ReturnType<typeof connectFromEnv>> | undefined;
+async function open() {
+  session ??= await connectFromEnv();
+  return session;
+}
+
+const agent = program.command('agent').description('agents and their identity files');
+agent
+  .command('upsert <folder>')
+  .description('create or update an agent from a folder with SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (and optional agent.json)')
+  .option('--id <id>', 'agent id (default: the folder name)')
+  .option('--workspace <dir>', "the agent's workspace folder", '')
+  .action(async (folder: string, opts: { id?: string; workspace: string }) => {
+    const { client } = await open();
+    const id = opts.id ?? path.basename(path.resolve(folder)).toLowerCase();
+    const workspaceDir = path.resolve(opts.workspace || path.join(process.env.AGENTS_WORKSPACE_ROOT ?? '.data/workspaces', id));
+    const result = await client.upsertAgentFromFolder(folder, { id, workspaceDir });
+    console.log(`agent ${result.id} (content hash ${result.contentHash.slice(0, 12)}), workspace ${workspaceDir}`);
+  });
+
+const task = program.command('task').description('start, follow and steer tasks');
+task
+  .command('start')
+  .requiredOption('--agent <id>', 'agent id')
+  .requiredOption('--title <title>', 'task title')
+  .option('--description <text>', 'what to do', '')
+  .option('--follow', 'print progress until the task reaches review or ends')
+  .action(async (opts: { agent: string; title: string; description: string; follow?: boolean }) => {
+    const { client } = await open();
+    const { taskId, workflowId } = await client.startTask({ agentId: opts.agent, title: opts.title, description: opts.description || opts.title });
+    const links = uiLinks(taskId, opts.agent);
+    console.log(`task ${taskId} started as workflow ${workflowId}\n  Temporal UI: ${links.task}`);
+    if (opts.follow) await printProgress(client, taskId);
+  });
+task.command('status <taskId>').action(async (taskId: string) => console.log(describeStatus(await (await open()).client.getStatus(taskId))));
+task.command('follow <taskId>').action(async (taskId: string) => void (await printProgress((await open()).client, taskId)));
+task.command('cancel <taskId>').action(async (taskId: string) => {
+  await (await open()).client.cancel(taskId);
+  console.log(`cancellation requested for task ${taskId}`);
+});
+for (const decision of ['approve', 'reject'] as const) {
+  task
+    .command(`${decision} <taskId> <requestId>`)
+    .description(`${decision} a pending tool call (validated: unknown or decided ids are refused)`)
+    .option('--comment <text>')
+    .option('--by <name>', 'who decides', process.env.USER)
+    .action(async (taskId: string, requestId: string, opts: { comment?: string; by?: string }) => {
+      const recorded = await (await open()).client.decideApproval(taskId, {
+        requestId,
+        decision: decision === 'approve' ? 'approved' : 'rejected',
+        comment: opts.comment,
+        decidedBy: opts.by,
+      });
+      console.log(`${recorded.decision}: ${recorded.tool} [${recorded.requestId}] at ${recorded.decidedAt}`);
+    });
+}
+task
+  .command('accept <taskId>')
+  .option('--by <name>', 'reviewer', process.env.USER)
+  .action(async (taskId: string, opts: { by?: string }) => {
+    await (await open()).client.review(taskId, { decision: 'accept', decidedBy: opts.by });
+    console.log(`accepted task ${taskId}`);
+  });
+task
+  .command('revise <taskId>')
+  .requiredOption('--feedback <text>', 'what to change')
+  .option('--by <name>', 'reviewer', process.env.USER)
+  .action(async (taskId: string, opts: { feedback: string; by?: string }) => {
+    await (await open()).client.review(taskId, { decision: 'revise', feedback: opts.feedback, decidedBy: opts.by });
+    console.log(`revision requested for task ${taskId}`);
+  });
+task.command('comment <taskId> <text>').action(async (taskId: string, text: string) => {
+  await (await open()).client.comment(taskId, text, process.env.USER);
+  console.log('comment sent');
+});
+
+addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
+
+program
+  .parseAsync(process.argv)
+  .then(async () => session?.close())
+  .catch(async (error: unknown) => {
+    console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+    await session?.close().catch(() => undefined);
+    process.exit(1);
+  });

@@ -1,0 +1,73 @@
+/**
+ * `npm start`: the whole product on one machine. Starts the worker (embedded PGlite unless DATABASE_URL
+ * is set), defines the demo agent from examples/agents/scribe, runs one task as a Temporal workflow and
+ * prints its progress and the Temporal UI links. Then keeps the worker running so you can accept or
+ * revise the task from the CLI or the UI (Ctrl-C to stop). With DEMO_EXIT=1 (or CI=true) it accepts the
+ * task itself, waits for the post-task reflection and exits.
+ */
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { LlmRouter } from '../activities/llm/router';
+import { createProvider } from '../activities/llm/providers';
+import { DEMO_LABEL } from '../activities/llm/demo';
+import { openDatabase } from '../activities/store/db';
+import { AgentsClient } from '../client';
+import { printProgress, uiLinks } from '../client/progress';
+import { loadConfig } from '../worker/config';
+import { createAgentWorker } from '../worker/create-worker';
+
+const DEMO_AGENT_ID = 'scribe';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const exitWhenDone = process.env.DEMO_EXIT === '1' || process.env.CI === 'true';
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: path.join(config.dataDir, 'pglite') });
+  const nativeConnection = await NativeConnection.connect({ address: config.temporalAddress });
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  const client = new AgentsClient(new Client({ connection, namespace: config.namespace }), database.db, { taskQueue: config.taskQueue });
+  const router = LlmRouter.fromConfig(config.providers, createProvider);
+  const worker = await createAgentWorker({ connection: nativeConnection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router });
+  const running = worker.run();
+
+  console.log(`\nWorker polling "${config.taskQueue}" on Temporal ${config.temporalAddress}; database: ${database.kind === 'pglite' ? `embedded PGlite (${database.url} while this runs)` : database.url}`);
+  console.log(config.demoModel ? `Model: ${DEMO_LABEL}` : `Providers: ${config.providers.map((p) => p.name).join(' → ')}`);
+
+  await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), { id: DEMO_AGENT_ID, workspaceDir: path.join(config.workspaceRoot, DEMO_AGENT_ID) });
+  const { taskId } = await client.startTask({
+    agentId: DEMO_AGENT_ID,
+    title: 'Plan a one-page guide to durable agents',
+    description: 'Write plan.md in your workspace: the outline of a one-page guide (what a durable agent is, why Temporal, how a human approves risky steps). Read it back, then submit it for review.',
+    createdBy: 'demo',
+  });
+  const links = uiLinks(taskId, DEMO_AGENT_ID);
+  console.log(`\nTask ${taskId} is running as workflow task-${taskId}.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`);
+
+  const status = await printProgress(client, taskId);
+  if (status?.state !== 'review') throw new Error(`the demo task ended in ${status?.state ?? 'an unknown state'}: ${status?.lastError ?? ''}`);
+  console.log(`\nThe task is in review. Submission: ${status.submission ?? ''}`);
+  if (exitWhenDone) {
+    await client.review(taskId, { decision: 'accept', decidedBy: 'demo' });
+    const result = await client.result(taskId);
+    console.log(`Accepted: task ${result.state} after ${result.rounds} round(s), ${result.usage.inputTokens} input / ${result.usage.outputTokens} output tokens.`);
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await nativeConnection.close();
+    await database.close();
+    return;
+  }
+  console.log(
+    `Accept or revise it from another terminal (DATABASE_URL=${database.url}):\n` +
+      `  npm run agents -- task accept ${taskId}\n  npm run agents -- task revise ${taskId} --feedback "shorter, please"\n` +
+      `or send the reviewDecision signal from the Temporal UI. Ctrl-C stops the worker; Temporal keeps the task.`,
+  );
+  await running;
+  await database.close();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -126,7 +126,8 @@ export function createActivities(deps: ActivityDeps) {
       const agent = await findAgent(db, task.agent_id);
       if (!agent) throw unknownAgent(task.agent_id);
       const config = agentConfig(agent);
-      return { agentId: task.agent_id, title: task.title, modelLabel: config.model ?? config.tier ?? 'default model' };
+      const route = deps.router.candidates({ provider: config.provider, model: config.model, tier: config.tier });
+      return { agentId: task.agent_id, title: task.title, modelLabel: route[0]?.model ?? config.model ?? 'default model' };
     },
   };
 }

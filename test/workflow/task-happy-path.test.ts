@@ -41,7 +41,12 @@ describe.each(['anthropic', 'openai'] as const)('a task on %s through the real S
     const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'status', 'executions']).where('task_id', '=', taskId).execute();
     expect(ledger.map((l) => l.tool).sort()).toEqual(['file_read', 'file_write', 'task_submit_review']);
     expect(ledger.every((l) => l.status === 'completed' && l.executions === 1)).toBe(true);
-    const row = await h.client.getTaskRow(taskId);
+    // The stored row follows the workflow's state through an activity: poll briefly.
+    let row = await h.client.getTaskRow(taskId);
+    for (let i = 0; row.state !== 'review' && i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      row = await h.client.getTaskRow(taskId);
+    }
     expect(row.state).toBe('review');
   });
 });

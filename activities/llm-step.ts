@@ -3,13 +3,15 @@ import { CancelledFailure } from '@temporalio/common';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harness';
-import { addUsage, ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
-import { costUsd } from './llm/cost';
+import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
+import type { AgentRow, TaskRow } from '../schema/database';
 import type { ChatCallbacks, ChatRequest, ChatResult, ToolUseBlock } from './llm/types';
-import { assembleContext, loadPromptInputs } from './prompt';
-import { calibrate, countMessageTokens } from './context';
+import { assembleContext, createSessionSummaryCache, loadPromptInputs, type AssembledContext } from './prompt';
+import { calibrate, countMessageTokens, type PromptInputs } from './context';
 import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from './llm/budget';
-import { agentConfig, findAgent } from './store/agents';
+import { auxiliaryCallKey, recordLlmCall, usageTotals } from './llm/usage';
+import { evaluatePreparedContext, loadDepthSignals, prepareCognitiveContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
+import { agentConfig, findAgent, type AgentConfig } from './store/agents';
 import { appendMessage, ensureSession, findMessage, loadMessages } from './store/sessions';
 import { addTaskEvent, findTask } from './store/tasks';
 import { assistantMessageKey } from './tools/execute';
@@ -69,14 +71,19 @@ export interface LlmStepResult {
   replayed: boolean;
 }
 
+/** Ours: tool calls listed in the D3 evaluation's view of the response. */
+const EVALUATION_TOOL_CALLS_MAX = 10;
+
 const TEXT_PREVIEW_CHARS = 200;
 
 /**
  * One LLM step: loads the session from PostgreSQL, appends this turn's harness messages, assembles the
- * prompt, calls the provider (streaming, heartbeating, cancellable), and persists the reply, the call's
- * usage and cost in one transaction. Idempotent by (session, attempt, turn): a retry after the reply
- * was stored returns it without calling the provider again. Returns only a compact summary, so the
- * conversation never enters workflow history.
+ * prompt (summaries reused from `session_summaries`), checks the budget, runs cognitive preparation on
+ * the first turn of a task attempt when the agent enables it, calls the provider (streaming,
+ * heartbeating, cancellable), and persists the reply, the call's usage and cost in one transaction.
+ * Idempotent by (session, attempt, turn): a retry after the reply was stored returns it without calling
+ * the provider again. Returns only a compact summary, so the conversation never enters workflow
+ * history; its `usage` covers the main call and the auxiliary calls made for it (summaries, preparation).
  */
 export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput): Promise<LlmStepResult> {
   const key = assistantMessageKey(input.attempt, input.turn);
@@ -112,16 +119,34 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   const target: ChatTarget = { provider: config.provider, model: config.model, tier: config.tier };
   const model = router.candidates(target)[0]?.model ?? 'unknown';
   const toolDefs = toolDefinitions(tools);
-  const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, new Date(), model);
-  const context = await assembleContext(router, inputs, messages, toolDefs);
+  const ctx = activityContext();
+  const signal = ctx?.cancellationSignal;
+  const summaryCache = createSessionSummaryCache(db, input.sessionId);
+  const recordAuxiliary = async (result: ChatResult, purpose: string, durationMs: number): Promise<void> => {
+    await recordLlmCall(db, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: auxiliaryCallKey(key, purpose), result, durationMs });
+  };
+  const assemble = async (): Promise<{ inputs: PromptInputs; context: AssembledContext }> => {
+    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, new Date(), model);
+    const context = await assembleContext(router, inputs, messages, toolDefs, { summaryCache, signal, onSummarizerCall: recordAuxiliary });
+    return { inputs, context };
+  };
+
+  let { inputs, context } = await assemble();
+  const spent = await guardBudget(db, input, config, context.systemTokens, countMessageTokens(context.messages, model), model);
+
+  // Seed D1 step 0: cognitive preparation, once per task attempt, before its first main call.
+  let cognitive: { run: CognitiveRun; outcome: CognitiveOutcome } | undefined;
+  if (config.cognitive?.enabled === true && input.opening && task) {
+    cognitive = await prepareCognition(db, router, { input, key, agent, task, config, inputs, signal });
+    // The notebook changed: rebuild the prompt (Tier 3 only; the summaries come from the cache).
+    if (cognitive.outcome.completed.length > 0) ({ inputs, context } = await assemble());
+  }
   if (input.taskId) {
     for (const warning of context.warnings) {
       await addTaskEvent(db, input.taskId, 'prompt-truncated', { ...warning }, `trunc:${input.sessionId}:${key}:${warning.segment}`);
     }
   }
-  const spent = await guardBudget(db, input, config, context.systemTokens, countMessageTokens(context.messages, model), model);
 
-  const ctx = activityContext();
   const publisher = new ProgressPublisher(db, input.taskId, input.sessionId);
   const heartbeat = setInterval(() => ctx?.heartbeat({ turn: input.turn }), LLM_HEARTBEAT_INTERVAL_MS);
   const started = Date.now();
@@ -136,10 +161,10 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
         maxTokens: context.maxTokens,
       },
       target,
-      { signal: ctx?.cancellationSignal, onTextDelta: (t) => publisher.push(t), onStreamEvent: () => undefined },
+      { signal, onTextDelta: (t) => publisher.push(t), onStreamEvent: () => undefined },
     );
   } catch (error) {
-    if (ctx?.cancellationSignal.aborted) throw new CancelledFailure('LLM call cancelled', undefined, error as Error);
+    if (signal?.aborted) throw new CancelledFailure('LLM call cancelled', undefined, error as Error);
     throw error;
   } finally {
     clearInterval(heartbeat);
@@ -151,38 +176,82 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     if (reported > 0) calibrate(result.model, estimated, reported);
   }
 
-  const usage = addUsage(ZERO_USAGE_TOTALS, { ...result.usage, costUsd: costUsd(result.usage, result.model) });
   await db.transaction().execute(async (trx) => {
     await appendMessage(trx, input.sessionId, key, { role: 'assistant', content: result.content });
-    await trx
-      .insertInto('llm_calls')
-      .values({
-        agent_id: input.agentId,
-        task_id: input.taskId ?? null,
-        session_id: input.sessionId,
-        idem_key: key,
-        provider: result.provider,
-        model: result.model,
-        input_tokens: usage.inputTokens,
-        output_tokens: usage.outputTokens,
-        cache_read_tokens: usage.cacheReadTokens,
-        cache_write_tokens: usage.cacheWriteTokens,
-        cost_usd: usage.costUsd,
-        duration_ms: Date.now() - started,
-        stop_reason: result.stopReason,
-      })
-      .onConflict((oc) => oc.columns(['session_id', 'idem_key']).doNothing())
-      .execute();
+    const cost = await recordLlmCall(trx, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: key, result, durationMs: Date.now() - started });
     if (input.taskId) {
-      await addTaskEvent(trx, input.taskId, 'llm-call-finished', { model: result.model, stopReason: result.stopReason, ...usage }, `llm:${input.sessionId}:${key}`);
+      const { usage: u } = result;
+      await addTaskEvent(
+        trx,
+        input.taskId,
+        'llm-call-finished',
+        { provider: result.provider, model: result.model, stopReason: result.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens, cacheReadTokens: u.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens, costUsd: cost },
+        `llm:${input.sessionId}:${key}`,
+      );
     }
   });
+  if (cognitive) await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
+
+  const usage = await stepUsage(db, input.sessionId, key);
   if (spent && input.taskId) {
-    for (const percent of crossedThresholds(spent.before, spent.before + usage.costUsd, spent.limit)) {
-      await addTaskEvent(db, input.taskId, 'budget-threshold-crossed', { percent, limitUsd: spent.limit, spentUsd: spent.before + usage.costUsd }, `budget:${spent.periodStart}:${percent}`);
+    const after = await spentSince(db, input.agentId, spent.periodStart);
+    for (const percent of crossedThresholds(spent.before, after, spent.limit)) {
+      await addTaskEvent(db, input.taskId, 'budget-threshold-crossed', { percent, limitUsd: spent.limit, spentUsd: after }, `budget:${spent.periodStart}:${percent}`);
     }
   }
   return summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false);
+}
+
+/** Runs the cognitive preparation pipeline for the first step of a task attempt (never throws but on cancel). */
+async function prepareCognition(
+  db: Kysely<Database>,
+  router: ChatRouter,
+  step: { input: LlmStepInput; key: string; agent: AgentRow; task: TaskRow; config: AgentConfig; inputs: PromptInputs; signal: AbortSignal | undefined },
+): Promise<{ run: CognitiveRun; outcome: CognitiveOutcome }> {
+  const { input, key, agent, task, config, inputs, signal } = step;
+  const run: CognitiveRun = {
+    agentId: agent.id,
+    taskId: task.id,
+    sessionId: input.sessionId,
+    stepKey: key,
+    scenario: input.scenario,
+    situation: {
+      agent: { name: agent.name, role: agent.description || undefined, soul: agent.soul_md, agents: agent.agents_md },
+      stimulus: { kind: 'task', title: task.title, text: task.description },
+      recentActivity: (inputs.recentActivity ?? []).map((e) => `${e.type}: ${e.detail}`),
+      knowledgeTitles: (inputs.knowledge ?? []).map((k) => k.heading),
+    },
+    ...(config.cognitive?.maxDepth !== undefined ? { maxDepth: config.cognitive.maxDepth } : {}),
+    ...(config.cognitive?.timeoutMs !== undefined ? { timeoutMs: config.cognitive.timeoutMs } : {}),
+    ...(signal ? { signal } : {}),
+  };
+  let signals = { hasFailedTasks: false, hasBlockers: false };
+  try {
+    signals = await loadDepthSignals(db, agent.id, task.id, new Date());
+  } catch {
+    // Depth signals only upgrade the depth; without them the scenario's base depth applies.
+  }
+  return { run, outcome: await prepareCognitiveContext({ db, router }, run, signals) };
+}
+
+/** The main response as the D3 evaluation sees it: its text and the tools it called. */
+function responseDigest(content: ChatResult['content']): string {
+  const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
+  const calls = content
+    .filter((b): b is ToolUseBlock => b.type === 'tool_use')
+    .slice(0, EVALUATION_TOOL_CALLS_MAX)
+    .map((b) => `→ ${b.name} ${JSON.stringify(b.input ?? {}).slice(0, TEXT_PREVIEW_CHARS)}`);
+  return [text, ...calls].filter(Boolean).join('\n');
+}
+
+/** A step's usage: its main call plus every auxiliary call (summaries, cognitive preparation) recorded under its key. */
+async function stepUsage(db: Kysely<Database>, sessionId: string, key: string): Promise<UsageTotals> {
+  const t = await usageTotals(db, { step: { sessionId, key } });
+  return { inputTokens: t.inputTokens, outputTokens: t.outputTokens, cacheReadTokens: t.cacheReadTokens, cacheWriteTokens: t.cacheWriteTokens, costUsd: t.costUsd };
+}
+
+async function spentSince(db: Kysely<Database>, agentId: string, periodStart: number): Promise<number> {
+  return (await usageTotals(db, { agentId, since: new Date(periodStart) })).costUsd;
 }
 
 /**
@@ -193,7 +262,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
 async function guardBudget(
   db: Kysely<Database>,
   input: LlmStepInput,
-  config: ReturnType<typeof agentConfig>,
+  config: AgentConfig,
   systemTokens: number,
   userTokens: number,
   model: string,
@@ -201,13 +270,7 @@ async function guardBudget(
   if (config.budgetUsd === undefined) return undefined;
   const period = config.budgetPeriod ?? 'month';
   const periodStart = budgetPeriodStart(period, Date.now());
-  const row = await db
-    .selectFrom('llm_calls')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.lit(0)).as('spent'))
-    .where('agent_id', '=', input.agentId)
-    .where('created_at', '>=', new Date(periodStart))
-    .executeTakeFirstOrThrow();
-  const before = Number(row.spent);
+  const before = await spentSince(db, input.agentId, periodStart);
   const check = checkBudget({
     unit: 'usd',
     spent: before,
@@ -235,9 +298,7 @@ async function replayRecorded(
     .where('session_id', '=', input.sessionId)
     .where('idem_key', '=', assistantMessageKey(input.attempt, input.turn))
     .executeTakeFirst();
-  const usage: UsageTotals = call
-    ? { inputTokens: call.input_tokens, outputTokens: call.output_tokens, cacheReadTokens: call.cache_read_tokens, cacheWriteTokens: call.cache_write_tokens, costUsd: Number(call.cost_usd) }
-    : ZERO_USAGE_TOTALS;
+  const usage: UsageTotals = call ? await stepUsage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn)) : ZERO_USAGE_TOTALS;
   const blocks = content as ChatResult['content'];
   const stopReason = (call?.stop_reason as ChatResult['stopReason'] | null) ?? (blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
   return summarize(blocks, stopReason, usage, call?.model ?? 'unknown', call?.provider ?? 'unknown', tools, true);

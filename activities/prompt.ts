@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AgentRow, Database, TaskRow } from '../schema/database';
 import {
@@ -8,12 +9,15 @@ import {
   SUMMARIZER_MAX_OUTPUT_TOKENS,
   SUMMARIZER_SYSTEM_PROMPT,
   SUMMARIZER_TEMPERATURE,
+  SUMMARY_CACHE_CANDIDATES,
   type PromptInputs,
   type PromptTask,
   type PromptWarning,
+  type SummaryCache,
 } from './context';
 import { lookupModel } from './llm/catalog';
-import type { ChatMessage, SystemSegment, ToolDefinition } from './llm/types';
+import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from './llm/types';
+import { loadMemoryForPrompt } from './memory';
 import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
 import type { Scenario } from './tools/registry';
@@ -35,7 +39,23 @@ export interface AssembledContext {
   systemTokens: number;
   warnings: PromptWarning[];
   stages: string[];
+  /** Summariser calls made for this call (0 when the summaries came from the cache). */
+  summarizerCalls: number;
 }
+
+export interface AssembleOptions {
+  /** Keeps conversation summaries across calls (`createSessionSummaryCache`). */
+  summaryCache?: SummaryCache;
+  /** Aborts a summariser call (the activity's cancellation). */
+  signal?: AbortSignal;
+  /** Told about every summariser call, to record its usage; `purpose` is unique per summary prompt. */
+  onSummarizerCall?: (result: ChatResult, purpose: string, durationMs: number) => Promise<void>;
+}
+
+/** Purpose label of a summariser call in `llm_calls`: `summary-` and a hash of its prompt. */
+export const SUMMARY_CALL_PREFIX = 'summary-';
+/** Hex digits of the prompt hash in the label: unique enough within one step. */
+const SUMMARY_CALL_HASH_CHARS = 16;
 
 /** Loads what the prompt shows about the agent's world (tasks, activity, runs) from PostgreSQL. */
 export async function loadPromptInputs(
@@ -49,7 +69,7 @@ export async function loadPromptInputs(
   extra: Partial<PromptInputs> = {},
 ): Promise<PromptInputs> {
   const config = agentConfig(agent);
-  const [own, events, runs] = await Promise.all([
+  const [own, events, runs, memory] = await Promise.all([
     db
       .selectFrom('tasks')
       .select(['id', 'title', 'priority', 'state', 'description'])
@@ -75,6 +95,8 @@ export async function loadPromptInputs(
       .orderBy('updated_at', 'desc')
       .limit(RECENT_RUNS_FETCH)
       .execute(),
+    // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
+    loadMemoryForPrompt(db, agent.id),
   ]);
   return {
     scenario,
@@ -89,6 +111,8 @@ export async function loadPromptInputs(
     now,
     timezone: config.timezone,
     workspace: { root: agent.workspace_dir },
+    knowledge: memory.knowledge.map((k) => ({ heading: k.title, body: k.content })),
+    notebook: memory.notebook.map((n) => ({ key: n.key, content: n.content, tag: n.tag, updatedAt: n.updatedAt })),
     tasks: {
       mine: own.map(
         (t): PromptTask => ({ id: t.id, title: t.title, priority: toPriority(t.priority), status: t.id === task?.id ? `${t.state} (current)` : t.state, description: t.description }),
@@ -111,6 +135,7 @@ export async function assembleContext(
   inputs: PromptInputs,
   messages: ChatMessage[],
   tools: ToolDefinition[],
+  options: AssembleOptions = {},
 ): Promise<AssembledContext> {
   const model = inputs.model ?? 'unknown';
   const info = lookupModel(model);
@@ -121,7 +146,9 @@ export async function assembleContext(
     systemTokens: prompt.tokenEstimate,
     toolTokens: countToolTokens(tools, model),
     model,
+    ...(options.summaryCache ? { summaryCache: options.summaryCache } : {}),
     summarize: async (text) => {
+      const started = Date.now();
       const result = await router.chat(
         {
           system: [{ text: SUMMARIZER_SYSTEM_PROMPT, cacheBreakpoint: false }],
@@ -131,7 +158,10 @@ export async function assembleContext(
           temperature: SUMMARIZER_TEMPERATURE,
         },
         { tier: 'cheap' },
+        options.signal ? { signal: options.signal } : undefined,
       );
+      const purpose = `${SUMMARY_CALL_PREFIX}${createHash('sha256').update(text).digest('hex').slice(0, SUMMARY_CALL_HASH_CHARS)}`;
+      await options.onSummarizerCall?.(result, purpose, Date.now() - started);
       return result.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
     },
   });
@@ -144,6 +174,34 @@ export async function assembleContext(
     systemTokens: prompt.tokenEstimate,
     warnings: prompt.warnings,
     stages: prepared.stats.stagesApplied,
+    summarizerCalls: prepared.stats.summarizerCalls,
+  };
+}
+
+/**
+ * The summaries of one session in `session_summaries` (see `activities/context/summary-cache.ts`):
+ * a later call over the same folded messages reuses a summary instead of paying for it again.
+ */
+export function createSessionSummaryCache(db: Kysely<Database>, sessionId: string): SummaryCache {
+  return {
+    async candidates(maxLength) {
+      const rows = await db
+        .selectFrom('session_summaries')
+        .select(['prefix_length', 'prefix_hash', 'text', 'source'])
+        .where('session_id', '=', sessionId)
+        .where('prefix_length', '<=', maxLength)
+        .orderBy('prefix_length', 'desc')
+        .limit(SUMMARY_CACHE_CANDIDATES)
+        .execute();
+      return rows.map((r) => ({ length: r.prefix_length, hash: r.prefix_hash, text: r.text, source: r.source }));
+    },
+    async store(summary) {
+      await db
+        .insertInto('session_summaries')
+        .values({ session_id: sessionId, prefix_hash: summary.hash, prefix_length: summary.length, text: summary.text, source: summary.source })
+        .onConflict((oc) => oc.columns(['session_id', 'prefix_hash']).doNothing())
+        .execute();
+    },
   };
 }
 

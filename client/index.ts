@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../schema/database';
 import { AGENT_ID_PATTERN, findAgent, IDENTITY_FILES, upsertAgent, type AgentConfig, type AgentDefinition } from '../activities/store/agents';
 import { addTaskEvent } from '../activities/store/tasks';
+import { usageTotals, type UsageTotalsRow } from '../activities/llm/usage';
 import {
   AgentIdSearchAttribute,
   approvalDecisionSignal,
@@ -240,24 +241,14 @@ export class AgentsClient {
     }
   }
 
+  /** LLM spend of one task, from the recorded calls (also after its workflow is gone). */
   private async usageFromCalls(taskId: string): Promise<TaskStatus['usage']> {
-    const row = await this.db
-      .selectFrom('llm_calls')
-      .select((eb) => [
-        eb.fn.coalesce(eb.fn.sum<string>('input_tokens'), eb.lit(0)).as('inputTokens'),
-        eb.fn.coalesce(eb.fn.sum<string>('output_tokens'), eb.lit(0)).as('outputTokens'),
-        eb.fn.coalesce(eb.fn.sum<string>('cache_read_tokens'), eb.lit(0)).as('cacheReadTokens'),
-        eb.fn.coalesce(eb.fn.sum<string>('cache_write_tokens'), eb.lit(0)).as('cacheWriteTokens'),
-        eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.lit(0)).as('costUsd'),
-      ])
-      .where('task_id', '=', taskId)
-      .executeTakeFirstOrThrow();
-    return {
-      inputTokens: Number(row.inputTokens),
-      outputTokens: Number(row.outputTokens),
-      cacheReadTokens: Number(row.cacheReadTokens),
-      cacheWriteTokens: Number(row.cacheWriteTokens),
-      costUsd: Number(row.costUsd),
-    };
+    const { calls: _calls, ...totals } = await usageTotals(this.db, { taskId });
+    return totals;
+  }
+
+  /** An agent's LLM spend (tokens by kind, cost, call count), optionally since a date. */
+  async agentUsage(agentId: string, options: { since?: Date } = {}): Promise<UsageTotalsRow> {
+    return usageTotals(this.db, { agentId, since: options.since });
   }
 }

@@ -245,6 +245,21 @@ export interface AgentFileEditsTable {
   created_at: CreatedAt;
 }
 
+// ---- context engine ------------------------------------------------------------------------------
+
+/** A conversation summary made by prepareMessages, reused while its folded prefix is unchanged. */
+export interface SessionSummariesTable {
+  session_id: string;
+  /** sha256 chained over the folded messages. */
+  prefix_hash: string;
+  /** How many messages of the prepared conversation the summary folds. */
+  prefix_length: number;
+  /** The summary message text, label included. */
+  text: string;
+  source: 'llm' | 'heuristic';
+  created_at: CreatedAt;
+}
+
 export interface Database {
   agents: AgentsTable;
   tasks: TasksTable;
@@ -263,6 +278,7 @@ export interface Database {
   memory_reflections: MemoryReflectionsTable;
   heartbeat_runs: HeartbeatRunsTable;
   agent_file_edits: AgentFileEditsTable;
+  session_summaries: SessionSummariesTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

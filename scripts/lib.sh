@@ -53,25 +53,29 @@ ensure_temporal_cli() {
 
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-# start_temporal_dev PORT UI_PORT DB_FILE LOG_FILE: starts `temporal server start-dev` in the
-# background (unless something already listens on PORT) with the search attributes the product
-# uses, and waits until the namespace answers.
+# start_temporal_dev PORT UI_PORT DB_FILE LOG_FILE [fresh]: starts `temporal server start-dev` in
+# the background with the search attributes the product uses, and waits until the namespace answers.
+# When something already listens on PORT it is reused and left alone. With `fresh`, a server this
+# function starts begins from an empty state file. Sets TEMPORAL_STARTED_PID (empty when reused).
+TEMPORAL_STARTED_PID=""
 start_temporal_dev() {
-  local port="$1" ui_port="$2" db_file="$3" log_file="$4"
-  if port_open 127.0.0.1 "$port"; then log "Temporal already listening on 127.0.0.1:$port"; return; fi
+  local port="$1" ui_port="$2" db_file="$3" log_file="$4" fresh="${5:-}"
+  if port_open 127.0.0.1 "$port"; then log "Temporal already listening on 127.0.0.1:$port; reusing it"; return; fi
   ensure_temporal_cli
   mkdir -p "$(dirname "$db_file")" "$(dirname "$log_file")"
+  if [[ "$fresh" == "fresh" ]]; then rm -f "$db_file" "$db_file"-*; fi
   log "starting Temporal dev server on 127.0.0.1:$port (Web UI http://localhost:$ui_port, state $db_file)"
   nohup temporal server start-dev --ip 127.0.0.1 --port "$port" --ui-port "$ui_port" \
     --db-filename "$db_file" --log-level warn \
     --search-attribute AgentId=Keyword --search-attribute TaskId=Keyword \
     --search-attribute TaskState=Keyword >"$log_file" 2>&1 &
-  echo $! >"$DATA_DIR/temporal-$port.pid"
+  TEMPORAL_STARTED_PID=$!
   local i
   for i in $(seq 1 120); do
     if temporal operator namespace describe --address "127.0.0.1:$port" -n default >/dev/null 2>&1; then
       log "Temporal is up"; return
     fi
+    if ! kill -0 "$TEMPORAL_STARTED_PID" 2>/dev/null; then break; fi
     sleep 0.5
   done
   log "Temporal did not come up; last lines of $log_file:"; tail -20 "$log_file" >&2; exit 1

@@ -8,12 +8,11 @@ ensure_node_modules
 mkdir -p "$DATA_DIR"
 TEST_TEMPORAL_PORT="${TEST_TEMPORAL_PORT:-7244}"
 if [[ -z "${TEMPORAL_ADDRESS:-}" ]]; then
-  rm -f "$DATA_DIR/test-temporal.db"
   start_temporal_dev "$TEST_TEMPORAL_PORT" "$((TEST_TEMPORAL_PORT + 1000))" \
-    "$DATA_DIR/test-temporal.db" "$DATA_DIR/test-temporal.log"
+    "$DATA_DIR/test-temporal.db" "$DATA_DIR/test-temporal.log" fresh
   export TEMPORAL_ADDRESS="127.0.0.1:$TEST_TEMPORAL_PORT"
-  STARTED_PID="$(cat "$DATA_DIR/temporal-$TEST_TEMPORAL_PORT.pid" 2>/dev/null || true)"
-  trap '[[ -n "${STARTED_PID:-}" ]] && kill "$STARTED_PID" 2>/dev/null || true' EXIT
+  # Stop the server at exit only if this run started it.
+  if [[ -n "$TEMPORAL_STARTED_PID" ]]; then trap 'kill "$TEMPORAL_STARTED_PID" 2>/dev/null || true' EXIT; fi
 fi
 log "Temporal: $TEMPORAL_ADDRESS; database: ${DATABASE_URL:-embedded PGlite}"
 cd "$ROOT"

@@ -152,6 +152,8 @@ export interface RoundWorkflowInput {
   parentWorkflowId: string;
   /** Reviewer feedback that opens a revision round. */
   revisionFeedback?: string;
+  /** Human comments received between attempts: merged into the attempt's first LLM turn. */
+  comments?: TaskComment[];
   /** Carried over continue-as-new. */
   carry?: RoundCarry;
 }
@@ -166,9 +168,13 @@ export interface RoundCarry {
   approvalDecisions: ApprovalDecision[];
 }
 
-export type RoundOutcome =
+export type RoundOutcome = (
   | { kind: 'submitted'; summary: string; usage: UsageTotals; iterations: number }
-  | { kind: 'not-submitted'; usage: UsageTotals; iterations: number; lastText?: string };
+  | { kind: 'not-submitted'; usage: UsageTotals; iterations: number; lastText?: string }
+) & {
+  /** Comments that arrived after the round's last LLM turn: the task workflow keeps them for the next one. */
+  undeliveredComments?: TaskComment[];
+};
 
 /** Internal: the round tells its parent what it is doing, so the parent's `status` query is live. */
 export interface RoundProgress {

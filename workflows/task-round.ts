@@ -1,7 +1,10 @@
 import {
+  allHandlersFinished,
+  CancellationScope,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  isCancellation,
   log,
   proxyActivities,
   setCurrentDetails,
@@ -24,7 +27,14 @@ import {
   type TaskComment,
   type TaskPhase,
 } from './contract';
-import { CONTINUATION_PROMPT, finalCriticalReminderText, injectionsAfterToolIteration } from './rules/harness';
+import {
+  CONTINUATION_PROMPT,
+  finalCriticalReminderText,
+  injectionsAfterToolIteration,
+  progressReportDue,
+  ROUND_MAX_HISTORY_EVENTS_PER_RUN,
+  shouldContinueAsNew,
+} from './rules/harness';
 import { formatTokens } from './rules/format';
 
 /** LLM calls: retried by Temporal (SDK retries are off); non-retryable provider errors stop at once. */
@@ -48,8 +58,13 @@ const store = proxyActivities<Activities>({
  * One execution round of a task (seed D1's task harness): LLM step → tools, sequentially → LLM step …
  * until the agent calls task_submit_review. No iteration cap; reminders every 10 tool iterations, a
  * reflection checkpoint every 30, one final critical reminder when the model stops without submitting.
- * Risky tool calls wait for a human decision. The conversation lives in PostgreSQL; this history only
- * holds ids, counters and short previews, and the run continues as new when Temporal suggests it.
+ * Risky tool calls wait for a human decision (signal `approvalDecision`, forwarded by the task
+ * workflow) for `approvalTimeoutMs`. The conversation lives in PostgreSQL; this history only holds
+ * ids, counters and short previews, and the run continues as new when Temporal suggests it or when it
+ * reaches ROUND_MAX_HISTORY_EVENTS_PER_RUN events, carrying counters and not-yet-used signals.
+ *
+ * Cancelled (task cancelled or paused): the in-flight activity is cancelled, which stops an LLM stream
+ * or a shell command within seconds; the run ends cancelled and the task workflow records the state.
  */
 export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<RoundOutcome> {
   const carry = input.carry;
@@ -58,18 +73,25 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   let finalReminderSent = carry?.finalReminderSent ?? false;
   let usage = carry?.usage ?? ZERO_USAGE_TOTALS;
   let injections: string[] = carry?.pendingInjections ?? [];
-  const comments: TaskComment[] = [...(carry?.comments ?? [])];
+  const comments: TaskComment[] = [...(carry?.comments ?? input.comments ?? [])];
   const decisions = new Map<string, ApprovalDecision>((carry?.approvalDecisions ?? []).map((d) => [d.requestId, d]));
   const pending = new Map<string, PendingApproval>();
   let opening = carry ? undefined : { revisionFeedback: input.revisionFeedback };
+  let lastReportedIteration: number | undefined;
 
   setHandler(approvalDecisionSignal, (d) => {
     if (!decisions.has(d.requestId)) decisions.set(d.requestId, d);
   });
   setHandler(commentSignal, (c) => void comments.push(c));
 
-  const report = async (phase: TaskPhase): Promise<void> => {
-    setCurrentDetails(`round ${input.round} · attempt ${input.attempt} · iteration ${toolIterations} · ${phase}`);
+  const details = (phase: TaskPhase, extra = ''): void =>
+    setCurrentDetails(`round ${input.round} · attempt ${input.attempt} · iteration ${toolIterations} · ${phase}${extra}`);
+
+  /** Tells the task workflow what this round is doing (throttled: each report is history in both workflows). */
+  const report = async (phase: TaskPhase, force = false): Promise<void> => {
+    details(phase);
+    if (!progressReportDue(lastReportedIteration, toolIterations, force)) return;
+    lastReportedIteration = toolIterations;
     try {
       await getExternalWorkflowHandle(input.parentWorkflowId).signal(roundProgressSignal, {
         round: input.round,
@@ -83,67 +105,93 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     }
   };
 
-  for (;;) {
-    if (workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof taskRoundWorkflow>({
-        ...input,
-        carry: {
-          llmTurn: turn,
-          toolIterations,
-          finalReminderSent,
-          usage,
-          pendingInjections: [...injections, ...drainComments(comments)],
-          comments: [],
-          approvalDecisions: [...decisions.values()],
-        },
+  try {
+    return await harnessLoop();
+  } catch (error) {
+    // Paused or cancelled: comments that never reached the model go back to the task workflow, which
+    // keeps them for the next attempt (after a pause) instead of losing them with this run.
+    if (isCancellation(error) && comments.length > 0) {
+      await CancellationScope.nonCancellable(async () => {
+        const parent = getExternalWorkflowHandle(input.parentWorkflowId);
+        for (const comment of comments.splice(0)) {
+          await parent.signal(commentSignal, comment).catch((e: unknown) => log.warn('could not hand a comment back to the task workflow', { error: String(e) }));
+        }
       });
     }
-    injections.push(...drainComments(comments));
-    await report('thinking');
-    const step: LlmStepResult = await llm.llmStep.executeWithOptions(
-      { summary: `llm ${input.modelLabel} · round ${input.round} turn ${turn}` },
-      [{ agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, scenario: 'task', attempt: input.attempt, turn, opening, injections }],
-    );
-    const stepTurn = turn;
-    turn += 1;
-    opening = undefined;
-    injections = [];
-    usage = addUsage(usage, step.usage);
-    setCurrentDetails(`llm ${step.model} · ${formatTokens(step.usage.inputTokens + step.usage.cacheReadTokens)} in / ${formatTokens(step.usage.outputTokens)} out`);
+    throw error;
+  }
 
-    if (step.toolCalls.length > 0) {
-      let submission: string | undefined;
-      for (const call of step.toolCalls) {
-        const result = await runTool(call, stepTurn);
-        if (result.kind === 'done' && result.submission !== undefined) submission = result.submission;
+  async function harnessLoop(): Promise<RoundOutcome> {
+    for (;;) {
+      if (shouldContinueAsNew(workflowInfo(), ROUND_MAX_HISTORY_EVENTS_PER_RUN)) {
+        // Signal handlers are synchronous, but wait anyway so that nothing received is lost.
+        await condition(allHandlersFinished);
+        log.info('round continues as new', { round: input.round, turn, toolIterations, historyLength: workflowInfo().historyLength });
+        await continueAsNew<typeof taskRoundWorkflow>({
+          ...input,
+          carry: {
+            llmTurn: turn,
+            toolIterations,
+            finalReminderSent,
+            usage,
+            pendingInjections: [...injections, ...drainComments(comments)],
+            comments: [],
+            // Nothing is pending at the top of the loop, and the task workflow forwards decisions only
+            // for pending requests: every decision received so far has been used.
+            approvalDecisions: [],
+          },
+        });
       }
-      toolIterations += 1;
-      if (submission !== undefined) {
-        await report('awaiting-review');
-        return { kind: 'submitted', summary: submission, usage, iterations: toolIterations };
+      await report('thinking');
+      injections.push(...drainComments(comments));
+      const step: LlmStepResult = await llm.llmStep.executeWithOptions(
+        { summary: `llm ${input.modelLabel} · round ${input.round} turn ${turn}` },
+        [{ agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, scenario: 'task', attempt: input.attempt, turn, opening, injections }],
+      );
+      const stepTurn = turn;
+      turn += 1;
+      opening = undefined;
+      injections = [];
+      usage = addUsage(usage, step.usage);
+      details('thinking', ` · llm ${step.model} · ${formatTokens(step.usage.inputTokens + step.usage.cacheReadTokens)} in / ${formatTokens(step.usage.outputTokens)} out`);
+
+      if (step.toolCalls.length > 0) {
+        let submission: string | undefined;
+        // Sequentially, in the model's order (seed D1-4: task execution runs tools one by one).
+        for (const call of step.toolCalls) {
+          const result = await runTool(call, stepTurn);
+          if (result.kind === 'done' && result.submission !== undefined) submission = result.submission;
+        }
+        toolIterations += 1;
+        if (submission !== undefined) {
+          details('awaiting-review');
+          return { kind: 'submitted', summary: submission, usage, iterations: toolIterations, ...undelivered() };
+        }
+        injections.push(...injectionsAfterToolIteration(input.taskId, toolIterations));
+        continue;
       }
-      injections.push(...injectionsAfterToolIteration(input.taskId, toolIterations));
-      continue;
+      if (step.stopReason === 'max_tokens') {
+        injections.push(CONTINUATION_PROMPT);
+        continue;
+      }
+      if (comments.length > 0) continue; // a human spoke while the model was answering: let it reply
+      if (!finalReminderSent) {
+        finalReminderSent = true;
+        injections.push(finalCriticalReminderText(input.taskId));
+        continue;
+      }
+      details('finished');
+      return { kind: 'not-submitted', usage, iterations: toolIterations, lastText: step.textPreview, ...undelivered() };
     }
-    if (step.stopReason === 'max_tokens') {
-      injections.push(CONTINUATION_PROMPT);
-      continue;
-    }
-    if (!finalReminderSent) {
-      finalReminderSent = true;
-      injections.push(finalCriticalReminderText(input.taskId));
-      continue;
-    }
-    return { kind: 'not-submitted', usage, iterations: toolIterations, lastText: step.textPreview };
   }
 
   async function runTool(call: { id: string; name: string; summary: string }, stepTurn: number): Promise<ExecuteToolResult> {
     await report('running-tool');
     const base = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: stepTurn, toolCallId: call.id, scenario: 'task' as const };
-    let result = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
-    if (result.kind !== 'approval-required') return result;
+    const first = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
+    if (first.kind !== 'approval-required') return first;
 
-    const { requestId } = result;
+    const { requestId } = first;
     const { requestedAt } = await store.recordApprovalRequest({
       requestId,
       agentId: input.agentId,
@@ -153,12 +201,12 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       attempt: input.attempt,
       turn: stepTurn,
       toolCallId: call.id,
-      tool: result.tool,
-      summary: result.summary,
-      reason: result.reason,
+      tool: first.tool,
+      summary: first.summary,
+      reason: first.reason,
     });
-    pending.set(requestId, { requestId, tool: result.tool, summary: result.summary, requestedAt });
-    await report('awaiting-approval');
+    pending.set(requestId, { requestId, tool: first.tool, summary: first.summary, requestedAt });
+    await report('awaiting-approval', true);
     const decided = await condition(() => decisions.has(requestId), input.approvalTimeoutMs);
     pending.delete(requestId);
     const decision = decisions.get(requestId);
@@ -166,9 +214,13 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       ? { requestId, decision: decision.decision, comment: decision.comment, decidedBy: decision.decidedBy }
       : { requestId, decision: 'timed_out' as const };
     await store.recordApprovalDecision({ requestId, taskId: input.taskId, status: outcome.decision, decidedBy: outcome.decidedBy, comment: outcome.comment });
-    await report('running-tool');
-    result = await tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [{ ...base, approval: outcome }]);
-    return result;
+    await report('running-tool', true);
+    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [{ ...base, approval: outcome }]);
+  }
+
+  /** Comments that came in after the last LLM turn; returned so that the task workflow keeps them. */
+  function undelivered(): { undeliveredComments?: TaskComment[] } {
+    return comments.length > 0 ? { undeliveredComments: comments.splice(0) } : {};
   }
 }
 

@@ -1,4 +1,5 @@
 import {
+  allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
   condition,
@@ -9,12 +10,12 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  sleep,
   startChild,
   upsertSearchAttributes,
   workflowInfo,
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Activities } from '../activities';
 import {
   addUsage,
@@ -23,6 +24,7 @@ import {
   commentSignal,
   decideApprovalUpdate,
   pauseSignal,
+  reflectionWorkflowId,
   resumeSignal,
   reviewDecisionSignal,
   roundProgressSignal,
@@ -34,6 +36,7 @@ import {
   ZERO_USAGE_TOTALS,
   type ApprovalDecision,
   type PendingApproval,
+  type RecordedApprovalDecision,
   type ReviewDecision,
   type RoundOutcome,
   type TaskComment,
@@ -45,11 +48,14 @@ import {
 } from './contract';
 import {
   DEFAULT_APPROVAL_TIMEOUT_MS,
+  shouldContinueAsNew,
+  TASK_MAX_HISTORY_EVENTS_PER_RUN,
   TASK_MAX_NO_SUBMIT_RETRIES,
   TASK_MAX_TRANSIENT_ROUND_RETRIES,
   transientRetryDelayMs,
 } from './rules/harness';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
+import { postTaskReflectionWorkflow } from './reflection';
 import { taskRoundWorkflow } from './task-round';
 
 const store = proxyActivities<Activities>({
@@ -57,13 +63,21 @@ const store = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
 
+type RoundResult = RoundOutcome | { kind: 'paused' } | { kind: 'failed'; error: string };
+
 /**
  * A task's lifecycle (seed D1 §3.1): pending → in_progress → review → completed, with blocked (pause),
- * failed, cancelled. Each execution round runs as the child workflow `task-{taskId}-r{round}`; the
- * `reviewDecision` signal accepts the work or opens a revision round with a fresh session. Human
- * decisions arrive as signals/updates on this workflow and are forwarded to the running round.
+ * failed and cancelled; every move goes through the transition table of `rules/task-state.ts` and is
+ * mirrored to PostgreSQL and the `TaskState` search attribute. Each execution round runs as the child
+ * workflow `task-{taskId}-r{round}` with the session `task_{taskId}_r{round}`; the `reviewDecision`
+ * signal accepts the work (→ completed, and the post-task reflection starts as an abandoned child) or
+ * opens a revision round with a fresh session. A round that ends without a submission is retried in the
+ * same session up to TASK_MAX_NO_SUBMIT_RETRIES times, then the task fails. Human decisions arrive as
+ * signals/updates on this workflow and are forwarded to the running round.
+ *
  * Cancelling this workflow cancels the round (stopping an in-flight LLM stream or shell command) and
- * leaves the task `cancelled`.
+ * records `cancelled` in a scope that cannot itself be cancelled. `pause` cancels the round the same
+ * way but leaves the task `blocked`; `resume` runs the same round again in the same session.
  */
 export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
   const { taskId, agentId } = input;
@@ -77,7 +91,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   let revisionFeedback = carry?.revisionFeedback;
   let submission = carry?.submission;
   let lastError: string | undefined;
-  let phase: TaskPhase = 'starting';
+  let phase: TaskPhase = state === 'review' ? 'awaiting-review' : 'starting';
   let iteration = 0;
   let roundUsage: UsageTotals = ZERO_USAGE_TOTALS;
   let pendingApprovals: PendingApproval[] = [];
@@ -88,6 +102,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   let roundScope: CancellationScope | undefined;
   let pauseRequested = false;
   let resumeRequested = false;
+
+  const showDetails = (): void => setCurrentDetails(`task ${taskId} · ${state} · round ${round} · iteration ${iteration} · ${phase}`);
 
   setHandler(statusQuery, (): TaskStatus => ({
     taskId,
@@ -102,52 +118,88 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     ...(submission ? { submission } : {}),
   }));
   setHandler(roundProgressSignal, (p) => {
-    if (p.round !== round) return;
+    if (p.round !== round || state !== 'in_progress') return;
     iteration = p.iteration;
     phase = p.phase;
     roundUsage = p.usage;
     pendingApprovals = p.pendingApprovals.filter((a) => !decided.has(a.requestId));
+    showDetails();
   });
+
+  /** Passes a decision to the running round; the round ignores ids it never asked about. */
   const forward = async (decision: ApprovalDecision): Promise<void> => {
     decided.add(decision.requestId);
     pendingApprovals = pendingApprovals.filter((a) => a.requestId !== decision.requestId);
-    if (child) await child.signal(approvalDecisionSignal, decision);
+    try {
+      if (child) await child.signal(approvalDecisionSignal, decision);
+    } catch (error) {
+      log.warn('could not forward an approval decision to the round', { requestId: decision.requestId, error: String(error) });
+    }
   };
-  setHandler(approvalDecisionSignal, forward);
+  setHandler(approvalDecisionSignal, async (decision) => {
+    const problem = approvalProblem(decision);
+    if (problem) {
+      log.warn(`approvalDecision signal ignored: ${problem}`);
+      return;
+    }
+    await forward(decision);
+  });
   setHandler(
     decideApprovalUpdate,
-    async (decision) => {
-      const request = pendingApprovals.find((a) => a.requestId === decision.requestId)!;
+    async (decision): Promise<RecordedApprovalDecision> => {
+      const request = pendingApprovals.find((a) => a.requestId === decision.requestId);
       await forward(decision);
-      return { ...decision, tool: request.tool, decidedAt: new Date().toISOString() };
+      return { ...decision, tool: request?.tool ?? 'unknown', decidedAt: new Date().toISOString() };
     },
     {
       validator: (decision) => {
-        if (decided.has(decision.requestId)) throw new Error(`approval request ${decision.requestId} was already decided`);
-        if (!pendingApprovals.some((a) => a.requestId === decision.requestId)) {
-          throw new Error(`no pending approval request ${decision.requestId}; pending: ${pendingApprovals.map((a) => a.requestId).join(', ') || 'none'}`);
-        }
-        if (decision.decision !== 'approved' && decision.decision !== 'rejected') throw new Error(`decision must be 'approved' or 'rejected'`);
+        const problem = approvalProblem(decision);
+        if (problem) throw new Error(problem);
       },
     },
   );
-  setHandler(reviewDecisionSignal, (d) => void reviews.push(d));
-  setHandler(commentSignal, async (c) => {
-    if (child && state === 'in_progress') await child.signal(commentSignal, c);
-    else queuedComments.push(c);
+  setHandler(reviewDecisionSignal, (review) => {
+    if (review?.decision !== 'accept' && review?.decision !== 'revise') {
+      log.warn(`reviewDecision ignored: decision must be 'accept' or 'revise'`);
+      return;
+    }
+    if (state !== 'review') {
+      log.warn(`reviewDecision ignored: the task is ${state}, not in review`);
+      return;
+    }
+    reviews.push(review);
   });
+  setHandler(commentSignal, async (comment) => {
+    if (typeof comment?.text !== 'string' || !comment.text.trim()) return;
+    await deliverComment(comment);
+  });
+  /** To the running round, else kept for the next attempt or round (a finished round returns what it did not use). */
+  const deliverComment = async (comment: TaskComment): Promise<void> => {
+    if (!child || state !== 'in_progress' || pauseRequested) {
+      queuedComments.push(comment);
+      return;
+    }
+    try {
+      await child.signal(commentSignal, comment);
+    } catch {
+      queuedComments.push(comment); // the round just ended: the next one gets it
+    }
+  };
   setHandler(pauseSignal, () => {
     if (state !== 'in_progress') return;
     pauseRequested = true;
+    resumeRequested = false;
     roundScope?.cancel();
   });
-  setHandler(resumeSignal, () => void (resumeRequested = true));
+  setHandler(resumeSignal, () => {
+    if (state === 'blocked' || pauseRequested) resumeRequested = true;
+  });
 
   const moveTo = async (to: TaskState, error?: string): Promise<void> => {
     state = transition(state, to);
     lastError = error;
     upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
-    setCurrentDetails(`task ${taskId} · ${state} · round ${round}`);
+    showDetails();
     await store.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
   };
 
@@ -156,6 +208,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     { key: TaskIdSearchAttribute, value: taskId },
     { key: TaskStateSearchAttribute, value: state },
   ]);
+  showDetails();
 
   try {
     const context = await store.loadTaskContext({ taskId });
@@ -164,24 +217,32 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       await moveTo('in_progress');
     }
     while (!isTerminal(state)) {
+      await continueAsNewIfDue();
       if (state === 'in_progress') {
         const outcome = await runRound(context.modelLabel);
-        if (outcome === 'paused') {
+        // A paused or failed attempt returns no usage: keep what it last reported.
+        if (outcome.kind === 'paused' || outcome.kind === 'failed') usage = addUsage(usage, roundUsage);
+        iteration = 0;
+        roundUsage = ZERO_USAGE_TOTALS;
+        pendingApprovals = [];
+        if (outcome.kind === 'paused') {
           pauseRequested = false;
           phase = 'paused';
           await moveTo('blocked');
           await condition(() => resumeRequested);
           resumeRequested = false;
           attempt += 1;
+          phase = 'starting';
           await moveTo('in_progress');
           continue;
         }
         if (outcome.kind === 'failed') {
+          phase = 'finished';
           await moveTo('failed', outcome.error);
           break;
         }
         usage = addUsage(usage, outcome.usage);
-        roundUsage = ZERO_USAGE_TOTALS;
+        queuedComments.push(...(outcome.undeliveredComments ?? []));
         if (outcome.kind === 'submitted') {
           submission = outcome.summary;
           phase = 'awaiting-review';
@@ -190,6 +251,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         }
         noSubmitRetries += 1;
         if (noSubmitRetries > TASK_MAX_NO_SUBMIT_RETRIES) {
+          phase = 'finished';
           await moveTo('failed', `the agent stopped ${noSubmitRetries} times without calling task_submit_review`);
           break;
         }
@@ -198,24 +260,21 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         continue;
       }
       if (state === 'review') {
-        if (workflowInfo().continueAsNewSuggested) {
-          await continueAsNew<typeof taskWorkflow>({
-            ...input,
-            carry: { state, round, attempt, usage, noSubmitRetries, revisionFeedback, submission, pendingReview: reviews, comments: queuedComments },
-          });
-        }
-        await condition(() => reviews.length > 0);
-        const review = reviews.shift()!;
+        await condition(() => reviews.length > 0 || shouldContinueAsNew(workflowInfo(), TASK_MAX_HISTORY_EVENTS_PER_RUN));
+        const review = reviews.shift();
+        if (!review) continue; // continue as new at the top of the loop
         if (review.decision === 'accept') {
           phase = 'finished';
           await moveTo('completed');
+          await startReflection();
           break;
         }
         round += 1;
         attempt = 1;
         noSubmitRetries = 0;
-        revisionFeedback = review.feedback ?? 'The reviewer asked for a revision without further comment.';
+        revisionFeedback = review.feedback?.trim() || 'The reviewer asked for a revision without further comment.';
         submission = undefined;
+        phase = 'starting';
         await moveTo('in_progress');
       }
     }
@@ -223,19 +282,70 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(async () => {
         phase = 'finished';
+        pendingApprovals = []; // nobody can decide them any more
         if (!isTerminal(state)) await moveTo('cancelled');
       });
     }
     throw error;
   }
+  await condition(allHandlersFinished);
   return { taskId, state, rounds: round, usage, ...(submission ? { submission } : {}), ...(lastError ? { error: lastError } : {}) };
 
-  /** Runs one attempt of the current round; transient failures retry the round up to the seed's limit. */
-  async function runRound(modelLabel: string): Promise<RoundOutcome | 'paused' | { kind: 'failed'; error: string }> {
+  /** Why a decision cannot be applied; payloads come from people (UI, CLI), so nothing is assumed. */
+  function approvalProblem(decision: ApprovalDecision | undefined): string | undefined {
+    if (typeof decision?.requestId !== 'string') return 'a decision needs a requestId';
+    if (decision.decision !== 'approved' && decision.decision !== 'rejected') return `decision must be 'approved' or 'rejected', got ${JSON.stringify(decision.decision)}`;
+    if (decided.has(decision.requestId)) return `approval request ${decision.requestId} was already decided`;
+    if (!pendingApprovals.some((a) => a.requestId === decision.requestId)) {
+      return `no pending approval request ${decision.requestId}; pending: ${pendingApprovals.map((a) => a.requestId).join(', ') || 'none'}`;
+    }
+    return undefined;
+  }
+
+  /** Between rounds and while waiting for review: carry counters and undelivered signals only. */
+  async function continueAsNewIfDue(): Promise<void> {
+    // A pause received in this activation is not part of the carry: act on it first (→ blocked).
+    if (pauseRequested || !shouldContinueAsNew(workflowInfo(), TASK_MAX_HISTORY_EVENTS_PER_RUN)) return;
+    await condition(allHandlersFinished);
+    await continueAsNew<typeof taskWorkflow>({
+      ...input,
+      carry: { state, round, attempt, usage, noSubmitRetries, revisionFeedback, submission, pendingReview: reviews, comments: queuedComments },
+    });
+  }
+
+  /**
+   * The post-task reflection (seed D1-11) outlives this workflow (parent-close policy ABANDON); only its
+   * start is awaited. Already started (a retried accept, a rerun) is fine; any other failure is logged,
+   * never a reason to undo the accepted task.
+   */
+  async function startReflection(): Promise<void> {
+    try {
+      await startChild(postTaskReflectionWorkflow, {
+        workflowId: reflectionWorkflowId(taskId),
+        args: [{ taskId, agentId }],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        // One reflection per task, even if the task is reopened and accepted again.
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        typedSearchAttributes: [
+          { key: AgentIdSearchAttribute, value: agentId },
+          { key: TaskIdSearchAttribute, value: taskId },
+        ],
+        staticSummary: `reflection on task ${taskId}`,
+      });
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return;
+      log.warn('could not start the post-task reflection', { error: String(error) });
+    }
+  }
+
+  /** Runs the current round (attempt); transient failures retry it in the same session up to the seed's limit. */
+  async function runRound(modelLabel: string): Promise<RoundResult> {
     for (let transient = 0; ; transient++) {
+      if (pauseRequested) return { kind: 'paused' };
       roundScope = new CancellationScope();
       try {
         return await roundScope.run(async () => {
+          const forAttempt = queuedComments.splice(0);
           child = await startChild(taskRoundWorkflow, {
             workflowId: roundWorkflowId(taskId, round),
             args: [
@@ -249,6 +359,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
                 approvalTimeoutMs,
                 parentWorkflowId: workflowInfo().workflowId,
                 revisionFeedback,
+                comments: forAttempt,
                 carry: undefined,
               },
             ],
@@ -258,12 +369,19 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
               { key: TaskIdSearchAttribute, value: taskId },
             ],
             staticSummary: `round ${round} · attempt ${attempt}`,
+          }).catch((error: unknown) => {
+            queuedComments.unshift(...forAttempt);
+            throw error;
           });
-          for (const c of queuedComments.splice(0)) await child.signal(commentSignal, c);
+          // Comments that came in while the round was starting.
+          for (const c of queuedComments.splice(0)) await deliverComment(c);
+          phase = 'thinking';
+          showDetails();
           return await child.result();
         });
       } catch (error) {
-        if (pauseRequested && isCancellation(error)) return 'paused';
+        const workflowCancelled = CancellationScope.current().consideredCancelled;
+        if (isCancellation(error) && pauseRequested && !workflowCancelled) return { kind: 'paused' };
         if (isCancellation(error)) throw error;
         const message = failureMessage(error);
         if (isNonRetryable(error) || transient >= TASK_MAX_TRANSIENT_ROUND_RETRIES) {
@@ -272,7 +390,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         lastError = message;
         log.warn('round failed; retrying after a delay in the same session', { round, attempt, error: message });
         attempt += 1;
-        await sleep(transientRetryDelayMs(transient + 1));
+        // A pause during the delay ends the wait early (and the loop returns 'paused').
+        await condition(() => pauseRequested, transientRetryDelayMs(transient + 1));
       } finally {
         child = undefined;
         roundScope = undefined;

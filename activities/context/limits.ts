@@ -120,6 +120,11 @@ export const LOW_MESSAGE_BUDGET_WARN_TOKENS = 500;
 export const STAGE1_TRIGGER_MESSAGES = 60;
 /** D1 C3: …keeping this many most recent messages verbatim. */
 export const STAGE1_KEEP_MESSAGES = 40;
+/**
+ * Ours, from D1 C3's numbers: stage 1's cut advances in steps of 60 − 40 = 20 messages, so the folded
+ * head (and its cached summary) stays the same for 20 messages instead of changing on every call.
+ */
+export const STAGE1_FOLD_STEP_MESSAGES = STAGE1_TRIGGER_MESSAGES - STAGE1_KEEP_MESSAGES;
 /** D1 C4: per-message cap is max(this, budget / PER_MESSAGE_CAP_BUDGET_DIVISOR) tokens. */
 export const PER_MESSAGE_CAP_MIN_TOKENS = 2_000;
 /** D1 C4: no single message may take more than 1/8 of the message budget. */

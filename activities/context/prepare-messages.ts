@@ -5,7 +5,10 @@
  * messages = window − system − tools − maxOutput − margin.
  *
  * 0. Sanitise (a crash-resumed session becomes valid).
- * 1. More than 60 messages → everything but the last 40 becomes one summary message.
+ * 1. More than 60 messages → the head becomes one summary message, keeping at least the last 40. The
+ *    cut advances in steps of 20 messages (60 − 40): cut = 20·⌊(n − 40) / 20⌋, so between 40 and 59
+ *    recent messages stay verbatim and the summarised head changes once every 20 messages rather
+ *    than on every call (see "Summary reuse" below).
  * 2. Every message is capped at max(2000, budget / 8) tokens (middle cut), then sanitised.
  * 3. Still over budget:
  *    a. tool blocks before the current turn are compacted to one-line records; if still over,
@@ -20,7 +23,17 @@
  * a D1 marker) is kept verbatim and first through every stage; only stage 4's last resort may shorten it.
  *
  * Summaries use the injected summariser (see `summarize.ts`), or a heuristic summary when none is given
- * or it fails. Counting runs in raw tokenizer units internally; the budget is converted once with the
+ * or it fails.
+ *
+ * Summary reuse (our cost fix; seed D1's numbers unchanged): seed D1 re-summarises on every call once
+ * a session passes 60 messages, costing one summariser call per step and changing the head of the
+ * conversation each time, which defeats the provider's message cache. With a `summaryCache`, each
+ * summary is stored under a hash of the messages it folds; a call whose head is unchanged reuses it
+ * byte for byte (no summariser call), and a grown head is summarised incrementally from the cached
+ * summary of the longest matching shorter head. Stage 1's stepped cut makes the head repeat: over a
+ * tool loop the summariser runs once per 20 new messages and the message prefix stays cacheable in
+ * between. Stages 3b/3c are budget-driven and keep seed D1's plain cut; the cache still makes a
+ * retried call over the same messages free. Counting runs in raw tokenizer units internally; the budget is converted once with the
  * model's calibration ratio, and the stats report calibrated tokens.
  */
 import type { ChatMessage } from '../llm/types';
@@ -28,6 +41,7 @@ import { computeTokenBudget, perMessageCap, type TokenBudget } from './budget';
 import {
   FALLBACK_CHARS_PER_TOKEN,
   LOW_MESSAGE_BUDGET_WARN_TOKENS,
+  STAGE1_FOLD_STEP_MESSAGES,
   STAGE1_KEEP_MESSAGES,
   STAGE1_TRIGGER_MESSAGES,
   STAGE3B_KEEP_FRACTION,
@@ -38,6 +52,7 @@ import { neutralize } from './neutralize';
 import { addSanitizeStats, emptySanitizeStats, sanitizeMessageSequence, type SanitizeStats } from './sanitize';
 import { capMessage } from './shrink';
 import { buildHeuristicSummary, buildSummarizerPrompt, coveredCount, summaryMessage } from './summarize';
+import { prefixHashes, type SummaryCache } from './summary-cache';
 import { calibrationRatio, countMessageTokensRaw, safeJson } from './tokens';
 import { nonResultContent, summarizeToolBlock } from './tool-block';
 
@@ -57,6 +72,8 @@ export interface PrepareMessagesOptions {
    * 1,024 output tokens, temperature 0.2, no tools). Absent, throwing or empty → heuristic summary.
    */
   summarize?: (prompt: string) => Promise<string>;
+  /** Keeps summaries across calls (see "Summary reuse" above); absent → every summary is made afresh. */
+  summaryCache?: SummaryCache;
 }
 
 export type CompressionStage =
@@ -79,8 +96,15 @@ export interface PrepareMessagesStats {
   messagesAfter: number;
   /** Original messages folded into summaries by this call. */
   summarizedMessages: number;
-  summarySource?: 'llm' | 'heuristic';
+  /** Where the last summary came from: the summariser, the heuristic, or the summary cache. */
+  summarySource?: 'llm' | 'heuristic' | 'cache';
   summarizerError?: string;
+  /** Summariser LLM calls this call made (0 when every summary came from the cache or the heuristic). */
+  summarizerCalls: number;
+  /** Summaries taken from the cache unchanged. */
+  summariesReused: number;
+  /** Summaries made incrementally from a cached summary of a shorter head plus the newer messages. */
+  summariesExtended: number;
   shrunkMessages: number;
   compactedToolBlocks: number;
   trimmedMessages: number;
@@ -126,6 +150,9 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
     messagesBefore: input.length,
     messagesAfter: 0,
     summarizedMessages: 0,
+    summarizerCalls: 0,
+    summariesReused: 0,
+    summariesExtended: 0,
     shrunkMessages: 0,
     compactedToolBlocks: 0,
     trimmedMessages: 0,
@@ -149,13 +176,15 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
     work = taskPrompt ? messages.slice(1) : messages;
   };
 
-  const summarizeHead = async (keep: number): Promise<ChatMessage[]> => {
-    const cut = blockStart(work, Math.max(0, work.length - keep));
+  /** Folds `work[0, cut)` (moved back to a tool-block boundary) into one summary; returns what it folded. */
+  const summarizeBefore = async (proposedCut: number): Promise<ChatMessage[]> => {
+    const cut = blockStart(work, Math.max(0, proposedCut));
     if (cut <= 0) return [];
     const older = work.slice(0, cut);
     work = [await summarizeMessages(older, opts, stats), ...work.slice(cut)];
     return older;
   };
+  const summarizeHead = (keep: number) => summarizeBefore(work.length - keep);
   const capAll = () => {
     let changed = false;
     work = work.map((m) => {
@@ -173,7 +202,7 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
   //    (the summariser reads 300 characters of each), so `tokensBefore` estimates those at chars / 3.5.
   let foldedEstimate = 0;
   if (all().length > STAGE1_TRIGGER_MESSAGES) {
-    const folded = await summarizeHead(STAGE1_KEEP_MESSAGES);
+    const folded = await summarizeBefore(stage1Cut(work.length));
     if (folded.length) {
       stats.stagesApplied.push('count_summary');
       foldedEstimate = folded.reduce((acc, m) => acc + estimateMessageTokens(m), 0);
@@ -244,6 +273,14 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
   return { messages, ...(breakpoint !== undefined ? { messageCacheBreakpoint: breakpoint } : {}), maxOutputTokens: budget.maxOutputTokens, stats };
 }
 
+/**
+ * Stage 1's cut: a multiple of STAGE1_FOLD_STEP_MESSAGES (20) that leaves at least STAGE1_KEEP_MESSAGES
+ * (40) verbatim. Constant for 20 messages at a time, so the folded head (and its cached summary) repeats.
+ */
+export function stage1Cut(messages: number): number {
+  return STAGE1_FOLD_STEP_MESSAGES * Math.floor(Math.max(0, messages - STAGE1_KEEP_MESSAGES) / STAGE1_FOLD_STEP_MESSAGES);
+}
+
 /** chars / 3.5 estimate of a message, without tokenising it. */
 function estimateMessageTokens(message: ChatMessage): number {
   let chars = 0;
@@ -306,14 +343,45 @@ function compactToolBlocks(messages: readonly ChatMessage[], boundary: number, s
 }
 
 async function summarizeMessages(older: readonly ChatMessage[], opts: PrepareMessagesOptions, stats: PrepareMessagesStats): Promise<ChatMessage> {
-  const covered = older.reduce((acc, m) => acc + coveredCount(m), 0);
   stats.summarizedMessages += older.reduce((acc, m) => acc + (m.kind === 'summary' && m.role === 'user' ? 0 : 1), 0);
+  const cache = opts.summaryCache;
+  if (!cache) return (await freshSummary(older, opts, stats)).message;
+
+  const hashes = prefixHashes(older);
+  const hash = hashes[older.length]!;
+  const candidates = await cache.candidates(older.length).catch(() => []);
+  const exact = candidates.find((c) => c.length === older.length && c.hash === hash);
+  if (exact) {
+    stats.summariesReused += 1;
+    stats.summarySource = 'cache';
+    return summaryFromText(exact.text);
+  }
+  // The longest cached head of these messages: fold its summary with the newer messages only.
+  const base = candidates.find((c) => c.length > 0 && c.length < older.length && hashes[c.length] === c.hash);
+  if (base) stats.summariesExtended += 1;
+  const { message, source } = await freshSummary(base ? [summaryFromText(base.text), ...older.slice(base.length)] : older, opts, stats);
+  const text = message.content[0]?.type === 'text' ? message.content[0].text : '';
+  await cache.store({ length: older.length, hash, text, source }).catch(() => undefined);
+  return message;
+}
+
+function summaryFromText(text: string): ChatMessage {
+  return { role: 'user', kind: 'summary', content: [{ type: 'text', text }] };
+}
+
+async function freshSummary(
+  older: readonly ChatMessage[],
+  opts: PrepareMessagesOptions,
+  stats: PrepareMessagesStats,
+): Promise<{ message: ChatMessage; source: 'llm' | 'heuristic' }> {
+  const covered = older.reduce((acc, m) => acc + coveredCount(m), 0);
   if (opts.summarize) {
     try {
+      stats.summarizerCalls += 1;
       const text = (await opts.summarize(buildSummarizerPrompt(older))).trim();
       if (text) {
         stats.summarySource = 'llm';
-        return summaryMessage(neutralize(text), covered, 'llm');
+        return { message: summaryMessage(neutralize(text), covered, 'llm'), source: 'llm' };
       }
       stats.summarizerError = 'the summariser returned an empty text';
     } catch (error) {
@@ -321,7 +389,7 @@ async function summarizeMessages(older: readonly ChatMessage[], opts: PrepareMes
     }
   }
   stats.summarySource = 'heuristic';
-  return summaryMessage(buildHeuristicSummary(older), covered, 'heuristic');
+  return { message: summaryMessage(buildHeuristicSummary(older), covered, 'heuristic'), source: 'heuristic' };
 }
 
 /** Tool blocks travel together: an assistant tool call and its results are one unit. */

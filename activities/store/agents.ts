@@ -26,6 +26,12 @@ export interface AgentConfig {
   /** The period the budget covers (default a calendar month, UTC). */
   budgetPeriod?: 'hour' | 'day' | 'week' | 'month' | 'lifetime';
   protectedBranches?: string[];
+  /**
+   * Cognitive preparation (seed D1 tier 1): cheap appraisal / reflection calls before the first main
+   * call of each task attempt, written to the notebook. Off unless `enabled`. `maxDepth` caps the
+   * selected depth (0–3, default 3); `timeoutMs` overrides the 15 s budget.
+   */
+  cognitive?: { enabled?: boolean; maxDepth?: 0 | 1 | 2 | 3; timeoutMs?: number };
 }
 
 export interface AgentDefinition {

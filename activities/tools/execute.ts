@@ -5,6 +5,9 @@ import { appendMessage, findMessage } from '../store/sessions';
 import type { ToolUseBlock } from '../llm/types';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 
+/** The question tool: its approval decision is the human's answer (see human-tools.ts). */
+const REQUEST_USER_APPROVAL = 'request_user_approval';
+
 /** How much of a result travels back into workflow history (the full result stays in PostgreSQL). */
 export const RESULT_PREVIEW_FOR_WORKFLOW_CHARS = 200;
 
@@ -109,6 +112,11 @@ export async function executeToolCall(
     }
     if (input.approval.decision !== 'approved') {
       const who = input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : '';
+      if (call.name === REQUEST_USER_APPROVAL && input.approval.decision === 'rejected') {
+        // For a question, "rejected" is an answer, not a failure.
+        const answer = input.approval.comment ? ` Their answer: ${input.approval.comment}` : ' They added no comment.';
+        return recordWithoutRunning(ctx, call, `${input.approval.decidedBy ?? 'The human'} declined.${answer}`, false);
+      }
       const text =
         input.approval.decision === 'timed_out'
           ? `Not run: the approval request for "${summary}" timed out without a decision. Do not retry it without asking again.`
@@ -141,7 +149,7 @@ export async function executeToolCall(
     if (ctx.signal.aborted) throw error;
     output = { content: `${call.name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };
   }
-  if (governance.tier === 'approval' && input.approval?.comment && call.name !== 'request_user_approval') {
+  if (governance.tier === 'approval' && input.approval?.comment && call.name !== REQUEST_USER_APPROVAL) {
     output = { ...output, content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]` };
   }
   const content = await offloadIfLarge(ctx, call.id, output.content);
@@ -163,10 +171,12 @@ function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | unde
   return undefined;
 }
 
+/** Records a call's outcome without running the tool (refused, invalid, or decided by a human). */
 async function recordWithoutRunning(
   ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment'>,
   call: ToolUseBlock,
   text: string,
+  isError = true,
 ): Promise<ExecuteToolResult> {
   await ctx.db
     .insertInto('tool_calls')
@@ -177,17 +187,17 @@ async function recordWithoutRunning(
       agent_id: ctx.agentId,
       tool: call.name,
       args: JSON.stringify(call.input ?? null),
-      status: 'failed',
+      status: isError ? 'failed' : 'completed',
       side_effecting: false,
       result: text,
-      is_error: true,
+      is_error: isError,
       executions: 0,
       completed_at: new Date(),
     })
     .onConflict((oc) => oc.columns(['session_id', 'tool_call_id']).doNothing())
     .execute();
-  await appendResult(ctx, call.id, text, true);
-  return done(call.name, text, true);
+  await appendResult(ctx, call.id, text, isError);
+  return done(call.name, text, isError);
 }
 
 async function finish(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean): Promise<void> {

@@ -1,5 +1,5 @@
 import type { ChatMessage, ContentBlock } from '../../activities/llm/types';
-import { cacheBreakpoint, findTaskPrompt, prepareMessages, type PrepareMessagesOptions } from '../../activities/context/prepare-messages';
+import { cacheBreakpoint, findTaskPrompt, prepareMessages, stage1Cut, type PrepareMessagesOptions } from '../../activities/context/prepare-messages';
 import { buildHeuristicSummary, buildSummarizerPrompt } from '../../activities/context/summarize';
 import { summarizeToolBlock, templateIndexFor } from '../../activities/context/tool-block';
 import { computeTokenBudget } from '../../activities/context/budget';
@@ -71,21 +71,34 @@ describe('stage 1: count-based summarisation (D1 C3)', () => {
     expect(out.stats.stagesApplied).toEqual([]);
   });
 
-  test('61 messages: the oldest 21 become one summary, the last 40 stay verbatim', async () => {
+  test('61 messages: the oldest 20 become one summary, the last 41 stay verbatim (cut on the 20-message grid)', async () => {
     const input = conversation(61, 5);
     const out = await prepareMessages(input, optsFor(50_000));
     expect(out.stats.stagesApplied).toEqual(['count_summary']);
-    expect(out.messages).toHaveLength(41);
+    expect(out.messages).toHaveLength(42);
     expect(out.messages[0]!.kind).toBe('summary');
-    expect(textOf(out.messages[0])).toMatch(/^\[Conversation history summary — 21 earlier messages/);
-    expect(out.messages.slice(1)).toEqual(input.slice(21));
-    expect(out.stats.summarizedMessages).toBe(21);
+    expect(textOf(out.messages[0])).toMatch(/^\[Conversation history summary — 20 earlier messages/);
+    expect(out.messages.slice(1)).toEqual(input.slice(20));
+    expect(out.stats.summarizedMessages).toBe(20);
     expect(out.stats.summarySource).toBe('heuristic');
+  });
+
+  test('the cut keeps at least 40 and advances 20 messages at a time', () => {
+    expect(stage1Cut(60)).toBe(20);
+    expect(stage1Cut(61)).toBe(20);
+    expect(stage1Cut(79)).toBe(20); // 59 verbatim
+    expect(stage1Cut(80)).toBe(40); // 40 verbatim
+    expect(stage1Cut(99)).toBe(40);
+    expect(stage1Cut(100)).toBe(60);
+    for (let n = 61; n < 500; n++) {
+      expect(n - stage1Cut(n)).toBeGreaterThanOrEqual(40);
+      expect(n - stage1Cut(n)).toBeLessThan(60);
+    }
   });
 
   test('the task prompt stays first and verbatim; it is not counted in the kept 40', async () => {
     const tp = taskPrompt();
-    const rest = conversation(62, 5).slice(1); // assistant first, 61 messages
+    const rest = conversation(61, 5).slice(1); // assistant first, 60 messages: 61 with the task prompt
     const out = await prepareMessages([tp, ...rest], optsFor(50_000));
     expect(out.messages[0]).toEqual(tp);
     expect(out.messages[1]!.kind).toBe('summary');

@@ -42,15 +42,15 @@ describe('post-task reflection', () => {
     h.llm.enqueue(toolTurn('task_note', { note: 'checked the config first' }), submitTurn('Fixed the login redirect'));
     const { taskId, handle } = await h.client.startTask({ agentId, title: 'Fix the login redirect', description: 'Users land on a 404 after login.' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
-    await h.client.review(taskId, { decision: 'accept' });
-    expect((await handle.result()).state).toBe('completed');
-
-    // The task workflow is closed; the reflection (what the task workflow starts on accept) still runs.
+    // Accepting starts the reflection (an abandoned child of the task workflow): script it first.
     h.llm.enqueue(
       toolTurn('memory_save', { content: 'Login redirects are configured in auth/routes.ts, check there first', type: 'insight', tags: ['insight', 'domain:auth'] }),
       textTurn('Saved one insight about where login redirects live.'),
     );
-    const result = await reflect(taskId, agentId);
+    await h.client.review(taskId, { decision: 'accept' });
+    expect((await handle.result()).state).toBe('completed');
+
+    const result = (await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).result()) as ReflectionWorkflowResult;
     expect(result).toEqual({ taskId, status: 'completed', toolIterations: 1 });
 
     const requests = h.llm.requests.filter(isReflection);
@@ -69,6 +69,8 @@ describe('post-task reflection', () => {
     expect(row).toMatchObject({ status: 'completed', tool_iterations: 1 });
     const description = await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).describe();
     expect(description.status.name).toBe('COMPLETED');
+    // It ran on after the task workflow had closed (parent-close policy ABANDON).
+    expect(description.closeTime!.getTime()).toBeGreaterThan((await handle.describe()).closeTime!.getTime());
 
     // Started again for the same task: nothing new.
     const requestsBefore = h.llm.requests.length;

@@ -1,9 +1,13 @@
-import { createHarness, type Harness } from '../support/harness';
+import { pauseSignal } from '../../workflows/contract';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { ScriptedAgents, waitFor } from './task-support';
 
 describe('cancellation', () => {
   let h: Harness;
+  let agents: ScriptedAgents;
   beforeAll(async () => {
     h = await createHarness();
+    agents = new ScriptedAgents(h.llm);
     await h.startWorker();
   });
   afterAll(async () => h.close());
@@ -33,5 +37,41 @@ describe('cancellation', () => {
     const description = await handle.describe();
     expect(description.status.name).toBe('CANCELLED');
     expect(description.searchAttributes.TaskState).toEqual(['cancelled']);
+  });
+
+  /** Cancels and measures how long until PostgreSQL says `cancelled`. */
+  async function cancelAndMeasure(taskId: string): Promise<number> {
+    const handle = h.client.handle(taskId);
+    const cancelledAt = Date.now();
+    await handle.cancel();
+    await waitFor('the task to be cancelled', async () => ((await h.client.getTaskRow(taskId)).state === 'cancelled') || undefined, 5_000);
+    await expect(handle.result()).rejects.toThrow(/cancel/i);
+    const elapsed = Date.now() - cancelledAt;
+    const description = await handle.describe();
+    expect(description.status.name).toBe('CANCELLED');
+    expect(description.searchAttributes.TaskState).toEqual(['cancelled']);
+    return elapsed;
+  }
+
+  test.each([
+    ['waiting for an approval', 'awaiting-approval'],
+    ['waiting for review', 'review'],
+    ['paused (blocked)', 'blocked'],
+  ])('cancelled while %s: the task ends cancelled within 5 s', async (_label, where) => {
+    const agentId = await h.createAgent();
+    const taskId = agents.task(
+      where === 'awaiting-approval' ? [toolTurn('shell_execute', { command: 'touch never.txt' })] : where === 'review' ? [submitTurn('done')] : [{ kind: 'hang' }],
+    );
+    const { handle } = await h.client.startTask({ agentId, taskId, title: `Cancel ${where}`, description: 'cancelled' });
+    if (where === 'awaiting-approval') await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
+    if (where === 'review') await h.waitForStatus(taskId, (s) => s.state === 'review');
+    if (where === 'blocked') {
+      await agents.waitForRequests(taskId, 1);
+      await handle.signal(pauseSignal, {});
+      await h.waitForStatus(taskId, (s) => s.state === 'blocked');
+    }
+    expect(await cancelAndMeasure(taskId)).toBeLessThan(5_000);
+    const status = await h.client.getStatus(taskId);
+    expect(status).toMatchObject({ state: 'cancelled', pendingApprovals: [] });
   });
 });

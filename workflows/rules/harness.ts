@@ -21,10 +21,26 @@ export const CHAT_MAX_TOOL_ITERATIONS = 200;
 export const HEARTBEAT_MAX_TOOL_ITERATIONS = 30;
 /** Tool results larger than this are offloaded to PostgreSQL with a preview (ARCHITECTURE §4). */
 export const TOOL_RESULT_OFFLOAD_CHARS = 50_000;
-/** How much of an offloaded result the model sees inline. */
-export const TOOL_RESULT_PREVIEW_CHARS = 4_000;
+/** How much of an offloaded result the model sees inline (the reference code's preview, D1-6). */
+export const TOOL_RESULT_PREVIEW_CHARS = 2_000;
 /** How long a tool call waits for a human approval before it is treated as rejected. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
+/**
+ * A round tells its task workflow its iteration and usage at most once per this many tool
+ * iterations (approval requests and decisions are reported at once). Every report is a signal, i.e.
+ * events in the task workflow's history, which cannot continue-as-new while a round runs: this keeps
+ * the task workflow's history growing ~12× slower than the round's, which continues as new.
+ */
+export const PROGRESS_REPORT_EVERY_TOOL_ITERATIONS = 5;
+/**
+ * A round continues as new when Temporal suggests it or when its run's history reaches this many
+ * events, whichever comes first: a worker that picks the round up after a restart or a cache eviction
+ * replays the whole run, and 2,000 events replay in well under a second (Temporal's own suggestion
+ * comes at ~4K events, its warning at 10K, its hard limit at 51,200).
+ */
+export const ROUND_MAX_HISTORY_EVENTS_PER_RUN = 2_000;
+/** The task workflow continues as new (between rounds, or while waiting for review) past this many events. */
+export const TASK_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
 
 export function reminderText(taskId: string, toolIterations: number): string {
   return (
@@ -67,6 +83,16 @@ export function injectionsAfterToolIteration(taskId: string, toolIterations: num
   return out;
 }
 
+/** Whether a round should report progress now: forced reports, the first one, and every N tool iterations. */
+export function progressReportDue(lastReportedIteration: number | undefined, toolIterations: number, force = false): boolean {
+  return force || lastReportedIteration === undefined || toolIterations - lastReportedIteration >= PROGRESS_REPORT_EVERY_TOOL_ITERATIONS;
+}
+
+/** Whether a run with this history should continue as new (Temporal's suggestion or our own bound). */
+export function shouldContinueAsNew(info: { continueAsNewSuggested: boolean; historyLength: number }, maxEvents: number): boolean {
+  return info.continueAsNewSuggested || info.historyLength >= maxEvents;
+}
+
 /** Delay before the n-th (1-based) transient round retry: 30 s doubling, capped at 10 min. */
 export function transientRetryDelayMs(attempt: number): number {
   return Math.min(TASK_TRANSIENT_RETRY_FIRST_DELAY_MS * 2 ** Math.max(0, attempt - 1), TASK_TRANSIENT_RETRY_MAX_DELAY_MS);
@@ -77,7 +103,7 @@ export function taskPromptText(task: { id: string; title: string; description: s
   const parts = [`[TASK EXECUTION — Task ID: ${task.id}]`, `# ${task.title}`, task.description];
   if (task.notes?.length) parts.push('## Notes from earlier rounds', ...task.notes.map((n) => `- ${n}`));
   if (revisionFeedback) {
-    parts.push('## Reviewer feedback — this is a revision round', revisionFeedback, 'Address every point of the feedback.');
+    parts.push('## 🔴 REVISION REQUIRED — reviewer feedback', revisionFeedback, 'Your earlier submission was not accepted. Address every point of the feedback, then submit again.');
   }
   parts.push(
     '## Completion Requirements — MANDATORY',

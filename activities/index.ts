@@ -116,6 +116,10 @@ export function createActivities(deps: ActivityDeps) {
     /** Mirrors the workflow's task state into PostgreSQL, with a timeline event. */
     async recordTaskState(input: { taskId: string; state: TaskState; round: number; lastError?: string; eventKey: string }): Promise<void> {
       await updateTaskState(db, input.taskId, input.state, { round: input.round, lastError: input.lastError ?? null });
+      if (['blocked', 'cancelled', 'failed'].includes(input.state)) {
+        // The attempt that asked is gone: its undecided requests can no longer be answered.
+        await db.updateTable('approvals').set({ status: 'withdrawn', decided_at: new Date() }).where('task_id', '=', input.taskId).where('status', '=', 'pending').execute();
+      }
       await addTaskEvent(db, input.taskId, 'state-changed', { state: input.state, round: input.round, error: input.lastError }, input.eventKey);
     },
 

@@ -107,7 +107,8 @@ export interface ApprovalsTable {
   tool: string;
   args: ColumnType<unknown, string, string>;
   summary: string;
-  status: 'pending' | 'approved' | 'rejected' | 'timed_out';
+  /** `withdrawn`: the attempt that asked was paused, cancelled or failed before anyone decided. */
+  status: 'pending' | 'approved' | 'rejected' | 'timed_out' | 'withdrawn';
   requested_at: CreatedAt;
   decided_at: NullableTimestamp;
   decided_by: string | null;

@@ -14,6 +14,7 @@ import { DEMO_LABEL } from '../activities/llm/demo';
 import { openDatabase } from '../activities/store/db';
 import { AgentsClient } from '../client';
 import { printProgress, uiLinks } from '../client/progress';
+import { AgentSchedules } from '../client/schedules';
 import { loadConfig } from '../worker/config';
 import { createAgentWorker } from '../worker/create-worker';
 
@@ -35,6 +36,11 @@ async function main(): Promise<void> {
   console.log(config.demoModel ? `Model: ${DEMO_LABEL}` : `Providers: ${config.providers.map((p) => p.name).join(' → ')}`);
 
   await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), { id: DEMO_AGENT_ID, workspaceDir: path.join(config.workspaceRoot, DEMO_AGENT_ID) });
+  // The agent's heartbeat (every 30 min) and daily consolidation, as Temporal Schedules you can pause in the UI.
+  const schedules = new AgentSchedules(client.temporal, { taskQueue: config.taskQueue });
+  await schedules.createHeartbeat(DEMO_AGENT_ID);
+  await schedules.createConsolidation(DEMO_AGENT_ID);
+  console.log(`Schedules heartbeat-${DEMO_AGENT_ID} and consolidation-${DEMO_AGENT_ID}: ${(process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233')}/namespaces/${config.namespace}/schedules`);
   const { taskId } = await client.startTask({
     agentId: DEMO_AGENT_ID,
     title: 'Plan a one-page guide to durable agents',

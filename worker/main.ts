@@ -1,9 +1,10 @@
-import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import { LlmRouter } from '../activities/llm/router';
 import { createProvider } from '../activities/llm/providers';
 import { openDatabase } from '../activities/store/db';
 import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
+import { createLogger, TemporalPinoLogger } from './logger';
 
 /**
  * The worker process: migrates the database, connects to Temporal and polls the task queue until
@@ -11,14 +12,15 @@ import { createAgentWorker } from './create-worker';
  */
 async function main(): Promise<void> {
   const config = loadConfig();
-  Runtime.install({ logger: new DefaultLogger((process.env.LOG_LEVEL?.toUpperCase() as 'INFO') ?? 'INFO') });
+  const logger = createLogger();
+  Runtime.install({ logger: new TemporalPinoLogger(logger) });
   const database = await openDatabase({ url: config.databaseUrl, dataDir: `${config.dataDir}/pglite` });
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   const worker = await createAgentWorker({ connection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router });
-  console.log(
-    `durable-agents worker on task queue "${config.taskQueue}" (Temporal ${config.temporalAddress}, ` +
-      `database ${database.kind}, providers ${config.providers.map((p) => p.name).join(', ')})`,
+  logger.info(
+    { taskQueue: config.taskQueue, temporal: config.temporalAddress, database: database.kind, providers: config.providers.map((p) => p.name) },
+    'durable-agents worker started',
   );
   try {
     await worker.run();
@@ -29,6 +31,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
-  console.error(error);
+  createLogger().fatal({ err: error }, 'worker failed');
   process.exit(1);
 });

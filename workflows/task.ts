@@ -242,6 +242,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
           break;
         }
         usage = addUsage(usage, outcome.usage);
+        // The status query shows how many tool iterations the finished attempt took.
+        iteration = outcome.iterations;
         queuedComments.push(...(outcome.undeliveredComments ?? []));
         if (outcome.kind === 'submitted') {
           submission = outcome.summary;

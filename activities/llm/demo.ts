@@ -17,6 +17,12 @@ export function createDemoProvider(): LlmProvider {
     async chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
       const toolResults = request.messages.flatMap((m) => m.content).filter((b) => b.type === 'tool_result').length;
       const taskText = firstUserText(request.messages.map((m) => m.content));
+      if (!taskText.startsWith('[TASK EXECUTION')) {
+        // Heartbeats, reflections, reports: answer in one turn without tools.
+        const reply = /heartbeat/i.test(taskText) ? 'HEARTBEAT_OK' : `${DEMO_LABEL}\nNothing to add from the offline demo model.`;
+        await streamWords(reply, callbacks);
+        return { content: [{ type: 'text', text: reply }], stopReason: 'end_turn', usage: estimateUsage(request, reply), model: DEMO_MODEL, provider: 'demo' };
+      }
       const title = /^# (.+)$/m.exec(taskText)?.[1] ?? 'the task';
       let text: string;
       const blocks: ChatResult['content'] = [];
@@ -36,22 +42,25 @@ export function createDemoProvider(): LlmProvider {
           input: { summary: `Wrote and checked plan.md for "${title}" (offline demo model).`, deliverables: ['plan.md'] },
         });
       }
-      for (const word of text.split(/(?<= )/)) {
-        if (callbacks.signal?.aborted) throw callbacks.signal.reason ?? new Error('aborted');
-        await sleep(DEMO_WORD_DELAY_MS, callbacks.signal);
-        callbacks.onTextDelta?.(word);
-        callbacks.onStreamEvent?.();
-      }
-      const inputChars = JSON.stringify(request).length;
-      return {
-        content: blocks,
-        stopReason: 'tool_use',
-        usage: { inputTokens: Math.ceil(inputChars / 4), outputTokens: Math.ceil(JSON.stringify(blocks).length / 4), cacheReadTokens: 0, cacheWriteTokens: 0 },
-        model: DEMO_MODEL,
-        provider: 'demo',
-      };
+      await streamWords(text, callbacks);
+      return { content: blocks, stopReason: 'tool_use', usage: estimateUsage(request, JSON.stringify(blocks)), model: DEMO_MODEL, provider: 'demo' };
     },
   };
+}
+
+/** Streams `text` word by word so followers see progress; stops at once when aborted. */
+async function streamWords(text: string, callbacks: ChatCallbacks): Promise<void> {
+  for (const word of text.split(/(?<= )/)) {
+    if (callbacks.signal?.aborted) throw callbacks.signal.reason ?? new Error('aborted');
+    await sleep(DEMO_WORD_DELAY_MS, callbacks.signal);
+    callbacks.onTextDelta?.(word);
+    callbacks.onStreamEvent?.();
+  }
+}
+
+/** A rough token count (4 characters a token): the demo model has no tokenizer and costs nothing. */
+function estimateUsage(request: ChatRequest, output: string): ChatResult['usage'] {
+  return { inputTokens: Math.ceil(JSON.stringify(request).length / 4), outputTokens: Math.ceil(output.length / 4), cacheReadTokens: 0, cacheWriteTokens: 0 };
 }
 
 function firstUserText(contents: ContentBlock[][]): string {

@@ -73,5 +73,9 @@ describe('cancellation', () => {
     expect(await cancelAndMeasure(taskId)).toBeLessThan(5_000);
     const status = await h.client.getStatus(taskId);
     expect(status).toMatchObject({ state: 'cancelled', pendingApprovals: [] });
+    if (where === 'awaiting-approval') {
+      const approvals = await h.db.db.selectFrom('approvals').select('status').where('task_id', '=', taskId).execute();
+      expect(approvals.map((a) => a.status)).toEqual(['withdrawn']);
+    }
   });
 });

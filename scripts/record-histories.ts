@@ -13,8 +13,9 @@
  * the JSON format of `temporal workflow show --output json`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { freeLoopbackPort } from '../activities/store/db';
+import { quietLogger } from '../test/support/quiet-logger';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -197,7 +198,7 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
 
 /** `temporal server start-dev` on free ports, in memory, with the product's search attributes. */
 async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const cli = temporalCli();
   const child = spawn(
     cli,
@@ -234,26 +235,6 @@ function temporalCli(): string {
   }
   throw new Error('no `temporal` CLI: run `npm test` once (it installs one under .tools) or put it on PATH');
 }
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-};
 
 main().then(
   () => process.exit(0),

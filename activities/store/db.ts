@@ -78,7 +78,8 @@ async function openEmbeddedDatabase(dataDir = path.resolve('.data', 'pglite')): 
   };
 }
 
-async function freeLoopbackPort(): Promise<number> {
+/** A port on 127.0.0.1 that was free a moment ago (the OS picks it). */
+export async function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);

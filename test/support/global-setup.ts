@@ -3,6 +3,7 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { Connection } from '@temporalio/client';
 import { openDatabase } from '../../activities/store/db';
+import { quietLogger } from './quiet-logger';
 
 /**
  * Integration tests need a real Temporal server (started by `npm test`, address in TEMPORAL_ADDRESS)
@@ -35,12 +36,3 @@ export default async function globalSetup(): Promise<void> {
   writeFileSync(bundlePath, code);
   process.env.TEST_WORKFLOW_BUNDLE = bundlePath;
 }
-
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-};

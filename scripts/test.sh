@@ -20,4 +20,9 @@ log "type-checking"
 tsc --noEmit -p tsconfig.json
 log "linting"
 eslint --max-warnings=0 .
-jest --runInBand "$@"
+status=0
+jest --runInBand --json --outputFile="$DATA_DIR/jest-results.json" "$@" || status=$?
+# One plain closing line for CI logs: "N passed, N failed, N skipped".
+node -e 'const r = require(process.argv[1]); console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`)' \
+  "$DATA_DIR/jest-results.json" 2>/dev/null || true
+exit "$status"

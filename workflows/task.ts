@@ -1,6 +1,5 @@
 import {
   allHandlersFinished,
-  ApplicationFailure,
   CancellationScope,
   condition,
   continueAsNew,
@@ -54,6 +53,7 @@ import {
   TASK_MAX_TRANSIENT_ROUND_RETRIES,
   transientRetryDelayMs,
 } from './rules/harness';
+import { failureMessage, isNonRetryable } from './rules/failures';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { postTaskReflectionWorkflow } from './reflection';
 import { taskRoundWorkflow } from './task-round';
@@ -400,28 +400,4 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       }
     }
   }
-}
-
-/** The failure chain, outermost first (ChildWorkflowFailure → ActivityFailure → ApplicationFailure → …). */
-function failureChain(error: unknown): unknown[] {
-  const chain: unknown[] = [];
-  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as { cause?: unknown }).cause) {
-    chain.push(current);
-    if (!(current instanceof Error)) break;
-  }
-  return chain;
-}
-
-/** Non-retryable when any application failure in the chain says so (e.g. a provider 401). */
-function isNonRetryable(error: unknown): boolean {
-  return failureChain(error).some((e) => e instanceof ApplicationFailure && e.nonRetryable === true);
-}
-
-/** The message of the first application failure in the chain: ours, written for people. */
-function failureMessage(error: unknown): string {
-  const chain = failureChain(error);
-  const application = chain.find((e): e is ApplicationFailure => e instanceof ApplicationFailure);
-  if (application) return application.message;
-  const last = chain.at(-1);
-  return last instanceof Error ? last.message : String(last);
 }

@@ -86,8 +86,20 @@ export interface ToolCallsTable {
   result: string | null;
   is_error: boolean;
   executions: Generated<number>;
+  /** How many secret values were cut out of `result` before it was stored (0: none). */
+  redactions: Generated<number>;
   started_at: CreatedAt;
   completed_at: NullableTimestamp;
+}
+
+/** Remote URLs a workspace's repositories may fetch from and push to (issue 8). */
+export interface WorkspaceRemotesTable {
+  workspace_dir: string;
+  url: string;
+  /** `first-sight`: configured when governance first looked; `approved`: a human approved it. */
+  source: 'first-sight' | 'approved';
+  agent_id: string | null;
+  created_at: CreatedAt;
 }
 
 export interface ToolOutputsTable {
@@ -269,6 +281,7 @@ export interface Database {
   messages: MessagesTable;
   tool_calls: ToolCallsTable;
   tool_outputs: ToolOutputsTable;
+  workspace_remotes: WorkspaceRemotesTable;
   approvals: ApprovalsTable;
   llm_calls: LlmCallsTable;
   memory_notebook: MemoryNotebookTable;

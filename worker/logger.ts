@@ -1,13 +1,50 @@
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import pino from 'pino';
+import { redactSecrets, secretValues } from '../activities/security/secrets';
 
 /**
  * Structured JSON logs (pino) for the worker and everything Temporal's SDK logs: workflow `log` calls
  * (replay-aware, routed through the worker), activity context loggers and the core runtime.
  * One line per event with `workflowId`, `runId`, `activityType`… as fields, ready for a log pipeline.
  */
-export function createLogger(level = process.env.LOG_LEVEL?.toLowerCase() ?? 'info'): pino.Logger {
-  return pino({ level, base: { service: 'durable-agents-worker' } });
+export function createLogger(level = process.env.LOG_LEVEL?.toLowerCase() ?? 'info', destination?: pino.DestinationStream): pino.Logger {
+  const secrets = secretValues();
+  const options: pino.LoggerOptions = {
+    level,
+    base: { service: 'durable-agents-worker' },
+    // Secrets never reach the logs: every argument of every log call is redacted first.
+    hooks: {
+      logMethod(args, method) {
+        method.apply(this, args.map((arg) => redactLogArgument(arg, secrets)) as Parameters<pino.LogFn>);
+      },
+    },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+/** A log argument with the worker's secrets cut out (strings, errors, and JSON-able objects). */
+export function redactLogArgument(arg: unknown, secrets: readonly string[]): unknown {
+  if (typeof arg === 'string') return redactSecrets(arg, secrets).text;
+  if (arg instanceof Error) {
+    const message = redactSecrets(arg.message, secrets);
+    const stack = redactSecrets(arg.stack ?? '', secrets);
+    if (message.count === 0 && stack.count === 0) return arg;
+    return { type: arg.name, message: message.text, stack: stack.text };
+  }
+  if (arg && typeof arg === 'object') {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(arg, (_key, value: unknown) =>
+        value instanceof Error ? { type: value.name, message: value.message, stack: value.stack } : value,
+      );
+    } catch {
+      return arg;
+    }
+    if (json === undefined) return arg;
+    const redacted = redactSecrets(json, secrets);
+    return redacted.count === 0 ? arg : (JSON.parse(redacted.text) as unknown);
+  }
+  return arg;
 }
 
 const PINO_LEVEL: Record<LogLevel, pino.Level> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { agentConfig, identityContentHash, IDENTITY_FILES, type IdentityColumn } from '../store/agents';
 import { addTaskEvent } from '../store/tasks';
 import { defineTool } from '../tools/types';
+import { findSecret } from '../security/secrets';
 
 /**
  * `edit_agent_file` (seed D2 §7): an agent rewrites one of its own identity files, which are its
@@ -17,23 +18,14 @@ export const AGENT_FILE_MAX_BYTES = 64 * 1024;
 export const AGENT_FILE_DIFF_MAX_BYTES = 5 * 1024;
 /**
  * D2 G31: credentials that must never be written into a prompt file (they would be sent to the LLM
- * provider on every call). The prefixes need a token-like tail so words like "task-list" do not match.
+ * provider on every call). One list for the whole worker, shared with tool-result redaction.
  */
-export const SECRET_PATTERNS: ReadonlyArray<{ name: string; pattern: RegExp }> = [
-  { name: 'OpenAI/Anthropic-style API key (sk-…)', pattern: /\bsk-[A-Za-z0-9_-]{16,}/ },
-  { name: 'Slack bot token (xoxb-…)', pattern: /\bxoxb-[A-Za-z0-9-]{10,}/ },
-  { name: 'AWS access key id (AKIA…)', pattern: /\bAKIA[0-9A-Z]{16}\b/ },
-  { name: 'GitHub token (ghp_…)', pattern: /\bghp_[A-Za-z0-9]{20,}/ },
-  { name: 'GitLab token (glpat-…)', pattern: /\bglpat-[A-Za-z0-9_-]{20,}/ },
-];
+export { SECRET_PATTERNS, findSecret } from '../security/secrets';
 
 export const EDITABLE_AGENT_FILES = Object.values(IDENTITY_FILES);
 
-const COLUMN_BY_FILE = Object.fromEntries(Object.entries(IDENTITY_FILES).map(([column, file]) => [file, column as IdentityColumn])) as Record<string, IdentityColumn>;
-
-export function findSecret(body: string): string | undefined {
-  return SECRET_PATTERNS.find((p) => p.pattern.test(body))?.name;
-}
+/** A Map, not an object: names like `constructor`, `__proto__` or `toString` must not find inherited members. */
+const COLUMN_BY_FILE = new Map<string, IdentityColumn>(Object.entries(IDENTITY_FILES).map(([column, file]) => [file, column as IdentityColumn]));
 
 /**
  * A compact line diff: the changed middle between the common prefix and suffix, as `-`/`+` lines with
@@ -81,7 +73,7 @@ export const editAgentFile = defineTool({
     if (args.agent_id !== undefined && args.agent_id !== ctx.agentId) {
       return refuse(`Refused: you can only edit your own files, not those of agent ${JSON.stringify(args.agent_id)}.`);
     }
-    const column = COLUMN_BY_FILE[args.name];
+    const column = COLUMN_BY_FILE.get(args.name);
     if (!column) return refuse(`Refused: ${JSON.stringify(args.name)} is not editable. You can edit only ${EDITABLE_AGENT_FILES.join(', ')}.`);
     // 3. secret scan, 4. size cap: checked before touching the database.
     const secret = findSecret(args.body);

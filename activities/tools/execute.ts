@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { TOOL_RESULT_OFFLOAD_CHARS, TOOL_RESULT_PREVIEW_CHARS } from '../../workflows/rules/harness';
 import { appendMessage, findMessage } from '../store/sessions';
 import type { ToolUseBlock } from '../llm/types';
+import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
@@ -42,6 +43,8 @@ export type ExecuteToolResult =
       replayed?: boolean;
       /** The outcome of an earlier run is unknown (worker died mid-run); it was not run again. */
       interrupted?: boolean;
+      /** How many secret values were cut out of the result before it was stored (absent: none). */
+      redactions?: number;
     }
   | { kind: 'approval-required'; tool: string; summary: string; reason: string; requestId: string };
 
@@ -64,6 +67,10 @@ export function toolResultKey(toolCallId: string): string {
  * after. A retry that finds a result returns it; one that finds `started` on a side-effecting tool
  * reports the call as interrupted and never runs it again. Invalid calls (unknown tool, unparsable or
  * schema-violating arguments, denied by governance) become error results the model sees.
+ *
+ * Every result passes `safeToolText` before it is stored or returned: NUL bytes escaped, the worker's
+ * secrets redacted (counted in the ledger's `redactions`), so nothing secret reaches PostgreSQL, a
+ * model, the logs or Temporal history.
  */
 export async function executeToolCall(
   input: ExecuteToolInput,
@@ -101,14 +108,14 @@ export async function executeToolCall(
   const args = parsed.data;
   const toolCtx: ToolContext = { ...ctx, toolCallId: call.id, approvalComment: input.approval?.comment };
   const governance = spec!.govern ? await spec!.govern(args, toolCtx) : { tier: 'allow' as const };
-  const summary = spec!.summarize?.(args) ?? call.name;
+  const summary = safeLine(spec!.summarize?.(args) ?? call.name);
 
   if (governance.tier === 'deny') {
     return recordWithoutRunning(ctx, call, `Denied by policy: ${governance.reason}. This action is never allowed; do not retry it.`);
   }
   if (governance.tier === 'approval') {
     if (!input.approval) {
-      return { kind: 'approval-required', tool: call.name, summary, reason: governance.reason, requestId: approvalRequestId(sessionId, call.id) };
+      return { kind: 'approval-required', tool: call.name, summary, reason: safeLine(governance.reason), requestId: approvalRequestId(sessionId, call.id) };
     }
     if (input.approval.decision !== 'approved') {
       const who = input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : '';
@@ -133,7 +140,7 @@ export async function executeToolCall(
       task_id: ctx.taskId ?? null,
       agent_id: ctx.agentId,
       tool: call.name,
-      args: JSON.stringify(args ?? null),
+      args: safeArgumentsJson(args),
       status: 'started',
       side_effecting: spec!.sideEffecting,
       is_error: false,
@@ -152,10 +159,11 @@ export async function executeToolCall(
   if (governance.tier === 'approval' && input.approval?.comment && call.name !== REQUEST_USER_APPROVAL) {
     output = { ...output, content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]` };
   }
-  const content = await offloadIfLarge(ctx, call.id, output.content);
-  await finish(ctx, call.id, content, output.isError ?? false);
-  const submission = call.name === 'task_submit_review' && !output.isError ? String((args as { summary: string }).summary) : undefined;
-  return done(call.name, content, output.isError ?? false, { submission });
+  const safe = safeToolText(output.content);
+  const content = await offloadIfLarge(ctx, call.id, safe.text);
+  await finish(ctx, call.id, content, output.isError ?? false, safe.redactions);
+  const submission = call.name === 'task_submit_review' && !output.isError ? safeLine(String((args as { summary: string }).summary)) : undefined;
+  return done(call.name, content, output.isError ?? false, { submission, ...(safe.redactions > 0 ? { redactions: safe.redactions } : {}) });
 }
 
 async function loadToolCall(ctx: Pick<ToolContext, 'db' | 'sessionId'>, attempt: number, turn: number, toolCallId: string): Promise<ToolUseBlock> {
@@ -175,9 +183,10 @@ function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | unde
 async function recordWithoutRunning(
   ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment'>,
   call: ToolUseBlock,
-  text: string,
+  rawText: string,
   isError = true,
 ): Promise<ExecuteToolResult> {
+  const { text, redactions } = safeToolText(rawText);
   await ctx.db
     .insertInto('tool_calls')
     .values({
@@ -186,12 +195,13 @@ async function recordWithoutRunning(
       task_id: ctx.taskId ?? null,
       agent_id: ctx.agentId,
       tool: call.name,
-      args: JSON.stringify(call.input ?? null),
+      args: safeArgumentsJson(call.input),
       status: isError ? 'failed' : 'completed',
       side_effecting: false,
       result: text,
       is_error: isError,
       executions: 0,
+      redactions,
       completed_at: new Date(),
     })
     .onConflict((oc) => oc.columns(['session_id', 'tool_call_id']).doNothing())
@@ -200,11 +210,11 @@ async function recordWithoutRunning(
   return done(call.name, text, isError);
 }
 
-async function finish(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean): Promise<void> {
+async function finish(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean, redactions = 0): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     await trx
       .updateTable('tool_calls')
-      .set({ status: isError ? 'failed' : 'completed', result: content, is_error: isError, completed_at: new Date() })
+      .set({ status: isError ? 'failed' : 'completed', result: content, is_error: isError, completed_at: new Date(), redactions })
       .where('session_id', '=', ctx.sessionId)
       .where('tool_call_id', '=', toolCallId)
       .execute();
@@ -238,6 +248,11 @@ async function offloadIfLarge(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCa
   );
 }
 
-function done(tool: string, content: string, isError: boolean, extra: { replayed?: boolean; interrupted?: boolean; submission?: string } = {}): ExecuteToolResult {
+function done(
+  tool: string,
+  content: string,
+  isError: boolean,
+  extra: { replayed?: boolean; interrupted?: boolean; submission?: string; redactions?: number } = {},
+): ExecuteToolResult {
   return { kind: 'done', tool, isError, preview: content.slice(0, RESULT_PREVIEW_FOR_WORKFLOW_CHARS), ...extra };
 }

@@ -6,6 +6,7 @@ import { readToolOutput } from './output-tools';
 import { shellExecute } from './shell-tool';
 import { taskNote, taskSubmitReview } from './task-tools';
 import type { ToolSpec } from './types';
+import { safeLine } from '../security/tool-text';
 import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
 import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
@@ -52,7 +53,7 @@ export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string
   const spec = tools.get(name);
   if (!spec?.summarize) return name;
   const parsed = spec.schema.safeParse(input);
-  return parsed.success ? spec.summarize(parsed.data).slice(0, 120) : name;
+  return parsed.success ? safeLine(spec.summarize(parsed.data)).slice(0, 120) : name;
 }
 
 // Memory (issue 5): seed D1's memory tools and legacy aliases, and seed D2's edit_agent_file. Heartbeats

@@ -1,9 +1,11 @@
 import { StringDecoder } from 'node:string_decoder';
+import { BINARY_SNIFF_BYTES, binaryReason, summariseBinary } from '../../security/binary';
 import { TRUNCATION_HEAD_FRACTION } from './limits';
 
 /**
  * Collects a stream's text up to `maxChars`, keeping its head and its tail. Memory stays bounded by
- * about twice the cap whatever the command prints.
+ * about twice the cap whatever the command prints. A stream that is binary (a NUL byte or mostly
+ * invalid UTF-8 in its first bytes, as git judges it) is reported as a one-line summary instead.
  */
 export class HeadTailBuffer {
   private readonly decoder = new StringDecoder('utf8');
@@ -12,6 +14,9 @@ export class HeadTailBuffer {
   private head = '';
   private tail = '';
   private totalChars = 0;
+  private totalBytes = 0;
+  private sniffed: Buffer[] = [];
+  private sniffedBytes = 0;
 
   constructor(private readonly maxChars: number) {
     this.headLimit = Math.floor(maxChars * TRUNCATION_HEAD_FRACTION);
@@ -19,16 +24,25 @@ export class HeadTailBuffer {
   }
 
   push(chunk: Buffer): void {
+    this.totalBytes += chunk.length;
+    if (this.sniffedBytes < BINARY_SNIFF_BYTES) {
+      const part = chunk.subarray(0, BINARY_SNIFF_BYTES - this.sniffedBytes);
+      this.sniffed.push(Buffer.from(part));
+      this.sniffedBytes += part.length;
+    }
     this.append(this.decoder.write(chunk));
   }
 
   /** The collected text; when over the cap, head and tail around a marker saying how much was cut. */
-  finish(): { text: string; truncated: boolean } {
+  finish(): { text: string; truncated: boolean; binary: boolean } {
     this.append(this.decoder.end());
-    if (this.totalChars <= this.maxChars) return { text: this.head + this.tail, truncated: false };
+    const head = Buffer.concat(this.sniffed);
+    const reason = binaryReason(head);
+    if (reason) return { text: `${summariseBinary('the output', head, this.totalBytes, reason)}\n`, truncated: false, binary: true };
+    if (this.totalChars <= this.maxChars) return { text: this.head + this.tail, truncated: false, binary: false };
     const tail = lastChars(this.tail, this.tailLimit);
     const omitted = this.totalChars - this.head.length - tail.length;
-    return { text: `${this.head}\n[… ${omitted} characters truncated …]\n${tail}`, truncated: true };
+    return { text: `${this.head}\n[… ${omitted} characters truncated …]\n${tail}`, truncated: true, binary: false };
   }
 
   private append(text: string): void {

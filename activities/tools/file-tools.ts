@@ -1,17 +1,27 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
+import { binaryReason, summariseBinary } from '../security/binary';
 import { defineTool } from './types';
-import { resolveInWorkspace } from './workspace';
+import { openInWorkspace, WorkspacePathError } from './workspace';
 
 /** Files bigger than this are read in part; the model can page with offset/limit. */
 export const FILE_READ_MAX_CHARS = 200_000;
 /** A single write larger than this is refused: it is almost certainly a runaway generation. */
 export const FILE_WRITE_MAX_CHARS = 2_000_000;
+/** Bytes read from a file at most: enough for any text file a model can page through, bounded for a huge one. */
+export const FILE_READ_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Refusals and missing files become error results the model can act on; anything else is a tool failure. */
+function asToolError(error: unknown): { content: string; isError: true } | undefined {
+  if (error instanceof WorkspacePathError) return { content: `Refused: ${error.message}`, isError: true };
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { content: (error as Error).message, isError: true };
+  return undefined;
+}
 
 export const fileRead = defineTool({
   name: 'file_read',
-  description: 'Read a UTF-8 text file from your workspace. Paths are relative to the workspace root.',
+  description:
+    'Read a UTF-8 text file from your workspace. Paths are relative to the workspace root. Binary files are described, not shown. ' +
+    'Files inside .git and symbolic links are refused: use git commands for repository metadata.',
   schema: z
     .object({
       path: z.string().min(1).describe('File path relative to the workspace'),
@@ -22,22 +32,40 @@ export const fileRead = defineTool({
   sideEffecting: false,
   summarize: (a) => `file_read ${a.path}`,
   run: async (args, ctx) => {
-    const target = await resolveInWorkspace(ctx.workspaceDir, args.path);
-    const info = await stat(target).catch(() => undefined);
-    if (!info) return { content: `file not found: ${args.path}`, isError: true };
-    if (!info.isFile()) return { content: `not a regular file: ${args.path}`, isError: true };
-    const text = await readFile(target, 'utf8');
+    let data: Buffer;
+    let size: number;
+    try {
+      const file = await openInWorkspace(ctx.workspaceDir, args.path, 'read');
+      try {
+        size = file.stats.size;
+        const buffer = Buffer.alloc(Math.min(size, FILE_READ_MAX_BYTES));
+        const { bytesRead } = await file.handle.read(buffer, 0, buffer.length, 0);
+        data = buffer.subarray(0, bytesRead);
+      } finally {
+        await file.handle.close();
+      }
+    } catch (error) {
+      const refusal = asToolError(error);
+      if (refusal) return refusal;
+      throw error;
+    }
+    const binary = binaryReason(data);
+    if (binary) return { content: summariseBinary(args.path, data, size, binary) };
+    const text = data.toString('utf8');
     const offset = args.offset ?? 0;
     const limit = args.limit ?? FILE_READ_MAX_CHARS;
     const slice = text.slice(offset, offset + limit);
     const rest = text.length - offset - slice.length;
-    return { content: rest > 0 ? `${slice}\n[… ${rest} more characters; read again with offset=${offset + slice.length}]` : slice };
+    const cut = size > data.length ? `\n[… the file has ${size} bytes; only the first ${data.length} can be read]` : '';
+    return { content: rest > 0 ? `${slice}\n[… ${rest} more characters; read again with offset=${offset + slice.length}]` : `${slice}${cut}` };
   },
 });
 
 export const fileWrite = defineTool({
   name: 'file_write',
-  description: 'Create or overwrite a UTF-8 text file in your workspace. Parent folders are created. Paths are relative to the workspace root.',
+  description:
+    'Create or overwrite a UTF-8 text file in your workspace. Parent folders are created. Paths are relative to the workspace root. ' +
+    'Files inside .git, symbolic links and files with several hard links are refused.',
   schema: z
     .object({
       path: z.string().min(1).describe('File path relative to the workspace'),
@@ -47,9 +75,20 @@ export const fileWrite = defineTool({
   sideEffecting: true,
   summarize: (a) => `file_write ${a.path} (${a.content.length} chars)`,
   run: async (args, ctx) => {
-    const target = await resolveInWorkspace(ctx.workspaceDir, args.path);
-    await mkdir(path.dirname(target), { recursive: true });
-    await writeFile(target, args.content, 'utf8');
+    try {
+      const file = await openInWorkspace(ctx.workspaceDir, args.path, 'write');
+      try {
+        // Truncated only now, after every check passed: a refused write changes nothing.
+        await file.handle.truncate(0);
+        await file.handle.write(args.content, 0, 'utf8');
+      } finally {
+        await file.handle.close();
+      }
+    } catch (error) {
+      const refusal = asToolError(error);
+      if (refusal) return refusal;
+      throw error;
+    }
     return { content: `wrote ${args.content.length} characters to ${args.path}` };
   },
 });

@@ -1,39 +1,169 @@
-import { realpath } from 'node:fs/promises';
+/**
+ * Safe file access inside an agent's workspace. Node has no `openat`, so confinement is built from
+ * three steps that together leave no window for a symlink, a hard link or a swapped directory:
+ *
+ * 1. the requested path is normalised against the workspace's real path and split into components;
+ *    `..` out of the workspace and any component named `.git` are refused, and so is anything inside
+ *    the target of a `gitdir:` file (the repository's metadata belongs to the governed git layer);
+ * 2. every directory component is checked with `lstat`: a symlink anywhere on the path is refused
+ *    (missing directories are created one at a time for writes, never following a link);
+ * 3. the file itself is opened with `O_NOFOLLOW`, and then the path the kernel actually opened is read
+ *    back from `/proc/self/fd/<fd>` (elsewhere: the open file's device and inode are compared with an
+ *    `lstat` of the checked path). If a component was swapped for a symlink between step 2 and the
+ *    open, that path lies elsewhere and the call is refused before a byte is read or written. A file
+ *    with more than one hard link is refused too, since its other name may be outside.
+ *
+ * A write opens without `O_TRUNC` and truncates only after the checks pass, so a refused write
+ * changes nothing; a file it had to create (`O_EXCL`) at a swapped location is unlinked again.
+ */
+import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
 import path from 'node:path';
 
 export const WORKSPACE_ESCAPE_ERROR = 'WorkspaceEscape';
 
-/**
- * Resolves a model-supplied path inside the agent's workspace, refusing anything that lands outside
- * it: `..`, absolute paths elsewhere, and symlinks pointing out (checked on the real path of the
- * deepest existing ancestor).
- */
-export async function resolveInWorkspace(workspaceDir: string, requested: string): Promise<string> {
-  if (requested.includes('\0')) throw new Error('path contains a NUL byte');
-  const root = await realpath(workspaceDir);
-  const candidate = path.resolve(root, requested);
-  if (!isInside(root, candidate)) {
-    throw new Error(`path ${JSON.stringify(requested)} is outside the agent's workspace (${root}); use a path relative to the workspace`);
-  }
-  let probe = candidate;
-  for (;;) {
-    try {
-      const real = await realpath(probe);
-      if (!isInside(root, real)) {
-        throw new Error(`path ${JSON.stringify(requested)} resolves through a symlink to ${real}, outside the agent's workspace`);
-      }
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      const parent = path.dirname(probe);
-      if (parent === probe) break;
-      probe = parent;
-    }
-  }
-  return candidate;
+/** How a file is opened for the tools: read only, or write (create, then truncate after checks). */
+export type OpenMode = 'read' | 'write';
+
+export class WorkspacePathError extends Error {
+  override readonly name = WORKSPACE_ESCAPE_ERROR;
 }
 
-function isInside(root: string, target: string): boolean {
+/** Path components that belong to git's metadata, compared case-insensitively (case-folding filesystems). */
+const GIT_METADATA_NAME = '.git';
+
+export interface OpenedWorkspaceFile {
+  handle: fs.FileHandle;
+  /** The real, absolute path that was opened. */
+  realPath: string;
+  stats: Stats;
+  /** True when a write created the file. */
+  created: boolean;
+}
+
+/** Opens a workspace file safely (see the module comment). Throws `WorkspacePathError` when refused. */
+export async function openInWorkspace(workspaceDir: string, requested: string, mode: OpenMode): Promise<OpenedWorkspaceFile> {
+  const { root, parts } = await splitRequested(workspaceDir, requested);
+  if (parts.length === 0) throw new WorkspacePathError(`${JSON.stringify(requested)} is the workspace directory itself, not a file`);
+  const gitDirs = await gitDirTargets(root, parts);
+  let dir = root;
+  for (const part of parts.slice(0, -1)) {
+    const next = path.join(dir, part);
+    let info = await fs.lstat(next).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (!info && mode === 'write') {
+      // mkdir never follows a symlink in its last component: if one appeared, it fails with EEXIST.
+      await fs.mkdir(next).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      });
+      info = await fs.lstat(next);
+    }
+    if (!info) throw Object.assign(new Error(`file not found: ${requested}`), { code: 'ENOENT' });
+    if (info.isSymbolicLink()) throw new WorkspacePathError(`${JSON.stringify(requested)} goes through the symbolic link ${path.relative(root, next)}; file tools never follow links`);
+    if (!info.isDirectory()) throw new WorkspacePathError(`${JSON.stringify(requested)}: ${path.relative(root, next)} is not a directory`);
+    dir = next;
+  }
+  const target = path.join(dir, parts.at(-1) as string);
+  const { handle, created } = await openNoFollow(target, mode, requested);
+  try {
+    const stats = await handle.stat();
+    const realPath = await openedPath(handle, target, stats);
+    if (realPath === undefined || !isInside(root, realPath) || realPath !== target) {
+      if (created && realPath !== undefined) await fs.unlink(realPath).catch(() => undefined);
+      throw new WorkspacePathError(`${JSON.stringify(requested)} changed while it was being opened (a directory was swapped for a link); refused`);
+    }
+    if (gitDirs.some((gitDir) => isInside(gitDir, realPath))) throw new WorkspacePathError(gitMetadataRefusal(requested));
+    if (!stats.isFile()) throw new WorkspacePathError(`not a regular file: ${requested}`);
+    if (stats.nlink > 1) {
+      throw new WorkspacePathError(`${JSON.stringify(requested)} has ${stats.nlink} hard links; one of them may be outside the workspace, so file tools refuse it`);
+    }
+    return { handle, realPath, stats, created };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+async function openNoFollow(target: string, mode: OpenMode, requested: string): Promise<{ handle: fs.FileHandle; created: boolean }> {
+  const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fsConstants;
+  // O_NONBLOCK: opening a FIFO must not hang the activity; it is refused as "not a regular file".
+  try {
+    if (mode === 'read') return { handle: await fs.open(target, O_RDONLY | O_NOFOLLOW | O_NONBLOCK), created: false };
+    try {
+      return { handle: await fs.open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o644), created: true };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      return { handle: await fs.open(target, O_WRONLY | O_NOFOLLOW | O_NONBLOCK), created: false };
+    }
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EMLINK') {
+      throw new WorkspacePathError(`${JSON.stringify(requested)} is a symbolic link; file tools never follow links`);
+    }
+    if (code === 'ENOENT') throw Object.assign(new Error(`file not found: ${requested}`), { code: 'ENOENT' });
+    if (code === 'EISDIR') throw new WorkspacePathError(`not a regular file: ${requested}`);
+    throw error;
+  }
+}
+
+/** The path the kernel opened: `/proc/self/fd/<fd>` where it exists; otherwise the checked path if its inode matches. */
+async function openedPath(handle: fs.FileHandle, expected: string, stats: Stats): Promise<string | undefined> {
+  const viaProc = await fs.readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  if (viaProc !== undefined) return viaProc;
+  const again = await fs.lstat(expected).catch(() => undefined);
+  if (!again || again.ino !== stats.ino || again.dev !== stats.dev) return undefined;
+  const realDir = await fs.realpath(path.dirname(expected)).catch(() => undefined);
+  return realDir === path.dirname(expected) ? expected : undefined;
+}
+
+async function splitRequested(workspaceDir: string, requested: string): Promise<{ root: string; parts: string[] }> {
+  if (requested.includes('\0')) throw new WorkspacePathError('path contains a NUL byte');
+  const root = await fs.realpath(workspaceDir);
+  const candidate = path.resolve(root, requested);
+  // An absolute path naming the workspace through its unresolved name is accepted too.
+  const lexicalRoot = path.resolve(workspaceDir);
+  const relative = isInside(root, candidate) ? path.relative(root, candidate) : isInside(lexicalRoot, candidate) ? path.relative(lexicalRoot, candidate) : undefined;
+  if (relative === undefined) {
+    throw new WorkspacePathError(`path ${JSON.stringify(requested)} is outside the agent's workspace (${root}); use a path relative to the workspace`);
+  }
+  const parts = relative.split(path.sep).filter((part) => part !== '' && part !== '.');
+  if (parts.some((part) => part.toLowerCase() === GIT_METADATA_NAME)) throw new WorkspacePathError(gitMetadataRefusal(requested));
+  return { root, parts };
+}
+
+/**
+ * Real paths of the git directories named by `gitdir:` files in the workspace root and in each
+ * directory on the requested path (worktrees and submodules use them), so writing through the target
+ * is refused like writing into `.git`.
+ */
+async function gitDirTargets(root: string, parts: readonly string[]): Promise<string[]> {
+  const targets: string[] = [];
+  let dir = root;
+  for (let i = 0; i <= parts.length - 1; i += 1) {
+    const dotGit = path.join(dir, GIT_METADATA_NAME);
+    const info = await fs.lstat(dotGit).catch(() => undefined);
+    if (info?.isFile()) {
+      const text = await fs.readFile(dotGit, 'utf8').catch(() => '');
+      const pointer = /^gitdir:\s*(.+)$/m.exec(text)?.[1]?.trim();
+      if (pointer) {
+        const resolved = path.resolve(dir, pointer);
+        targets.push(await fs.realpath(resolved).catch(() => resolved));
+      }
+    }
+    dir = path.join(dir, parts[i] as string);
+  }
+  return targets;
+}
+
+function gitMetadataRefusal(requested: string): string {
+  return (
+    `${JSON.stringify(requested)} is inside a git directory (.git). Repository metadata (config, refs, HEAD, hooks) ` +
+    'belongs to the governed git layer: use git commands through shell_execute instead'
+  );
+}
+
+export function isInside(root: string, target: string): boolean {
   const rel = path.relative(root, target);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }

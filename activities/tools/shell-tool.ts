@@ -1,8 +1,13 @@
-import { existsSync } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { judgeConfig } from '../security/git-config-policy';
+import { knownRemoteUrls, recordRemoteUrls } from '../security/remotes';
 import { evaluateShellCommand, executeShellCommand, runInvocation, type ShellEvaluation } from './shell';
+import { confinePaths } from './shell/confine-paths';
+import { readEffectiveGitConfig } from './shell/git-config';
 import { MAX_SHELL_TIMEOUT_MS } from './shell/limits';
+import { strictest } from './shell/tiers';
 import { defineTool, type GovernanceDecision, type ToolContext } from './types';
 
 /** Longest command string accepted from the model. */
@@ -24,6 +29,11 @@ const shellSchema = z
  * existing branch, merge, rebase, push to a protected branch, anything not provably safe) wait for a
  * human; destructive ones (force push) and anything that is not a clean invocation are refused.
  * Commands never go through a shell interpreter, and git runs hardened against repository config.
+ *
+ * On top of the per-command classifier, two checks need the filesystem and are made both when the
+ * call is judged and again right before it runs: every path-like argument must stay inside the
+ * workspace (`confine-paths.ts`), and a command that runs git needs the repository's effective
+ * configuration to pass the allowlist, remote URLs included (`security/git-config-policy.ts`).
  */
 export const shellExecute = defineTool({
   name: 'shell_execute',
@@ -37,6 +47,11 @@ export const shellExecute = defineTool({
     const verdict = await evaluate(a.command, ctx);
     // Re-checked at run time: a denial can never be bypassed, whatever happened before.
     if (verdict.tier === 'deny' || !verdict.invocations) return { content: `Refused: ${verdict.reason}`, isError: true };
+    // Reaching `run` with an approval-tier verdict means a human approved this call: remote URLs it runs
+    // under are approved from now on.
+    if (verdict.tier === 'approval' && verdict.unknownRemoteUrls && verdict.unknownRemoteUrls.length > 0) {
+      await recordRemoteUrls(ctx.db, await fs.realpath(ctx.workspaceDir), verdict.unknownRemoteUrls, 'approved', ctx.agentId);
+    }
     const execution = await executeShellCommand(verdict.invocations, {
       cwd: ctx.workspaceDir,
       signal: ctx.signal,
@@ -56,12 +71,51 @@ function commandText(command: string | string[]): string {
   return Array.isArray(command) ? command.join(' ') : command;
 }
 
-async function evaluate(command: string | string[], ctx: ToolContext): Promise<ShellEvaluation> {
-  return evaluateShellCommand(command, {
+type GovernedEvaluation = ShellEvaluation & { unknownRemoteUrls?: string[] };
+
+async function evaluate(command: string | string[], ctx: ToolContext): Promise<GovernedEvaluation> {
+  const verdict = await evaluateShellCommand(command, {
     protectedBranches: ctx.agentConfig.protectedBranches,
     existingBranches: await listBranches(ctx.workspaceDir, ctx.signal),
   });
+  if (verdict.tier === 'deny' || !verdict.invocations) return verdict;
+  let decision = strictest(verdict, await confinePaths(verdict.invocations, ctx.workspaceDir));
+  let unknownRemoteUrls: string[] | undefined;
+  if (decision.tier !== 'deny' && verdict.invocations.some(runsGit)) {
+    const config = await judgeRepositoryConfig(ctx);
+    unknownRemoteUrls = config.unknownRemoteUrls;
+    if (config.tier !== 'allow') decision = strictest(decision, { tier: config.tier, reason: config.reason });
+  }
+  return { ...decision, invocations: verdict.invocations, unknownRemoteUrls };
 }
+
+/** Any argument naming git: wrapped git (`env git …`) reads the same configuration. */
+function runsGit(argv: readonly string[]): boolean {
+  return argv.some((arg) => path.posix.basename(arg) === 'git');
+}
+
+/**
+ * The repository's effective config against the allowlist. The first time a workspace's repository is
+ * seen, its remote URLs are recorded as the ones it was created with (an empty marker when it has
+ * none, so a remote added later is never taken as original).
+ */
+async function judgeRepositoryConfig(ctx: ToolContext): Promise<{ tier: 'allow' | 'approval' | 'deny'; reason: string; unknownRemoteUrls: string[] }> {
+  const config = await readEffectiveGitConfig(ctx.workspaceDir, ctx.signal);
+  if (!config.ok) return { tier: 'deny', reason: `the repository configuration cannot be read (${config.error}); git does not run under configuration it cannot check`, unknownRemoteUrls: [] };
+  const inRepository = config.entries.some((entry) => !entry.origin.startsWith('command line'));
+  const workspace = await fs.realpath(ctx.workspaceDir);
+  let known = await knownRemoteUrls(ctx.db, workspace);
+  if (!known.seen && inRepository) {
+    const urls = config.entries.filter((e) => /^remote\..+\.(url|pushurl)$/i.test(e.key) && !e.origin.startsWith('command line')).map((e) => e.value);
+    await recordRemoteUrls(ctx.db, workspace, [FIRST_SIGHT_MARKER, ...urls], 'first-sight', ctx.agentId);
+    known = await knownRemoteUrls(ctx.db, workspace);
+  }
+  const judged = judgeConfig(config.entries, known.urls);
+  return { tier: judged.tier, reason: judged.reason, unknownRemoteUrls: judged.unknownRemoteUrls };
+}
+
+/** Recorded for a workspace whose repository had no remotes when first seen. */
+const FIRST_SIGHT_MARKER = '';
 
 function toGovernance(verdict: ShellEvaluation): GovernanceDecision {
   if (verdict.tier === 'allow') return { tier: 'allow' };

@@ -168,19 +168,53 @@ export function classifyPush(args: string[], ctx: ShellPolicyContext): ShellDeci
     const source = colon === -1 ? refspec : refspec.slice(0, colon);
     const destination = colon === -1 ? refspec : refspec.slice(colon + 1);
     if (source === '') return approval(`refspec ${refspec} deletes the remote branch ${destination}`);
+    if (destination === '') return approval(`refspec ${refspec} has an empty destination, which git fills in from configuration`);
     if (colon === -1 && !PLAIN_BRANCH_NAME.test(source)) {
       return approval(`refspec ${refspec}: name the destination branch explicitly (for example HEAD:my-branch)`);
     }
     if (source === 'HEAD' && colon === -1) return approval('refspec HEAD: name the destination branch (HEAD:<branch>)');
-    const branch = destination.startsWith('refs/heads/') ? destination.slice('refs/heads/'.length) : destination;
-    if (branch.startsWith('refs/')) return approval(`refspec ${refspec} pushes a ref that is not a branch (tag, note …)`);
-    if (!PLAIN_BRANCH_NAME.test(branch)) return approval(`refspec ${refspec}: ${JSON.stringify(branch)} is not a plain branch name`);
-    if (isProtectedBranch(branch, patterns)) {
-      return approval(`\`git push\` to the protected branch ${branch} needs approval`);
+    const resolved = resolvePushDestination(destination);
+    if (resolved.kind === 'ask') return approval(`refspec ${refspec}: ${resolved.why}`);
+    const hit = resolved.branches.find((branch) => isProtectedBranch(branch, patterns));
+    if (hit !== undefined) {
+      return approval(`\`git push\` to the protected branch ${hit} needs approval (${JSON.stringify(destination)} resolves to refs/heads/${hit})`);
     }
-    destinations.push(branch);
+    destinations.push(resolved.branches[0] as string);
   }
   return allow(`\`git push\` updates the non-protected branch(es) ${destinations.join(', ')} on ${remote}`);
+}
+
+/**
+ * The branches a push destination can name once git resolves it, or why it needs a human. Git
+ * qualifies a destination that does not start with `refs/` by matching it against the remote's refs
+ * with the rules `%s`, `refs/%s`, `refs/tags/%s`, `refs/heads/%s`, `refs/remotes/%s` (so `heads/main`
+ * is `refs/heads/main`), and otherwise gives it the source's kind. Every branch a rule could produce
+ * is returned, so the protected-branch check sees each.
+ */
+export function resolvePushDestination(destination: string): { kind: 'branches'; branches: string[] } | { kind: 'ask'; why: string } {
+  // `refs/heads/./main`, `refs//heads/main`: git refuses such names, but judge what they would mean.
+  const normalised = destination.split('/').filter((part) => part !== '' && part !== '.').join('/');
+  if (normalised.split('/').includes('..')) return { kind: 'ask', why: `${JSON.stringify(destination)} is not a plain ref name` };
+  if (/(^|\/)HEAD$/.test(normalised) || normalised === '@') {
+    return { kind: 'ask', why: `${JSON.stringify(destination)} names the remote's HEAD, which points at its default branch` };
+  }
+  // Lower-cased for the prefixes: a case-folding filesystem on the remote may store `Refs/Heads/x` as `refs/heads/x`.
+  const lower = normalised.toLowerCase();
+  if (lower.startsWith('refs/')) {
+    if (!lower.startsWith('refs/heads/')) return { kind: 'ask', why: 'it pushes a ref that is not a branch (tag, note, remote-tracking ref …)' };
+    const branch = normalised.slice('refs/heads/'.length);
+    if (!PLAIN_BRANCH_NAME.test(branch)) return { kind: 'ask', why: `${JSON.stringify(branch)} is not a plain branch name` };
+    return { kind: 'branches', branches: [branch] };
+  }
+  if (!PLAIN_BRANCH_NAME.test(normalised)) return { kind: 'ask', why: `${JSON.stringify(destination)} is not a plain branch name` };
+  const [first = '', ...rest] = normalised.split('/');
+  const branches = [normalised];
+  // `heads/x` → refs/heads/x; `tags/x`, `remotes/x` are not branches at all.
+  if (first.toLowerCase() === 'heads' && rest.length > 0) branches.push(rest.join('/'));
+  if ((first.toLowerCase() === 'tags' || first.toLowerCase() === 'remotes') && rest.length > 0) {
+    return { kind: 'ask', why: `${JSON.stringify(destination)} may resolve to refs/${normalised}, which is not a branch` };
+  }
+  return { kind: 'branches', branches };
 }
 
 export function classifyFetch(args: string[]): ShellDecision {

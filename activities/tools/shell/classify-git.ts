@@ -49,6 +49,21 @@ const PROGRAM_OPTIONS = ['upload-pack', 'receive-pack', 'exec'];
 /** Options that re-enable the diff drivers the runner switches off (`--no-ext-diff --no-textconv`). */
 const DRIVER_OPTIONS = ['ext-diff', 'textconv'];
 
+/**
+ * Long options that write a file, or put a repository or its files somewhere chosen on the command
+ * line, in any git subcommand (`git rev-list --output=…`, `git blame --output=…`, `git init
+ * --template=…`). Git accepts any unique prefix of a long option, so `--out=x` means `--output=x`:
+ * every prefix of these names needs approval, whatever the subcommand. A prefix that would be
+ * ambiguous makes git refuse, so treating it as the dangerous option only ever errs towards asking.
+ */
+const FILE_WRITING_OPTIONS = ['output', 'output-directory', 'template', 'separate-git-dir', 'index-output', 'lost-found', 'shallow-file'];
+
+/** Long options of other commands that are exact names of harmless options, not abbreviations (`--text` is not `--textconv`). */
+const EXACT_HARMLESS_OPTIONS = new Set(['text']);
+
+/** Long options that run a program named on the command line or in configuration. */
+const PROGRAM_RUNNING_OPTIONS = ['extcmd', 'tool'];
+
 /** Config keys whose value git runs as a command, or which change where git looks for code or config. */
 const COMMAND_CONFIG_KEYS: readonly RegExp[] = [
   /^core\.(fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy|worktree|attributesfile)$/,
@@ -245,14 +260,23 @@ function judgeGlobalOptions(globals: readonly string[]): ShellDecision | undefin
 }
 
 function judgeProgramAndDriverOptions(subcommand: string, args: readonly string[]): ShellDecision | undefined {
+  let writing: ShellDecision | undefined;
   for (const arg of args) {
+    // After `--` everything is a path.
+    if (arg === '--') break;
+    if (EXACT_HARMLESS_OPTIONS.has(longOptionName(arg) ?? '')) continue;
     if (isLongOptionFor(arg, PROGRAM_OPTIONS)) {
       return deny(`\`${arg}\` names a program for git to run (--upload-pack / --receive-pack / --exec)`);
     }
-    if (arg !== '--text' && isLongOptionFor(arg, DRIVER_OPTIONS)) {
+    if (isLongOptionFor(arg, DRIVER_OPTIONS)) {
       return deny(`\`${arg}\` turns on external diff or textconv programs from repository configuration`);
     }
+    if (isLongOptionFor(arg, PROGRAM_RUNNING_OPTIONS)) return deny(`\`${arg}\` runs a program named on the command line or in configuration`);
+    if (!writing && isLongOptionFor(arg, FILE_WRITING_OPTIONS)) {
+      writing = approval(`\`git ${subcommand} ${arg}\` writes a file or a repository at a place chosen on the command line`);
+    }
   }
+  if (writing) return writing;
   if ((subcommand === 'clone' || subcommand === 'ls-remote') && hasShortOption(args, 'u')) {
     return deny(`\`git ${subcommand} -u\` names an upload-pack program for git to run`);
   }
@@ -265,10 +289,6 @@ const readOnly =
     const why = problem?.(args);
     return why ? approval(`\`git ${subcommand}\` ${why}`) : allow(`\`git ${subcommand}\` only reads the repository`);
   };
-
-function writesOutputFile(args: string[]): string | undefined {
-  return args.some((arg) => isLongOptionFor(arg, ['output'])) ? 'with --output writes a file' : undefined;
-}
 
 /** `branch`, `tag`: listing is read-only; anything else creates, deletes or changes refs. */
 function listingOnly(
@@ -357,10 +377,10 @@ const BRANCH_LIST_OPTIONS_WITH_VALUE = [...TAG_LIST_OPTIONS_WITH_VALUE, '--color
 
 const SUBCOMMAND_HANDLERS = new Map<string, GitHandler>([
   ['status', readOnly('status')],
-  ['log', readOnly('log', writesOutputFile)],
-  ['show', readOnly('show', writesOutputFile)],
-  ['diff', readOnly('diff', writesOutputFile)],
-  ['shortlog', readOnly('shortlog', writesOutputFile)],
+  ['log', readOnly('log')],
+  ['show', readOnly('show')],
+  ['diff', readOnly('diff')],
+  ['shortlog', readOnly('shortlog')],
   ['blame', readOnly('blame')],
   ['annotate', readOnly('annotate')],
   ['rev-parse', readOnly('rev-parse')],
@@ -379,17 +399,17 @@ const SUBCOMMAND_HANDLERS = new Map<string, GitHandler>([
   ['version', readOnly('version')],
   [
     'grep',
-    readOnly('grep', (args) =>
-      hasShortOption(args, 'O') || args.some((arg) => isLongOptionFor(arg, ['open-files-in-pager']))
-        ? 'with -O opens files in a pager program'
-        : undefined,
-    ),
+    readOnly('grep', (args) => {
+      if (hasShortOption(args, 'O') || args.some((arg) => isLongOptionFor(arg, ['open-files-in-pager']))) return 'with -O opens files in a pager program';
+      // Without the index git reads files directly, following symbolic links out of the workspace.
+      if (args.some((arg) => isLongOptionFor(arg, ['no-index']))) return 'with --no-index reads files outside git, following symbolic links';
+      return undefined;
+    }),
   ],
   [
     'cat-file',
-    readOnly('cat-file', (args) =>
-      args.some((arg) => longOptionName(arg) === 'filters') ? 'with --filters runs filter programs' : undefined,
-    ),
+    // `--filter` is an abbreviation git accepts for `--filters`.
+    readOnly('cat-file', (args) => (args.some((arg) => isLongOptionFor(arg, ['filters'])) ? 'with --filters runs filter programs' : undefined)),
   ],
   ['branch', listingOnly('branch', BRANCH_LIST_FLAGS, /^-[arvil]+$/, BRANCH_LIST_OPTIONS_WITH_VALUE, ['-l', '--list'])],
   ['tag', listingOnly('tag', TAG_LIST_FLAGS, /^-(l|n\d*)$/, TAG_LIST_OPTIONS_WITH_VALUE, ['-l', '--list'])],

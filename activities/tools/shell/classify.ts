@@ -25,17 +25,22 @@ export type { ShellDecision, ShellPolicyContext, ShellTier } from './tiers';
 
 /** Read-only commands; the check returns why a particular use is not read-only, if it is not. */
 const READ_ONLY_COMMANDS = new Map<string, (args: string[]) => string | undefined>([
-  ['ls', () => undefined],
+  ['ls', (args) => (hasShortOption(args, 'L') || hasLongOption(args, ['dereference']) ? 'with -L follows symbolic links out of the workspace' : undefined)],
   ['cat', () => undefined],
   ['head', () => undefined],
   ['tail', () => undefined],
   ['wc', () => undefined],
-  ['grep', () => undefined],
+  [
+    'grep',
+    // -R follows every symbolic link it meets, out of the workspace too (-r follows only those named).
+    (args) => (hasShortOption(args, 'R') || hasLongOption(args, ['dereference-recursive']) ? 'with -R follows symbolic links out of the workspace' : undefined),
+  ],
   ['pwd', () => undefined],
   ['echo', () => undefined],
   ['which', () => undefined],
   ['stat', () => undefined],
-  ['diff', () => undefined],
+  // GNU diff -r follows every symbolic link it meets, out of the workspace too.
+  ['diff', (args) => (hasShortOption(args, 'r') || hasLongOption(args, ['recursive']) ? 'with -r follows symbolic links out of the workspace' : undefined)],
   ['du', () => undefined],
   ['df', () => undefined],
   ['find', findProblem],
@@ -51,7 +56,7 @@ const READ_ONLY_COMMANDS = new Map<string, (args: string[]) => string | undefine
         : undefined,
   ],
   ['uniq', (args) => (positionalArguments(args).length > 1 ? 'with a second file name writes that file' : undefined)],
-  ['tree', (args) => (hasShortOption(args, 'oR') ? 'with -o or -R writes files' : undefined)],
+  ['tree', (args) => (hasShortOption(args, 'oR') ? 'with -o or -R writes files' : hasShortOption(args, 'l') ? 'with -l follows symbolic links out of the workspace' : undefined)],
   ['file', (args) => (hasShortOption(args, 'C') || hasLongOption(args, ['compile']) ? 'with -C compiles and writes a magic file' : undefined)],
 ]);
 
@@ -66,6 +71,8 @@ const VERSION_FLAGS = new Map<string, readonly string[]>([
 /** `find` actions that run commands, delete, or write files. */
 const FIND_EXEC_ACTIONS = ['-exec', '-execdir', '-ok', '-okdir'];
 const FIND_WRITING_ACTIONS = ['-delete', '-fprint', '-fprint0', '-fprintf', '-fls'];
+/** `find` options that follow symbolic links (and so can walk out of the workspace). */
+const FIND_FOLLOWING_OPTIONS = ['-L', '-H', '-follow'];
 
 /** Builtins: without a shell they do nothing (cd, export) or exist to run other code (eval, source). */
 const SHELL_BUILTINS = new Set([
@@ -223,7 +230,9 @@ function classifyFindExec(args: string[], ctx: ShellPolicyContext, depth: number
 
 function findProblem(args: string[]): string | undefined {
   const writing = args.find((arg) => FIND_WRITING_ACTIONS.includes(arg));
-  return writing ? `with ${writing} deletes or writes files` : undefined;
+  if (writing) return `with ${writing} deletes or writes files`;
+  const following = args.find((arg) => FIND_FOLLOWING_OPTIONS.includes(arg));
+  return following ? `with ${following} follows symbolic links out of the workspace` : undefined;
 }
 
 function destructiveReason(name: string, args: string[]): string | undefined {

@@ -46,6 +46,9 @@ export const GIT_HARDENING_CONFIG: readonly string[] = [
   'fetch.recurseSubmodules=false',
   'push.recurseSubmodules=no',
   'push.followTags=false',
+  // A workspace made to look like a bare repository (HEAD, config, objects/ written as plain files) is
+  // never picked up by discovery; only an explicit --git-dir (denied to the agent) opens one.
+  'safe.bareRepository=explicit',
 ];
 
 /**
@@ -272,7 +275,7 @@ function gitlinkPaths(probe: GitProbeOptions): Promise<string[]> {
   });
 }
 
-function hardeningPrefix(): string[] {
+export function hardeningPrefix(): string[] {
   return GIT_HARDENING_CONFIG.flatMap((setting) => ['-c', setting]);
 }
 

@@ -71,22 +71,46 @@ function commandText(command: string | string[]): string {
   return Array.isArray(command) ? command.join(' ') : command;
 }
 
-type GovernedEvaluation = ShellEvaluation & { unknownRemoteUrls?: string[] };
+export type GovernedEvaluation = ShellEvaluation & { unknownRemoteUrls?: string[] };
 
-async function evaluate(command: string | string[], ctx: ToolContext): Promise<GovernedEvaluation> {
-  const verdict = await evaluateShellCommand(command, {
-    protectedBranches: ctx.agentConfig.protectedBranches,
-    existingBranches: await listBranches(ctx.workspaceDir, ctx.signal),
-  });
+export interface RepositoryConfigVerdict {
+  tier: 'allow' | 'approval' | 'deny';
+  reason: string;
+  unknownRemoteUrls: string[];
+}
+
+export interface ShellGovernanceOptions {
+  workspaceDir: string;
+  protectedBranches?: readonly string[];
+  existingBranches?: readonly string[];
+  /** Judges the repository's configuration; called only when the command runs git. */
+  judgeRepositoryConfig: () => Promise<RepositoryConfigVerdict>;
+}
+
+/**
+ * The full governance of one `shell_execute` command: the classifier's tier, then path confinement,
+ * then (for git) the repository configuration; the strictest wins.
+ */
+export async function governShellCommand(command: string | string[], opts: ShellGovernanceOptions): Promise<GovernedEvaluation> {
+  const verdict = await evaluateShellCommand(command, { protectedBranches: opts.protectedBranches, existingBranches: opts.existingBranches });
   if (verdict.tier === 'deny' || !verdict.invocations) return verdict;
-  let decision = strictest(verdict, await confinePaths(verdict.invocations, ctx.workspaceDir));
+  let decision = strictest(verdict, await confinePaths(verdict.invocations, opts.workspaceDir));
   let unknownRemoteUrls: string[] | undefined;
   if (decision.tier !== 'deny' && verdict.invocations.some(runsGit)) {
-    const config = await judgeRepositoryConfig(ctx);
+    const config = await opts.judgeRepositoryConfig();
     unknownRemoteUrls = config.unknownRemoteUrls;
     if (config.tier !== 'allow') decision = strictest(decision, { tier: config.tier, reason: config.reason });
   }
   return { ...decision, invocations: verdict.invocations, unknownRemoteUrls };
+}
+
+async function evaluate(command: string | string[], ctx: ToolContext): Promise<GovernedEvaluation> {
+  return governShellCommand(command, {
+    workspaceDir: ctx.workspaceDir,
+    protectedBranches: ctx.agentConfig.protectedBranches,
+    existingBranches: await listBranches(ctx.workspaceDir, ctx.signal),
+    judgeRepositoryConfig: () => judgeRepositoryConfig(ctx),
+  });
 }
 
 /** Any argument naming git: wrapped git (`env git …`) reads the same configuration. */
@@ -99,7 +123,7 @@ function runsGit(argv: readonly string[]): boolean {
  * seen, its remote URLs are recorded as the ones it was created with (an empty marker when it has
  * none, so a remote added later is never taken as original).
  */
-async function judgeRepositoryConfig(ctx: ToolContext): Promise<{ tier: 'allow' | 'approval' | 'deny'; reason: string; unknownRemoteUrls: string[] }> {
+async function judgeRepositoryConfig(ctx: ToolContext): Promise<RepositoryConfigVerdict> {
   const config = await readEffectiveGitConfig(ctx.workspaceDir, ctx.signal);
   if (!config.ok) return { tier: 'deny', reason: `the repository configuration cannot be read (${config.error}); git does not run under configuration it cannot check`, unknownRemoteUrls: [] };
   const inRepository = config.entries.some((entry) => !entry.origin.startsWith('command line'));

@@ -10,6 +10,7 @@
  */
 import { classifyBranchMove, classifyFetch, classifyLsRemote, classifyPush, type GitHandler } from './classify-git-branches';
 import { splitGitArgv } from './git-argv';
+import { judgeConfigKey } from '../../security/git-config-policy';
 import { hasShortOption, isLongOptionFor, longOptionName, positionalArguments } from './options';
 import { allow, approval, deny, type ShellDecision, type ShellPolicyContext } from './tiers';
 
@@ -343,7 +344,9 @@ function classifyConfig(args: string[]): ShellDecision {
     return deny('`git config --rename-section` can turn a section into one whose keys run commands (alias, filter …)');
   }
   const candidates = args.map((arg) => (arg.startsWith('--') && arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : arg));
-  const dangerous = candidates.find((candidate) => COMMAND_CONFIG_KEYS.some((pattern) => pattern.test(candidate.toLowerCase())));
+  const dangerous = candidates.find(
+    (candidate) => COMMAND_CONFIG_KEYS.some((pattern) => pattern.test(candidate.toLowerCase())) || judgeConfigKey(candidate).tier === 'deny',
+  );
   if (dangerous) {
     return deny(`\`git config\` must not write \`${dangerous}\`: git would run its value as a command or load code or config from it`);
   }

@@ -42,10 +42,9 @@ export function pathCandidates(arg: string): string[] {
   const out: string[] = [];
   const equals = arg.indexOf('=');
   if (equals !== -1 && equals + 1 < arg.length) out.push(arg.slice(equals + 1));
-  const slash = arg.indexOf('/');
-  if (!arg.startsWith('--') && slash !== -1) out.push(arg.slice(slash));
-  // `-C..`, `-F../x`: a short option with an attached relative value.
-  if (!arg.startsWith('--') && /^-[A-Za-z]\.\.?(\/|$)/.test(arg)) out.push(arg.slice(2));
+  // A short-option cluster may end in an attached value (`-F/etc/passwd`, `-Flink`, `-vFlink`): every
+  // tail after the first letter is a candidate.
+  if (!arg.startsWith('--')) for (let i = 2; i < arg.length; i += 1) out.push(arg.slice(i));
   return out;
 }
 

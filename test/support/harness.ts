@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import type { Logger } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
@@ -34,9 +35,10 @@ export interface Harness {
  * Everything an integration test needs, all real: the Temporal dev server, PostgreSQL (or PGlite),
  * the fake LLM HTTP server, the real provider SDKs, and a worker on a task queue unique to the test.
  */
-export async function createHarness(options: { provider?: 'anthropic' | 'openai' } = {}): Promise<Harness> {
+export async function createHarness(options: { provider?: 'anthropic' | 'openai'; runtimeLogger?: Logger } = {}): Promise<Harness> {
   if (!runtimeInstalled) {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    // A test that inspects the logs passes the worker's own logger; it applies to this test file.
+    Runtime.install({ logger: options.runtimeLogger ?? new DefaultLogger('WARN') });
     runtimeInstalled = true;
   }
   const address = process.env.TEMPORAL_ADDRESS!;

@@ -4,7 +4,9 @@
  *
  * 1. the requested path is normalised against the workspace's real path and split into components;
  *    `..` out of the workspace and any component named `.git` are refused, and so is anything inside
- *    the target of a `gitdir:` file (the repository's metadata belongs to the governed git layer);
+ *    the target of a `gitdir:` file or inside any directory git would accept as a repository (a
+ *    `HEAD` file beside `objects/` or a `commondir` file): repository metadata belongs to the governed
+ *    git layer;
  * 2. every directory component is checked with `lstat`: a symlink anywhere on the path is refused
  *    (missing directories are created one at a time for writes, never following a link);
  * 3. the file itself is opened with `O_NOFOLLOW`, and then the path the kernel actually opened is read
@@ -62,6 +64,7 @@ export async function openInWorkspace(workspaceDir: string, requested: string, m
     if (!info) throw Object.assign(new Error(`file not found: ${requested}`), { code: 'ENOENT' });
     if (info.isSymbolicLink()) throw new WorkspacePathError(`${JSON.stringify(requested)} goes through the symbolic link ${path.relative(root, next)}; file tools never follow links`);
     if (!info.isDirectory()) throw new WorkspacePathError(`${JSON.stringify(requested)}: ${path.relative(root, next)} is not a directory`);
+    if (await looksLikeGitDirectory(next)) throw new WorkspacePathError(gitMetadataRefusal(requested));
     dir = next;
   }
   const target = path.join(dir, parts.at(-1) as string);
@@ -154,6 +157,15 @@ async function gitDirTargets(root: string, parts: readonly string[]): Promise<st
     dir = path.join(dir, parts[i] as string);
   }
   return targets;
+}
+
+/** What git's own check accepts as a repository directory: `HEAD` plus `objects/` (or a `commondir` file, for worktrees). */
+async function looksLikeGitDirectory(dir: string): Promise<boolean> {
+  const head = await fs.lstat(path.join(dir, 'HEAD')).catch(() => undefined);
+  if (!head) return false;
+  const objects = await fs.lstat(path.join(dir, 'objects')).catch(() => undefined);
+  const commondir = await fs.lstat(path.join(dir, 'commondir')).catch(() => undefined);
+  return objects !== undefined || commondir !== undefined;
 }
 
 function gitMetadataRefusal(requested: string): string {

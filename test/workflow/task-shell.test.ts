@@ -106,7 +106,7 @@ describe('shell_execute through the task workflow', () => {
       `git config core.fsmonitor 'touch ${M('git-config-write')}; false'`,
       `touch ${M('plain-touch')}`,
     ];
-    // The model also plants command-running config in the repository with an allowed tool…
+    // The repository arrives with command-running config (the model's own file_write into .git is refused)…
     const config = [
       '[core]',
       '\trepositoryformatversion = 0',
@@ -126,6 +126,7 @@ describe('shell_execute through the task workflow', () => {
     git(h.workspaceDir, 'add', 'tracked.txt');
     git(h.workspaceDir, 'commit', '-q', '-m', 'add tracked.txt');
     const originalConfig = readFileSync(path.join(h.workspaceDir, '.git', 'config'), 'utf8');
+    writeFileSync(path.join(h.workspaceDir, '.git', 'config'), config);
     const agentId = await h.createAgent();
     const taskId = agents.task([
       ...hostile.map((command) => toolTurn('shell_execute', { command })),
@@ -146,9 +147,12 @@ describe('shell_execute through the task workflow', () => {
       // Either refused outright or never approved: nothing ran.
       expect([command, result.text]).toEqual([command, expect.stringMatching(/^Denied by policy|^Not run: the approval request .* timed out/)]);
     }
+    expect(results[hostile.length]!.text).toMatch(/^Refused: .*inside a git directory/);
+    // Git never runs under configuration that can name a program: every read-only command is refused.
     const gitResults = results.slice(hostile.length + 2);
-    expect(gitResults[0]!.text).toMatch(/\$ git status/);
-    expect(gitResults[1]!.text).toMatch(/\$ git diff[\s\S]*-original[\s\S]*\+changed/);
+    expect(gitResults).toHaveLength(readOnlyGit.length);
+    for (const result of gitResults) expect(result.text).toMatch(/^Denied by policy/);
+    expect(gitResults[0]!.text).toMatch(/core\.fsmonitor/);
 
     // Every marker path lives in `outside`; none may exist.
     const planted = execFileSync('ls', ['-A', outside], { encoding: 'utf8' }).split('\n').filter((f) => f.startsWith('pwned-'));

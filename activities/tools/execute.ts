@@ -75,7 +75,7 @@ export function toolResultKey(toolCallId: string): string {
 export async function executeToolCall(
   input: ExecuteToolInput,
   tools: ReadonlyMap<string, ToolSpec>,
-  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment'>,
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
 ): Promise<ExecuteToolResult> {
   const { db, sessionId } = ctx;
   const call = await loadToolCall(ctx, input.attempt, input.turn, input.toolCallId);
@@ -106,7 +106,7 @@ export async function executeToolCall(
     return recordWithoutRunning(ctx, call, `Invalid arguments for ${call.name}: ${z.prettifyError(parsed.error)}. Fix the arguments and call it again.`);
   }
   const args = parsed.data;
-  const toolCtx: ToolContext = { ...ctx, toolCallId: call.id, approvalComment: input.approval?.comment };
+  const toolCtx: ToolContext = { ...ctx, toolCallId: call.id, approvalComment: input.approval?.comment, approved: input.approval?.decision === 'approved' };
   const governance = spec!.govern ? await spec!.govern(args, toolCtx) : { tier: 'allow' as const };
   const summary = safeLine(spec!.summarize?.(args) ?? call.name);
 
@@ -181,7 +181,7 @@ function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | unde
 
 /** Records a call's outcome without running the tool (refused, invalid, or decided by a human). */
 async function recordWithoutRunning(
-  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment'>,
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
   call: ToolUseBlock,
   rawText: string,
   isError = true,

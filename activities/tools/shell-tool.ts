@@ -47,8 +47,9 @@ export const shellExecute = defineTool({
     const verdict = await evaluate(a.command, ctx);
     // Re-checked at run time: a denial can never be bypassed, whatever happened before.
     if (verdict.tier === 'deny' || !verdict.invocations) return { content: `Refused: ${verdict.reason}`, isError: true };
-    // Reaching `run` with an approval-tier verdict means a human approved this call: remote URLs it runs
-    // under are approved from now on.
+    // The workspace changed between judging and running (a link appeared, a remote moved): ask first.
+    if (verdict.tier === 'approval' && !ctx.approved) return { content: `Not run: it now needs approval: ${verdict.reason}. Call it again to ask.`, isError: true };
+    // A human approved this call: the remote URLs it runs under are approved from now on.
     if (verdict.tier === 'approval' && verdict.unknownRemoteUrls && verdict.unknownRemoteUrls.length > 0) {
       await recordRemoteUrls(ctx.db, await fs.realpath(ctx.workspaceDir), verdict.unknownRemoteUrls, 'approved', ctx.agentId);
     }

@@ -19,6 +19,8 @@ export interface ToolContext {
   signal: AbortSignal;
   /** A human's comment attached to the approval that let this call run. */
   approvalComment?: string;
+  /** True when a human approved this call (its governance asked for approval). */
+  approved?: boolean;
   agentConfig: { protectedBranches?: string[] };
   heartbeat: () => void;
 }

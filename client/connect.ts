@@ -15,7 +15,7 @@ export async function connectFromEnv(): Promise<{ client: AgentsClient; temporal
   const database = await openDatabase({ url: config.databaseUrl, dataDir: path.join(config.dataDir, 'pglite'), poolSize: 2, migrate: !config.databaseUrl });
   const connection = await Connection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.namespace });
-  const client = new AgentsClient(temporal, database.db, { taskQueue: config.taskQueue });
+  const client = new AgentsClient(temporal, database.db, { taskQueue: config.taskQueue, workspaceRoot: config.workspaceRoot });
   return {
     client,
     temporal,

@@ -31,6 +31,22 @@ import type { taskWorkflow } from '../workflows/task';
 
 export * from '../workflows/contract';
 export type { AgentConfig, AgentDefinition } from '../activities/store/agents';
+export { AgentConfigSchema, AgentDefinitionSchema, InvalidAgentError } from '../activities/store/agents';
+
+/** `agent.json`, if present: `{ name?, description?, config? }`; anything else is refused in words. */
+function parseManifest(folder: string, text: string | undefined): { name?: string; description?: string; config?: AgentConfig } {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${path.join(folder, 'agent.json')} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${path.join(folder, 'agent.json')} must be an object { name?, description?, config? }`);
+  const unknown = Object.keys(value).filter((k) => !['name', 'description', 'config'].includes(k));
+  if (unknown.length) throw new Error(`${path.join(folder, 'agent.json')} has unknown key(s) ${unknown.join(', ')}; allowed: name, description, config`);
+  return value as { name?: string; description?: string; config?: AgentConfig };
+}
 
 export class UnknownAgentError extends Error {
   readonly type = 'UnknownAgent';
@@ -74,26 +90,33 @@ export interface TaskEvent {
  */
 export class AgentsClient {
   readonly taskQueue: string;
+  /** Where agents without a `workspaceDir` get one (`<root>/<agentId>`); default AGENTS_WORKSPACE_ROOT. */
+  readonly workspaceRoot: string | undefined;
 
   constructor(
     readonly temporal: Client,
     readonly db: Kysely<Database>,
-    options: { taskQueue?: string } = {},
+    options: { taskQueue?: string; workspaceRoot?: string } = {},
   ) {
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
+    this.workspaceRoot = options.workspaceRoot ?? process.env.AGENTS_WORKSPACE_ROOT;
   }
 
-  /** Creates or replaces an agent (identity files, config, workspace). */
-  async upsertAgent(agent: AgentDefinition): Promise<{ id: string; contentHash: string }> {
-    const row = await upsertAgent(this.db, agent);
-    return { id: row.id, contentHash: row.content_hash };
+  /**
+   * Creates or replaces an agent (identity files, config, workspace), validated first: bad input is
+   * refused with `InvalidAgentError` naming every problem, before anything is written. The workspace
+   * folder (`workspaceDir`, else `<workspaceRoot>/<id>`) exists when this returns.
+   */
+  async upsertAgent(agent: AgentDefinition): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+    const row = await upsertAgent(this.db, agent, { workspaceRoot: this.workspaceRoot });
+    return { id: row.id, contentHash: row.content_hash, workspaceDir: row.workspace_dir };
   }
 
   /**
    * Reads SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (missing ones are empty; at least SOUL.md or
    * AGENTS.md must exist) and an optional `agent.json` ({ name, description, config }) from a folder.
    */
-  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir: string; config?: AgentConfig }): Promise<{ id: string; contentHash: string }> {
+  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir?: string; config?: AgentConfig } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
     const read = async (name: string): Promise<string | undefined> => readFile(path.join(folder, name), 'utf8').catch(() => undefined);
     const [soul, agents, heartbeat, tools, manifest] = await Promise.all([
       read(IDENTITY_FILES.soul_md),
@@ -105,9 +128,9 @@ export class AgentsClient {
     if (soul === undefined && agents === undefined) {
       throw new Error(`${folder} has neither SOUL.md nor AGENTS.md: an agent needs at least one identity file`);
     }
-    const meta = manifest ? (JSON.parse(manifest) as { name?: string; description?: string; config?: AgentConfig }) : {};
+    const meta = parseManifest(folder, manifest);
     const id = options.id ?? path.basename(path.resolve(folder)).toLowerCase();
-    if (!AGENT_ID_PATTERN.test(id)) throw new Error(`agent id ${JSON.stringify(id)} is invalid; pass options.id`);
+    if (!AGENT_ID_PATTERN.test(id)) throw new Error(`agent id ${JSON.stringify(id)} (from the folder name) is invalid; pass options.id`);
     return this.upsertAgent({
       id,
       name: meta.name ?? id,

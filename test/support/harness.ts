@@ -34,14 +34,14 @@ export interface Harness {
  * Everything an integration test needs, all real: the Temporal dev server, PostgreSQL (or PGlite),
  * the fake LLM HTTP server, the real provider SDKs, and a worker on a task queue unique to the test.
  */
-export async function createHarness(options: { provider?: 'anthropic' | 'openai' } = {}): Promise<Harness> {
+export async function createHarness(options: { provider?: 'anthropic' | 'openai'; databaseUrl?: string; temporalAddress?: string } = {}): Promise<Harness> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     runtimeInstalled = true;
   }
-  const address = process.env.TEMPORAL_ADDRESS!;
+  const address = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS!;
   // PGlite serves one session: one connection, so concurrent transactions cannot interleave.
-  const db = await openDatabase({ url: process.env.DATABASE_URL, poolSize: process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });
+  const db = await openDatabase({ url: options.databaseUrl ?? process.env.DATABASE_URL, poolSize: !options.databaseUrl && process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });
   const llm = await startFakeLlmServer();
   const connection = await Connection.connect({ address });
   const temporal = new Client({ connection });

@@ -24,7 +24,8 @@ export const WORKER_RESTART_DELAY_MS = 2_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger();
-  Runtime.install({ logger: new TemporalPinoLogger(logger) });
+  // Core's own logs (connection errors, poll retries) go through pino too, as JSON lines.
+  Runtime.install({ logger: new TemporalPinoLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } } });
   let stopping = false;
   const stop = (): void => {
     stopping = true;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import type { ProviderConfig } from '../../activities/llm/types';
@@ -12,8 +12,7 @@ import { AgentsClient } from '../../client';
 import type { TaskStatus } from '../../workflows/contract';
 import { createAgentWorker } from '../../worker/create-worker';
 import { startFakeLlmServer, type FakeLlmServer } from '../fake-llm';
-
-let runtimeInstalled = false;
+import { installQuietRuntime } from './quiet-runtime';
 
 export interface Harness {
   db: DatabaseHandle;
@@ -35,10 +34,7 @@ export interface Harness {
  * the fake LLM HTTP server, the real provider SDKs, and a worker on a task queue unique to the test.
  */
 export async function createHarness(options: { provider?: 'anthropic' | 'openai'; databaseUrl?: string; temporalAddress?: string } = {}): Promise<Harness> {
-  if (!runtimeInstalled) {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
-    runtimeInstalled = true;
-  }
+  installQuietRuntime();
   const address = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS!;
   // PGlite serves one session: one connection, so concurrent transactions cannot interleave.
   const db = await openDatabase({ url: options.databaseUrl ?? process.env.DATABASE_URL, poolSize: !options.databaseUrl && process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });

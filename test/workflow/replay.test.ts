@@ -1,7 +1,8 @@
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type ReplayResult } from '@temporalio/worker';
 import { quietLogger } from '../support/quiet-logger';
+import { installQuietRuntime } from '../support/quiet-runtime';
 
 /**
  * The determinism gate: workflow histories recorded from representative runs (scripts/record-histories.ts)
@@ -53,13 +54,7 @@ async function replay(histories: RecordedHistory[], codePath = process.env.TEST_
 }
 
 describe('recorded workflow histories replay on the current code', () => {
-  beforeAll(() => {
-    try {
-      Runtime.install({ logger: new DefaultLogger('ERROR', () => undefined) });
-    } catch {
-      // Already installed by another test in this process.
-    }
-  });
+  beforeAll(() => installQuietRuntime());
 
   const histories = recordedHistories();
   const current = histories.filter((h) => h.version === CURRENT_VERSION);

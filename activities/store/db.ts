@@ -167,3 +167,62 @@ function isServerGone(error: unknown): boolean {
 }
 
 export { freeLoopbackPort } from './embedded-server';
+
+/** Pause between attempts to re-open a lost LISTEN connection. */
+export const LISTEN_RECONNECT_DELAY_MS = 1_000;
+
+export interface PgListener {
+  /** Resolves once the first connection listens. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * LISTENs on `channels` over a dedicated connection that is re-opened whenever it is lost (a server
+ * restart), every LISTEN_RECONNECT_DELAY_MS until it succeeds. A lost connection is reported to
+ * `onError`, never thrown. Notifications sent while it was down are lost: `onConnect` runs after every
+ * (re)connection, so a consumer can catch up from the table it tails.
+ */
+export function listen(
+  url: string | (() => string),
+  channels: string[],
+  onNotification: (channel: string, payload: string) => void,
+  options: { onConnect?: () => void; onError?: (error: Error) => void } = {},
+): PgListener {
+  let closed = false;
+  let current: pg.Client | undefined;
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const connect = async (): Promise<void> => {
+    while (!closed) {
+      const client = new pg.Client({ connectionString: typeof url === 'function' ? url() : url });
+      client.on('error', (error) => options.onError?.(error));
+      client.on('notification', (n) => onNotification(n.channel, n.payload ?? ''));
+      client.on('end', () => {
+        if (closed || current !== client) return;
+        current = undefined;
+        setTimeout(() => void connect(), LISTEN_RECONNECT_DELAY_MS);
+      });
+      try {
+        await client.connect();
+        for (const channel of channels) await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+        current = client;
+        markReady();
+        options.onConnect?.();
+        return;
+      } catch (error) {
+        options.onError?.(error as Error);
+        await client.end().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, LISTEN_RECONNECT_DELAY_MS));
+      }
+    }
+  };
+  void connect();
+  return {
+    ready,
+    async close() {
+      closed = true;
+      await current?.end().catch(() => undefined);
+    },
+  };
+}

@@ -82,6 +82,10 @@ describe('any Temporal client can start a task', () => {
     const cause = await failureOf(`task-${badPriority}`);
     expect(cause).toMatchObject({ type: TaskFailureType.invalidInput, nonRetryable: true });
     expect(cause.message).toMatch(/priority must be one of low, medium, high, urgent, got "asap"/);
+    // A forged carry (a state the loop cannot resume in) would spin the workflow: refused instead.
+    const forged = `raw-${randomUUID().slice(0, 8)}`;
+    await start(`task-${forged}`, { taskId: forged, agentId, title: 't', carry: { state: 'blocked', round: 1 } });
+    expect((await failureOf(`task-${forged}`)).message).toMatch(/carry is written by the workflow/);
   });
 
   test('a Temporal Schedule that starts taskWorkflow creates one task per run, its id derived from the run’s workflow id', async () => {

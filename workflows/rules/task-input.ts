@@ -29,5 +29,12 @@ export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, 
   if (input.approvalTimeoutMs !== undefined && !(Number.isFinite(input.approvalTimeoutMs) && input.approvalTimeoutMs > 0)) {
     return 'approvalTimeoutMs must be a positive number of milliseconds';
   }
+  if (input.carry !== undefined) {
+    // Only the workflow itself writes a carry, when it continues as new in one of these two states.
+    const carry = input.carry as Partial<NonNullable<TaskWorkflowInput['carry']>> | null;
+    if (!carry || (carry.state !== 'in_progress' && carry.state !== 'review') || !Number.isInteger(carry.round) || (carry.round ?? 0) < 1) {
+      return 'carry is written by the workflow when it continues as new; leave it out to start a task';
+    }
+  }
   return undefined;
 }

@@ -4,7 +4,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
-  ContinueAsNew,
   continueAsNew,
   isCancellation,
   log,
@@ -14,6 +13,7 @@ import {
   setCurrentDetails,
   setHandler,
   startChild,
+  TemporalFailure,
   upsertSearchAttributes,
   workflowInfo,
   type ChildWorkflowHandle,
@@ -301,7 +301,9 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         pendingApprovals = []; // nobody can decide them any more
         if (!isTerminal(state)) await moveTo('cancelled');
       });
-    } else if (!(error instanceof ContinueAsNew) && taskRecorded && !isTerminal(state) && patched('task-failure-recorded')) {
+    } else if (error instanceof TemporalFailure && taskRecorded && !isTerminal(state) && patched('task-failure-recorded')) {
+      // Only failures that end the workflow: any other error fails just the workflow task, whose
+      // commands are discarded and which Temporal retries (continue-as-new is not a failure either).
       await recordWorkflowFailure(error);
     }
     throw error;

@@ -7,6 +7,10 @@ const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] };
 
 module.exports = {
   testTimeout: 120_000,
+  // Quiet by default: the suite summary and, for a failing test, its failure (every failing test is
+  // listed, whatever the number of suites) and its file's console output. JEST_VERBOSE=1 brings back
+  // per-file results and all console output.
+  reporters: process.env.JEST_VERBOSE ? ['default'] : [['summary', { summaryThreshold: 0 }], '<rootDir>/test/support/failing-output-reporter.js'],
   // Temporal's native connections close asynchronously after a worker shuts down.
   forceExit: true,
   projects: [

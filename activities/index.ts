@@ -4,8 +4,8 @@ import type { Database } from '../schema/database';
 import type { TaskState } from '../workflows/rules/task-state';
 import { unknownAgent, unknownTask } from './errors';
 import { runLlmStep, type ChatRouter, type LlmStepInput } from './llm-step';
-import { agentConfig, findAgent } from './store/agents';
-import { addTaskEvent, findTask, updateTaskState } from './store/tasks';
+import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
+import { addTaskEvent, findTask, recordTask, updateTaskState, type RecordTaskInput } from './store/tasks';
 import { findMessage } from './store/sessions';
 import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './tools/execute';
 import { toolsForScenario } from './tools/registry';
@@ -39,6 +39,8 @@ export function createActivities(deps: ActivityDeps) {
     async executeTool(input: ExecuteToolInput & { scenario: 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' }) {
       const agent = await findAgent(db, input.agentId);
       if (!agent) throw unknownAgent(input.agentId);
+      // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
+      await ensureWorkspace(agent.id, agent.workspace_dir);
       const ctx = Context.current();
       const heartbeat = setInterval(() => ctx.heartbeat(), TOOL_HEARTBEAT_INTERVAL_MS);
       try {
@@ -123,15 +125,19 @@ export function createActivities(deps: ActivityDeps) {
       await addTaskEvent(db, input.taskId, 'state-changed', { state: input.state, round: input.round, error: input.lastError }, input.eventKey);
     },
 
-    /** What the workflow needs to label its activities: the agent's model and the task's existence. */
-    async loadTaskContext(input: { taskId: string }): Promise<{ agentId: string; title: string; modelLabel: string }> {
-      const task = await findTask(db, input.taskId);
+    /**
+     * Records the task from the workflow's input (idempotent by task id; see `recordTask`) and returns
+     * what the workflow needs: the agent's model label and the row's state. Histories recorded before
+     * tasks recorded themselves passed only `{ taskId }`: then the row must exist.
+     */
+    async loadTaskContext(input: RecordTaskInput | { taskId: string }): Promise<{ agentId: string; title: string; modelLabel: string; state: string }> {
+      const task = 'agentId' in input ? (await recordTask(db, input)).task : await findTask(db, input.taskId);
       if (!task) throw unknownTask(input.taskId);
       const agent = await findAgent(db, task.agent_id);
       if (!agent) throw unknownAgent(task.agent_id);
       const config = agentConfig(agent);
       const route = deps.router.candidates({ provider: config.provider, model: config.model, tier: config.tier });
-      return { agentId: task.agent_id, title: task.title, modelLabel: route[0]?.model ?? config.model ?? 'default model' };
+      return { agentId: task.agent_id, title: task.title, modelLabel: route[0]?.model ?? config.model ?? 'default model', state: task.state };
     },
   };
 }

@@ -22,13 +22,12 @@ agent
   .command('upsert <folder>')
   .description('create or update an agent from a folder with SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (and optional agent.json)')
   .option('--id <id>', 'agent id (default: the folder name)')
-  .option('--workspace <dir>', "the agent's workspace folder", '')
-  .action(async (folder: string, opts: { id?: string; workspace: string }) => {
+  .option('--workspace <dir>', "the agent's workspace folder (default: $AGENTS_WORKSPACE_ROOT/<id>, else $DATA_DIR/workspaces/<id>)")
+  .action(async (folder: string, opts: { id?: string; workspace?: string }) => {
     const { client } = await open();
     const id = opts.id ?? path.basename(path.resolve(folder)).toLowerCase();
-    const workspaceDir = path.resolve(opts.workspace || path.join(process.env.AGENTS_WORKSPACE_ROOT ?? '.data/workspaces', id));
-    const result = await client.upsertAgentFromFolder(folder, { id, workspaceDir });
-    console.log(`agent ${result.id} (content hash ${result.contentHash.slice(0, 12)}), workspace ${workspaceDir}`);
+    const result = await client.upsertAgentFromFolder(folder, { id, workspaceDir: opts.workspace });
+    console.log(`agent ${result.id} (content hash ${result.contentHash.slice(0, 12)}), workspace ${result.workspaceDir}`);
   });
 
 const task = program.command('task').description('start, follow and steer tasks');

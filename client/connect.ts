@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { loadConfig } from '../worker/config';
@@ -5,18 +6,16 @@ import { AgentsClient } from './index';
 
 /**
  * Connects a client process (the CLI, a script) to Temporal and PostgreSQL from the environment.
- * DATABASE_URL must name a server: the embedded PGlite belongs to the process that started it
- * (`npm start` prints a URL other processes can use while it runs).
+ * Without DATABASE_URL it uses the embedded database under DATA_DIR: served by the worker or `npm start`
+ * when one runs, else by this process for as long as it runs (see `openDatabase`).
  */
 export async function connectFromEnv(): Promise<{ client: AgentsClient; temporal: Client; database: DatabaseHandle; close(): Promise<void> }> {
   const config = loadConfig();
-  if (!config.databaseUrl) {
-    throw new Error('DATABASE_URL is not set. Point it at PostgreSQL (or at the URL `npm start` prints for its embedded database).');
-  }
-  const database = await openDatabase({ url: config.databaseUrl, poolSize: 2, migrate: false });
+  // Embedded, this process may be the first to open the database: bring its schema up to date.
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: path.join(config.dataDir, 'pglite'), poolSize: 2, migrate: !config.databaseUrl });
   const connection = await Connection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.namespace });
-  const client = new AgentsClient(temporal, database.db, { taskQueue: config.taskQueue });
+  const client = new AgentsClient(temporal, database.db, { taskQueue: config.taskQueue, workspaceRoot: config.workspaceRoot });
   return {
     client,
     temporal,

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Client, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../schema/database';
 import { AGENT_ID_PATTERN, findAgent, IDENTITY_FILES, upsertAgent, type AgentConfig, type AgentDefinition } from '../activities/store/agents';
-import { addTaskEvent } from '../activities/store/tasks';
+import { findTask } from '../activities/store/tasks';
 import { usageTotals, type UsageTotalsRow } from '../activities/llm/usage';
 import {
   AgentIdSearchAttribute,
@@ -21,13 +21,32 @@ import {
   type ApprovalDecision,
   type RecordedApprovalDecision,
   type ReviewDecision,
+  type TaskPriority,
   type TaskStatus,
+  type TaskWorkflowInput,
   type TaskWorkflowResult,
 } from '../workflows/contract';
+import { taskInputProblem } from '../workflows/rules/task-input';
 import type { taskWorkflow } from '../workflows/task';
 
 export * from '../workflows/contract';
 export type { AgentConfig, AgentDefinition } from '../activities/store/agents';
+export { AgentConfigSchema, AgentDefinitionSchema, InvalidAgentError } from '../activities/store/agents';
+
+/** `agent.json`, if present: `{ name?, description?, config? }`; anything else is refused in words. */
+function parseManifest(folder: string, text: string | undefined): { name?: string; description?: string; config?: AgentConfig } {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${path.join(folder, 'agent.json')} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${path.join(folder, 'agent.json')} must be an object { name?, description?, config? }`);
+  const unknown = Object.keys(value).filter((k) => !['name', 'description', 'config'].includes(k));
+  if (unknown.length) throw new Error(`${path.join(folder, 'agent.json')} has unknown key(s) ${unknown.join(', ')}; allowed: name, description, config`);
+  return value as { name?: string; description?: string; config?: AgentConfig };
+}
 
 export class UnknownAgentError extends Error {
   readonly type = 'UnknownAgent';
@@ -37,13 +56,22 @@ export class UnknownAgentError extends Error {
   }
 }
 
+/** The task id is taken: a task id runs once (starting it again would not start new work). */
+export class TaskExistsError extends Error {
+  readonly type = 'TaskConflict';
+  constructor(readonly taskId: string) {
+    super(`task ${JSON.stringify(taskId)} already exists: a task id runs once; start a new task or follow this one`);
+    this.name = 'TaskExistsError';
+  }
+}
+
 export interface StartTaskOptions {
   agentId: string;
   title: string;
   description: string;
-  /** Defaults to a random id. Starting the same id twice is refused. */
+  /** Defaults to a random id. Starting the same id twice is refused (`TaskExistsError`). */
   taskId?: string;
-  priority?: 'low' | 'medium' | 'high' | 'urgent';
+  priority?: TaskPriority;
   createdBy?: string;
   /** How long a tool call waits for a human decision (default 24 h). */
   approvalTimeoutMs?: number;
@@ -62,26 +90,33 @@ export interface TaskEvent {
  */
 export class AgentsClient {
   readonly taskQueue: string;
+  /** Where agents without a `workspaceDir` get one (`<root>/<agentId>`); default AGENTS_WORKSPACE_ROOT. */
+  readonly workspaceRoot: string | undefined;
 
   constructor(
     readonly temporal: Client,
     readonly db: Kysely<Database>,
-    options: { taskQueue?: string } = {},
+    options: { taskQueue?: string; workspaceRoot?: string } = {},
   ) {
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
+    this.workspaceRoot = options.workspaceRoot ?? process.env.AGENTS_WORKSPACE_ROOT;
   }
 
-  /** Creates or replaces an agent (identity files, config, workspace). */
-  async upsertAgent(agent: AgentDefinition): Promise<{ id: string; contentHash: string }> {
-    const row = await upsertAgent(this.db, agent);
-    return { id: row.id, contentHash: row.content_hash };
+  /**
+   * Creates or replaces an agent (identity files, config, workspace), validated first: bad input is
+   * refused with `InvalidAgentError` naming every problem, before anything is written. The workspace
+   * folder (`workspaceDir`, else `<workspaceRoot>/<id>`) exists when this returns.
+   */
+  async upsertAgent(agent: AgentDefinition): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+    const row = await upsertAgent(this.db, agent, { workspaceRoot: this.workspaceRoot });
+    return { id: row.id, contentHash: row.content_hash, workspaceDir: row.workspace_dir };
   }
 
   /**
    * Reads SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (missing ones are empty; at least SOUL.md or
    * AGENTS.md must exist) and an optional `agent.json` ({ name, description, config }) from a folder.
    */
-  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir: string; config?: AgentConfig }): Promise<{ id: string; contentHash: string }> {
+  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir?: string; config?: AgentConfig } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
     const read = async (name: string): Promise<string | undefined> => readFile(path.join(folder, name), 'utf8').catch(() => undefined);
     const [soul, agents, heartbeat, tools, manifest] = await Promise.all([
       read(IDENTITY_FILES.soul_md),
@@ -93,9 +128,9 @@ export class AgentsClient {
     if (soul === undefined && agents === undefined) {
       throw new Error(`${folder} has neither SOUL.md nor AGENTS.md: an agent needs at least one identity file`);
     }
-    const meta = manifest ? (JSON.parse(manifest) as { name?: string; description?: string; config?: AgentConfig }) : {};
+    const meta = parseManifest(folder, manifest);
     const id = options.id ?? path.basename(path.resolve(folder)).toLowerCase();
-    if (!AGENT_ID_PATTERN.test(id)) throw new Error(`agent id ${JSON.stringify(id)} is invalid; pass options.id`);
+    if (!AGENT_ID_PATTERN.test(id)) throw new Error(`agent id ${JSON.stringify(id)} (from the folder name) is invalid; pass options.id`);
     return this.upsertAgent({
       id,
       name: meta.name ?? id,
@@ -107,40 +142,48 @@ export class AgentsClient {
   }
 
   /**
-   * Records the task and starts its workflow `task-{taskId}`. Refused before any workflow runs when
-   * the agent does not exist (`UnknownAgentError`).
+   * Starts the task's workflow `task-{taskId}`, which records the task row itself (the same contract a
+   * raw Temporal client uses). Checked here first, for a fast error before any workflow runs: the
+   * agent must exist (`UnknownAgentError`), the input must be valid, and the task id must be new
+   * (`TaskExistsError`: a task id runs once).
    */
   async startTask(options: StartTaskOptions): Promise<{ taskId: string; workflowId: string; handle: WorkflowHandle<typeof taskWorkflow> }> {
     const agent = await findAgent(this.db, options.agentId);
     if (!agent) throw new UnknownAgentError(options.agentId);
     if (!options.title.trim()) throw new Error('a task needs a title');
     const taskId = options.taskId ?? randomUUID();
-    await this.db
-      .insertInto('tasks')
-      .values({
-        id: taskId,
-        agent_id: agent.id,
-        title: options.title,
-        description: options.description,
-        state: 'pending',
-        priority: options.priority ?? 'medium',
-        created_by: options.createdBy ?? null,
-      })
-      .execute();
-    await addTaskEvent(this.db, taskId, 'task-created', { title: options.title, agentId: agent.id }, 'created');
+    const input: TaskWorkflowInput = {
+      taskId,
+      agentId: agent.id,
+      title: options.title,
+      description: options.description,
+      priority: options.priority,
+      createdBy: options.createdBy,
+      approvalTimeoutMs: options.approvalTimeoutMs,
+    };
+    const problem = taskInputProblem(input, taskId);
+    if (problem) throw new Error(problem);
+    if (await findTask(this.db, taskId)) throw new TaskExistsError(taskId);
     const workflowId = taskWorkflowId(taskId);
-    const handle = await this.temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
-      workflowId,
-      taskQueue: this.taskQueue,
-      args: [{ taskId, agentId: agent.id, approvalTimeoutMs: options.approvalTimeoutMs }],
-      typedSearchAttributes: [
-        { key: AgentIdSearchAttribute, value: agent.id },
-        { key: TaskIdSearchAttribute, value: taskId },
-        { key: TaskStateSearchAttribute, value: 'pending' },
-      ],
-      staticSummary: `${agent.name}: ${options.title}`.slice(0, 200),
-    });
-    return { taskId, workflowId, handle };
+    try {
+      const handle = await this.temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
+        workflowId,
+        taskQueue: this.taskQueue,
+        args: [input],
+        // A finished task's id is not reused either (the workflow would refuse it anyway).
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [
+          { key: AgentIdSearchAttribute, value: agent.id },
+          { key: TaskIdSearchAttribute, value: taskId },
+          { key: TaskStateSearchAttribute, value: 'pending' },
+        ],
+        staticSummary: `${agent.name}: ${options.title}`.slice(0, 200),
+      });
+      return { taskId, workflowId, handle };
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) throw new TaskExistsError(taskId);
+      throw error;
+    }
   }
 
   handle(taskId: string): WorkflowHandle<typeof taskWorkflow> {

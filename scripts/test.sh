@@ -5,6 +5,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_node_modules
+# The raw-start, schedule and restart tests drive the `temporal` CLI even when TEMPORAL_ADDRESS is given.
+ensure_temporal_cli
 mkdir -p "$DATA_DIR"
 TEST_TEMPORAL_PORT="${TEST_TEMPORAL_PORT:-7244}"
 if [[ -z "${TEMPORAL_ADDRESS:-}" ]]; then

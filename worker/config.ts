@@ -15,6 +15,8 @@ export interface WorkerConfig {
   providers: ProviderConfig[];
   /** True when no provider key is set and the offline demo model answers. */
   demoModel: boolean;
+  /** A workflow bundle built ahead of time (WORKFLOW_BUNDLE_PATH); absent: bundled when the worker starts. */
+  workflowBundlePath?: string;
 }
 
 /**
@@ -50,5 +52,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     workspaceRoot: path.resolve(env.AGENTS_WORKSPACE_ROOT ?? path.join(dataDir, 'workspaces')),
     providers,
     demoModel,
+    workflowBundlePath: env.WORKFLOW_BUNDLE_PATH || undefined,
   };
 }

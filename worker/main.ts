@@ -1,33 +1,110 @@
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { LlmRouter } from '../activities/llm/router';
 import { createProvider } from '../activities/llm/providers';
-import { openDatabase } from '../activities/store/db';
+import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
+import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { createLogger, TemporalPinoLogger } from './logger';
+
+/** Pause before connecting again to a dependency that is not there yet (at start-up). */
+export const STARTUP_RETRY_DELAY_MS = 2_000;
+/** Pause before starting a new worker after the previous one stopped with an error. */
+export const WORKER_RESTART_DELAY_MS = 2_000;
 
 /**
  * The worker process: migrates the database, connects to Temporal and polls the task queue until
  * SIGINT/SIGTERM, then drains in-flight activities (Temporal re-dispatches anything left).
+ *
+ * It outlives its dependencies: PostgreSQL or Temporal restarting makes running activities fail (and
+ * Temporal retries them), lost pg connections are replaced on the next query, and a worker that
+ * stops with an error is replaced by a new one on the same connection. Each dependency's state is
+ * probed and every change is logged (`postgres is down` … `postgres is up`).
  */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger();
-  Runtime.install({ logger: new TemporalPinoLogger(logger) });
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: `${config.dataDir}/pglite` });
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  // Core's own logs (connection errors, poll retries) go through pino too, as JSON lines.
+  Runtime.install({ logger: new TemporalPinoLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } } });
+  let stopping = false;
+  const stop = (): void => {
+    stopping = true;
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  // Last line of defence: log, never die, on a stray rejection (the worker keeps polling).
+  process.on('unhandledRejection', (error) => logger.error({ err: error }, 'unhandled rejection'));
+
+  // Created once both connections exist; the pool reports lost connections to it from the start.
+  const healthRef: { current?: DependencyHealth } = {};
+  const database = await untilUp('PostgreSQL', () =>
+    openDatabase({
+      url: config.databaseUrl,
+      dataDir: `${config.dataDir}/pglite`,
+      onConnectionError: (error) => {
+        logger.warn({ err: error.message }, 'a PostgreSQL connection was lost; the next query opens a new one');
+        healthRef.current?.report('postgres', false, error);
+      },
+    }),
+  );
+  const connection = await untilUp('Temporal', () => NativeConnection.connect({ address: config.temporalAddress }));
+  const health = new DependencyHealth({
+    probes: { postgres: postgresProbe(database.db), temporal: temporalProbe(connection) },
+    onChange: (name, status) =>
+      status.state === 'up' ? logger.info({ dependency: name, ...status }, `${name} is up`) : logger.warn({ dependency: name, ...status }, `${name} is ${status.state}`),
+  });
+  healthRef.current = health;
+  health.start();
   const router = LlmRouter.fromConfig(config.providers, createProvider);
-  const worker = await createAgentWorker({ connection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router });
   logger.info(
-    { taskQueue: config.taskQueue, temporal: config.temporalAddress, database: database.kind, providers: config.providers.map((p) => p.name) },
+    { taskQueue: config.taskQueue, temporal: config.temporalAddress, database: describeDatabase(database), providers: config.providers.map((p) => p.name) },
     'durable-agents worker started',
   );
   try {
-    await worker.run();
+    while (!stopping) {
+      let worker: Worker | undefined;
+      try {
+        worker = await createAgentWorker({
+          connection,
+          namespace: config.namespace,
+          taskQueue: config.taskQueue,
+          db: database.db,
+          router,
+          ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),
+        });
+        await worker.run();
+        if (!stopping) logger.warn('the worker stopped without being asked to; starting a new one');
+      } catch (error) {
+        if (stopping) break;
+        health.report('temporal', false, error);
+        logger.error({ err: error }, `the worker stopped with an error; starting a new one in ${WORKER_RESTART_DELAY_MS} ms`);
+      }
+      if (!stopping) await new Promise((r) => setTimeout(r, WORKER_RESTART_DELAY_MS));
+    }
   } finally {
+    health.stop();
     await connection.close();
     await database.close();
+    logger.info('durable-agents worker stopped');
   }
+
+  /** Connects, retrying while the dependency is not there yet (containers start in any order). */
+  async function untilUp<T>(what: string, connect: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await connect();
+      } catch (error) {
+        if (stopping) throw error;
+        if (attempt === 1 || attempt % 10 === 0) logger.warn({ err: error instanceof Error ? error.message : String(error), attempt }, `waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, STARTUP_RETRY_DELAY_MS));
+      }
+    }
+  }
+}
+
+function describeDatabase(database: DatabaseHandle): string {
+  if (database.kind === 'postgres') return 'postgres';
+  return database.role === 'server' ? `embedded PGlite, served by this process at ${database.url}` : `embedded PGlite, served by another process at ${database.url}`;
 }
 
 main().catch((error) => {

@@ -107,14 +107,53 @@ export const statusQuery = defineQuery<TaskStatus>('status');
 
 // ---- workflow inputs and outputs ---------------------------------------------------------------
 
+export const TASK_PRIORITIES = ['low', 'medium', 'high', 'urgent'] as const;
+export type TaskPriority = (typeof TASK_PRIORITIES)[number];
+
+/**
+ * What starts a task: any Temporal client can send it (`temporal workflow start --type taskWorkflow`,
+ * the Web UI, a Schedule, a Go or Python service). The workflow records the task row itself, so
+ * starting it twice with the same `taskId` yields one task.
+ */
 export interface TaskWorkflowInput {
-  taskId: string;
+  /**
+   * The task's id. When absent (a Temporal Schedule's action, whose runs get the ids
+   * `<action workflow id>-<timestamp>`), it is derived from the workflow id: `task-` stripped if present
+   * (see `taskIdFromWorkflowId`), so a schedule whose action id is `task-nightly` creates the tasks
+   * `nightly-2026-12-01T03:00:00Z`, … — one per run.
+   */
+  taskId?: string;
   agentId: string;
+  /** Needed to create the task; may be left out when the row already exists. */
+  title?: string;
+  description?: string;
+  priority?: TaskPriority;
+  createdBy?: string;
   /** How long a tool call waits for a human decision (default 24 h). */
   approvalTimeoutMs?: number;
   /** Carried over continue-as-new; absent on the first run. */
   carry?: TaskCarry;
 }
+
+/** The task id of a workflow started without one (a Schedule's run): its workflow id, `task-` stripped. */
+export const taskIdFromWorkflowId = (workflowId: string): string => (workflowId.startsWith('task-') ? workflowId.slice('task-'.length) : workflowId);
+
+/**
+ * Stable failure types a task workflow can end with (non-retryable `ApplicationFailure`s), so callers
+ * can branch on `error.cause.type` whichever language their client is written in.
+ */
+export const TaskFailureType = {
+  /** The input names an agent that does not exist. */
+  unknownAgent: 'UnknownAgent',
+  /** The input is malformed (missing agent id, a title needed to create the task, a bad priority…). */
+  invalidInput: 'InvalidTaskInput',
+  /** The task id already belongs to another agent, or that task already ended: a task id runs once. */
+  taskConflict: 'TaskConflict',
+  /** The workflow asked for a move the task state machine forbids (a bug, never retried). */
+  invalidTransition: 'InvalidTaskTransition',
+  /** A malformed or stale human decision sent by update (rejected by its validator). */
+  invalidDecision: 'InvalidDecision',
+} as const;
 
 /** What a continued-as-new task workflow needs: counters and ids only. */
 export interface TaskCarry {

@@ -1,15 +1,19 @@
 import {
+  ActivityFailure,
   allHandlersFinished,
+  ApplicationFailure,
   CancellationScope,
   condition,
   continueAsNew,
   isCancellation,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
   startChild,
+  TemporalFailure,
   upsertSearchAttributes,
   workflowInfo,
   type ChildWorkflowHandle,
@@ -30,7 +34,9 @@ import {
   roundSessionId,
   roundWorkflowId,
   statusQuery,
+  TaskFailureType,
   TaskIdSearchAttribute,
+  taskIdFromWorkflowId,
   TaskStateSearchAttribute,
   ZERO_USAGE_TOTALS,
   type ApprovalDecision,
@@ -54,6 +60,7 @@ import {
   transientRetryDelayMs,
 } from './rules/harness';
 import { failureMessage, isNonRetryable } from './rules/failures';
+import { taskInputProblem } from './rules/task-input';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { postTaskReflectionWorkflow } from './reflection';
 import { taskRoundWorkflow } from './task-round';
@@ -80,7 +87,11 @@ type RoundResult = RoundOutcome | { kind: 'paused' } | { kind: 'failed'; error: 
  * way but leaves the task `blocked`; `resume` runs the same round again in the same session.
  */
 export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkflowResult> {
-  const { taskId, agentId } = input;
+  // A Schedule's runs carry no task id: each run is its own task, named after its workflow id.
+  const taskId = input?.taskId ?? taskIdFromWorkflowId(workflowInfo().workflowId);
+  const inputProblem = taskInputProblem(input, taskId);
+  if (inputProblem) throw ApplicationFailure.create({ type: TaskFailureType.invalidInput, message: `taskWorkflow input: ${inputProblem}`, nonRetryable: true });
+  const { agentId } = input;
   const carry = input.carry;
   const approvalTimeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   let state: TaskState = carry?.state ?? 'pending';
@@ -154,7 +165,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     {
       validator: (decision) => {
         const problem = approvalProblem(decision);
-        if (problem) throw new Error(problem);
+        // An ApplicationFailure rejects the update; any other error would fail the workflow task.
+        if (problem) throw ApplicationFailure.create({ type: TaskFailureType.invalidDecision, message: problem, nonRetryable: true });
       },
     },
   );
@@ -210,8 +222,10 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   ]);
   showDetails();
 
+  let taskRecorded = false;
   try {
-    const context = await store.loadTaskContext({ taskId });
+    const context = await recordTask();
+    taskRecorded = true;
     if (state === 'pending') {
       round = 1;
       await moveTo('in_progress');
@@ -287,11 +301,69 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         pendingApprovals = []; // nobody can decide them any more
         if (!isTerminal(state)) await moveTo('cancelled');
       });
+    } else if (error instanceof TemporalFailure && taskRecorded && !isTerminal(state) && patched('task-failure-recorded')) {
+      // Only failures that end the workflow: any other error fails just the workflow task, whose
+      // commands are discarded and which Temporal retries (continue-as-new is not a failure either).
+      await recordWorkflowFailure(error);
     }
     throw error;
   }
   await condition(allHandlersFinished);
   return { taskId, state, rounds: round, usage, ...(submission ? { submission } : {}), ...(lastError ? { error: lastError } : {}) };
+
+  /**
+   * Records the task row from the input (idempotent by task id) and loads what the workflow needs. A
+   * non-retryable refusal (unknown agent, malformed input, a task id that already ran) ends the
+   * workflow failed with the same stable type and message, so any client sees why.
+   */
+  async function recordTask(): ReturnType<Activities['loadTaskContext']> {
+    let context: Awaited<ReturnType<Activities['loadTaskContext']>>;
+    try {
+      context = await store.loadTaskContext({
+        taskId,
+        agentId,
+        title: input.title,
+        description: input.description,
+        priority: input.priority,
+        createdBy: input.createdBy,
+      });
+    } catch (error) {
+      const cause = error instanceof ActivityFailure ? error.cause : undefined;
+      if (cause instanceof ApplicationFailure && cause.nonRetryable) {
+        throw ApplicationFailure.create({ type: cause.type ?? TaskFailureType.invalidInput, message: cause.message, nonRetryable: true });
+      }
+      throw error;
+    }
+    // Histories recorded before tasks recorded themselves have no `state` here.
+    if (!carry && context.state && isTerminal(context.state as TaskState)) {
+      throw ApplicationFailure.create({
+        type: TaskFailureType.taskConflict,
+        message: `task ${JSON.stringify(taskId)} already ended (${context.state}); a task id runs once: start a new task`,
+        nonRetryable: true,
+      });
+    }
+    return context;
+  }
+
+  /**
+   * The workflow itself is failing (a refused transition, a store write that ran out of retries): mark
+   * the task failed so the row does not claim it is still running. Best effort: the original error
+   * is what the workflow fails with.
+   */
+  async function recordWorkflowFailure(error: unknown): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    try {
+      await CancellationScope.nonCancellable(async () => {
+        state = 'failed';
+        phase = 'finished';
+        lastError = message;
+        upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
+        await store.recordTaskState({ taskId, state, round, lastError: message, eventKey: `state:${round}:${attempt}:failed` });
+      });
+    } catch (recordError) {
+      log.warn('could not record the failed task state', { error: String(recordError) });
+    }
+  }
 
   /** Why a decision cannot be applied; payloads come from people (UI, CLI), so nothing is assumed. */
   function approvalProblem(decision: ApprovalDecision | undefined): string | undefined {

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Kysely } from 'kysely';
+import { z } from 'zod';
 import type { AgentRow, Database } from '../../schema/database';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
@@ -11,41 +14,58 @@ export const IDENTITY_FILES = {
 } as const;
 export type IdentityColumn = keyof typeof IDENTITY_FILES;
 
-export interface AgentConfig {
-  /** Provider name from the worker's provider list (e.g. `anthropic`), or absent for the default. */
-  provider?: string;
-  model?: string;
-  tier?: 'cheap' | 'standard' | 'premium';
-  /** IANA timezone for timestamps in prompts. */
-  timezone?: string;
-  /** Lets the agent edit its own identity files (seed D2). */
-  canEditOwnFiles?: boolean;
-  /** Spending cap in USD for this agent (seed D2 budget guard); absent = no cap. */
-  budgetUsd?: number;
-  allowBudgetOverage?: boolean;
-  /** The period the budget covers (default a calendar month, UTC). */
-  budgetPeriod?: 'hour' | 'day' | 'week' | 'month' | 'lifetime';
-  protectedBranches?: string[];
-  /**
-   * Cognitive preparation (seed D1 tier 1): cheap appraisal / reflection calls before the first main
-   * call of each task attempt, written to the notebook. Off unless `enabled`. `maxDepth` caps the
-   * selected depth (0–3, default 3); `timeoutMs` overrides the 15 s budget.
-   */
-  cognitive?: { enabled?: boolean; maxDepth?: 0 | 1 | 2 | 3; timeoutMs?: number };
-}
+/**
+ * Per-agent settings, validated (strict: an unknown key is refused, so a typo never passes silently).
+ * A new setting is added here, once: the type is inferred from the schema.
+ */
+export const AgentConfigSchema = z
+  .object({
+    /** Provider name from the worker's provider list (e.g. `anthropic`), or absent for the default. */
+    provider: z.string().min(1).optional(),
+    model: z.string().min(1).optional(),
+    tier: z.enum(['cheap', 'standard', 'premium']).optional(),
+    /** IANA timezone for timestamps in prompts. */
+    timezone: z
+      .string()
+      .refine((zone) => isTimeZone(zone), { message: 'not an IANA timezone (e.g. Europe/Paris)' })
+      .optional(),
+    /** Lets the agent edit its own identity files (seed D2). */
+    canEditOwnFiles: z.boolean().optional(),
+    /** Spending cap in USD for this agent (seed D2 budget guard); absent = no cap. */
+    budgetUsd: z.number().nonnegative().optional(),
+    allowBudgetOverage: z.boolean().optional(),
+    /** The period the budget covers (default a calendar month, UTC). */
+    budgetPeriod: z.enum(['hour', 'day', 'week', 'month', 'lifetime']).optional(),
+    protectedBranches: z.array(z.string().min(1)).optional(),
+    /**
+     * Cognitive preparation (seed D1 tier 1): cheap appraisal / reflection calls before the first main
+     * call of each task attempt, written to the notebook. Off unless `enabled`. `maxDepth` caps the
+     * selected depth (0–3, default 3); `timeoutMs` overrides the 15 s budget.
+     */
+    cognitive: z
+      .object({
+        enabled: z.boolean().optional(),
+        maxDepth: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional(),
+        timeoutMs: z.number().int().positive().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
 
-export interface AgentDefinition {
-  id: string;
-  name: string;
-  description?: string;
-  files: { soul: string; agents: string; heartbeat: string; tools: string };
-  config?: AgentConfig;
-  workspaceDir: string;
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
-export function identityContentHash(files: AgentDefinition['files']): string {
+export function identityContentHash(files: { soul: string; agents: string; heartbeat: string; tools: string }): string {
   const hash = createHash('sha256');
   for (const part of [files.soul, files.agents, files.heartbeat, files.tools]) {
     hash.update(String(Buffer.byteLength(part))).update('\0').update(part);
@@ -53,10 +73,79 @@ export function identityContentHash(files: AgentDefinition['files']): string {
   return hash.digest('hex');
 }
 
-export async function upsertAgent(db: Kysely<Database>, agent: AgentDefinition): Promise<AgentRow> {
-  if (!AGENT_ID_PATTERN.test(agent.id)) {
-    throw new Error(`invalid agent id ${JSON.stringify(agent.id)}: use 1-63 lowercase letters, digits, '-' or '_'`);
+/** An identity file is prompt text: 256K characters is far beyond what a prompt should carry. */
+export const MAX_IDENTITY_FILE_CHARS = 256_000;
+
+export const AgentDefinitionSchema = z
+  .object({
+    id: z.string().regex(AGENT_ID_PATTERN, "use 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"),
+    name: z.string().trim().min(1).max(200),
+    description: z.string().max(2_000).optional(),
+    files: z
+      .object({
+        soul: z.string().max(MAX_IDENTITY_FILE_CHARS),
+        agents: z.string().max(MAX_IDENTITY_FILE_CHARS),
+        heartbeat: z.string().max(MAX_IDENTITY_FILE_CHARS),
+        tools: z.string().max(MAX_IDENTITY_FILE_CHARS),
+      })
+      .strict(),
+    config: AgentConfigSchema.optional(),
+    /** The agent's workspace folder (created if missing). Default: `$AGENTS_WORKSPACE_ROOT/<id>`. */
+    workspaceDir: z.string().min(1).optional(),
+  })
+  .strict();
+export type AgentDefinition = z.input<typeof AgentDefinitionSchema>;
+
+/** Bad agent input, with every problem named by its path (`config.budgetUsd: …`). */
+export class InvalidAgentError extends Error {
+  readonly type = 'InvalidAgent';
+  constructor(
+    readonly agentId: unknown,
+    readonly problems: string[],
+  ) {
+    super(`invalid agent ${JSON.stringify(agentId)}: ${problems.join('; ')}`);
+    this.name = 'InvalidAgentError';
   }
+}
+
+/** Validates an agent definition; throws `InvalidAgentError` listing every problem. */
+export function parseAgentDefinition(agent: unknown): z.output<typeof AgentDefinitionSchema> {
+  const parsed = AgentDefinitionSchema.safeParse(agent);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'definition'}: ${issue.message}`);
+  throw new InvalidAgentError((agent as { id?: unknown } | undefined)?.id, problems);
+}
+
+/**
+ * The workspace folder an agent gets: the one given, else `<workspaceRoot>/<id>` with the root from
+ * the option or AGENTS_WORKSPACE_ROOT. Neither: a clear error rather than a folder nobody chose.
+ */
+export function resolveWorkspaceDir(agentId: string, workspaceDir: string | undefined, workspaceRoot = process.env.AGENTS_WORKSPACE_ROOT): string {
+  if (workspaceDir) return path.resolve(workspaceDir);
+  if (workspaceRoot) return path.resolve(workspaceRoot, agentId);
+  throw new InvalidAgentError(agentId, ['workspaceDir: missing, and AGENTS_WORKSPACE_ROOT is not set; pass workspaceDir or set AGENTS_WORKSPACE_ROOT']);
+}
+
+/**
+ * Makes sure an agent's workspace folder exists (creating it and its parents), so tools run in it;
+ * a folder that cannot be created is reported in words, naming the agent and the folder.
+ */
+export async function ensureWorkspace(agentId: string, workspaceDir: string): Promise<void> {
+  try {
+    await mkdir(workspaceDir, { recursive: true });
+  } catch (error) {
+    throw new Error(`the workspace folder of agent ${JSON.stringify(agentId)}, ${workspaceDir}, does not exist and could not be created: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Creates or replaces an agent after validating it (`InvalidAgentError` names every problem). Its
+ * workspace folder exists when this returns.
+ */
+export async function upsertAgent(db: Kysely<Database>, input: AgentDefinition, options: { workspaceRoot?: string } = {}): Promise<AgentRow> {
+  const agent = parseAgentDefinition(input);
+  const workspaceDir = resolveWorkspaceDir(agent.id, agent.workspaceDir, options.workspaceRoot);
+  await ensureWorkspace(agent.id, workspaceDir);
   const row = {
     id: agent.id,
     name: agent.name,
@@ -67,7 +156,7 @@ export async function upsertAgent(db: Kysely<Database>, agent: AgentDefinition):
     tools_md: agent.files.tools,
     content_hash: identityContentHash(agent.files),
     config: JSON.stringify(agent.config ?? {}),
-    workspace_dir: agent.workspaceDir,
+    workspace_dir: workspaceDir,
   };
   return db
     .insertInto('agents')

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import type { ProviderConfig } from '../../activities/llm/types';
@@ -13,8 +13,7 @@ import { AgentsClient } from '../../client';
 import type { TaskStatus } from '../../workflows/contract';
 import { createAgentWorker } from '../../worker/create-worker';
 import { startFakeLlmServer, type FakeLlmServer } from '../fake-llm';
-
-let runtimeInstalled = false;
+import { installQuietRuntime } from './quiet-runtime';
 
 export interface Harness {
   db: DatabaseHandle;
@@ -35,15 +34,14 @@ export interface Harness {
  * Everything an integration test needs, all real: the Temporal dev server, PostgreSQL (or PGlite),
  * the fake LLM HTTP server, the real provider SDKs, and a worker on a task queue unique to the test.
  */
-export async function createHarness(options: { provider?: 'anthropic' | 'openai'; runtimeLogger?: Logger } = {}): Promise<Harness> {
-  if (!runtimeInstalled) {
-    // A test that inspects the logs passes the worker's own logger; it applies to this test file.
-    Runtime.install({ logger: options.runtimeLogger ?? new DefaultLogger('WARN') });
-    runtimeInstalled = true;
-  }
-  const address = process.env.TEMPORAL_ADDRESS!;
+export async function createHarness(
+  options: { provider?: 'anthropic' | 'openai'; databaseUrl?: string; temporalAddress?: string; runtimeLogger?: Logger } = {},
+): Promise<Harness> {
+  // A test that inspects the logs passes the worker's own logger; it applies to this test file.
+  installQuietRuntime(options.runtimeLogger);
+  const address = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS!;
   // PGlite serves one session: one connection, so concurrent transactions cannot interleave.
-  const db = await openDatabase({ url: process.env.DATABASE_URL, poolSize: process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });
+  const db = await openDatabase({ url: options.databaseUrl ?? process.env.DATABASE_URL, poolSize: !options.databaseUrl && process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });
   const llm = await startFakeLlmServer();
   const connection = await Connection.connect({ address });
   const temporal = new Client({ connection });

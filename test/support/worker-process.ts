@@ -3,14 +3,15 @@
  * Configured by environment: TEMPORAL_ADDRESS, DATABASE_URL, TEST_TASK_QUEUE, FAKE_LLM_URL,
  * TEST_WORKFLOW_BUNDLE. Prints "worker-ready" once polling.
  */
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import { openDatabase } from '../../activities/store/db';
 import { createAgentWorker } from '../../worker/create-worker';
+import { installQuietRuntime } from './quiet-runtime';
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  installQuietRuntime();
   const db = await openDatabase({ url: process.env.DATABASE_URL!, poolSize: 5 });
   const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
   const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: process.env.FAKE_LLM_URL! }], createProvider);

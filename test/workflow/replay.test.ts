@@ -1,31 +1,52 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type ReplayResult } from '@temporalio/worker';
+import { quietLogger } from '../support/quiet-logger';
+import { installQuietRuntime } from '../support/quiet-runtime';
 
 /**
  * The determinism gate: workflow histories recorded from representative runs (scripts/record-histories.ts)
- * are replayed against the current workflow bundle. A change to a workflow's command order that is
- * not behind `patched()` makes a replay fail here, before it can break running workflows.
+ * are replayed against the current workflow bundle. Every release keeps its own folder
+ * (`test/histories/<version>/`): runs an older release started may still be open when a new one is
+ * deployed, so the new code must replay them too. A change to a workflow's command order that is not
+ * behind `patched()` fails here, before it can break running workflows.
  */
-const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
-const SCENARIOS = ['approval', 'revision', 'cancel', 'pause-resume', 'continue-as-new', 'task-continue-as-new'];
+const ROOT = path.resolve(__dirname, '..', '..');
+const HISTORIES_DIR = path.join(ROOT, 'test', 'histories');
+const CURRENT_VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const TASK_SCENARIOS = ['approval', 'revision', 'cancel', 'pause-resume', 'continue-as-new', 'task-continue-as-new'];
+/** Every workflow type the worker registers must have a history in the current release. */
+const WORKFLOW_TYPES = ['taskWorkflow', 'taskRoundWorkflow', 'heartbeatWorkflow', 'memoryConsolidationWorkflow', 'postTaskReflectionWorkflow'];
 
 interface RecordedHistory {
+  /** `<version>/<scenario>--<run>` */
   name: string;
+  version: string;
   history: { events: Array<Record<string, unknown> & { eventType: string }> };
 }
 
 function recordedHistories(): RecordedHistory[] {
-  return readdirSync(HISTORIES_DIR)
-    .filter((f) => f.endsWith('.json'))
-    .sort()
-    .map((f) => ({ name: f.replace(/\.json$/, ''), history: JSON.parse(readFileSync(path.join(HISTORIES_DIR, f), 'utf8')) as RecordedHistory['history'] }));
+  return readdirSync(HISTORIES_DIR, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .flatMap((d) =>
+      readdirSync(path.join(HISTORIES_DIR, d.name))
+        .filter((f) => f.endsWith('.json'))
+        .sort()
+        .map((f) => ({
+          name: `${d.name}/${f.replace(/\.json$/, '')}`,
+          version: d.name,
+          history: JSON.parse(readFileSync(path.join(HISTORIES_DIR, d.name, f), 'utf8')) as RecordedHistory['history'],
+        })),
+    );
 }
 
-async function replay(histories: RecordedHistory[]): Promise<ReplayResult[]> {
+const workflowType = (h: RecordedHistory): string =>
+  (h.history.events[0]!.workflowExecutionStartedEventAttributes as { workflowType: { name: string } }).workflowType.name;
+
+async function replay(histories: RecordedHistory[], codePath = process.env.TEST_WORKFLOW_BUNDLE!): Promise<ReplayResult[]> {
   const results: ReplayResult[] = [];
   const replays = Worker.runReplayHistories(
-    { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! }, replayName: 'determinism-gate' },
+    { workflowBundle: { codePath }, replayName: 'determinism-gate' },
     histories.map(({ name, history }) => ({ workflowId: name, history })),
   );
   for await (const result of replays) results.push(result);
@@ -33,24 +54,24 @@ async function replay(histories: RecordedHistory[]): Promise<ReplayResult[]> {
 }
 
 describe('recorded workflow histories replay on the current code', () => {
-  beforeAll(() => {
-    try {
-      Runtime.install({ logger: new DefaultLogger('ERROR') });
-    } catch {
-      // Already installed by another test in this process.
-    }
-  });
+  beforeAll(() => installQuietRuntime());
 
   const histories = recordedHistories();
+  const current = histories.filter((h) => h.version === CURRENT_VERSION);
 
-  test('every scenario is recorded: a full task with approvals, a revision round, a cancel, a pause/resume and a continue-as-new', () => {
-    for (const scenario of SCENARIOS) expect(histories.some((h) => h.name.startsWith(`${scenario}--`))).toBe(true);
-    const endings = (name: string) => histories.filter((h) => h.name.startsWith(name)).map((h) => h.history.events.at(-1)!.eventType);
+  test('the current release is recorded: every workflow type, and every task scenario (approvals, revision, cancel, pause/resume, continue-as-new)', () => {
+    expect([...new Set(current.map(workflowType))].sort()).toEqual([...WORKFLOW_TYPES].sort());
+    for (const scenario of TASK_SCENARIOS) expect(current.some((h) => h.name.startsWith(`${CURRENT_VERSION}/${scenario}--`))).toBe(true);
+    const endings = (name: string) => current.filter((h) => h.name.startsWith(`${CURRENT_VERSION}/${name}`)).map((h) => h.history.events.at(-1)!.eventType);
     expect(endings('cancel--task')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED']);
     expect(endings('continue-as-new--round-1-run-1')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW']);
     expect(endings('revision--round-2')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
-    const approvalTask = histories.find((h) => h.name === 'approval--task')!.history.events.map((e) => e.eventType);
+    const approvalTask = current.find((h) => h.name === `${CURRENT_VERSION}/approval--task`)!.history.events.map((e) => e.eventType);
     expect(approvalTask).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
+  });
+
+  test('older releases stay in the gate (the recorder never deletes them)', () => {
+    expect(new Set(histories.map((h) => h.version)).size).toBeGreaterThan(1);
   });
 
   test.each(histories.map((h) => [h.name, h]))('%s replays without non-determinism', async (_name, history) => {
@@ -59,7 +80,7 @@ describe('recorded workflow histories replay on the current code', () => {
   });
 
   test('the gate bites: a history whose commands no longer match the code fails to replay', async () => {
-    const original = histories.find((h) => h.name === 'revision--task')!;
+    const original = current.find((h) => h.name === `${CURRENT_VERSION}/revision--task`)!;
     const tampered = structuredClone(original);
     const scheduled = tampered.history.events.find((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')!;
     const attributes = scheduled.activityTaskScheduledEventAttributes as { activityType: { name: string } };
@@ -69,4 +90,38 @@ describe('recorded workflow histories replay on the current code', () => {
     expect(result!.error).toBeDefined();
     expect(result!.error!.name).toMatch(/DeterminismViolationError|ReplayError/);
   });
+
+  test('the gate bites: taskWorkflow with a timer added before its first activity, without patched(), fails on every release; behind patched() it passes', async () => {
+    const scratch = path.join(ROOT, '.data', `replay-gate-${process.pid}`);
+    const bundleWith = async (edit: (source: string) => string): Promise<string> => {
+      rmSync(scratch, { recursive: true, force: true });
+      cpSync(path.join(ROOT, 'workflows'), path.join(scratch, 'workflows'), { recursive: true });
+      const file = path.join(scratch, 'workflows', 'task.ts');
+      const source = readFileSync(file, 'utf8');
+      const edited = edit(source);
+      expect(edited).not.toBe(source);
+      writeFileSync(file, edited);
+      const { code } = await bundleWorkflowCode({ workflowsPath: path.join(scratch, 'workflows', 'index.ts'), logger: quietLogger });
+      const codePath = path.join(scratch, `bundle-${Math.random().toString(36).slice(2)}.js`);
+      mkdirSync(scratch, { recursive: true });
+      writeFileSync(codePath, code);
+      return codePath;
+    };
+    const firstActivity = '    const context = await recordTask();';
+    const taskHistories = histories.filter((h) => workflowType(h) === 'taskWorkflow' && h.history.events.some((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED'));
+    const versions = [...new Set(taskHistories.map((h) => h.version))];
+    expect(versions.length).toBeGreaterThan(1);
+    try {
+      const unpatched = await bundleWith((s) => s.replace(firstActivity, `    await condition(() => false, 1);\n${firstActivity}`));
+      for (const version of versions) {
+        const [result] = await replay([taskHistories.find((h) => h.version === version)!], unpatched);
+        expect([version, result!.error?.name]).toEqual([version, expect.stringMatching(/DeterminismViolationError|ReplayError/)]);
+      }
+      const guarded = await bundleWith((s) => s.replace(firstActivity, `    if (patched('gate-test-timer')) await condition(() => false, 1);\n${firstActivity}`));
+      const results = await replay(taskHistories, guarded);
+      expect(results.filter((r) => r.error)).toEqual([]);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

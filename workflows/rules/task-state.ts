@@ -2,6 +2,7 @@
  * The task state machine of seed D1 (§3.1): one transition table, enforced by the task workflow.
  * Pure: imported by workflows, activities and tests.
  */
+import { ApplicationFailure } from '@temporalio/common';
 
 export const TASK_STATES = [
   'pending',
@@ -37,14 +38,22 @@ export const TERMINAL_STATES: readonly TaskState[] = ['completed', 'failed', 're
 
 export const INVALID_TRANSITION_ERROR = 'InvalidTaskTransition';
 
-export class InvalidTaskTransitionError extends Error {
-  readonly type = INVALID_TRANSITION_ERROR;
+/**
+ * An illegal move in the transition table. An `ApplicationFailure` (non-retryable, type
+ * `InvalidTaskTransition`), so thrown inside a workflow it fails the workflow at once; a plain `Error`
+ * would fail only the workflow task, which Temporal retries forever and the task would hang.
+ */
+export class InvalidTaskTransitionError extends ApplicationFailure {
   constructor(
     readonly from: TaskState,
     readonly to: TaskState,
   ) {
-    super(`illegal task transition ${from} → ${to}; allowed from ${from}: ${TASK_TRANSITIONS[from].join(', ') || 'none (terminal)'}`);
-    this.name = 'InvalidTaskTransitionError';
+    super(
+      `illegal task transition ${from} → ${to}; allowed from ${from}: ${TASK_TRANSITIONS[from].join(', ') || 'none (terminal)'}`,
+      INVALID_TRANSITION_ERROR,
+      true,
+      [{ from, to }],
+    );
   }
 }
 

@@ -1,0 +1,40 @@
+/**
+ * Checks a task workflow's input, which may come from any Temporal client (CLI, Web UI, a Schedule, a
+ * service in another language). Pure: used by the workflow and by the client for a fast error.
+ */
+import { TASK_PRIORITIES, type TaskWorkflowInput } from '../contract';
+
+/** Task ids become workflow ids (`task-{id}`) and session ids: printable, no whitespace, bounded. */
+export const TASK_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:+-]{0,199}$/;
+/** Long enough for any real title; a title is a headline, the description carries the detail. */
+export const MAX_TASK_TITLE_LENGTH = 500;
+/** The description goes into the task prompt: 100K characters is far more than a prompt should carry. */
+export const MAX_TASK_DESCRIPTION_LENGTH = 100_000;
+
+/** What is wrong with the input, in words; undefined when it is usable. `taskId` is the resolved id. */
+export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, taskId: string): string | undefined {
+  if (!input || typeof input !== 'object') return 'the input must be an object { taskId, agentId, title, description?, priority?, createdBy? }';
+  if (!TASK_ID_PATTERN.test(taskId)) return `invalid taskId ${JSON.stringify(taskId)}: 1-200 letters, digits or . _ : + -, starting with a letter or digit`;
+  if (typeof input.agentId !== 'string' || !input.agentId) return 'agentId is required: the id of an existing agent';
+  if (input.title !== undefined && (typeof input.title !== 'string' || input.title.length > MAX_TASK_TITLE_LENGTH)) {
+    return `title must be a string of at most ${MAX_TASK_TITLE_LENGTH} characters`;
+  }
+  if (input.description !== undefined && (typeof input.description !== 'string' || input.description.length > MAX_TASK_DESCRIPTION_LENGTH)) {
+    return `description must be a string of at most ${MAX_TASK_DESCRIPTION_LENGTH} characters`;
+  }
+  if (input.priority !== undefined && !(TASK_PRIORITIES as readonly unknown[]).includes(input.priority)) {
+    return `priority must be one of ${TASK_PRIORITIES.join(', ')}, got ${JSON.stringify(input.priority)}`;
+  }
+  if (input.createdBy !== undefined && typeof input.createdBy !== 'string') return 'createdBy must be a string';
+  if (input.approvalTimeoutMs !== undefined && !(Number.isFinite(input.approvalTimeoutMs) && input.approvalTimeoutMs > 0)) {
+    return 'approvalTimeoutMs must be a positive number of milliseconds';
+  }
+  if (input.carry !== undefined) {
+    // Only the workflow itself writes a carry, when it continues as new in one of these two states.
+    const carry = input.carry as Partial<NonNullable<TaskWorkflowInput['carry']>> | null;
+    if (!carry || (carry.state !== 'in_progress' && carry.state !== 'review') || !Number.isInteger(carry.round) || (carry.round ?? 0) < 1) {
+      return 'carry is written by the workflow when it continues as new; leave it out to start a task';
+    }
+  }
+  return undefined;
+}

@@ -11,6 +11,8 @@ import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './t
 import { toolsForScenario } from './tools/registry';
 import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
+import { startGates, type StartGates } from './store/task-graph';
+import { propagateTaskState } from './task-graph';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -113,7 +115,21 @@ export function createActivities(deps: ActivityDeps) {
       }
     },
 
-    /** Mirrors the workflow's task state into PostgreSQL, with a timeline event. */
+    /** The task's start gates: a pending human approval, and the dependencies not yet completed. */
+    async taskStartGates(input: { taskId: string }): Promise<StartGates> {
+      return startGates(db, input.taskId);
+    },
+
+    /** Records a human's approve/reject of a task an agent created (idempotent). */
+    async recordTaskApproval(input: { taskId: string; approved: boolean; decidedBy?: string; comment?: string }): Promise<void> {
+      if (input.approved) await db.updateTable('tasks').set({ needs_approval: false, updated_at: new Date() }).where('id', '=', input.taskId).execute();
+      await addTaskEvent(db, input.taskId, input.approved ? 'task-approved' : 'task-rejected', { decidedBy: input.decidedBy, comment: input.comment }, 'approval-gate');
+    },
+
+    /**
+     * Mirrors the workflow's task state into PostgreSQL, with a timeline event. A final state wakes the
+     * tasks waiting on this one; cancelled or rejected cancels its subtasks and waiting dependants.
+     */
     async recordTaskState(input: { taskId: string; state: TaskState; round: number; lastError?: string; eventKey: string }): Promise<void> {
       await updateTaskState(db, input.taskId, input.state, { round: input.round, lastError: input.lastError ?? null });
       if (['blocked', 'cancelled', 'failed'].includes(input.state)) {
@@ -121,6 +137,7 @@ export function createActivities(deps: ActivityDeps) {
         await db.updateTable('approvals').set({ status: 'withdrawn', decided_at: new Date() }).where('task_id', '=', input.taskId).where('status', '=', 'pending').execute();
       }
       await addTaskEvent(db, input.taskId, 'state-changed', { state: input.state, round: input.round, error: input.lastError }, input.eventKey);
+      await propagateTaskState(db, Context.current().client, input.taskId, input.state);
     },
 
     /** What the workflow needs to label its activities: the agent's model and the task's existence. */

@@ -6,6 +6,7 @@ import {
   isCancellation,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -56,6 +57,7 @@ import {
 import { failureMessage, isNonRetryable } from './rules/failures';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { postTaskReflectionWorkflow } from './reflection';
+import { passStartGates, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
 
 const store = proxyActivities<Activities>({
@@ -203,6 +205,20 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     await store.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
   };
 
+  const gateHost: GateHost = {
+    taskId,
+    state: () => state,
+    moveTo,
+    setPhase: (p) => {
+      phase = p;
+      showDetails();
+    },
+    resumeRequested: () => resumeRequested,
+    clearResume: () => {
+      resumeRequested = false;
+    },
+  };
+
   upsertSearchAttributes([
     { key: AgentIdSearchAttribute, value: agentId },
     { key: TaskIdSearchAttribute, value: taskId },
@@ -213,8 +229,13 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   try {
     const context = await store.loadTaskContext({ taskId });
     if (state === 'pending') {
-      round = 1;
-      await moveTo('in_progress');
+      // Approval (agent-created tasks, where configured) and dependencies (blocked until they complete).
+      const gate = patched(START_GATES_PATCH) ? await passStartGates(gateHost) : 'start';
+      if (gate === 'start') {
+        // A retry or rerun starts a run with the earlier rounds carried: its first round is a new one.
+        round += 1;
+        await moveTo('in_progress');
+      }
     }
     while (!isTerminal(state)) {
       await continueAsNewIfDue();

@@ -4,6 +4,8 @@ import { connectFromEnv } from './connect';
 import { describeStatus, printProgress, uiLinks } from './progress';
 import { addScheduleCommands } from './schedule-commands';
 import { AgentSchedules } from './schedules';
+import { TaskAdmin } from './task-admin';
+import { addTaskAdminCommands } from './task-admin-commands';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -87,6 +89,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
   console.log('comment sent');
 });
 
+addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 
 program

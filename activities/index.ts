@@ -12,7 +12,7 @@ import { toolsForScenario } from './tools/registry';
 import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
 import { startGates, type StartGates } from './store/task-graph';
-import { propagateTaskState } from './task-graph';
+import { applyPropagation, planPropagation } from './task-graph';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -131,13 +131,14 @@ export function createActivities(deps: ActivityDeps) {
      * tasks waiting on this one; cancelled or rejected cancels its subtasks and waiting dependants.
      */
     async recordTaskState(input: { taskId: string; state: TaskState; round: number; lastError?: string; eventKey: string }): Promise<void> {
+      const propagation = await planPropagation(db, input.taskId, input.state);
       await updateTaskState(db, input.taskId, input.state, { round: input.round, lastError: input.lastError ?? null });
       if (['blocked', 'cancelled', 'failed'].includes(input.state)) {
         // The attempt that asked is gone: its undecided requests can no longer be answered.
         await db.updateTable('approvals').set({ status: 'withdrawn', decided_at: new Date() }).where('task_id', '=', input.taskId).where('status', '=', 'pending').execute();
       }
       await addTaskEvent(db, input.taskId, 'state-changed', { state: input.state, round: input.round, error: input.lastError }, input.eventKey);
-      await propagateTaskState(db, Context.current().client, input.taskId, input.state);
+      if (propagation.cancel.length || propagation.wake.length) await applyPropagation(Context.current().client, propagation);
     },
 
     /** What the workflow needs to label its activities: the agent's model and the task's existence. */

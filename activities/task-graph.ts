@@ -49,27 +49,38 @@ export async function startTaskWorkflow(
   }
 }
 
+/** Who hears about a task's new state: the tasks to cancel and the tasks to wake. */
+export interface Propagation {
+  cancel: string[];
+  wake: string[];
+}
+
 /**
- * After a task entered `state`: a final state wakes the tasks waiting on it (they re-read their
- * dependencies); cancelled or rejected also cancels its unfinished subtasks and its waiting dependants,
- * each of which does the same for its own (the cascade is recursive through the workflows). A workflow
- * that is gone is skipped. Retried with its activity; every step is safe to repeat.
+ * Reads, before the state is written, who must hear about it: a final state wakes the tasks waiting on
+ * this one (they re-read their dependencies); cancelled or rejected also cancels its unfinished subtasks
+ * and its waiting dependants. Read first so that a task with no graph around it costs nothing after
+ * its state is visible (the workflow closes right after).
  */
-export async function propagateTaskState(db: Kysely<Database>, client: Client, taskId: string, state: string): Promise<{ woken: string[]; cancelled: string[] }> {
-  const woken: string[] = [];
-  const cancelled: string[] = [];
-  if (CASCADES.has(state)) {
-    for (const id of await cascadeTargets(db, taskId)) {
-      if (await ignoreGone(client.workflow.getHandle(taskWorkflowId(id)).cancel())) cancelled.push(id);
-    }
-  }
-  if (WAKES_DEPENDANTS.has(state)) {
-    for (const id of await waitingDependants(db, taskId)) {
-      if (cancelled.includes(id)) continue;
-      if (await ignoreGone(client.workflow.getHandle(taskWorkflowId(id)).signal(dependenciesChangedSignal))) woken.push(id);
-    }
-  }
-  return { woken, cancelled };
+export async function planPropagation(db: Kysely<Database>, taskId: string, state: string): Promise<Propagation> {
+  if (!WAKES_DEPENDANTS.has(state)) return { cancel: [], wake: [] };
+  const cancel = CASCADES.has(state) ? await cascadeTargets(db, taskId) : [];
+  const wake = (await waitingDependants(db, taskId)).filter((id) => !cancel.includes(id));
+  return { cancel, wake };
+}
+
+/**
+ * Cancels and wakes, after the state was written. Each cancelled task does the same for its own
+ * subtasks and dependants (the cascade is recursive through the workflows). A workflow that is gone is
+ * skipped. Every step is safe to repeat (the activity may be retried).
+ */
+export async function applyPropagation(client: Client, plan: Propagation): Promise<void> {
+  for (const id of plan.cancel) await ignoreGone(client.workflow.getHandle(taskWorkflowId(id)).cancel());
+  for (const id of plan.wake) await ignoreGone(client.workflow.getHandle(taskWorkflowId(id)).signal(dependenciesChangedSignal));
+}
+
+/** Both steps, for callers that write the state themselves first (archive, a cancel without a workflow). */
+export async function propagateTaskState(db: Kysely<Database>, client: Client, taskId: string, state: string): Promise<void> {
+  await applyPropagation(client, await planPropagation(db, taskId, state));
 }
 
 /** True when the call reached a running workflow; false when the workflow is gone (finished or never started). */

@@ -120,6 +120,12 @@ export function createActivities(deps: ActivityDeps) {
       return startGates(db, input.taskId);
     },
 
+    /** A blocked task's new reason to wait (a dependency failed or was cancelled): on its row and timeline. */
+    async recordTaskBlockers(input: { taskId: string; message: string }): Promise<void> {
+      await db.updateTable('tasks').set({ last_error: input.message, updated_at: new Date() }).where('id', '=', input.taskId).execute();
+      await addTaskEvent(db, input.taskId, 'blockers-changed', { message: input.message });
+    },
+
     /** Records a human's approve/reject of a task an agent created (idempotent). */
     async recordTaskApproval(input: { taskId: string; approved: boolean; decidedBy?: string; comment?: string }): Promise<void> {
       if (input.approved) await db.updateTable('tasks').set({ needs_approval: false, updated_at: new Date() }).where('id', '=', input.taskId).execute();

@@ -26,6 +26,8 @@ export interface GateHost {
   /** A human sent `resume` while the task was blocked (the task workflow's own handler records it). */
   resumeRequested(): boolean;
   clearResume(): void;
+  /** The status query's `lastError`: what the blocked task waits for. */
+  setLastError(message: string): void;
 }
 
 /**
@@ -65,12 +67,18 @@ export async function passStartGates(host: GateHost): Promise<'start' | 'rejecte
     gates = await store.taskStartGates({ taskId: host.taskId });
   }
   host.clearResume(); // a resume sent before the task was blocked is not an override
+  let reason = '';
   while (gates.blockedBy.length > 0) {
-    const waitingFor = gates.blockedBy.map((d) => `${d.id} (${d.state})`).join(', ');
+    const waitingFor = `waiting for ${gates.blockedBy.map((d) => `${d.id} (${d.state})`).join(', ')}`;
     if (host.state() !== 'blocked') {
       host.setPhase('paused');
-      await host.moveTo('blocked', `waiting for ${waitingFor}`);
+      await host.moveTo('blocked', waitingFor);
+    } else if (waitingFor !== reason) {
+      // Still blocked, for a new reason (a dependency failed or was cancelled): say so.
+      host.setLastError(waitingFor);
+      await store.recordTaskBlockers({ taskId: host.taskId, message: waitingFor });
     }
+    reason = waitingFor;
     changed = false;
     await condition(() => changed || host.resumeRequested(), DEPENDENCY_RECHECK_INTERVAL_MS);
     if (host.resumeRequested()) {

@@ -217,6 +217,9 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     clearResume: () => {
       resumeRequested = false;
     },
+    setLastError: (message) => {
+      lastError = message;
+    },
   };
 
   upsertSearchAttributes([

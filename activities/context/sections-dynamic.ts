@@ -152,7 +152,8 @@ function taskBoardSection(inputs: PromptInputs): SegmentDraft | undefined {
   const isOpen = (t: PromptTask) => !CLOSED_STATUSES.has(t.status.toLowerCase());
   const mine = byPriority(board.mine.filter(isOpen));
   const team = byPriority((board.team ?? []).filter(isOpen));
-  const closed = board.mine.filter((t) => !isOpen(t)).length + (board.team ?? []).filter((t) => !isOpen(t)).length;
+  const closed = (board.myClosedTotal ?? board.mine.filter((t) => !isOpen(t)).length) + (board.team ?? []).filter((t) => !isOpen(t)).length;
+  const myOpen = Math.max(board.myOpenTotal ?? 0, mine.length);
   if (!mine.length && !team.length && closed === 0) return undefined;
 
   const items: string[] = [];
@@ -161,8 +162,9 @@ function taskBoardSection(inputs: PromptInputs): SegmentDraft | undefined {
     const description = t.description?.trim() ? ` — ${inline(t.description, SYSTEM_TASK_DESC_CHARS)}` : '';
     return `- [${t.priority}] ${inline(t.title, 200)} (id ${inline(t.id, 80)}, ${inline(t.status, 40)})${description}`;
   });
-  if (mine.length > SYSTEM_MY_TASKS_MAX) myLines.push(`- …${mine.length - SYSTEM_MY_TASKS_MAX} more${listHint}`);
-  items.push(`### My active tasks (${mine.length})\n${myLines.join('\n') || '- none'}`);
+  const shownMine = Math.min(mine.length, SYSTEM_MY_TASKS_MAX);
+  if (myOpen > shownMine) myLines.push(`- …${myOpen - shownMine} more${listHint}`);
+  items.push(`### My active tasks (${myOpen})\n${myLines.join('\n') || '- none'}`);
   if (team.length) {
     const teamLines = team.slice(0, SYSTEM_TEAM_TASKS_MAX).map((t) => {
       const assignee = t.assignee ? `, assignee ${inline(t.assignee, 80)}` : '';

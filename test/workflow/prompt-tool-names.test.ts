@@ -153,6 +153,22 @@ describe('tool names in prompts', () => {
     expect(problems).toEqual([]);
   });
 
+  test('the task board: my top 15 open tasks by priority, an overflow hint with the true count, closed ones only counted', async () => {
+    const agent = (await findAgent(h.db.db, agentId))!;
+    const tools = toolsForScenario('task');
+    const inputs = await loadPromptInputs(h.db.db, agent, 'chat', undefined, toolDefinitions(tools), new Date(), 'claude-sonnet-4-5');
+    const text = systemPromptText(buildSystemPrompt(inputs));
+    const board = text.slice(text.indexOf('## Task Board'));
+    // 17 open (16 in progress, 1 blocked): 4 urgent, 5 high, 4 medium, 4 low; 3 closed.
+    expect(board).toContain('### My active tasks (17)');
+    const lines = board.split('\n').filter((l) => /^- \[(urgent|high|medium|low)\] Task /.test(l));
+    const count = (p: string) => lines.filter((l) => l.startsWith(`- [${p}]`)).length;
+    expect([lines.length, count('urgent'), count('high'), count('medium'), count('low')]).toEqual([15, 4, 5, 4, 2]);
+    expect(lines.slice(0, 4).every((l) => l.startsWith('- [urgent]'))).toBe(true);
+    expect(board).toContain('- …2 more: use task_list for the full list');
+    expect(board).toContain('Completed or closed tasks: 3 (task_list shows them).');
+  });
+
   test('calls made without tools (summariser, cognitive preparation) name no tools', () => {
     const situation = { agent: { name: 'A', soul: 'calm', agents: 'engineer' }, stimulus: { kind: 'task', title: 'Fix', text: 'Fix it' }, recentActivity: ['did x'], knowledgeTitles: ['K'] };
     const texts = [

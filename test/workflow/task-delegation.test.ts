@@ -206,6 +206,41 @@ describe('task delegation', () => {
     expect(await stateOf(firstId)).toBe('blocked');
   });
 
+  test('a failed dependency keeps its dependant blocked; retry runs it in a fresh round and the dependant follows; rerun and archive', async () => {
+    let failures = 0;
+    scripts.set('Flaky fetch', ({ index }) => (index === 0 && failures++ === 0 ? { kind: 'error', status: 401, message: 'invalid x-api-key' } : submitTurn('fetched')));
+    const fetch = await admin.createTask({ agentId: worker, title: 'Flaky fetch', description: 'Fetch the data.' });
+    const report = await admin.createTask({ agentId: worker, title: 'Report on the data', dependsOn: [fetch.taskId] });
+    expect(await h.client.result(fetch.taskId)).toMatchObject({ state: 'failed' });
+    // A dead dependency does not release its dependant: it stays blocked and says why.
+    await waitFor('the dependant to see the failure', async () => ((await h.client.getStatus(report.taskId)).lastError?.includes('(failed)') ? true : undefined));
+    expect(await stateOf(report.taskId)).toBe('blocked');
+    await expect(admin.rerun(fetch.taskId)).rejects.toThrow(`cannot rerun task ${fetch.taskId}: it is failed; rerun applies to completed, cancelled tasks`);
+
+    expect(await admin.retry(fetch.taskId, { by: 'rita' })).toEqual({ workflowId: `task-${fetch.taskId}`, round: 2 });
+    await h.waitForStatus(fetch.taskId, (s) => s.state === 'review' && s.round === 2);
+    const sessions = await h.db.db.selectFrom('sessions').select('id').where('task_id', '=', fetch.taskId).orderBy('id').execute();
+    expect(sessions.map((r) => r.id)).toEqual([`task_${fetch.taskId}_r1`, `task_${fetch.taskId}_r2`]);
+    await h.client.review(fetch.taskId, { decision: 'accept' });
+    await h.waitForStatus(report.taskId, (s) => s.state === 'review');
+    await h.client.review(report.taskId, { decision: 'accept' });
+    expect(await h.client.result(report.taskId)).toMatchObject({ state: 'completed' });
+
+    // Rerun a completed task: a new round; archive it once it is finished again.
+    await expect(admin.archive(report.taskId)).resolves.toBeUndefined();
+    expect(await stateOf(report.taskId)).toBe('archived');
+    await expect(admin.retry(report.taskId)).rejects.toThrow(/it is archived; retry applies to failed tasks/);
+    await h.waitForStatus(fetch.taskId, (s) => s.state === 'completed');
+    expect((await admin.rerun(fetch.taskId)).round).toBe(3);
+    await h.waitForStatus(fetch.taskId, (s) => s.state === 'review' && s.round === 3);
+    await waitFor('the row to say review', async () => ((await stateOf(fetch.taskId)) === 'review' ? true : undefined));
+    await expect(admin.archive(fetch.taskId)).rejects.toThrow(/it is review; archive applies to completed, failed, rejected, cancelled tasks/);
+    const events = (await h.client.events(fetch.taskId)).map((e) => e.type);
+    expect(events).toEqual(expect.arrayContaining(['retry-requested', 'rerun-requested']));
+    const tree = await admin.tree(fetch.taskId);
+    expect(tree.task.id).toBe(fetch.taskId);
+  });
+
   const heartbeatScript: ScriptedResponse[] = [];
 
   test('notify_user and request_user_approval outside a task land in the inbox, listed and marked read', async () => {

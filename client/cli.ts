@@ -25,11 +25,12 @@ agent
   .description('create or update an agent from a folder with SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (and optional agent.json)')
   .option('--id <id>', 'agent id (default: the folder name)')
   .option('--workspace <dir>', "the agent's workspace folder", '')
-  .action(async (folder: string, opts: { id?: string; workspace: string }) => {
+  .option('--force', 'overwrite identity files the agent edited itself (edit_agent_file)')
+  .action(async (folder: string, opts: { id?: string; workspace: string; force?: boolean }) => {
     const { client } = await open();
     const id = opts.id ?? path.basename(path.resolve(folder)).toLowerCase();
     const workspaceDir = path.resolve(opts.workspace || path.join(process.env.AGENTS_WORKSPACE_ROOT ?? '.data/workspaces', id));
-    const result = await client.upsertAgentFromFolder(folder, { id, workspaceDir });
+    const result = await client.upsertAgentFromFolder(folder, { id, workspaceDir, force: opts.force });
     console.log(`agent ${result.id} (content hash ${result.contentHash.slice(0, 12)}), workspace ${workspaceDir}`);
   });
 

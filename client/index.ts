@@ -71,9 +71,12 @@ export class AgentsClient {
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
   }
 
-  /** Creates or replaces an agent (identity files, config, workspace). */
-  async upsertAgent(agent: AgentDefinition): Promise<{ id: string; contentHash: string }> {
-    const row = await upsertAgent(this.db, agent);
+  /**
+   * Creates or updates an agent (identity files, config, workspace). Files the agent rewrote itself
+   * with edit_agent_file are kept unless `force`; the returned hash says which files are current.
+   */
+  async upsertAgent(agent: AgentDefinition, options: { force?: boolean } = {}): Promise<{ id: string; contentHash: string }> {
+    const row = await upsertAgent(this.db, agent, options);
     return { id: row.id, contentHash: row.content_hash };
   }
 
@@ -81,7 +84,7 @@ export class AgentsClient {
    * Reads SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (missing ones are empty; at least SOUL.md or
    * AGENTS.md must exist) and an optional `agent.json` ({ name, description, config }) from a folder.
    */
-  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir: string; config?: AgentConfig }): Promise<{ id: string; contentHash: string }> {
+  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir: string; config?: AgentConfig; force?: boolean }): Promise<{ id: string; contentHash: string }> {
     const read = async (name: string): Promise<string | undefined> => readFile(path.join(folder, name), 'utf8').catch(() => undefined);
     const [soul, agents, heartbeat, tools, manifest] = await Promise.all([
       read(IDENTITY_FILES.soul_md),
@@ -103,7 +106,7 @@ export class AgentsClient {
       files: { soul: soul ?? '', agents: agents ?? '', heartbeat: heartbeat ?? '', tools: tools ?? '' },
       config: { ...meta.config, ...options.config },
       workspaceDir: options.workspaceDir,
-    });
+    }, { force: options.force });
   }
 
   /**

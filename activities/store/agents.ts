@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AgentRow, Database } from '../../schema/database';
+import { identityIsSelfEdited } from './agent-seed';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
 export const IDENTITY_FILES = {
@@ -53,7 +54,12 @@ export function identityContentHash(files: AgentDefinition['files']): string {
   return hash.digest('hex');
 }
 
-export async function upsertAgent(db: Kysely<Database>, agent: AgentDefinition): Promise<AgentRow> {
+/**
+ * Creates or updates an agent. Identity files the agent changed itself (`edit_agent_file`) survive a
+ * re-upsert unless `force` (see agent-seed.ts); compare the returned content hash with the
+ * definition's to tell which files are current.
+ */
+export async function upsertAgent(db: Kysely<Database>, agent: AgentDefinition, options: { force?: boolean } = {}): Promise<AgentRow> {
   if (!AGENT_ID_PATTERN.test(agent.id)) {
     throw new Error(`invalid agent id ${JSON.stringify(agent.id)}: use 1-63 lowercase letters, digits, '-' or '_'`);
   }
@@ -69,12 +75,18 @@ export async function upsertAgent(db: Kysely<Database>, agent: AgentDefinition):
     config: JSON.stringify(agent.config ?? {}),
     workspace_dir: agent.workspaceDir,
   };
-  return db
-    .insertInto('agents')
-    .values(row)
-    .onConflict((oc) => oc.column('id').doUpdateSet({ ...row, updated_at: new Date() }))
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return db.transaction().execute(async (trx) => {
+    await trx.selectFrom('agents').select('id').where('id', '=', agent.id).forUpdate().executeTakeFirst();
+    // Issue 12: keep self-edits across re-upserts.
+    const keepIdentity = !options.force && (await identityIsSelfEdited(trx, agent.id));
+    const { soul_md: _s, agents_md: _a, heartbeat_md: _h, tools_md: _t, content_hash: _c, ...rest } = row;
+    return trx
+      .insertInto('agents')
+      .values(row)
+      .onConflict((oc) => oc.column('id').doUpdateSet({ ...(keepIdentity ? rest : row), updated_at: new Date() }))
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
 }
 
 export async function findAgent(db: Kysely<Database>, agentId: string): Promise<AgentRow | undefined> {

@@ -69,6 +69,22 @@ export interface NotificationsTable {
   created_at: CreatedAt;
 }
 
+/** A goal the heartbeat advances one iteration per check-in until done or out of iterations. */
+export interface GoalsTable {
+  id: string;
+  agent_id: string;
+  title: string;
+  criteria: string;
+  status: 'active' | 'paused' | 'completed' | 'max_iterations';
+  current_iteration: Generated<number>;
+  max_iterations: number;
+  last_checked_run: string | null;
+  last_checked_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+
 export interface TaskEventsTable {
   id: Generated<string>;
   task_id: string;
@@ -308,6 +324,7 @@ export interface Database {
   session_summaries: SessionSummariesTable;
   task_dependencies: TaskDependenciesTable;
   notifications: NotificationsTable;
+  goals: GoalsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;
@@ -318,3 +335,4 @@ export type MessageRow = Selectable<MessagesTable>;
 export type ToolCallRow = Selectable<ToolCallsTable>;
 export type ApprovalRow = Selectable<ApprovalsTable>;
 export type NotificationRow = Selectable<NotificationsTable>;
+export type GoalRow = Selectable<GoalsTable>;

@@ -59,7 +59,8 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
           const progress = g.maxIterations ? ` · iteration ${g.currentIteration ?? 0}/${g.maxIterations}` : '';
           return `- ${g.title} (${g.status}${progress})${g.criteria ? ` — done when: ${g.criteria}` : ''}`;
         }),
-        'Assess progress on each goal; create follow-up tasks for the next step; mark a goal complete when its criteria are met.',
+        'Assess progress on each goal and create follow-up tasks for the next step. Each check-in counts one iteration.',
+        ...lines(withTools('goal_update', 'When a goal\'s criteria are met, mark it completed with goal_update.')),
       ].join('\n'),
     );
   }

@@ -6,6 +6,7 @@ import { readToolOutput } from './output-tools';
 import { shellExecute } from './shell-tool';
 import { taskNote, taskSubmitReview } from './task-tools';
 import { taskManagementTools } from './task-management-tools';
+import { goalTools } from './goal-tools';
 import type { ToolSpec } from './types';
 import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
@@ -73,3 +74,5 @@ registerTools([...memoryTools, ...memoryAliases, editAgentFile].filter((t) => is
 // Task management and the humans' inbox (issue 12). Heartbeats get the ones D1's whitelist allows.
 registerTools(taskManagementTools, ['task', 'chat']);
 registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+// Goals (seed D1 F3): the heartbeat's goal loop.
+registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);

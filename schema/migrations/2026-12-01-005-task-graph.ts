@@ -3,7 +3,8 @@ import { sql, type Kysely } from 'kysely';
 // Frozen in time: `Kysely<any>`, no application imports. Later changes go in a new migration.
 // Agents that manage work (issue 12): subtasks (a parent task), dependencies between tasks (a task
 // stays blocked until they complete), the approval gate for tasks created by agents, and the humans'
-// notification inbox (notify_user / request_user_approval outside a task) with a read state.
+// notification inbox (notify_user / request_user_approval outside a task) with a read state, and goals
+// (the heartbeat's goal loop).
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .alterTable('tasks')
@@ -42,9 +43,29 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('notifications_agent_idx').on('notifications').columns(['agent_id', 'created_at']).execute();
   await db.schema.createIndex('notifications_unread_idx').on('notifications').column('created_at').where(sql.ref('read_at'), 'is', null).execute();
+
+  await db.schema
+    .createTable('goals')
+    // Derived from the goal_create call, so a retried call creates nothing twice.
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+    .addColumn('title', 'text', (c) => c.notNull())
+    .addColumn('criteria', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull().defaultTo('active').check(sql`status in ('active', 'paused', 'completed', 'max_iterations')`))
+    .addColumn('current_iteration', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('max_iterations', 'integer', (c) => c.notNull())
+    // The heartbeat run that last advanced the goal: a retried record advances it once.
+    .addColumn('last_checked_run', 'text')
+    .addColumn('last_checked_at', 'timestamptz')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('completed_at', 'timestamptz')
+    .execute();
+  await db.schema.createIndex('goals_agent_idx').on('goals').columns(['agent_id', 'status']).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable('goals').ifExists().execute();
   await db.schema.dropTable('notifications').ifExists().execute();
   await db.schema.dropTable('task_dependencies').ifExists().execute();
   await db.schema.alterTable('tasks').dropColumn('needs_approval').dropColumn('parent_task_id').execute();

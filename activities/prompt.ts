@@ -21,6 +21,7 @@ import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from './l
 import { loadMemoryForPrompt } from './memory';
 import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
+import { PRIORITY_RANK } from './store/task-graph';
 import type { Scenario } from './tools/registry';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
@@ -79,7 +80,7 @@ export async function loadPromptInputs(
       .select(['id', 'title', 'priority', 'state', 'description'])
       .where('agent_id', '=', agent.id)
       .where('state', 'in', OPEN_TASK_STATES)
-      .orderBy((eb) => eb.case().when('priority', 'in', ['urgent', 'critical']).then(0).when('priority', '=', 'high').then(1).when('priority', '=', 'medium').then(2).else(3).end())
+      .orderBy(PRIORITY_RANK)
       .orderBy('updated_at', 'desc')
       .limit(TASK_BOARD_FETCH)
       .execute(),

@@ -9,7 +9,7 @@ import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/c
 import type { Kysely } from 'kysely';
 import type { Database, NotificationRow, TaskRow } from '../schema/database';
 import { addTaskEvent, findTask } from '../activities/store/tasks';
-import { recordNewTask, TaskGraphError } from '../activities/store/task-graph';
+import { PRIORITY_RANK, recordNewTask, TaskGraphError } from '../activities/store/task-graph';
 import { listNotifications, markNotificationsRead, type NotificationFilter } from '../activities/store/notifications';
 import { ignoreGone, propagateTaskState, startTaskWorkflow } from '../activities/task-graph';
 import {
@@ -22,7 +22,7 @@ import {
   ZERO_USAGE_TOTALS,
   type TaskWorkflowInput,
 } from '../workflows/contract';
-import { PRIORITY_ORDER, TASK_LIST_PAGE_MAX, type TaskPriorityLevel } from '../workflows/rules/task-graph';
+import { TASK_LIST_PAGE_MAX, type TaskPriorityLevel } from '../workflows/rules/task-graph';
 import { TERMINAL_STATES, type TaskState } from '../workflows/rules/task-state';
 
 export { TaskGraphError };
@@ -147,8 +147,11 @@ export class TaskAdmin {
     if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
     if (filter.states?.length) query = query.where('state', 'in', filter.states);
     if (filter.parentTaskId) query = query.where('parent_task_id', '=', filter.parentTaskId);
-    const rows = await query.orderBy('updated_at', 'desc').limit(Math.min(filter.limit ?? TASK_LIST_PAGE_MAX, TASK_LIST_PAGE_MAX)).execute();
-    return rows.sort((a, b) => (PRIORITY_ORDER[a.priority] ?? 4) - (PRIORITY_ORDER[b.priority] ?? 4));
+    return query
+      .orderBy(PRIORITY_RANK)
+      .orderBy('updated_at', 'desc')
+      .limit(Math.min(filter.limit ?? TASK_LIST_PAGE_MAX, TASK_LIST_PAGE_MAX))
+      .execute();
   }
 
   /** A task with its dependencies and its subtasks, recursively. */

@@ -15,6 +15,9 @@ import {
 import { TERMINAL_STATES } from '../../workflows/rules/task-state';
 import { addTaskEvent } from './tasks';
 
+/** Board order for `orderBy` on the tasks table: urgent (or critical) first, low last. */
+export const PRIORITY_RANK = sql<number>`case priority when 'urgent' then 0 when 'critical' then 0 when 'high' then 1 when 'medium' then 2 else 3 end`;
+
 /** Known agents named in an "unknown agent" error, so the model (or a person) can pick a real one. */
 const KNOWN_AGENTS_LISTED = 20;
 

@@ -23,7 +23,7 @@ import {
 } from '../../workflows/rules/task-graph';
 import { TERMINAL_STATES } from '../../workflows/rules/task-state';
 import { agentConfig, findAgent } from '../store/agents';
-import { addDependencies, recordNewTask, TaskGraphError } from '../store/task-graph';
+import { addDependencies, PRIORITY_RANK, recordNewTask, TaskGraphError } from '../store/task-graph';
 import { addTaskEvent, findTask } from '../store/tasks';
 import { ignoreGone, startTaskWorkflow } from '../task-graph';
 import { defineTool, type ToolOutput } from './types';
@@ -128,7 +128,7 @@ export const taskList = defineTool({
     const limit = args.limit ?? TASK_LIST_PAGE_SIZE;
     const offset = args.offset ?? 0;
     const rows = await query
-      .orderBy((eb) => eb.case().when('priority', '=', 'urgent').then(0).when('priority', '=', 'high').then(1).when('priority', '=', 'medium').then(2).else(3).end())
+      .orderBy(PRIORITY_RANK)
       .orderBy('updated_at', 'desc')
       .orderBy('id')
       .limit(limit + 1)

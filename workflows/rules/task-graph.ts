@@ -26,8 +26,6 @@ export const TASK_LIST_PAGE_MAX = 100;
 
 export const TASK_PRIORITIES = ['low', 'medium', 'high', 'urgent'] as const;
 export type TaskPriorityLevel = (typeof TASK_PRIORITIES)[number];
-/** Board order: urgent first. */
-export const PRIORITY_ORDER: Readonly<Record<string, number>> = { urgent: 0, critical: 0, high: 1, medium: 2, low: 3 };
 
 export function isDependencySatisfied(state: string): boolean {
   return (DEPENDENCY_SATISFIED_STATES as readonly string[]).includes(state);

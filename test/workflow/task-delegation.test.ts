@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { TaskAdmin, TaskAdminError } from '../../client/task-admin';
+import { runTaskAdminCommand } from '../../client/task-admin-commands';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
 import { parameterNames, unofferedToolNames } from '../support/tool-mentions';
 import { toolsForScenario } from '../../activities/tools/registry';
@@ -119,6 +120,11 @@ describe('task delegation', () => {
     expect(await at(build!.id, 'in_progress')).toBeGreaterThanOrEqual(await at(design!.id, 'completed'));
     expect(await at(check!.id, 'in_progress')).toBeGreaterThanOrEqual(await at(build!.id, 'completed'));
 
+    // What a human sees with `agents task tree <parent>`: the subtasks indented, each with what it waits for.
+    const tree = await runTaskAdminCommand(admin, { action: 'tree', taskId: parent });
+    expect(tree).toHaveLength(4);
+    expect(tree[2]).toMatch(new RegExp(`^  ${build!.id}  \\[medium\\] completed +${worker}  CSV build  \\(after ${design!.id} completed\\)$`));
+
     // Every prompt sent in this delegation named only tools offered in that very call.
     for (const request of requests.filter(offersTools)) {
       const offered = new Set(((request.body.tools as Array<{ name: string }>) ?? []).map((t) => t.name));
@@ -197,7 +203,7 @@ describe('task delegation', () => {
     await h.waitForStatus(parent, (s) => s.state === 'review');
     const told = requests.filter((r) => bodyText(r).includes(`Task ID: ${parent}`)).map((r) => lastToolResults(r)[0]);
     expect(told[1]).toEqual({ isError: true, text: expect.stringContaining('unknown agent "nobody-here": no task was created. Known agents:') });
-    expect(told[1]!.text).toContain(worker);
+    expect(told[1]!.text).toMatch(/Known agents: agent-[0-9a-f]{8}/); // the first 20 by id: a real one to pick
     expect(await h.db.db.selectFrom('tasks').select('id').where('title', '=', 'Nobody').execute()).toEqual([]);
     expect(told[5]).toEqual({ isError: true, text: `dependency cycle: ${firstId} → ${secondId} → ${firstId}. Each of these tasks would wait for itself forever; nothing was changed` });
     const deps = await h.db.db.selectFrom('task_dependencies').select(['task_id', 'depends_on']).where('task_id', 'in', [firstId, secondId]).execute();
@@ -260,6 +266,8 @@ describe('task delegation', () => {
     const told = requests.filter((r) => bodyText(r).includes('[HEARTBEAT CHECK-IN]')).slice(1).map((r) => lastToolResults(r)[0]!);
     expect(told[0]!.text).toBe(`Notification ${inbox[1]!.id} delivered to the humans' inbox.`);
     expect(told[1]!.text).toContain(`delivered to the humans' inbox as ${inbox[0]!.id}. Nobody can answer within this run`);
+    const listed = await runTaskAdminCommand(admin, { action: 'notifications', agentId, unread: true });
+    expect(listed[0]).toMatch(new RegExp(`^\\* ${inbox[0]!.id} .* high +${agentId}  QUESTION: May I drop the stale staging database\\? \\[yes / no\\]$`));
     expect(await admin.markRead(inbox.map((n) => n.id), 'rita')).toBe(2);
     expect(await admin.notifications({ agentId, unreadOnly: true })).toEqual([]);
     expect((await admin.notifications({ agentId }))[0]).toMatchObject({ read_by: 'rita' });

@@ -11,6 +11,8 @@ import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './t
 import { toolsForScenario } from './tools/registry';
 import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
+import { startGates, type StartGates } from './store/task-graph';
+import { applyPropagation, planPropagation } from './task-graph';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -115,14 +117,36 @@ export function createActivities(deps: ActivityDeps) {
       }
     },
 
-    /** Mirrors the workflow's task state into PostgreSQL, with a timeline event. */
+    /** The task's start gates: a pending human approval, and the dependencies not yet completed. */
+    async taskStartGates(input: { taskId: string }): Promise<StartGates> {
+      return startGates(db, input.taskId);
+    },
+
+    /** A blocked task's new reason to wait (a dependency failed or was cancelled): on its row and timeline. */
+    async recordTaskBlockers(input: { taskId: string; message: string }): Promise<void> {
+      await db.updateTable('tasks').set({ last_error: input.message, updated_at: new Date() }).where('id', '=', input.taskId).execute();
+      await addTaskEvent(db, input.taskId, 'blockers-changed', { message: input.message });
+    },
+
+    /** Records a human's approve/reject of a task an agent created (idempotent). */
+    async recordTaskApproval(input: { taskId: string; approved: boolean; decidedBy?: string; comment?: string }): Promise<void> {
+      if (input.approved) await db.updateTable('tasks').set({ needs_approval: false, updated_at: new Date() }).where('id', '=', input.taskId).execute();
+      await addTaskEvent(db, input.taskId, input.approved ? 'task-approved' : 'task-rejected', { decidedBy: input.decidedBy, comment: input.comment }, 'approval-gate');
+    },
+
+    /**
+     * Mirrors the workflow's task state into PostgreSQL, with a timeline event. A final state wakes the
+     * tasks waiting on this one; cancelled or rejected cancels its subtasks and waiting dependants.
+     */
     async recordTaskState(input: { taskId: string; state: TaskState; round: number; lastError?: string; eventKey: string }): Promise<void> {
+      const propagation = await planPropagation(db, input.taskId, input.state);
       await updateTaskState(db, input.taskId, input.state, { round: input.round, lastError: input.lastError ?? null });
       if (['blocked', 'cancelled', 'failed'].includes(input.state)) {
         // The attempt that asked is gone: its undecided requests can no longer be answered.
         await db.updateTable('approvals').set({ status: 'withdrawn', decided_at: new Date() }).where('task_id', '=', input.taskId).where('status', '=', 'pending').execute();
       }
       await addTaskEvent(db, input.taskId, 'state-changed', { state: input.state, round: input.round, error: input.lastError }, input.eventKey);
+      if (propagation.cancel.length || propagation.wake.length) await applyPropagation(Context.current().client, propagation);
     },
 
     /**

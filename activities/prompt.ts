@@ -10,6 +10,7 @@ import {
   SUMMARIZER_SYSTEM_PROMPT,
   SUMMARIZER_TEMPERATURE,
   SUMMARY_CACHE_CANDIDATES,
+  SYSTEM_MY_TASKS_MAX,
   type PromptInputs,
   type PromptTask,
   type PromptWarning,
@@ -20,10 +21,13 @@ import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from './l
 import { loadMemoryForPrompt } from './memory';
 import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
+import { PRIORITY_RANK } from './store/task-graph';
 import type { Scenario } from './tools/registry';
 
-/** Task-board rows fetched for the prompt; the context engine caps what it shows (15 own). */
-const TASK_BOARD_FETCH = 15;
+/** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
+const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;
+/** The task states the board lists; every other state is only counted. */
+const OPEN_TASK_STATES = ['pending', 'in_progress', 'blocked', 'review'];
 /** Recent activity events fetched (seed D2: the last 20). */
 const RECENT_ACTIVITY_FETCH = 20;
 /** Recent runs fetched (seed D2: the last 5). */
@@ -69,15 +73,26 @@ export async function loadPromptInputs(
   extra: Partial<PromptInputs> = {},
 ): Promise<PromptInputs> {
   const config = agentConfig(agent);
-  const [own, events, runs, memory] = await Promise.all([
+  const [own, boardCounts, events, runs, memory] = await Promise.all([
+    // The board's top: open tasks by priority (urgent first), then the most recently updated.
     db
       .selectFrom('tasks')
       .select(['id', 'title', 'priority', 'state', 'description'])
       .where('agent_id', '=', agent.id)
-      .where('state', 'in', ['pending', 'in_progress', 'blocked', 'review'])
+      .where('state', 'in', OPEN_TASK_STATES)
+      .orderBy(PRIORITY_RANK)
       .orderBy('updated_at', 'desc')
       .limit(TASK_BOARD_FETCH)
       .execute(),
+    // …and the counts the board shows beyond it: open tasks in all (overflow hint) and closed ones.
+    db
+      .selectFrom('tasks')
+      .select((eb) => [
+        eb.fn.count<string>(eb.case().when('state', 'in', OPEN_TASK_STATES).then(1).end()).as('open'),
+        eb.fn.count<string>(eb.case().when('state', 'not in', OPEN_TASK_STATES).then(1).end()).as('closed'),
+      ])
+      .where('agent_id', '=', agent.id)
+      .executeTakeFirstOrThrow(),
     db
       .selectFrom('task_events')
       .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
@@ -117,6 +132,8 @@ export async function loadPromptInputs(
       mine: own.map(
         (t): PromptTask => ({ id: t.id, title: t.title, priority: toPriority(t.priority), status: t.id === task?.id ? `${t.state} (current)` : t.state, description: t.description }),
       ),
+      myOpenTotal: Number(boardCounts.open),
+      myClosedTotal: Number(boardCounts.closed),
     },
     recentActivity: events.reverse().map((e) => ({ at: e.created_at, type: e.type, detail: e.title })),
     recentRuns: runs.reverse().map((r) => ({ at: r.updated_at, kind: 'task', status: r.state, summary: `${r.title}${r.result_summary ? `: ${r.result_summary}` : ''}` })),

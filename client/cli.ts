@@ -4,6 +4,8 @@ import { connectFromEnv } from './connect';
 import { describeStatus, printProgress, uiLinks } from './progress';
 import { addScheduleCommands } from './schedule-commands';
 import { AgentSchedules } from './schedules';
+import { TaskAdmin } from './task-admin';
+import { addTaskAdminCommands } from './task-admin-commands';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -23,10 +25,11 @@ agent
   .description('create or update an agent from a folder with SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (and optional agent.json)')
   .option('--id <id>', 'agent id (default: the folder name)')
   .option('--workspace <dir>', "the agent's workspace folder (default: $AGENTS_WORKSPACE_ROOT/<id>, else $DATA_DIR/workspaces/<id>)")
-  .action(async (folder: string, opts: { id?: string; workspace?: string }) => {
+  .option('--force', 'overwrite identity files the agent edited itself (edit_agent_file)')
+  .action(async (folder: string, opts: { id?: string; workspace?: string; force?: boolean }) => {
     const { client } = await open();
     const id = opts.id ?? path.basename(path.resolve(folder)).toLowerCase();
-    const result = await client.upsertAgentFromFolder(folder, { id, workspaceDir: opts.workspace });
+    const result = await client.upsertAgentFromFolder(folder, { id, workspaceDir: opts.workspace, force: opts.force });
     console.log(`agent ${result.id} (content hash ${result.contentHash.slice(0, 12)}), workspace ${result.workspaceDir}`);
   });
 
@@ -86,6 +89,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
   console.log('comment sent');
 });
 
+addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 
 program

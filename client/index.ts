@@ -105,10 +105,12 @@ export class AgentsClient {
   /**
    * Creates or replaces an agent (identity files, config, workspace), validated first: bad input is
    * refused with `InvalidAgentError` naming every problem, before anything is written. The workspace
-   * folder (`workspaceDir`, else `<workspaceRoot>/<id>`) exists when this returns.
+   * folder (`workspaceDir`, else `<workspaceRoot>/<id>`) exists when this returns. Files the agent
+   * rewrote itself with edit_agent_file are kept unless `force`; the returned hash says which files
+   * are current.
    */
-  async upsertAgent(agent: AgentDefinition): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
-    const row = await upsertAgent(this.db, agent, { workspaceRoot: this.workspaceRoot });
+  async upsertAgent(agent: AgentDefinition, options: { force?: boolean } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+    const row = await upsertAgent(this.db, agent, { workspaceRoot: this.workspaceRoot, force: options.force });
     return { id: row.id, contentHash: row.content_hash, workspaceDir: row.workspace_dir };
   }
 
@@ -116,7 +118,7 @@ export class AgentsClient {
    * Reads SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (missing ones are empty; at least SOUL.md or
    * AGENTS.md must exist) and an optional `agent.json` ({ name, description, config }) from a folder.
    */
-  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir?: string; config?: AgentConfig } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir?: string; config?: AgentConfig; force?: boolean } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
     const read = async (name: string): Promise<string | undefined> => readFile(path.join(folder, name), 'utf8').catch(() => undefined);
     const [soul, agents, heartbeat, tools, manifest] = await Promise.all([
       read(IDENTITY_FILES.soul_md),
@@ -138,7 +140,7 @@ export class AgentsClient {
       files: { soul: soul ?? '', agents: agents ?? '', heartbeat: heartbeat ?? '', tools: tools ?? '' },
       config: { ...meta.config, ...options.config },
       workspaceDir: options.workspaceDir,
-    });
+    }, { force: options.force });
   }
 
   /**

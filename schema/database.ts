@@ -41,6 +41,48 @@ export interface TasksTable {
   created_at: CreatedAt;
   updated_at: Timestamp;
   completed_at: NullableTimestamp;
+  /** The task this one is a subtask of (cancelling the parent cancels it). */
+  parent_task_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Created by an agent whose config requires a human's approval before the task may start. */
+  needs_approval: Generated<boolean>;
+}
+
+/** `task_id` stays blocked until `depends_on` is completed. */
+export interface TaskDependenciesTable {
+  task_id: string;
+  depends_on: string;
+  created_at: CreatedAt;
+}
+
+/** The humans' inbox: notify_user and request_user_approval, with a read state. */
+export interface NotificationsTable {
+  id: string;
+  agent_id: string;
+  task_id: string | null;
+  kind: 'notification' | 'approval_request';
+  title: string;
+  body: string;
+  priority: ColumnType<'low' | 'normal' | 'high' | 'urgent', 'low' | 'normal' | 'high' | 'urgent' | undefined, 'low' | 'normal' | 'high' | 'urgent'>;
+  options: ColumnType<string[] | null, string | null | undefined, string | null>;
+  read_at: NullableTimestamp;
+  read_by: string | null;
+  created_at: CreatedAt;
+}
+
+/** A goal the heartbeat advances one iteration per check-in until done or out of iterations. */
+export interface GoalsTable {
+  id: string;
+  agent_id: string;
+  title: string;
+  criteria: string;
+  status: 'active' | 'paused' | 'completed' | 'max_iterations';
+  current_iteration: Generated<number>;
+  max_iterations: number;
+  last_checked_run: string | null;
+  last_checked_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+  completed_at: NullableTimestamp;
 }
 
 export interface TaskEventsTable {
@@ -293,6 +335,9 @@ export interface Database {
   heartbeat_runs: HeartbeatRunsTable;
   agent_file_edits: AgentFileEditsTable;
   session_summaries: SessionSummariesTable;
+  task_dependencies: TaskDependenciesTable;
+  notifications: NotificationsTable;
+  goals: GoalsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;
@@ -302,3 +347,5 @@ export type TaskUpdate = Updateable<TasksTable>;
 export type MessageRow = Selectable<MessagesTable>;
 export type ToolCallRow = Selectable<ToolCallsTable>;
 export type ApprovalRow = Selectable<ApprovalsTable>;
+export type NotificationRow = Selectable<NotificationsTable>;
+export type GoalRow = Selectable<GoalsTable>;

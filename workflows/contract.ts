@@ -57,6 +57,17 @@ export const commentSignal = defineSignal<[TaskComment]>('comment');
 export const pauseSignal = defineSignal<[{ reason?: string }]>('pause');
 export const resumeSignal = defineSignal<[]>('resume');
 
+/** A human's decision on a task an agent created that waits for approval (pending → start, or → rejected). */
+export interface TaskApprovalDecision {
+  decision: 'approve' | 'reject';
+  decidedBy?: string;
+  comment?: string;
+}
+/** Approve or reject a pending task; ignored unless the task waits for approval. */
+export const taskApprovalSignal = defineSignal<[TaskApprovalDecision]>('taskApproval');
+/** A dependency of this task reached a final state: re-read the dependencies (a blocked task may start). */
+export const dependenciesChangedSignal = defineSignal<[]>('dependenciesChanged');
+
 export interface RecordedApprovalDecision extends ApprovalDecision {
   tool: string;
   decidedAt: string;

@@ -12,7 +12,7 @@ const tools = proxyActivities<Activities>({
 
 /** Text a heartbeat or reflection gives the model when a tool would need a human decision. */
 export const NO_APPROVAL_IN_BACKGROUND_RUNS =
-  'Background runs cannot wait for a human decision. Create a task for work that needs approval, or ask with notify_user.';
+  'Background runs cannot wait for a human decision. Create a task for work that needs approval, or tell a human in their inbox.';
 
 export interface ToolLoopOptions {
   agentId: string;

@@ -63,6 +63,7 @@ import { failureMessage, isNonRetryable } from './rules/failures';
 import { taskInputProblem } from './rules/task-input';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { postTaskReflectionWorkflow } from './reflection';
+import { passStartGates, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
 
 const store = proxyActivities<Activities>({
@@ -215,6 +216,23 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     await store.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
   };
 
+  const gateHost: GateHost = {
+    taskId,
+    state: () => state,
+    moveTo,
+    setPhase: (p) => {
+      phase = p;
+      showDetails();
+    },
+    resumeRequested: () => resumeRequested,
+    clearResume: () => {
+      resumeRequested = false;
+    },
+    setLastError: (message) => {
+      lastError = message;
+    },
+  };
+
   upsertSearchAttributes([
     { key: AgentIdSearchAttribute, value: agentId },
     { key: TaskIdSearchAttribute, value: taskId },
@@ -227,8 +245,13 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     const context = await recordTask();
     taskRecorded = true;
     if (state === 'pending') {
-      round = 1;
-      await moveTo('in_progress');
+      // Approval (agent-created tasks, where configured) and dependencies (blocked until they complete).
+      const gate = patched(START_GATES_PATCH) ? await passStartGates(gateHost) : 'start';
+      if (gate === 'start') {
+        // A retry or rerun starts a run with the earlier rounds carried: its first round is a new one.
+        round += 1;
+        await moveTo('in_progress');
+      }
     }
     while (!isTerminal(state)) {
       await continueAsNewIfDue();

@@ -104,6 +104,12 @@ export interface PromptTask {
 export interface PromptTaskBoard {
   mine: PromptTask[];
   team?: PromptTask[];
+  /**
+   * When the loader fetched only the top of the board: how many of my tasks are open in all (for the
+   * overflow hint) and how many are closed (shown as a count). Absent: counted from `mine`.
+   */
+  myOpenTotal?: number;
+  myClosedTotal?: number;
 }
 
 export type AttentionDecisionKind = 'continue' | 'preempt' | 'cancel' | 'merge' | 'defer';

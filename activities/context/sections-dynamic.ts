@@ -29,6 +29,7 @@ import { fence, inline, neutralize, truncateChars } from './neutralize';
 import type { PromptInputs, PromptScenario, PromptTask, SkillSummary, TaskPriority } from './prompt-types';
 import { formatMinuteTimestamp, formatMinuteUtc, mailboxElapsedLabel, notebookAgeLabel } from './quantize';
 import type { SegmentDraft } from './segment-fit';
+import { mention, offeredToolNames } from './tool-mentions';
 
 /** Shrink order when the message is over target: lowest first. Undefined (sender, time…) never shrinks. */
 const SHRINK_ORDER = {
@@ -118,14 +119,15 @@ function skillsCatalogueSection(inputs: PromptInputs): SegmentDraft | undefined 
     return `- **${inline(s.name, 80)}**${category}: ${inline(s.description, SKILL_CATALOGUE_DESC_CHARS)}`;
   });
   const hidden = all.length - shown.length;
+  const offered = offeredToolNames(inputs);
   return {
     name: 'skills_catalogue',
     tier: 3,
-    heading: '## Available Skills (activate with discover_tools)',
+    heading: `## Available Skills${mention(offered, 'discover_tools', ' (activate with discover_tools)')}`,
     items,
     dropFrom: 'end',
     separator: '\n',
-    ...(hidden > 0 ? { footer: `(${hidden} more skills: search them with discover_tools)` } : {}),
+    ...(hidden > 0 ? { footer: `(${hidden} more skills${mention(offered, 'discover_tools', ': search them with discover_tools')})` } : {}),
     shrinkOrder: SHRINK_ORDER.skills_catalogue,
   };
 }
@@ -150,25 +152,28 @@ function taskBoardSection(inputs: PromptInputs): SegmentDraft | undefined {
   const isOpen = (t: PromptTask) => !CLOSED_STATUSES.has(t.status.toLowerCase());
   const mine = byPriority(board.mine.filter(isOpen));
   const team = byPriority((board.team ?? []).filter(isOpen));
-  const closed = board.mine.filter((t) => !isOpen(t)).length + (board.team ?? []).filter((t) => !isOpen(t)).length;
+  const closed = (board.myClosedTotal ?? board.mine.filter((t) => !isOpen(t)).length) + (board.team ?? []).filter((t) => !isOpen(t)).length;
+  const myOpen = Math.max(board.myOpenTotal ?? 0, mine.length);
   if (!mine.length && !team.length && closed === 0) return undefined;
 
   const items: string[] = [];
+  const listHint = mention(offeredToolNames(inputs), 'task_list', ': use task_list for the full list');
   const myLines = mine.slice(0, SYSTEM_MY_TASKS_MAX).map((t) => {
     const description = t.description?.trim() ? ` — ${inline(t.description, SYSTEM_TASK_DESC_CHARS)}` : '';
     return `- [${t.priority}] ${inline(t.title, 200)} (id ${inline(t.id, 80)}, ${inline(t.status, 40)})${description}`;
   });
-  if (mine.length > SYSTEM_MY_TASKS_MAX) myLines.push(`- …${mine.length - SYSTEM_MY_TASKS_MAX} more: use task_list for the full list`);
-  items.push(`### My active tasks (${mine.length})\n${myLines.join('\n') || '- none'}`);
+  const shownMine = Math.min(mine.length, SYSTEM_MY_TASKS_MAX);
+  if (myOpen > shownMine) myLines.push(`- …${myOpen - shownMine} more${listHint}`);
+  items.push(`### My active tasks (${myOpen})\n${myLines.join('\n') || '- none'}`);
   if (team.length) {
     const teamLines = team.slice(0, SYSTEM_TEAM_TASKS_MAX).map((t) => {
       const assignee = t.assignee ? `, assignee ${inline(t.assignee, 80)}` : '';
       return `- [${t.priority}] ${inline(t.title, 200)} (id ${inline(t.id, 80)}${assignee})`;
     });
-    if (team.length > SYSTEM_TEAM_TASKS_MAX) teamLines.push(`- …${team.length - SYSTEM_TEAM_TASKS_MAX} more: use task_list for the full list`);
+    if (team.length > SYSTEM_TEAM_TASKS_MAX) teamLines.push(`- …${team.length - SYSTEM_TEAM_TASKS_MAX} more${listHint}`);
     items.push(`### Team tasks (${team.length})\n${teamLines.join('\n')}`);
   }
-  const footer = closed > 0 ? `Completed or closed tasks: ${closed} (task_list shows them).` : undefined;
+  const footer = closed > 0 ? `Completed or closed tasks: ${closed}${mention(offeredToolNames(inputs), 'task_list', ' (task_list shows them)')}.` : undefined;
   return {
     name: 'task_board',
     tier: 3,
@@ -297,7 +302,7 @@ function attentionSection(inputs: PromptInputs): SegmentDraft | undefined {
     items,
     dropFrom: 'end',
     separator: '\n',
-    footer: 'check_mailbox shows the full queue.',
+    ...(offeredToolNames(inputs).has('check_mailbox') ? { footer: 'check_mailbox shows the full queue.' } : {}),
     shrinkOrder: SHRINK_ORDER.attention,
   };
 }

@@ -29,6 +29,7 @@ import {
 } from './prompt-text';
 import type { PromptInputs, PromptSegmentName } from './prompt-types';
 import type { SegmentDraft } from './segment-fit';
+import { mention, offeredToolNames, renderLines, type PromptLine } from './tool-mentions';
 
 function text(name: PromptSegmentName, tier: 1 | 2, heading: string, body: string | undefined): SegmentDraft | undefined {
   const trimmed = body?.trim();
@@ -40,11 +41,17 @@ function staticSection(name: PromptSegmentName, body: string): SegmentDraft {
   return { name, tier: 1, heading: '', items: [body], dropFrom: 'end', separator: '\n' };
 }
 
+/** A rule section whose lines that name tools appear only when those tools are offered in this call. */
+function toolAwareSection(name: PromptSegmentName, lines: readonly PromptLine[], inputs: PromptInputs): SegmentDraft {
+  return staticSection(name, renderLines(lines, offeredToolNames(inputs)).join('\n'));
+}
+
 function sortedEntries<T>(record: Record<string, T> | undefined): Array<[string, T]> {
   return Object.entries(record ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 // ─── Tier 1 ──────────────────────────────────────────────────────────────────────────────────────────
+// Depends on the identity files and the tool set of the call only: equal for every call of a scenario.
 
 export function tier1Drafts(inputs: PromptInputs): SegmentDraft[] {
   const { files } = inputs.agent;
@@ -55,9 +62,9 @@ export function tier1Drafts(inputs: PromptInputs): SegmentDraft[] {
     toolsDraft(inputs),
     staticSection('policies', POLICIES),
     staticSection('deliverables', DELIVERABLE_FORMAT),
-    staticSection('task_workflow', TASK_WORKFLOW),
-    staticSection('tool_usage', TOOL_USAGE_RULES),
-    staticSection('communication', COMMUNICATION_RULES),
+    toolAwareSection('task_workflow', TASK_WORKFLOW, inputs),
+    toolAwareSection('tool_usage', TOOL_USAGE_RULES, inputs),
+    toolAwareSection('communication', COMMUNICATION_RULES, inputs),
   ];
   return drafts.filter((d): d is SegmentDraft => d !== undefined);
 }
@@ -118,19 +125,20 @@ function identitySection(inputs: PromptInputs): SegmentDraft {
   const colleagues = (inputs.colleagues ?? []).filter((c) => c.kind === 'agent' && c.id !== agent.id);
   const humans = (inputs.colleagues ?? []).filter((c) => c.kind === 'human');
   const parts = [lines.join('\n')];
-  if (colleagues.length) parts.push(colleagueList('### Colleagues', colleagues, SYSTEM_COLLEAGUES_MAX, 'agent_list_colleagues'));
-  if (humans.length) parts.push(colleagueList('### Human team members', humans, SYSTEM_HUMANS_MAX, 'team_list'));
+  const offered = offeredToolNames(inputs);
+  if (colleagues.length) parts.push(colleagueList('### Colleagues', colleagues, SYSTEM_COLLEAGUES_MAX, mention(offered, 'agent_list_colleagues', ' (use agent_list_colleagues)')));
+  if (humans.length) parts.push(colleagueList('### Human team members', humans, SYSTEM_HUMANS_MAX, mention(offered, 'team_list', ' (use team_list)')));
   if (agent.position === 'manager') parts.push(MANAGER_RESPONSIBILITIES);
   return { name: 'identity_section', tier: 2, heading: '## Your Identity', items: parts, dropFrom: 'end', separator: '\n\n' };
 }
 
-function colleagueList(title: string, people: NonNullable<PromptInputs['colleagues']>, max: number, tool: string): string {
+function colleagueList(title: string, people: NonNullable<PromptInputs['colleagues']>, max: number, toolHint: string): string {
   const shown = people.slice(0, max).map((person) => {
     const role = person.role ? ` — ${inline(person.role, 120)}` : '';
     const skills = person.skills?.length ? `; skills: ${person.skills.slice(0, 8).map((s) => inline(s, 40)).join(', ')}` : '';
     return `- ${inline(person.name, 80)} (${person.kind}, id ${inline(person.id, 80)})${role}${skills}`;
   });
-  if (people.length > max) shown.push(`- …and ${people.length - max} more (use ${tool})`);
+  if (people.length > max) shown.push(`- …and ${people.length - max} more${toolHint}`);
   return `${title}\n${shown.join('\n')}`;
 }
 
@@ -209,11 +217,12 @@ function knowledgeSection(inputs: PromptInputs): SegmentDraft | undefined {
 function activeSkillsSection(inputs: PromptInputs): SegmentDraft | undefined {
   const skills = inputs.activeSkills?.filter((s) => s.body.trim() || s.description?.trim());
   if (!skills?.length) return undefined;
+  const activate = mention(offeredToolNames(inputs), 'discover_tools', ': activate it with discover_tools for the full instructions');
   const items = skills.map((skill) => {
     const description = skill.description?.trim() ? `${inline(skill.description, 300)}\n` : '';
     const body = skill.expanded
       ? neutralize(skill.body.trim())
-      : `${neutralize(truncateChars(skill.body.trim(), SKILL_DISCLOSURE_BODY_CHARS))}\n(Summary only: activate it with discover_tools for the full instructions.)`;
+      : `${neutralize(truncateChars(skill.body.trim(), SKILL_DISCLOSURE_BODY_CHARS))}\n(Summary only${activate}.)`;
     return `<skill name=${attribute(skill.name)}>\n${description}${body}\n</skill>`;
   });
   return {
@@ -263,7 +272,7 @@ function scopeContextSection(inputs: PromptInputs): SegmentDraft | undefined {
  * scenarios, with the D2 operating loop: HEARTBEAT.md for heartbeats, a preamble for task and chat.
  */
 function scenarioSection(inputs: PromptInputs): SegmentDraft {
-  const items = [SCENARIO_INSTRUCTIONS[inputs.scenario]];
+  const items = [renderLines(SCENARIO_INSTRUCTIONS[inputs.scenario], offeredToolNames(inputs)).join('\n')];
   switch (inputs.scenario) {
     case 'heartbeat': {
       const checklist = inputs.agent.files.heartbeat?.trim();

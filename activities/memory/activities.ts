@@ -17,6 +17,8 @@ import { agentConfig, findAgent } from '../store/agents';
 import { appendMessage, ensureSession, findMessage } from '../store/sessions';
 import { findTask } from '../store/tasks';
 import { assistantMessageKey } from '../tools/execute';
+import { toolsForScenario } from '../tools/registry';
+import { activeGoals, advanceGoals } from '../tools/goal-tools';
 import { heartbeatFingerprint } from './fingerprint';
 import { dailyReportPrompt, dreamPrompt, HEARTBEAT_FAILED_TASKS_MAX, heartbeatPrompt, reflectionPrompt } from './prompts';
 import {
@@ -118,10 +120,17 @@ export function createMemoryActivities(deps: { db: Kysely<Database> }) {
         now: `${localDay(now, config.timezone)} ${now.toISOString().slice(11, 16)} UTC`,
         checklist: agent.heartbeat_md,
         lastHeartbeat: last?.summary ? { at: last.created_at.toISOString().slice(0, 16).replace('T', ' '), summary: last.summary } : undefined,
-        goals: [],
+        goals: (await activeGoals(db, input.agentId)).map((g) => ({
+          title: `${g.title} [${g.id}]`,
+          status: g.status,
+          currentIteration: g.current_iteration,
+          maxIterations: g.max_iterations,
+          criteria: g.criteria,
+        })),
         failedTasks: failed.map((t) => ({ id: t.id, title: t.title, error: t.last_error })),
         blockedTasks: blocked,
         quality: { reviewed: Number(quality.reviewed), revised: Number(quality.revised) },
+        tools: new Set(toolsForScenario('heartbeat').keys()),
       });
       await writePrompt(input.agentId, input.sessionId, 'heartbeat', text);
       return { promptChars: text.length };
@@ -144,8 +153,12 @@ export function createMemoryActivities(deps: { db: Kysely<Database> }) {
     }): Promise<void> {
       let fingerprint = input.fingerprint;
       let summary: string | null = null;
-      if (input.outcome === 'acted' || input.outcome === 'iteration-cap') {
+      if (input.outcome === 'ok' || input.outcome === 'acted' || input.outcome === 'iteration-cap') {
+        // The goal loop: a check-in that ran is one iteration of every active goal.
+        await advanceGoals(db, input.agentId, input.workflowId);
         fingerprint = await heartbeatFingerprint(db, input.agentId);
+      }
+      if (input.outcome === 'acted' || input.outcome === 'iteration-cap') {
         if (input.sessionId && input.lastTurn !== undefined) summary = (await replyText(input.sessionId, 1, input.lastTurn)) || null;
       }
       // A failed heartbeat must not make the next one look idle.

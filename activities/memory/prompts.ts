@@ -10,6 +10,7 @@ import {
   REFLECTION_RESULT_SUMMARY_CHARS,
   REFLECTION_SKILL_MIN_STEPS,
 } from '../../workflows/rules/memory-limits';
+import { renderLines, withTools } from '../context/tool-mentions';
 import type { KnowledgeSection, Observation } from './store';
 
 /**
@@ -36,9 +37,12 @@ export interface HeartbeatPromptInputs {
   failedTasks: Array<{ id: string; title: string; error?: string | null }>;
   blockedTasks: Array<{ id: string; title: string }>;
   quality?: { reviewed: number; revised: number };
+  /** The tools the heartbeat offers: guidance that names a tool appears only when it is offered. */
+  tools: ReadonlySet<string>;
 }
 
 export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
+  const lines = (...l: Parameters<typeof renderLines>[0][number][]) => renderLines(l, i.tools);
   const parts: string[] = [
     `[HEARTBEAT CHECK-IN] ${i.now}`,
     'This is your periodic check-in. Look over your work, deal with what is stuck, record what you learned, and report only what matters.',
@@ -55,7 +59,8 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
           const progress = g.maxIterations ? ` · iteration ${g.currentIteration ?? 0}/${g.maxIterations}` : '';
           return `- ${g.title} (${g.status}${progress})${g.criteria ? ` — done when: ${g.criteria}` : ''}`;
         }),
-        'Assess progress on each goal; create follow-up tasks for the next step; mark a goal complete when its criteria are met.',
+        'Assess progress on each goal and create follow-up tasks for the next step. Each check-in counts one iteration.',
+        ...lines(withTools('goal_update', 'When a goal\'s criteria are met, mark it completed with goal_update.')),
       ].join('\n'),
     );
   }
@@ -64,7 +69,14 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
       [
         '## Failed tasks — recovery',
         ...i.failedTasks.map((t) => `- ${t.id} "${t.title}"${t.error ? `: ${t.error.slice(0, HEARTBEAT_ERROR_CHARS)}` : ''}`),
-        'For each: find out why it failed (recall_activity, task_get). If the cause is fixed or transient, create a follow-up task; if it needs a human, tell them with notify_user. Do not redo the work here.',
+        ...lines(
+          'For each: find out why it failed.',
+          withTools('task_get', 'task_get shows its notes, comments and last error.'),
+          withTools('recall_activity', 'recall_activity finds what happened around it.'),
+          withTools('task_create', 'If the cause is fixed or transient, create a follow-up task with task_create.'),
+          withTools('notify_user', 'If it needs a human, tell them with notify_user.'),
+          'Do not redo the work here.',
+        ),
       ].join('\n'),
     );
   }
@@ -75,10 +87,12 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
     [
       '## Self-evolution — knowledge lifecycle',
       'Decide where each thing you learned belongs:',
-      '- a one-off fact or outcome → memory_save (observation buffer; searchable, not in your prompt)',
-      '- a convention or a pattern seen 3+ times → memory_update (curated knowledge, in every prompt; keep it short)',
-      `- a procedure of ${REFLECTION_SKILL_MIN_STEPS}+ steps you will repeat → write it up as a skill`,
-      '- a lasting change to who you are or how you work → edit_agent_file, if you have that permission',
+      ...lines(
+        withTools('memory_save', '- a one-off fact or outcome → memory_save (observation buffer; searchable, not in your prompt)'),
+        withTools('memory_update', '- a convention or a pattern seen 3+ times → memory_update (curated knowledge, in every prompt; keep it short)'),
+        `- a procedure of ${REFLECTION_SKILL_MIN_STEPS}+ steps you will repeat → write it up as a skill`,
+        withTools('edit_agent_file', '- a lasting change to who you are or how you work → edit_agent_file, if you have that permission'),
+      ),
     ].join('\n'),
   );
   if (i.quality && i.quality.reviewed > 0) {
@@ -92,12 +106,22 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
     [
       "## Patrol, don't build",
       '- Lightweight actions only: check status, update notes and the notebook, notify, create or update tasks.',
-      '- Anything that takes real work (code, documents, research) becomes a task (task_create); do not do it in a heartbeat.',
+      ...lines(
+        withTools('task_create', '- Anything that takes real work (code, documents, research) becomes a task (task_create); do not do it in a heartbeat.'),
+        withTools('task_create', '- Break a large piece of work into subtasks (parent_task_id) and order them with depends_on; they start by themselves.'),
+      ),
     ].join('\n'),
     [
       '## Communication',
-      'Nobody sees your text output in a heartbeat. Reach humans with notify_user (status, findings, alerts) or request_user_approval (decisions);',
-      'reach agents with agent_send_message. Use update_notebook for priorities and blockers, clear_notebook for stale entries; do not store raw messages there.',
+      'Nobody sees your text output in a heartbeat.',
+      ...lines(
+        withTools('notify_user', 'Reach humans with notify_user (status, findings, alerts; related_task_id when it is about a task).'),
+        withTools('request_user_approval', 'A decision you need from a human goes to their inbox with request_user_approval; the answer does not come back within this run.'),
+        withTools('agent_send_message', 'Reach agents with agent_send_message.'),
+        withTools('task_comment', 'Discuss a task in its thread with task_comment.'),
+        withTools('update_notebook', 'Use update_notebook for priorities and blockers; do not store raw messages there.'),
+        withTools('clear_notebook', 'Remove stale notebook entries with clear_notebook.'),
+      ),
       `If nothing needs attention, reply exactly ${HEARTBEAT_OK} and nothing else.`,
     ].join('\n'),
   );

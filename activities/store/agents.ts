@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AgentRow, Database } from '../../schema/database';
+import { identityIsSelfEdited } from './agent-seed';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
 export const IDENTITY_FILES = {
@@ -37,6 +38,8 @@ export const AgentConfigSchema = z
     /** The period the budget covers (default a calendar month, UTC). */
     budgetPeriod: z.enum(['hour', 'day', 'week', 'month', 'lifetime']).optional(),
     protectedBranches: z.array(z.string().min(1)).optional(),
+    /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
+    tasksNeedApproval: z.boolean().optional(),
     /**
      * Cognitive preparation (seed D1 tier 1): cheap appraisal / reflection calls before the first main
      * call of each task attempt, written to the notebook. Off unless `enabled`. `maxDepth` caps the
@@ -139,10 +142,16 @@ export async function ensureWorkspace(agentId: string, workspaceDir: string): Pr
 }
 
 /**
- * Creates or replaces an agent after validating it (`InvalidAgentError` names every problem). Its
- * workspace folder exists when this returns.
+ * Creates or updates an agent after validating it (`InvalidAgentError` names every problem). Its
+ * workspace folder exists when this returns. Identity files the agent changed itself
+ * (`edit_agent_file`) survive a re-upsert unless `force` (see agent-seed.ts); compare the returned
+ * content hash with the definition's to tell which files are current.
  */
-export async function upsertAgent(db: Kysely<Database>, input: AgentDefinition, options: { workspaceRoot?: string } = {}): Promise<AgentRow> {
+export async function upsertAgent(
+  db: Kysely<Database>,
+  input: AgentDefinition,
+  options: { workspaceRoot?: string; force?: boolean } = {},
+): Promise<AgentRow> {
   const agent = parseAgentDefinition(input);
   const workspaceDir = resolveWorkspaceDir(agent.id, agent.workspaceDir, options.workspaceRoot);
   await ensureWorkspace(agent.id, workspaceDir);
@@ -158,12 +167,17 @@ export async function upsertAgent(db: Kysely<Database>, input: AgentDefinition, 
     config: JSON.stringify(agent.config ?? {}),
     workspace_dir: workspaceDir,
   };
-  return db
-    .insertInto('agents')
-    .values(row)
-    .onConflict((oc) => oc.column('id').doUpdateSet({ ...row, updated_at: new Date() }))
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return db.transaction().execute(async (trx) => {
+    await trx.selectFrom('agents').select('id').where('id', '=', agent.id).forUpdate().executeTakeFirst();
+    const keepIdentity = !options.force && (await identityIsSelfEdited(trx, agent.id));
+    const { soul_md: _s, agents_md: _a, heartbeat_md: _h, tools_md: _t, content_hash: _c, ...rest } = row;
+    return trx
+      .insertInto('agents')
+      .values(row)
+      .onConflict((oc) => oc.column('id').doUpdateSet({ ...(keepIdentity ? rest : row), updated_at: new Date() }))
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
 }
 
 export async function findAgent(db: Kysely<Database>, agentId: string): Promise<AgentRow | undefined> {

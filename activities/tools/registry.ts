@@ -5,6 +5,8 @@ import { notifyUser, requestUserApproval } from './human-tools';
 import { readToolOutput } from './output-tools';
 import { shellExecute } from './shell-tool';
 import { taskNote, taskSubmitReview } from './task-tools';
+import { taskManagementTools } from './task-management-tools';
+import { goalTools } from './goal-tools';
 import type { ToolSpec } from './types';
 import { safeLine } from '../security/tool-text';
 import { memoryAliases, memoryTools } from '../memory/tools';
@@ -23,6 +25,14 @@ const SCENARIO_TOOLS: Record<Scenario, Set<string>> = {
   reflection: new Set(),
   consolidation: new Set(),
 };
+
+/** Every scenario the registry knows, for code and tests that must cover them all. */
+export const SCENARIOS = Object.keys(SCENARIO_TOOLS) as Scenario[];
+
+/** Every tool the worker knows, whatever the scenario. */
+export function allRegisteredTools(): ReadonlyMap<string, ToolSpec> {
+  return ALL_TOOLS;
+}
 
 export function registerTools(tools: ToolSpec[], scenarios: Scenario[]): void {
   for (const tool of tools) {
@@ -61,3 +71,9 @@ export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string
 registerTools([...memoryTools, ...memoryAliases], ['task', 'chat', 'reflection']);
 registerTools([editAgentFile], ['task', 'chat']);
 registerTools([...memoryTools, ...memoryAliases, editAgentFile].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+
+// Task management and the humans' inbox (issue 12). Heartbeats get the ones D1's whitelist allows.
+registerTools(taskManagementTools, ['task', 'chat']);
+registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+// Goals (seed D1 F3): the heartbeat's goal loop.
+registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);

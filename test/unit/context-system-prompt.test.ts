@@ -36,6 +36,8 @@ function inputs(overrides: Partial<PromptInputs> = {}): PromptInputs {
 }
 
 const tiers = (p: ReturnType<typeof buildSystemPrompt>) => p.segments.map((s) => s.text);
+/** Tool definitions offering these names: prompt lines that name a tool appear only when it is offered. */
+const offering = (...names: string[]) => names.map((name) => ({ name, description: '', inputSchema: {} }));
 const words = (n: number, word = 'alpha') => Array.from({ length: n }, () => word).join(' ');
 
 afterEach(() => resetCalibration());
@@ -153,7 +155,7 @@ describe('Tier 2 sections', () => {
       ...Array.from({ length: 13 }, (_, i) => ({ id: `a${i}`, name: `Agent${i}`, kind: 'agent' as const })),
       ...Array.from({ length: 11 }, (_, i) => ({ id: `h${i}`, name: `Human${i}`, kind: 'human' as const })),
     ];
-    const [, tier2] = tiers(buildSystemPrompt(inputs({ colleagues })));
+    const [, tier2] = tiers(buildSystemPrompt(inputs({ colleagues, tools: offering('agent_list_colleagues', 'team_list') })));
     expect(tier2).toContain('Agent9 ');
     expect(tier2).not.toContain('Agent10 ');
     expect(tier2).toContain('…and 3 more (use agent_list_colleagues)');
@@ -179,7 +181,7 @@ describe('Tier 2 sections', () => {
 
   test('active skills: fenced, progressive disclosure of 200 chars unless expanded, capped at 4,000 tokens', () => {
     const body = `Step one. ${'b'.repeat(400)} END-OF-BODY`;
-    const [, tier2] = tiers(buildSystemPrompt(inputs({ activeSkills: [{ name: 'deploy', description: 'Deploys', body }, { name: 'review', body, expanded: true }] })));
+    const [, tier2] = tiers(buildSystemPrompt(inputs({ activeSkills: [{ name: 'deploy', description: 'Deploys', body }, { name: 'review', body, expanded: true }], tools: offering('discover_tools') })));
     expect(tier2).toContain('<skill name="deploy">');
     expect(tier2).toContain('User-provided reference material');
     const deploy = tier2!.slice(tier2!.indexOf('<skill name="deploy">'), tier2!.indexOf('<skill name="review">'));
@@ -214,7 +216,7 @@ describe('scenario section and operating loop (D1 B19, D2 §2.1)', () => {
   });
 
   test('task and chat get their preambles; HEARTBEAT.md appears only in heartbeats', () => {
-    const [, task] = tiers(buildSystemPrompt(inputs({ scenario: 'task' })));
+    const [, task] = tiers(buildSystemPrompt(inputs({ scenario: 'task', tools: offering('task_submit_review') })));
     expect(task).toContain('Do not take actions outside the scope of this task.');
     expect(task).toContain('task_submit_review');
     expect(task).not.toContain('Check CI status');
@@ -226,7 +228,7 @@ describe('scenario section and operating loop (D1 B19, D2 §2.1)', () => {
     ['reflection', 'Post-task reflection'],
     ['consolidation', 'Memory consolidation'],
     ['a2a', 'Agent-to-agent message'],
-    ['comment_response', 'reply_to_comment_id'],
+    ['comment_response', 'Comment response'],
   ])('%s has its own instructions with a communication-channel paragraph', (scenario, marker) => {
     const [, tier2] = tiers(buildSystemPrompt(inputs({ scenario })));
     expect(tier2).toContain(marker);
@@ -253,7 +255,7 @@ describe('Tier 3 sections', () => {
     const mine: PromptTask[] = Array.from({ length: 20 }, (_, i) => ({ id: `m${i}`, title: `Mine${i}`, priority: priorities[i % 4]!, status: 'in_progress', description: `d${i} ${'z'.repeat(300)}` }));
     mine.push({ id: 'done1', title: 'Finished', priority: 'critical', status: 'completed' });
     const team: PromptTask[] = Array.from({ length: 12 }, (_, i) => ({ id: `t${i}`, title: `Team${i}`, priority: 'medium', status: 'pending', assignee: 'Bob' }));
-    const [, , tier3] = tiers(buildSystemPrompt(inputs({ tasks: { mine, team } })));
+    const [, , tier3] = tiers(buildSystemPrompt(inputs({ tasks: { mine, team }, tools: offering('task_list') })));
     const myLines = tier3!.split('\n').filter((l) => l.startsWith('- [') && l.includes('Mine'));
     expect(myLines).toHaveLength(15);
     expect(myLines[0]).toContain('[critical] Mine3 ');
@@ -280,7 +282,7 @@ describe('Tier 3 sections', () => {
 
   test('skills catalogue: keyword relevance, at most 30, one line each', () => {
     const skills = Array.from({ length: 45 }, (_, i) => ({ name: `skill${i}`, category: 'ops', description: i === 40 ? 'Deploy kubernetes clusters' : 'Generic helper' }));
-    const [, , tier3] = tiers(buildSystemPrompt(inputs({ skills, skillQuery: 'please deploy to kubernetes now' })));
+    const [, , tier3] = tiers(buildSystemPrompt(inputs({ skills, skillQuery: 'please deploy to kubernetes now', tools: offering('discover_tools') })));
     const lines = tier3!.split('\n').filter((l) => l.startsWith('- **skill'));
     expect(lines).toHaveLength(30);
     expect(lines[0]).toBe('- **skill40** [ops]: Deploy kubernetes clusters');

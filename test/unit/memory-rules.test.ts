@@ -106,6 +106,7 @@ describe('heartbeat rules', () => {
       failedTasks: [{ id: 't1', title: 'Build', error: 'timeout' }],
       blockedTasks: [],
       quality: { reviewed: 10, revised: 4 },
+      tools: new Set(toolsForScenario('heartbeat').keys()),
     });
     for (const part of ['[HEARTBEAT CHECK-IN]', '- Check assigned tasks with `task_list`', '## Last heartbeat', '## Active Goals', 'iteration 2/5', '## Failed tasks — recovery', '## Self-evolution', '## Quality signal', 'above 30%', "## Patrol, don't build", 'HEARTBEAT_OK']) {
       expect(text).toContain(part);

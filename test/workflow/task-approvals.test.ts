@@ -84,7 +84,7 @@ describe('approvals', () => {
     expect(answer).toEqual({ text: 'The human approved. Their answer: PostgreSQL, one schema per tenant', isError: false });
     expect(await approvalRow(requestId)).toMatchObject({ status: 'approved', decided_by: 'bob', comment: 'PostgreSQL, one schema per tenant' });
     const notified = (await h.client.events(taskId)).filter((e) => e.type === 'user-notified');
-    expect(notified.map((e) => e.data)).toEqual([{ message: 'Going with the database you chose', level: 'info' }]);
+    expect(notified.map((e) => e.data)).toEqual([{ message: 'Going with the database you chose', level: 'info', notificationId: expect.stringMatching(/^ntf_/) }]);
   });
 
   test('a rejection and a timeout both reach the model as error results, and the command never runs', async () => {

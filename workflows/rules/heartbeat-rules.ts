@@ -35,6 +35,8 @@ export const HEARTBEAT_TOOL_WHITELIST: readonly string[] = [
   'discover_tools', 'notify_user', 'request_user_approval', 'recall_activity',
   'package_list', 'package_install',
   'edit_agent_file',
+  // D1's code adds task_comment: a check-in discusses a task in its thread.
+  'task_comment',
 ];
 
 /** D1 E11: managers additionally get these in their heartbeat. */

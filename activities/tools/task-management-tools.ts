@@ -1,0 +1,276 @@
+/**
+ * Task tools for agents: create (assignee, priority, parent task, dependencies), list, get, update and
+ * comment. A created task is recorded with its place in the graph and its workflow `task-{id}` is
+ * started through the worker's Temporal client; the workflow itself waits for a human's approval (when
+ * the creator's config asks for it) and for its dependencies (blocked, woken when they finish).
+ *
+ * The task id is derived from the tool call, so a retried task_create finds the task it created and
+ * the already-started workflow instead of making a second one: it is safe to run again, which is why
+ * it is not marked side-effecting (the ledger would report an interrupted call instead of finishing it).
+ */
+import { createHash } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { Database, TaskRow } from '../../schema/database';
+import { commentSignal, dependenciesChangedSignal, taskWorkflowId } from '../../workflows/contract';
+import {
+  SUBTASK_SOFT_CAP,
+  TASK_LIST_PAGE_MAX,
+  TASK_LIST_PAGE_SIZE,
+  TASK_MAX_DEPENDENCIES,
+  TASK_PRIORITIES,
+} from '../../workflows/rules/task-graph';
+import { TERMINAL_STATES } from '../../workflows/rules/task-state';
+import { agentConfig, findAgent } from '../store/agents';
+import { addDependencies, PRIORITY_RANK, recordNewTask, TaskGraphError } from '../store/task-graph';
+import { addTaskEvent, findTask } from '../store/tasks';
+import { ignoreGone, startTaskWorkflow } from '../task-graph';
+import { defineTool, type ToolOutput } from './types';
+
+/** Seed D1 B14: descriptions in task lists are cut to 150 characters. */
+export const TASK_LIST_DESC_CHARS = 150;
+/** Seed D1 (TASK_GET_NOTES_DEFAULT is 50): task_get shows the newest notes and comments, this many each. */
+export const TASK_GET_NOTES_MAX = 10;
+/** task_get shows the description up to this; the rest is rarely needed to coordinate. */
+export const TASK_GET_DESC_CHARS = 4_000;
+/** A task description an agent writes: a brief, not a document (documents go in files). */
+export const TASK_DESC_MAX_CHARS = 20_000;
+export const TASK_COMMENT_MAX_CHARS = 4_000;
+
+/** `created_by` of a task an agent created. */
+export const agentCreator = (agentId: string): string => `agent:${agentId}`;
+
+/** The task id task_create gives the task it creates: the same for a retried call. */
+export function createdTaskId(sessionId: string, toolCallId: string): string {
+  const h = createHash('sha256').update(`task_create\0${sessionId}\0${toolCallId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+const priority = z.enum(TASK_PRIORITIES);
+const taskId = z.string().min(1).max(100);
+
+export const taskCreate = defineTool({
+  name: 'task_create',
+  description:
+    'Create a task for yourself or another agent. Use parent_task_id to make it a subtask (cancelling the parent cancels it) and depends_on for tasks that must complete first: it stays blocked until they do, then starts by itself.',
+  schema: z
+    .object({
+      title: z.string().min(1).max(200),
+      description: z.string().max(TASK_DESC_MAX_CHARS).optional().describe('What to do and how to know it is done'),
+      assignee: z.string().min(1).max(100).optional().describe('Agent id of the assignee (default: yourself)'),
+      priority: priority.optional().describe('Default: medium'),
+      parent_task_id: taskId.optional().describe('Make this a subtask of that task'),
+      depends_on: z.array(taskId).max(TASK_MAX_DEPENDENCIES).optional().describe('Task ids that must be completed before this one starts'),
+    })
+    .strict(),
+  sideEffecting: false,
+  summarize: (a) => `task_create: ${a.title}${a.assignee ? ` → ${a.assignee}` : ''}`,
+  run: async (args, ctx) =>
+    asToolError(async () => {
+      const creator = await findAgent(ctx.db, ctx.agentId);
+      const needsApproval = creator ? agentConfig(creator).tasksNeedApproval === true : false;
+      const assignee = args.assignee ?? ctx.agentId;
+      const { created, row } = await recordNewTask(ctx.db, {
+        id: createdTaskId(ctx.sessionId, ctx.toolCallId),
+        agentId: assignee,
+        title: args.title,
+        description: args.description ?? args.title,
+        priority: args.priority ?? 'medium',
+        createdBy: agentCreator(ctx.agentId),
+        ...(args.parent_task_id ? { parentTaskId: args.parent_task_id } : {}),
+        ...(args.depends_on?.length ? { dependsOn: args.depends_on } : {}),
+        needsApproval,
+      });
+      const activity = Context.current();
+      await startTaskWorkflow(activity.client, activity.info.taskQueue, { id: row.id, agentId: row.agent_id, title: row.title });
+      const waiting = args.depends_on?.length ? ` It stays blocked until ${args.depends_on.join(', ')} complete${args.depends_on.length === 1 ? 's' : ''}, then starts by itself.` : '';
+      const gate = row.needs_approval ? ' It waits for a human to approve it before it starts.' : '';
+      const siblings = args.parent_task_id ? await countSubtasks(ctx.db, args.parent_task_id) : 0;
+      const tooFine = siblings > SUBTASK_SOFT_CAP ? ` Note: ${args.parent_task_id} now has ${siblings} subtasks; more than ${SUBTASK_SOFT_CAP} is usually too fine a split.` : '';
+      return {
+        content: `${created ? 'Created' : 'Already created'} task ${row.id} "${row.title}" for ${row.agent_id} (priority ${row.priority}${row.parent_task_id ? `, subtask of ${row.parent_task_id}` : ''}).${gate}${waiting}${tooFine}`,
+      };
+    }),
+});
+
+export const taskList = defineTool({
+  name: 'task_list',
+  description: 'List tasks by priority: yours (default), the ones you created, or all; optionally by state or parent task.',
+  schema: z
+    .object({
+      scope: z.enum(['mine', 'created', 'all']).optional().describe('mine = assigned to you (default); created = created by you'),
+      states: z.array(z.string().min(1).max(20)).max(9).optional().describe('Only these states (pending, in_progress, blocked, review, completed, failed, …)'),
+      parent_task_id: taskId.optional().describe('Only the subtasks of this task'),
+      include_closed: z.boolean().optional().describe('Also completed, failed, cancelled, rejected and archived tasks (default: no)'),
+      limit: z.number().int().min(1).max(TASK_LIST_PAGE_MAX).optional(),
+      offset: z.number().int().min(0).optional(),
+    })
+    .strict(),
+  sideEffecting: false,
+  summarize: (a) => `task_list ${a.scope ?? 'mine'}${a.states ? ` ${a.states.join(',')}` : ''}`,
+  run: async (args, ctx) => {
+    let query = ctx.db.selectFrom('tasks').selectAll();
+    const scope = args.scope ?? 'mine';
+    if (scope === 'mine') query = query.where('agent_id', '=', ctx.agentId);
+    if (scope === 'created') query = query.where('created_by', '=', agentCreator(ctx.agentId));
+    if (args.parent_task_id) query = query.where('parent_task_id', '=', args.parent_task_id);
+    if (args.states?.length) query = query.where('state', 'in', args.states);
+    else if (!args.include_closed) query = query.where('state', 'not in', [...TERMINAL_STATES]);
+    const limit = args.limit ?? TASK_LIST_PAGE_SIZE;
+    const offset = args.offset ?? 0;
+    const rows = await query
+      .orderBy(PRIORITY_RANK)
+      .orderBy('updated_at', 'desc')
+      .orderBy('id')
+      .limit(limit + 1)
+      .offset(offset)
+      .execute();
+    const shown = rows.slice(0, limit);
+    if (!shown.length) return { content: offset ? 'No more tasks.' : 'No tasks match.' };
+    const lines = shown.map((t) => taskLine(t, t.agent_id !== ctx.agentId));
+    if (rows.length > limit) lines.push(`…more: call task_list again with offset ${offset + limit}`);
+    return { content: lines.join('\n') };
+  },
+});
+
+export const taskGet = defineTool({
+  name: 'task_get',
+  description: 'Show one task: description, state, assignee, parent, subtasks, dependencies, latest notes and comments, result or error.',
+  schema: z.object({ task_id: taskId }).strict(),
+  sideEffecting: false,
+  summarize: (a) => `task_get ${a.task_id}`,
+  run: async (args, ctx) => {
+    const task = await findTask(ctx.db, args.task_id);
+    if (!task) return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+    const [subtasks, deps, dependants, events] = await Promise.all([
+      ctx.db.selectFrom('tasks').selectAll().where('parent_task_id', '=', task.id).orderBy('created_at').execute(),
+      ctx.db.selectFrom('task_dependencies').innerJoin('tasks', 'tasks.id', 'task_dependencies.depends_on').selectAll('tasks').where('task_dependencies.task_id', '=', task.id).execute(),
+      ctx.db.selectFrom('task_dependencies').innerJoin('tasks', 'tasks.id', 'task_dependencies.task_id').selectAll('tasks').where('task_dependencies.depends_on', '=', task.id).execute(),
+      ctx.db
+        .selectFrom('task_events')
+        .select(['type', 'data', 'created_at'])
+        .where('task_id', '=', task.id)
+        .where('type', 'in', ['note-added', 'comment-added'])
+        .orderBy('id', 'desc')
+        .limit(TASK_GET_NOTES_MAX * 2)
+        .execute(),
+    ]);
+    const parts = [
+      `# ${task.title}`,
+      `id ${task.id} · ${task.state} · priority ${task.priority} · assignee ${task.agent_id} · round ${task.round}${task.created_by ? ` · created by ${task.created_by}` : ''}${task.needs_approval ? ' · waiting for human approval' : ''}`,
+    ];
+    if (task.parent_task_id) parts.push(`Subtask of ${task.parent_task_id}`);
+    parts.push(`## Description\n${task.description.length > TASK_GET_DESC_CHARS ? `${task.description.slice(0, TASK_GET_DESC_CHARS)}…` : task.description}`);
+    if (subtasks.length) parts.push(`## Subtasks (${subtasks.length})\n${subtasks.map((t) => taskLine(t, true)).join('\n')}`);
+    if (deps.length) parts.push(`## Depends on\n${deps.map((t) => taskLine(t, true)).join('\n')}`);
+    if (dependants.length) parts.push(`## Waited on by\n${dependants.map((t) => taskLine(t, true)).join('\n')}`);
+    const notes = events.filter((e) => e.type === 'note-added').slice(0, TASK_GET_NOTES_MAX).reverse();
+    const comments = events.filter((e) => e.type === 'comment-added').slice(0, TASK_GET_NOTES_MAX).reverse();
+    if (notes.length) parts.push(`## Notes (newest last)\n${notes.map((n) => `- ${String(n.data.note ?? '')}`).join('\n')}`);
+    if (comments.length) parts.push(`## Comments (newest last)\n${comments.map((c) => `- ${String(c.data.from ?? 'someone')}: ${String(c.data.text ?? '')}`).join('\n')}`);
+    if (task.result_summary) parts.push(`## Result\n${task.result_summary}`);
+    if (task.last_error) parts.push(`## Last error\n${task.last_error}`);
+    return { content: parts.join('\n\n') };
+  },
+});
+
+export const taskUpdate = defineTool({
+  name: 'task_update',
+  description:
+    'Change a task you created or are assigned: title, description, priority, add dependencies (only before it starts), or cancel it (tasks you created; cancels its subtasks too).',
+  schema: z
+    .object({
+      task_id: taskId,
+      title: z.string().min(1).max(200).optional(),
+      description: z.string().max(TASK_DESC_MAX_CHARS).optional(),
+      priority: priority.optional(),
+      add_dependencies: z.array(taskId).max(TASK_MAX_DEPENDENCIES).optional().describe('Task ids that must complete before this task starts'),
+      status: z.enum(['cancelled']).optional().describe('cancelled: stop the task and its subtasks'),
+    })
+    .strict(),
+  // Every change is a plain write or an idempotent request (cancel twice = cancel once): safe to run again.
+  sideEffecting: false,
+  summarize: (a) => `task_update ${a.task_id}${a.status ? ` → ${a.status}` : ''}${a.add_dependencies ? ` +deps ${a.add_dependencies.join(',')}` : ''}`,
+  run: async (args, ctx) =>
+    asToolError(async () => {
+      const task = await findTask(ctx.db, args.task_id);
+      if (!task) return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+      const mayEdit = task.agent_id === ctx.agentId || task.created_by === agentCreator(ctx.agentId);
+      if (!mayEdit) return { content: `Task ${task.id} is neither assigned to you nor created by you; comment on it with task_comment instead.`, isError: true };
+      const done: string[] = [];
+      const fields = {
+        ...(args.title !== undefined ? { title: args.title } : {}),
+        ...(args.description !== undefined ? { description: args.description } : {}),
+        ...(args.priority !== undefined ? { priority: args.priority } : {}),
+      };
+      if (Object.keys(fields).length) {
+        await ctx.db.updateTable('tasks').set({ ...fields, updated_at: new Date() }).where('id', '=', task.id).execute();
+        await addTaskEvent(ctx.db, task.id, 'task-updated', { ...fields, by: agentCreator(ctx.agentId) }, `update:${ctx.sessionId}:${ctx.toolCallId}`);
+        done.push(`updated ${Object.keys(fields).join(', ')}`);
+      }
+      if (args.add_dependencies?.length) {
+        const added = await addDependencies(ctx.db, task.id, args.add_dependencies);
+        if (added.length) await ignoreGone(Context.current().client.workflow.getHandle(taskWorkflowId(task.id)).signal(dependenciesChangedSignal));
+        done.push(added.length ? `now also waits for ${added.join(', ')}` : 'those dependencies were already set');
+      }
+      if (args.status === 'cancelled') {
+        if (task.created_by !== agentCreator(ctx.agentId)) return { content: `${done.join('; ') || 'Nothing changed'}. Not cancelled: only the creator of task ${task.id} may cancel it; ask them with task_comment.`, isError: true };
+        if ((TERMINAL_STATES as readonly string[]).includes(task.state)) {
+          done.push(`not cancelled: it is already ${task.state}`);
+        } else {
+          await ignoreGone(Context.current().client.workflow.getHandle(taskWorkflowId(task.id)).cancel());
+          done.push('cancellation requested (its subtasks and the tasks waiting on it are cancelled too)');
+        }
+      }
+      return { content: done.length ? `Task ${task.id}: ${done.join('; ')}.` : 'Nothing to change: give a field to update.' };
+    }),
+});
+
+export const taskComment = defineTool({
+  name: 'task_comment',
+  description: "Comment on a task's thread. A running task's agent gets the comment in its next step.",
+  schema: z.object({ task_id: taskId, text: z.string().min(1).max(TASK_COMMENT_MAX_CHARS) }).strict(),
+  sideEffecting: true,
+  summarize: (a) => `task_comment ${a.task_id}: ${a.text.slice(0, 80)}`,
+  run: async (args, ctx) => {
+    const task = await findTask(ctx.db, args.task_id);
+    if (!task) return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+    const from = agentCreator(ctx.agentId);
+    await addTaskEvent(ctx.db, task.id, 'comment-added', { text: args.text, from }, `comment:${ctx.sessionId}:${ctx.toolCallId}`);
+    // The agent's own running task already has the comment in its conversation.
+    const delivered =
+      task.id !== ctx.taskId && !(TERMINAL_STATES as readonly string[]).includes(task.state)
+        ? await ignoreGone(Context.current().client.workflow.getHandle(taskWorkflowId(task.id)).signal(commentSignal, { text: args.text, from }))
+        : false;
+    return { content: `Comment added to task ${task.id}${delivered ? `; ${task.agent_id} sees it in its next step` : ''}.` };
+  },
+});
+
+export const taskManagementTools = [taskCreate, taskList, taskGet, taskUpdate, taskComment];
+
+function taskLine(t: TaskRow, showAssignee: boolean): string {
+  const description = t.description.trim() && t.description !== t.title ? ` — ${oneLine(t.description, TASK_LIST_DESC_CHARS)}` : '';
+  return `- [${t.priority}] ${t.title} (id ${t.id}, ${t.state}${showAssignee ? `, assignee ${t.agent_id}` : ''})${description}`;
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+async function countSubtasks(db: Kysely<Database>, parentId: string): Promise<number> {
+  const row = await db.selectFrom('tasks').select((eb) => eb.fn.countAll<string>().as('n')).where('parent_task_id', '=', parentId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Bad input becomes an error result the model reads; nothing was written (see TaskGraphError). */
+async function asToolError(run: () => Promise<ToolOutput>): Promise<ToolOutput> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof TaskGraphError) return { content: error.message, isError: true };
+    throw error;
+  }
+}
+

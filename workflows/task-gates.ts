@@ -1,0 +1,92 @@
+/**
+ * The start gates of a task workflow, passed before its first round: a human's approval for a task an
+ * agent created (where the creator's config asks for it), then its dependencies. Deterministic
+ * workflow code; the task row and the graph are read through activities.
+ */
+import { condition, log, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { dependenciesChangedSignal, taskApprovalSignal, type TaskApprovalDecision } from './contract';
+import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
+import type { TaskState } from './rules/task-state';
+
+const store = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+
+/** Marker of the workflow change that added the gates: histories recorded before it take the old path. */
+export const START_GATES_PATCH = 'task-start-gates';
+
+export interface GateHost {
+  taskId: string;
+  state(): TaskState;
+  moveTo(to: TaskState, error?: string): Promise<void>;
+  /** Shown by the status query while the task waits. */
+  setPhase(phase: 'awaiting-approval' | 'paused' | 'starting'): void;
+  /** A human sent `resume` while the task was blocked (the task workflow's own handler records it). */
+  resumeRequested(): boolean;
+  clearResume(): void;
+  /** The status query's `lastError`: what the blocked task waits for. */
+  setLastError(message: string): void;
+}
+
+/**
+ * Waits until the task may start. Returns `rejected` when a human rejected it (the task is then
+ * `rejected`), else `start` once it is approved (if it had to be) and every dependency completed.
+ *
+ * While a dependency is unfinished the task is `blocked`; the `dependenciesChanged` signal (sent when a
+ * dependency reaches a final state) makes it re-read them, and it re-reads them every
+ * DEPENDENCY_RECHECK_INTERVAL_MS anyway, so a lost signal delays the start but never loses it. A failed
+ * or cancelled dependency keeps the task blocked (its error says which): a human retries the dependency,
+ * or cancels this task. `resume` starts a blocked task without waiting (a human's override).
+ */
+export async function passStartGates(host: GateHost): Promise<'start' | 'rejected'> {
+  let approval: TaskApprovalDecision | undefined;
+  let changed = false;
+  setHandler(taskApprovalSignal, (decision) => {
+    if (decision?.decision !== 'approve' && decision?.decision !== 'reject') {
+      log.warn(`taskApproval ignored: decision must be 'approve' or 'reject'`);
+      return;
+    }
+    approval ??= decision;
+  });
+  setHandler(dependenciesChangedSignal, () => {
+    changed = true;
+  });
+
+  let gates = await store.taskStartGates({ taskId: host.taskId });
+  if (gates.awaitApproval) {
+    host.setPhase('awaiting-approval');
+    await condition(() => approval !== undefined);
+    await store.recordTaskApproval({ taskId: host.taskId, approved: approval!.decision === 'approve', decidedBy: approval!.decidedBy, comment: approval!.comment });
+    if (approval!.decision === 'reject') {
+      await host.moveTo('rejected', approval!.comment ? `rejected: ${approval!.comment}` : 'rejected by a human');
+      return 'rejected';
+    }
+    host.setPhase('starting');
+    gates = await store.taskStartGates({ taskId: host.taskId });
+  }
+  host.clearResume(); // a resume sent before the task was blocked is not an override
+  let reason = '';
+  while (gates.blockedBy.length > 0) {
+    const waitingFor = `waiting for ${gates.blockedBy.map((d) => `${d.id} (${d.state})`).join(', ')}`;
+    if (host.state() !== 'blocked') {
+      host.setPhase('paused');
+      await host.moveTo('blocked', waitingFor);
+    } else if (waitingFor !== reason) {
+      // Still blocked, for a new reason (a dependency failed or was cancelled): say so.
+      host.setLastError(waitingFor);
+      await store.recordTaskBlockers({ taskId: host.taskId, message: waitingFor });
+    }
+    reason = waitingFor;
+    changed = false;
+    await condition(() => changed || host.resumeRequested(), DEPENDENCY_RECHECK_INTERVAL_MS);
+    if (host.resumeRequested()) {
+      host.clearResume();
+      break;
+    }
+    gates = await store.taskStartGates({ taskId: host.taskId });
+  }
+  host.setPhase('starting');
+  return 'start';
+}

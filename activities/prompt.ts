@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AgentRow, Database, TaskRow } from '../schema/database';
 import {
+  appendToCurrentTurn,
   buildSummarizerPrompt,
   buildSystemPrompt,
   countToolTokens,
+  currentTimeText,
   prepareMessages,
   SUMMARIZER_MAX_OUTPUT_TOKENS,
   SUMMARIZER_SYSTEM_PROMPT,
@@ -167,7 +169,8 @@ export async function assembleContext(
   });
   return {
     system: prompt.segments,
-    messages: prepared.messages,
+    // After the message cache breakpoint: the time changes every minute, the cached prefix must not.
+    messages: appendToCurrentTurn(prepared.messages, currentTimeText(inputs)),
     messageCacheBreakpoint: prepared.messageCacheBreakpoint,
     maxTokens: prepared.maxOutputTokens,
     model,

@@ -70,8 +70,8 @@ export async function runToolWithLedger(
  * model as interrupted and never run twice. The heartbeat details name the call being run, so the
  * Temporal UI shows what a long step is doing; the result lists every call with its summary and preview.
  */
-export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput): Promise<StepWithToolsResult> {
-  const step = await runLlmStep(db, router, input);
+export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock?: () => Date): Promise<StepWithToolsResult> {
+  const step = await runLlmStep(db, router, input, clock);
   const toolResults: StepWithToolsResult['toolResults'] = [];
   const deferred: DeferredToolCall[] = [];
   for (const call of step.toolCalls) {

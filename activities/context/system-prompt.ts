@@ -21,6 +21,7 @@
  * Budget arithmetic uses raw tiktoken counts (never the calibration ratio, which changes with worker
  * history); `tokenEstimate` is the calibrated estimate for the message budget.
  */
+import { createHash } from 'node:crypto';
 import { SYSTEM_PROMPT_TARGET_TOKENS } from './limits';
 import type { PromptInputs, PromptWarning, SystemPrompt } from './prompt-types';
 import { tier3Drafts } from './sections-dynamic';
@@ -56,11 +57,9 @@ export function buildSystemPrompt(inputs: PromptInputs): SystemPrompt {
   const budgeted = (drafts: SegmentDraft[]) =>
     drafts.map((d) => applyBudget(d, count, warnings)).filter((d): d is SegmentDraft => d !== undefined);
 
-  const tier1 = joinDrafts(budgeted(tier1Drafts(inputs)));
-  const tier2 = joinDrafts(budgeted(tier2Drafts(inputs)));
+  const { tier1, tier2, stableTokens } = stableTiers(inputs, count, warnings);
   let dynamic = budgeted(tier3Drafts(inputs));
 
-  const stableTokens = count(tier1) + count(tier2);
   const totalOf = (drafts: SegmentDraft[]) => stableTokens + count(joinDrafts(drafts));
   const before = totalOf(dynamic);
   let total = before;
@@ -92,6 +91,46 @@ export function buildSystemPrompt(inputs: PromptInputs): SystemPrompt {
   ];
   const raw = stableTokens + count(tier3) + 2 * count(SECTION_SEPARATOR);
   return { segments, warnings, tokenEstimate: Math.ceil(raw * calibrationRatio(inputs.model)) };
+}
+
+/** Assembled Tiers 1–2 kept in the worker (distinct agents × scenarios × models in use). */
+export const STABLE_TIER_CACHE_ENTRIES = 256;
+
+interface StableTiers {
+  tier1: string;
+  tier2: string;
+  stableTokens: number;
+  warnings: PromptWarning[];
+}
+
+const stableTierCache = new Map<string, StableTiers>();
+
+/**
+ * Tiers 1 and 2, budgeted and rendered, cached by a hash of their drafts and the model: the drafts are
+ * cheap string building, the budgets (token counting, fitting) are not. The drafts are everything the
+ * tiers depend on (agent files, scenario, knowledge, workspace …), so an edited agent file or a new
+ * knowledge section gives a new key: the cache can never serve a stale prompt.
+ */
+function stableTiers(inputs: PromptInputs, count: TokenCounter, warnings: PromptWarning[]): StableTiers {
+  const drafts1 = tier1Drafts(inputs);
+  const drafts2 = tier2Drafts(inputs);
+  const key = createHash('sha256').update(JSON.stringify([inputs.model ?? '', drafts1, drafts2])).digest('hex');
+  let hit = stableTierCache.get(key);
+  if (!hit) {
+    const own: PromptWarning[] = [];
+    const budgeted = (drafts: SegmentDraft[]) => drafts.map((d) => applyBudget(d, count, own)).filter((d): d is SegmentDraft => d !== undefined);
+    const tier1 = joinDrafts(budgeted(drafts1));
+    const tier2 = joinDrafts(budgeted(drafts2));
+    hit = { tier1, tier2, stableTokens: count(tier1) + count(tier2), warnings: own };
+    if (stableTierCache.size >= STABLE_TIER_CACHE_ENTRIES) stableTierCache.delete(stableTierCache.keys().next().value as string);
+    stableTierCache.set(key, hit);
+  } else {
+    // Most recently used last, so that eviction drops the oldest.
+    stableTierCache.delete(key);
+    stableTierCache.set(key, hit);
+  }
+  warnings.push(...hit.warnings.map((w) => ({ ...w })));
+  return hit;
 }
 
 function joinDrafts(drafts: readonly SegmentDraft[]): string {

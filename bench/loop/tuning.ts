@@ -1,0 +1,13 @@
+import type { WorkerOptions } from '@temporalio/worker';
+
+/**
+ * Worker options the bench can vary (environment, for A/B runs); empty means the product's defaults.
+ * BENCH_MAX_CACHED_WORKFLOWS, BENCH_WFT_POLLERS, BENCH_ACTIVITY_POLLERS.
+ */
+export function workerTuning(env: NodeJS.ProcessEnv): Partial<WorkerOptions> {
+  const out: Partial<WorkerOptions> = {};
+  if (env.BENCH_MAX_CACHED_WORKFLOWS) out.maxCachedWorkflows = Number(env.BENCH_MAX_CACHED_WORKFLOWS);
+  if (env.BENCH_WFT_POLLERS) out.workflowTaskPollerBehavior = { type: 'simple-maximum', maximum: Number(env.BENCH_WFT_POLLERS) };
+  if (env.BENCH_ACTIVITY_POLLERS) out.activityTaskPollerBehavior = { type: 'simple-maximum', maximum: Number(env.BENCH_ACTIVITY_POLLERS) };
+  return out;
+}

@@ -100,6 +100,7 @@ async function main(): Promise<void> {
     BENCH_FAKE_URL: fake.url,
     BENCH_TASK_QUEUE: taskQueue,
     BENCH_WORKFLOW_BUNDLE: bundlePath,
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => [k, v ?? ''])),
   });
   const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }], createProvider);
   const bench: Bench = { db, fake, scripts, agents, temporal, worker, server: own?.process, workspace, router };
@@ -108,7 +109,9 @@ async function main(): Promise<void> {
     log('warm-up');
     await runDurable(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, false);
     await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false });
-    for (const scenario of process.env.BENCH_LOOP_QUICK ? QUICK_SCENARIOS : SCENARIOS) {
+    const only = process.env.BENCH_LOOP_ONLY; // e.g. "3": the third run only (A/B of one setting)
+    const scenarios = (process.env.BENCH_LOOP_QUICK ? QUICK_SCENARIOS : SCENARIOS).filter((_, i) => !only || only.split(',').includes(String(i + 1)));
+    for (const scenario of scenarios) {
       log(scenario.name);
       const inProcess = await runInProcess(bench, scenario);
       const durable = await runDurable(bench, scenario, true);

@@ -54,7 +54,11 @@ function temporalCli(): string {
 /** Starts bench/loop/worker-main.ts in its own process; resolves once it polls. */
 export async function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
   // Node itself with tsx as a loader (not the tsx launcher): the measured pid is the worker's.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'worker-main.ts')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_WORKER_CPU_PROF=<dir>: write a V8 CPU profile of the worker there (for finding where its CPU goes).
+  const profile = env.BENCH_WORKER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_WORKER_CPU_PROF}`] : [];
+  // BENCH_NO_VM_TIMEOUT=1: the vm-timeout experiment (see no-vm-timeout.cjs).
+  const noVmTimeout = env.BENCH_NO_VM_TIMEOUT ? ['--require', path.join(__dirname, 'no-vm-timeout.cjs')] : [];
+  const child = spawn(process.execPath, [...profile, ...noVmTimeout, '--import', 'tsx', path.join(__dirname, 'worker-main.ts')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! });
   await new Promise<void>((resolve, reject) => {
     lines.on('line', (line) => line === 'ready' && resolve());

@@ -198,7 +198,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   // that made none, that is the main call alone; otherwise (a retry may follow an attempt that paid for
   // a summary) it is read back.
   const auxiliary = context.summarizerCalls > 0 || cognitive !== undefined || (ctx?.info.attempt ?? 1) > 1;
-  const usage = auxiliary ? await stepUsage(db, input.sessionId, key) : { ...usageOf(result), costUsd: mainCost };
+  const usage = auxiliary ? await stepUsage(db, input.sessionId, key) : { ...usageOf(result), costUsd: storedCostUsd(mainCost) };
   if (spent && input.taskId) {
     const after = await spentSince(db, input.agentId, spent.periodStart);
     for (const percent of crossedThresholds(spent.before, after, spent.limit)) {
@@ -261,6 +261,13 @@ function toolDefinitionsFor(scenario: Scenario, tools: ReturnType<typeof toolsFo
   let defs = toolDefinitionCache.get(key);
   if (!defs) toolDefinitionCache.set(key, (defs = toolDefinitions(tools)));
   return defs;
+}
+
+/** `llm_calls.cost_usd` is numeric(14, 6): the cost as PostgreSQL stores it and a read-back would return it. */
+const COST_USD_SCALE = 1e6;
+
+function storedCostUsd(cost: number): number {
+  return Number((Math.round(cost * COST_USD_SCALE) / COST_USD_SCALE).toFixed(6));
 }
 
 function usageOf(result: ChatResult): Omit<UsageTotals, 'costUsd'> {

@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AgentRow, Database, TaskRow } from '../schema/database';
 import {
-  appendToCurrentTurn,
   buildSummarizerPrompt,
   buildSystemPrompt,
   countToolTokens,
   currentTimeText,
   prepareMessages,
+  withCurrentTurnTail,
   SUMMARIZER_MAX_OUTPUT_TOKENS,
   SUMMARIZER_SYSTEM_PROMPT,
   SUMMARIZER_TEMPERATURE,
@@ -169,9 +169,8 @@ export async function assembleContext(
   });
   return {
     system: prompt.segments,
-    // After the message cache breakpoint: the time changes every minute, the cached prefix must not.
-    messages: appendToCurrentTurn(prepared.messages, currentTimeText(inputs)),
-    messageCacheBreakpoint: prepared.messageCacheBreakpoint,
+    // The time changes every minute: after the cache breakpoint, which sits on the last stored message.
+    ...withCurrentTurnTail(prepared.messages, currentTimeText(inputs)),
     maxTokens: prepared.maxOutputTokens,
     model,
     systemTokens: prompt.tokenEstimate,

@@ -4,8 +4,7 @@ import { filterSkillsByRelevance } from '../../activities/context/sections-dynam
 import type { PromptInputs, PromptScenario, PromptTask } from '../../activities/context/prompt-types';
 import { calibrate, countTokensRaw, resetCalibration } from '../../activities/context/tokens';
 import { HEARTBEAT_USER_MESSAGE } from '../../activities/context/prompt-text';
-import { appendToCurrentTurn, currentTimeText } from '../../activities/context/current-turn';
-import { cacheBreakpoint } from '../../activities/context/prepare-messages';
+import { currentTimeText, withCurrentTurnTail } from '../../activities/context/current-turn';
 import type { ChatMessage } from '../../activities/llm/types';
 
 const NOW = Date.parse('2026-05-25T12:07:33Z');
@@ -87,17 +86,18 @@ describe('three tiers (D1 B1)', () => {
     expect(tiers(later)).toEqual(tiers(buildSystemPrompt(inputs())));
   });
 
-  test('the time is appended to the current turn, after the cache breakpoint, without touching the stored messages', () => {
+  test('the time follows the stored conversation as its own message; the cache breakpoint is the last stored message', () => {
     const messages: ChatMessage[] = [
       { role: 'user', content: [{ type: 'text', text: 'task' }] },
       { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'file_read', input: {} }] },
       { role: 'user', content: [{ type: 'tool_result', toolUseId: 't1', content: 'ok' }] },
     ];
-    const out = appendToCurrentTurn(messages, '[Current time: x]');
-    expect(out[2]!.content).toEqual([{ type: 'tool_result', toolUseId: 't1', content: 'ok' }, { type: 'text', text: '[Current time: x]' }]);
-    expect(messages[2]!.content).toHaveLength(1);
-    expect(cacheBreakpoint(out)).toBe(1);
-    expect(appendToCurrentTurn(messages.slice(0, 2), 'y').at(-1)).toEqual({ role: 'user', content: [{ type: 'text', text: 'y' }] });
+    const out = withCurrentTurnTail(messages, '[Current time: x]');
+    expect(out.messages.slice(0, 3)).toEqual(messages);
+    expect(out.messages[3]).toEqual({ role: 'user', content: [{ type: 'text', text: '[Current time: x]' }] });
+    expect(out.messageCacheBreakpoint).toBe(2);
+    expect(messages).toHaveLength(3);
+    expect(withCurrentTurnTail([], 'y')).toEqual({ messages: [{ role: 'user', content: [{ type: 'text', text: 'y' }] }] });
   });
 });
 

@@ -34,6 +34,8 @@ describe('cancellation', () => {
     const cancelledMs = Date.now() - cancelledAt;
     expect(streamStoppedMs).toBeLessThan(5_000);
     expect(cancelledMs).toBeLessThan(5_000);
+    // The row says cancelled one workflow task before the workflow closes: wait for the close.
+    await expect(handle.result()).rejects.toThrow(/cancel/i);
     const description = await handle.describe();
     expect(description.status.name).toBe('CANCELLED');
     expect(description.searchAttributes.TaskState).toEqual(['cancelled']);

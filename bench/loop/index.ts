@@ -154,24 +154,38 @@ async function createTasks(bench: Bench, scenario: Scenario, prefix: string): Pr
   return out;
 }
 
-function cpuSnapshot(bench: Bench, pgPids: number[]): Record<string, number | undefined> {
-  const pg = pgPids.map(cpuSeconds).filter((v): v is number => v !== undefined);
+interface CpuSnapshot {
+  processes: Record<string, number | undefined>;
+  /** PostgreSQL backends serving this database, by pid. */
+  pg: Map<number, number>;
+}
+
+async function cpuSnapshot(bench: Bench): Promise<CpuSnapshot> {
   const self = process.cpuUsage();
+  const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(bench.db.db);
+  const pg = new Map<number, number>();
+  for (const { pid } of rows) {
+    const cpu = cpuSeconds(pid);
+    if (cpu !== undefined) pg.set(pid, cpu);
+  }
   return {
-    worker: cpuSeconds(bench.worker.pid!),
-    'Temporal server': bench.server ? cpuSeconds(bench.server.pid!) : undefined,
-    'bench (driver + fake LLM)': (self.user + self.system) / 1e6,
-    'PostgreSQL (this database)': pg.length > 0 ? pg.reduce((a, b) => a + b, 0) : undefined,
+    processes: {
+      worker: cpuSeconds(bench.worker.pid!),
+      'Temporal server': bench.server ? cpuSeconds(bench.server.pid!) : undefined,
+      'bench (driver + fake LLM)': (self.user + self.system) / 1e6,
+    },
+    pg,
   };
 }
 
-async function pgBackendPids(bench: Bench): Promise<number[]> {
-  const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(bench.db.db);
-  return rows.map((r) => r.pid);
-}
-
-function cpuDelta(before: Record<string, number | undefined>, after: Record<string, number | undefined>): Record<string, number | undefined> {
-  return Object.fromEntries(Object.keys(after).map((k) => [k, after[k] !== undefined && before[k] !== undefined ? after[k]! - before[k]! : undefined]));
+/** CPU seconds per process between two snapshots; a backend that connected during the run counts whole. */
+function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string, number | undefined> {
+  const out: Record<string, number | undefined> = {};
+  for (const [k, v] of Object.entries(after.processes)) out[k] = v !== undefined && before.processes[k] !== undefined ? v - before.processes[k]! : undefined;
+  let pg = 0;
+  for (const [pid, cpu] of after.pg) pg += cpu - (before.pg.get(pid) ?? 0);
+  out['PostgreSQL (this database)'] = after.pg.size > 0 ? pg : undefined;
+  return out;
 }
 
 async function waitForSubmissions(bench: Bench, taskIds: string[]): Promise<void> {
@@ -193,9 +207,8 @@ async function waitForSubmissions(bench: Bench, taskIds: string[]): Promise<void
 async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): Promise<RunFigures> {
   const tasks = await createTasks(bench, scenario, 'd');
   const ids = tasks.map((t) => t.taskId);
-  const pgPids = await pgBackendPids(bench);
   const rss = sampleRss(bench.worker.pid!);
-  const cpuBefore = cpuSnapshot(bench, pgPids);
+  const cpuBefore = await cpuSnapshot(bench);
   const t0 = performance.now();
   const start = (t: { agentId: string; taskId: string }) => bench.agents.startTask({ agentId: t.agentId, taskId: t.taskId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.' });
   if (scenario.sequential) {
@@ -208,7 +221,7 @@ async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): P
     await waitForSubmissions(bench, ids);
   }
   const wallMs = performance.now() - t0;
-  const cpu = cpuDelta(cpuBefore, cpuSnapshot(bench, pgPids));
+  const cpu = cpuDelta(cpuBefore, await cpuSnapshot(bench));
   const rssMb = rss.stop();
   let history: RunFigures['history'];
   if (measure) {
@@ -231,13 +244,12 @@ async function runInProcess(bench: Bench, scenario: Scenario): Promise<RunFigure
   for (const t of tasks) {
     await bench.db.db.insertInto('tasks').values({ id: t.taskId, agent_id: t.agentId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.', state: 'in_progress', priority: 'medium' }).execute();
   }
-  const pgPids = await pgBackendPids(bench);
-  const cpuBefore = cpuSnapshot(bench, pgPids);
+  const cpuBefore = await cpuSnapshot(bench);
   const t0 = performance.now();
   if (scenario.sequential) for (const t of tasks) await runInProcessTask(bench.db.db, bench.router, t.taskId);
   else await Promise.all(tasks.map((t) => runInProcessTask(bench.db.db, bench.router, t.taskId)));
   const wallMs = performance.now() - t0;
-  const cpu = cpuDelta(cpuBefore, cpuSnapshot(bench, pgPids));
+  const cpu = cpuDelta(cpuBefore, await cpuSnapshot(bench));
   return { wallMs, served: bench.scripts.served(tasks.map((t) => t.taskId)), expected: scenario.tasks * scenario.calls, cpu };
 }
 

@@ -87,14 +87,16 @@ const TEXT_PREVIEW_CHARS = 200;
  */
 export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepResult> {
   const key = assistantMessageKey(input.attempt, input.turn);
-  const agent = await findAgent(db, input.agentId);
+  // Three independent reads in one round trip's time.
+  const [agent, recorded, task] = await Promise.all([
+    findAgent(db, input.agentId),
+    findMessage(db, input.sessionId, key),
+    input.taskId ? findTask(db, input.taskId) : undefined,
+  ]);
   if (!agent) throw unknownAgent(input.agentId);
   const tools = toolsForScenario(input.scenario);
-
-  const recorded = await findMessage(db, input.sessionId, key);
   if (recorded) return replayRecorded(db, input, recorded.content, tools);
 
-  const task = input.taskId ? await findTask(db, input.taskId) : undefined;
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
   if (!sessionMessages.has(input.sessionId)) await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
   if (input.opening && task) {

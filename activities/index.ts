@@ -4,11 +4,11 @@ import type { Database } from '../schema/database';
 import type { TaskState } from '../workflows/rules/task-state';
 import { unknownAgent, unknownTask } from './errors';
 import { runLlmStep, type ChatRouter, type LlmStepInput } from './llm-step';
-import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
+import { agentConfig, findAgent } from './store/agents';
 import { addTaskEvent, findTask, recordTask, updateTaskState, type RecordTaskInput } from './store/tasks';
 import { findMessage } from './store/sessions';
-import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './tools/execute';
-import { toolsForScenario } from './tools/registry';
+import { assistantMessageKey, type ExecuteToolInput } from './tools/execute';
+import { runStepWithTools, runToolWithLedger } from './step-with-tools';
 import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
 import { startGates, type StartGates } from './store/task-graph';
@@ -19,8 +19,7 @@ export interface ActivityDeps {
   router: ChatRouter;
 }
 
-/** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
-export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
+export { TOOL_HEARTBEAT_INTERVAL_MS } from './step-with-tools';
 
 /**
  * The worker's activities, closed over their dependencies (database, LLM router). Workflows import
@@ -37,28 +36,17 @@ export function createActivities(deps: ActivityDeps) {
       return runLlmStep(db, deps.router, input);
     },
 
+    /**
+     * One loop iteration in one activity: the LLM step, then the auto-allowed tool calls it asked for,
+     * through the ledger (see `runStepWithTools`). Calls that need a human come back as `deferred`.
+     */
+    async llmStepWithTools(input: LlmStepInput) {
+      return runStepWithTools(db, deps.router, input);
+    },
+
     /** Runs one tool call exactly once (ledger), or reports that it needs approval. */
     async executeTool(input: ExecuteToolInput & { scenario: 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' }) {
-      const agent = await findAgent(db, input.agentId);
-      if (!agent) throw unknownAgent(input.agentId);
-      // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
-      await ensureWorkspace(agent.id, agent.workspace_dir);
-      const ctx = Context.current();
-      const heartbeat = setInterval(() => ctx.heartbeat(), TOOL_HEARTBEAT_INTERVAL_MS);
-      try {
-        return await executeToolCall(input, toolsForScenario(input.scenario), {
-          db,
-          agentId: input.agentId,
-          taskId: input.taskId,
-          sessionId: input.sessionId,
-          workspaceDir: agent.workspace_dir,
-          signal: ctx.cancellationSignal,
-          agentConfig: agentConfig(agent),
-          heartbeat: () => ctx.heartbeat(),
-        });
-      } finally {
-        clearInterval(heartbeat);
-      }
+      return runToolWithLedger(db, input);
     },
 
     /** Records an approval request (idempotent by request id) with the call's arguments. */

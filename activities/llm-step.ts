@@ -5,14 +5,14 @@ import type { Database } from '../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harness';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
 import type { AgentRow, TaskRow } from '../schema/database';
-import type { ChatCallbacks, ChatRequest, ChatResult, ToolUseBlock } from './llm/types';
+import type { ChatCallbacks, ChatRequest, ChatResult, ToolDefinition, ToolUseBlock } from './llm/types';
 import { assembleContext, createSessionSummaryCache, loadPromptInputs, type AssembledContext } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from './context';
 import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from './llm/budget';
 import { auxiliaryCallKey, recordLlmCall, usageTotals } from './llm/usage';
 import { evaluatePreparedContext, loadDepthSignals, prepareCognitiveContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
 import { agentConfig, findAgent, type AgentConfig } from './store/agents';
-import { appendMessage, ensureSession, findMessage, loadMessages } from './store/sessions';
+import { appendMessage, ensureSession, findMessage, SessionMessageCache } from './store/sessions';
 import { addTaskEvent, findTask } from './store/tasks';
 import { assistantMessageKey } from './tools/execute';
 import { summarizeCall, toolDefinitions, toolsForScenario, type Scenario } from './tools/registry';
@@ -82,20 +82,23 @@ const TEXT_PREVIEW_CHARS = 200;
  * the first turn of a task attempt when the agent enables it, calls the provider (streaming,
  * heartbeating, cancellable), and persists the reply, the call's usage and cost in one transaction.
  * Idempotent by (session, attempt, turn): a retry after the reply was stored returns it without calling
- * the provider again. Returns only a compact summary, so the conversation never enters workflow
+ * the provider again. `clock` is the prompt's "now" (a bench replays a paced clock). Returns only a compact summary, so the conversation never enters workflow
  * history; its `usage` covers the main call and the auxiliary calls made for it (summaries, preparation).
  */
-export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput): Promise<LlmStepResult> {
+export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepResult> {
   const key = assistantMessageKey(input.attempt, input.turn);
-  const agent = await findAgent(db, input.agentId);
+  // Three independent reads in one round trip's time.
+  const [agent, recorded, task] = await Promise.all([
+    findAgent(db, input.agentId),
+    findMessage(db, input.sessionId, key),
+    input.taskId ? findTask(db, input.taskId) : undefined,
+  ]);
   if (!agent) throw unknownAgent(input.agentId);
   const tools = toolsForScenario(input.scenario);
-
-  const recorded = await findMessage(db, input.sessionId, key);
   if (recorded) return replayRecorded(db, input, recorded.content, tools);
 
-  const task = input.taskId ? await findTask(db, input.taskId) : undefined;
-  await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
+  // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
+  if (!sessionMessages.has(input.sessionId)) await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
   if (input.opening && task) {
     const existing = await findMessage(db, input.sessionId, 'task-prompt');
     if (!existing) {
@@ -114,11 +117,11 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     await appendMessage(db, input.sessionId, `a${input.attempt}-t${input.turn}-inj${i}`, { role: 'user', kind: 'injection', content: [{ type: 'text', text }] });
   }
 
-  const messages = await loadMessages(db, input.sessionId);
+  const messages = await sessionMessages.load(db, input.sessionId);
   const config = agentConfig(agent);
   const target: ChatTarget = { provider: config.provider, model: config.model, tier: config.tier };
   const model = router.candidates(target)[0]?.model ?? 'unknown';
-  const toolDefs = toolDefinitions(tools);
+  const toolDefs = toolDefinitionsFor(input.scenario, tools);
   const ctx = activityContext();
   const signal = ctx?.cancellationSignal;
   const summaryCache = createSessionSummaryCache(db, input.sessionId);
@@ -126,7 +129,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     await recordLlmCall(db, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: auxiliaryCallKey(key, purpose), result, durationMs });
   };
   const assemble = async (): Promise<{ inputs: PromptInputs; context: AssembledContext }> => {
-    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, new Date(), model);
+    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model);
     const context = await assembleContext(router, inputs, messages, toolDefs, { summaryCache, signal, onSummarizerCall: recordAuxiliary });
     return { inputs, context };
   };
@@ -176,9 +179,10 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     if (reported > 0) calibrate(result.model, estimated, reported);
   }
 
+  let mainCost = 0;
   await db.transaction().execute(async (trx) => {
     await appendMessage(trx, input.sessionId, key, { role: 'assistant', content: result.content });
-    const cost = await recordLlmCall(trx, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: key, result, durationMs: Date.now() - started });
+    const cost = (mainCost = await recordLlmCall(trx, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: key, result, durationMs: Date.now() - started }));
     if (input.taskId) {
       const { usage: u } = result;
       await addTaskEvent(
@@ -192,7 +196,11 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   });
   if (cognitive) await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
 
-  const usage = await stepUsage(db, input.sessionId, key);
+  // The step's usage is its main call plus auxiliary calls recorded under its key. On a first attempt
+  // that made none, that is the main call alone; otherwise (a retry may follow an attempt that paid for
+  // a summary) it is read back.
+  const auxiliary = context.summarizerCalls > 0 || cognitive !== undefined || (ctx?.info.attempt ?? 1) > 1;
+  const usage = auxiliary ? await stepUsage(db, input.sessionId, key) : { ...usageOf(result), costUsd: storedCostUsd(mainCost) };
   if (spent && input.taskId) {
     const after = await spentSince(db, input.agentId, spent.periodStart);
     for (const percent of crossedThresholds(spent.before, after, spent.limit)) {
@@ -242,6 +250,31 @@ function responseDigest(content: ChatResult['content']): string {
     .slice(0, EVALUATION_TOOL_CALLS_MAX)
     .map((b) => `→ ${b.name} ${JSON.stringify(b.input ?? {}).slice(0, TEXT_PREVIEW_CHARS)}`);
   return [text, ...calls].filter(Boolean).join('\n');
+}
+
+/** Messages of the sessions this worker runs, loaded incrementally (see `SessionMessageCache`). */
+const sessionMessages = new SessionMessageCache();
+
+/** Tool definitions per scenario, built once: the same objects each call, so their token counts are memoised. */
+const toolDefinitionCache = new Map<string, ToolDefinition[]>();
+
+function toolDefinitionsFor(scenario: Scenario, tools: ReturnType<typeof toolsForScenario>): ToolDefinition[] {
+  const key = `${scenario}\0${[...tools.keys()].join(',')}`;
+  let defs = toolDefinitionCache.get(key);
+  if (!defs) toolDefinitionCache.set(key, (defs = toolDefinitions(tools)));
+  return defs;
+}
+
+/** `llm_calls.cost_usd` is numeric(14, 6): the cost as PostgreSQL stores it and a read-back would return it. */
+const COST_USD_SCALE = 1e6;
+
+function storedCostUsd(cost: number): number {
+  return Number((Math.round(cost * COST_USD_SCALE) / COST_USD_SCALE).toFixed(6));
+}
+
+function usageOf(result: ChatResult): Omit<UsageTotals, 'costUsd'> {
+  const { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens } = result.usage;
+  return { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens };
 }
 
 /** A step's usage: its main call plus every auxiliary call (summaries, cognitive preparation) recorded under its key. */
@@ -331,7 +364,12 @@ function activityContext(): Context | undefined {
 /** Batches streamed text and publishes it with NOTIFY for live followers (CLI, services). Best effort. */
 class ProgressPublisher {
   private buffer = '';
-  private lastFlush = 0;
+  /**
+   * Counted from the start: the first batch goes out after one interval of streaming, or at the end. A
+   * short reply is then one NOTIFY instead of two (one query less per step); a long stream is followed
+   * as before.
+   */
+  private lastFlush = Date.now();
   private pending: Promise<void> = Promise.resolve();
 
   constructor(

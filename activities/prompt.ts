@@ -5,7 +5,9 @@ import {
   buildSummarizerPrompt,
   buildSystemPrompt,
   countToolTokens,
+  currentTimeText,
   prepareMessages,
+  withCurrentTurnTail,
   SUMMARIZER_MAX_OUTPUT_TOKENS,
   SUMMARIZER_SYSTEM_PROMPT,
   SUMMARIZER_TEMPERATURE,
@@ -184,8 +186,8 @@ export async function assembleContext(
   });
   return {
     system: prompt.segments,
-    messages: prepared.messages,
-    messageCacheBreakpoint: prepared.messageCacheBreakpoint,
+    // The time changes every minute: after the cache breakpoint, which sits on the last stored message.
+    ...withCurrentTurnTail(prepared.messages, currentTimeText(inputs)),
     maxTokens: prepared.maxOutputTokens,
     model,
     systemTokens: prompt.tokenEstimate,

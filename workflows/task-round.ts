@@ -6,6 +6,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -14,6 +15,7 @@ import {
 import type { Activities } from '../activities';
 import type { ExecuteToolResult } from '../activities/tools/execute';
 import type { LlmStepResult } from '../activities/llm-step';
+import type { DeferredToolCall, StepWithToolsResult } from '../activities/step-with-tools';
 import {
   addUsage,
   approvalDecisionSignal,
@@ -29,8 +31,10 @@ import {
 } from './contract';
 import {
   CONTINUATION_PROMPT,
+  FUSED_STEP_PATCH_ID,
   finalCriticalReminderText,
   injectionsAfterToolIteration,
+  phaseReportDue,
   progressReportDue,
   ROUND_MAX_HISTORY_EVENTS_PER_RUN,
   shouldContinueAsNew,
@@ -48,6 +52,16 @@ const tools = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+/**
+ * The fused step (LLM call + its auto-allowed tool calls): the longer of the two timeouts above plus
+ * the LLM retry policy. Retrying the whole step is safe: the reply is found by its key and every tool
+ * call by its ledger row, so nothing is asked or run twice.
+ */
+const fused = proxyActivities<Activities>({
+  startToCloseTimeout: '50 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 8 },
 });
 const store = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -78,6 +92,9 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   const pending = new Map<string, PendingApproval>();
   let opening = carry ? undefined : { revisionFeedback: input.revisionFeedback };
   let lastReportedIteration: number | undefined;
+  // Runs started before the fused step take the old path (two activities per iteration, progress
+  // signals every few iterations), so their histories replay unchanged. Decided before any command.
+  const fusedLoop = patched(FUSED_STEP_PATCH_ID);
 
   setHandler(approvalDecisionSignal, (d) => {
     if (!decisions.has(d.requestId)) decisions.set(d.requestId, d);
@@ -90,7 +107,8 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   /** Tells the task workflow what this round is doing (throttled: each report is history in both workflows). */
   const report = async (phase: TaskPhase, force = false): Promise<void> => {
     details(phase);
-    if (!progressReportDue(lastReportedIteration, toolIterations, force)) return;
+    const due = fusedLoop ? phaseReportDue(lastReportedIteration, force) : progressReportDue(lastReportedIteration, toolIterations, force);
+    if (!due) return;
     lastReportedIteration = toolIterations;
     try {
       await getExternalWorkflowHandle(input.parentWorkflowId).signal(roundProgressSignal, {
@@ -144,10 +162,10 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       }
       await report('thinking');
       injections.push(...drainComments(comments));
-      const step: LlmStepResult = await llm.llmStep.executeWithOptions(
-        { summary: `llm ${input.modelLabel} · round ${input.round} turn ${turn}` },
-        [{ agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, scenario: 'task', attempt: input.attempt, turn, opening, injections }],
-      );
+      const stepInput = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, scenario: 'task' as const, attempt: input.attempt, turn, opening, injections };
+      const step: LlmStepResult | StepWithToolsResult = fusedLoop
+        ? await fused.llmStepWithTools.executeWithOptions({ summary: `llm ${input.modelLabel} + tools · round ${input.round} turn ${turn}` }, [stepInput])
+        : await llm.llmStep.executeWithOptions({ summary: `llm ${input.modelLabel} · round ${input.round} turn ${turn}` }, [stepInput]);
       const stepTurn = turn;
       turn += 1;
       opening = undefined;
@@ -157,9 +175,15 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 
       if (step.toolCalls.length > 0) {
         let submission: string | undefined;
+        // The fused step already ran the calls that needed nobody, in order, up to the first that needs a human.
+        const fusedStep = fusedLoop ? (step as StepWithToolsResult) : undefined;
+        const ran = fusedStep?.toolResults ?? [];
+        for (const { result } of ran) if (result.submission !== undefined) submission = result.submission;
+        if (ran.length > 0) details('running-tool', ` · ran ${ran.map((r) => r.summary).join(', ')}`.slice(0, TOOL_DETAILS_MAX_CHARS));
         // Sequentially, in the model's order (seed D1-4: task execution runs tools one by one).
-        for (const call of step.toolCalls) {
-          const result = await runTool(call, stepTurn);
+        const toRun: DeferredToolCall[] = fusedStep ? fusedStep.deferred : step.toolCalls;
+        for (const call of toRun) {
+          const result = await runTool(call, stepTurn, call.approval);
           if (result.kind === 'done' && result.submission !== undefined) submission = result.submission;
         }
         toolIterations += 1;
@@ -185,10 +209,11 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     }
   }
 
-  async function runTool(call: { id: string; name: string; summary: string }, stepTurn: number): Promise<ExecuteToolResult> {
+  /** Runs one call as its own activity; `known`: the fused step already found that it needs approval. */
+  async function runTool(call: { id: string; name: string; summary: string }, stepTurn: number, known?: ExecuteToolResult): Promise<ExecuteToolResult> {
     await report('running-tool');
     const base = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: stepTurn, toolCallId: call.id, scenario: 'task' as const };
-    const first = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
+    const first = known ?? (await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]));
     if (first.kind !== 'approval-required') return first;
 
     const { requestId } = first;
@@ -223,6 +248,9 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     return comments.length > 0 ? { undeliveredComments: comments.splice(0) } : {};
   }
 }
+
+/** The workflow's current details name the calls a fused step ran, cut to this length. */
+const TOOL_DETAILS_MAX_CHARS = 300;
 
 function drainComments(comments: TaskComment[]): string[] {
   return comments.splice(0).map((c) => `[COMMENT${c.from ? ` from ${c.from}` : ''}] ${c.text}`);

@@ -15,6 +15,7 @@ export type { CompressionStage, PrepareMessagesOptions, PrepareMessagesStats, Pr
 export { sanitizeMessageSequence, type SanitizeStats } from './sanitize';
 export { buildHeuristicSummary, buildSummarizerPrompt, SUMMARIZER_SYSTEM_PROMPT } from './summarize';
 export { summarizeToolBlock } from './tool-block';
+export { currentTimeText, withCurrentTurnTail } from './current-turn';
 export { formatMinuteTimestamp, mailboxElapsedLabel, notebookAgeLabel, type Instant } from './quantize';
 export { fence, neutralize } from './neutralize';
 export {

@@ -27,7 +27,7 @@ import {
 } from './limits';
 import { fence, inline, neutralize, truncateChars } from './neutralize';
 import type { PromptInputs, PromptScenario, PromptTask, SkillSummary, TaskPriority } from './prompt-types';
-import { formatMinuteTimestamp, formatMinuteUtc, mailboxElapsedLabel, notebookAgeLabel } from './quantize';
+import { formatMinuteUtc, mailboxElapsedLabel, notebookAgeLabel } from './quantize';
 import type { SegmentDraft } from './segment-fit';
 import { mention, offeredToolNames } from './tool-mentions';
 
@@ -59,7 +59,6 @@ export function tier3Drafts(inputs: PromptInputs): SegmentDraft[] {
     attentionSection(inputs),
     senderSection(inputs),
     availableToolsSection(inputs),
-    timestampSection(inputs),
     outputContractSection(inputs),
   ];
   return drafts.filter((d): d is SegmentDraft => d !== undefined);
@@ -325,18 +324,6 @@ function availableToolsSection(inputs: PromptInputs): SegmentDraft | undefined {
   if (!inputs.tools?.length) return undefined;
   const names = [...new Set(inputs.tools.map((t) => t.name))].sort();
   return { name: 'available_tools', tier: 3, heading: '## Tools In This Call', items: [names.join(', ')], dropFrom: 'end', separator: '\n' };
-}
-
-/** D1 B8: minute-level time in the agent's zone. */
-function timestampSection(inputs: PromptInputs): SegmentDraft {
-  return {
-    name: 'timestamp',
-    tier: 3,
-    heading: '## Current Time',
-    items: [formatMinuteTimestamp(inputs.now, inputs.timezone ?? 'UTC')],
-    dropFrom: 'end',
-    separator: '\n',
-  };
 }
 
 /** D2 seg 11: last, closest to the response; ≤ 150 tokens. */

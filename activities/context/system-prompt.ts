@@ -6,7 +6,11 @@
  * | --- | --- | --- |
  * | 1 stable | yes | SOUL.md · AGENTS.md · capabilities · TOOLS.md + granted permissions (≤ 1,500) · policies · deliverable format · task workflow · tool usage rules · communication rules |
  * | 2 semi-stable | yes | identity (colleagues ≤ 10, humans ≤ 8) · organisation · workspace · user profiles · trust · environment · knowledge (≤ 8,000 chars, no `_observations`) · active skills (≤ 4,000) · scope prompt overrides · scope context (≤ 800) · scenario + operating loop (last) |
- * | 3 dynamic | no | announcements · human feedback · notebook · skills catalogue (≤ 30) · task board (15 / 10; not in heartbeat, a2a, comment_response) · team status · recent activity (20 events, ≤ 1,200) · recent runs (5, ≤ 800) · channel history · attention state · sender · tools in this call · time · output contract (≤ 150) |
+ * | 3 dynamic | no | announcements · human feedback · notebook · skills catalogue (≤ 30) · task board (15 / 10; not in heartbeat, a2a, comment_response) · team status · recent activity (20 events, ≤ 1,200) · recent runs (5, ≤ 800) · channel history · attention state · sender · tools in this call · output contract (≤ 150) |
+ *
+ * The minute-level time (D1 B8) is not in Tier 3: it changes every minute, and anything before the
+ * conversation that changes breaks the provider's prefix cache for the whole conversation. It is the
+ * last block of the current turn instead (`current-turn.ts`).
  *
  * Budgets: each segment is first cut to its own budget (one warning each). If the whole message is
  * then over 12,000 tokens, Tier 3 sections shrink in a fixed order (channel history first, attention
@@ -17,6 +21,7 @@
  * Budget arithmetic uses raw tiktoken counts (never the calibration ratio, which changes with worker
  * history); `tokenEstimate` is the calibrated estimate for the message budget.
  */
+import { createHash } from 'node:crypto';
 import { SYSTEM_PROMPT_TARGET_TOKENS } from './limits';
 import type { PromptInputs, PromptWarning, SystemPrompt } from './prompt-types';
 import { tier3Drafts } from './sections-dynamic';
@@ -52,11 +57,9 @@ export function buildSystemPrompt(inputs: PromptInputs): SystemPrompt {
   const budgeted = (drafts: SegmentDraft[]) =>
     drafts.map((d) => applyBudget(d, count, warnings)).filter((d): d is SegmentDraft => d !== undefined);
 
-  const tier1 = joinDrafts(budgeted(tier1Drafts(inputs)));
-  const tier2 = joinDrafts(budgeted(tier2Drafts(inputs)));
+  const { tier1, tier2, stableTokens } = stableTiers(inputs, count, warnings);
   let dynamic = budgeted(tier3Drafts(inputs));
 
-  const stableTokens = count(tier1) + count(tier2);
   const totalOf = (drafts: SegmentDraft[]) => stableTokens + count(joinDrafts(drafts));
   const before = totalOf(dynamic);
   let total = before;
@@ -88,6 +91,46 @@ export function buildSystemPrompt(inputs: PromptInputs): SystemPrompt {
   ];
   const raw = stableTokens + count(tier3) + 2 * count(SECTION_SEPARATOR);
   return { segments, warnings, tokenEstimate: Math.ceil(raw * calibrationRatio(inputs.model)) };
+}
+
+/** Assembled Tiers 1–2 kept in the worker (distinct agents × scenarios × models in use). */
+export const STABLE_TIER_CACHE_ENTRIES = 256;
+
+interface StableTiers {
+  tier1: string;
+  tier2: string;
+  stableTokens: number;
+  warnings: PromptWarning[];
+}
+
+const stableTierCache = new Map<string, StableTiers>();
+
+/**
+ * Tiers 1 and 2, budgeted and rendered, cached by a hash of their drafts and the model: the drafts are
+ * cheap string building, the budgets (token counting, fitting) are not. The drafts are everything the
+ * tiers depend on (agent files, scenario, knowledge, workspace …), so an edited agent file or a new
+ * knowledge section gives a new key: the cache can never serve a stale prompt.
+ */
+function stableTiers(inputs: PromptInputs, count: TokenCounter, warnings: PromptWarning[]): StableTiers {
+  const drafts1 = tier1Drafts(inputs);
+  const drafts2 = tier2Drafts(inputs);
+  const key = createHash('sha256').update(JSON.stringify([inputs.model ?? '', drafts1, drafts2])).digest('hex');
+  let hit = stableTierCache.get(key);
+  if (!hit) {
+    const own: PromptWarning[] = [];
+    const budgeted = (drafts: SegmentDraft[]) => drafts.map((d) => applyBudget(d, count, own)).filter((d): d is SegmentDraft => d !== undefined);
+    const tier1 = joinDrafts(budgeted(drafts1));
+    const tier2 = joinDrafts(budgeted(drafts2));
+    hit = { tier1, tier2, stableTokens: count(tier1) + count(tier2), warnings: own };
+    if (stableTierCache.size >= STABLE_TIER_CACHE_ENTRIES) stableTierCache.delete(stableTierCache.keys().next().value as string);
+    stableTierCache.set(key, hit);
+  } else {
+    // Most recently used last, so that eviction drops the oldest.
+    stableTierCache.delete(key);
+    stableTierCache.set(key, hit);
+  }
+  warnings.push(...hit.warnings.map((w) => ({ ...w })));
+  return hit;
 }
 
 function joinDrafts(drafts: readonly SegmentDraft[]): string {

@@ -61,3 +61,88 @@ export async function countMessages(db: Kysely<Database>, sessionId: string): Pr
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/** Sessions whose messages the worker keeps in memory (least recently used beyond this are dropped). */
+export const SESSION_CACHE_MAX_SESSIONS = 512;
+/** Characters of message content kept in memory across all cached sessions (~2 bytes each). */
+export const SESSION_CACHE_MAX_CHARS = 64_000_000;
+
+interface CachedSession {
+  ids: string[];
+  messages: ChatMessage[];
+  chars: number;
+}
+
+/**
+ * The messages of a session, loaded incrementally: the worker keeps each session's messages in memory
+ * and reads only rows it has not seen. Messages are append-only, so a row once read never changes;
+ * the id list comes back on every call, so a row that committed late with a lower id (a zombie
+ * activity attempt) is still found. The returned message objects are the same from call to call, which
+ * is what lets the token counter's per-object memo skip recounting the conversation, and they must not
+ * be modified. A worker that restarts or evicts a session reads it whole once.
+ */
+export class SessionMessageCache {
+  private readonly sessions = new Map<string, CachedSession>();
+  private totalChars = 0;
+
+  /** Whether this worker has loaded the session (so it exists in PostgreSQL). */
+  has(sessionId: string): boolean {
+    return this.sessions.has(sessionId);
+  }
+
+  async load(db: Kysely<Database>, sessionId: string): Promise<ChatMessage[]> {
+    const cached = this.sessions.get(sessionId);
+    const lastId = cached?.ids.at(-1) ?? '0';
+    const rows = await db
+      .selectFrom('messages')
+      .select((eb) => ['id', 'role', 'kind', eb.case().when('id', '>', lastId).then(eb.ref('content')).else(null).end().as('content')])
+      .where('session_id', '=', sessionId)
+      .orderBy('id')
+      .execute();
+    const known = new Map<string, ChatMessage>();
+    if (cached) for (const [i, id] of cached.ids.entries()) known.set(id, cached.messages[i]!);
+    const missing = rows.filter((r) => r.content === null && !known.has(String(r.id))).map((r) => r.id);
+    const late = new Map<string, unknown[]>();
+    if (missing.length > 0) {
+      for (const r of await db.selectFrom('messages').select(['id', 'content']).where('id', 'in', missing).execute()) late.set(String(r.id), r.content);
+    }
+    const ids: string[] = [];
+    const messages: ChatMessage[] = [];
+    let chars = 0;
+    for (const r of rows) {
+      const id = String(r.id);
+      let message = known.get(id);
+      if (!message) {
+        const content = (r.content ?? late.get(id) ?? []) as ContentBlock[];
+        message = { role: r.role, kind: r.kind as MessageKind, content };
+      }
+      ids.push(id);
+      messages.push(message);
+      chars += messageChars(message);
+    }
+    this.remember(sessionId, { ids, messages, chars });
+    return messages;
+  }
+
+  private remember(sessionId: string, entry: CachedSession): void {
+    const previous = this.sessions.get(sessionId);
+    if (previous) {
+      this.totalChars -= previous.chars;
+      this.sessions.delete(sessionId);
+    }
+    this.sessions.set(sessionId, entry);
+    this.totalChars += entry.chars;
+    for (const [id, old] of this.sessions) {
+      if (this.sessions.size <= SESSION_CACHE_MAX_SESSIONS && this.totalChars <= SESSION_CACHE_MAX_CHARS) break;
+      if (id === sessionId) continue;
+      this.sessions.delete(id);
+      this.totalChars -= old.chars;
+    }
+  }
+}
+
+function messageChars(message: ChatMessage): number {
+  let n = 0;
+  for (const block of message.content) n += block.type === 'text' ? block.text.length : block.type === 'tool_result' ? block.content.length : JSON.stringify(block.input ?? null).length;
+  return n;
+}

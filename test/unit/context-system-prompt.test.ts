@@ -4,6 +4,8 @@ import { filterSkillsByRelevance } from '../../activities/context/sections-dynam
 import type { PromptInputs, PromptScenario, PromptTask } from '../../activities/context/prompt-types';
 import { calibrate, countTokensRaw, resetCalibration } from '../../activities/context/tokens';
 import { HEARTBEAT_USER_MESSAGE } from '../../activities/context/prompt-text';
+import { currentTimeText, withCurrentTurnTail } from '../../activities/context/current-turn';
+import type { ChatMessage } from '../../activities/llm/types';
 
 const NOW = Date.parse('2026-05-25T12:07:33Z');
 
@@ -74,11 +76,30 @@ describe('three tiers (D1 B1)', () => {
     expect(tier2!.lastIndexOf('## ')).toBeGreaterThanOrEqual(tier2!.indexOf('## Current Scenario'));
   });
 
-  test('Tier 3 ends with the minute-level timestamp and the output contract', () => {
+  test('Tier 3 ends with the output contract and carries no time: the time goes to the current turn', () => {
     const [, , tier3] = tiers(buildSystemPrompt(inputs({ outputContract: { schemaName: 'NextAction' } })));
-    expect(tier3).toContain('## Current Time\n2026-05-25 14:07 (Europe/Berlin, UTC+02:00)');
     expect(tier3!.trimEnd().endsWith('no Markdown code fences.')).toBe(true);
-    expect(tier3!.indexOf('## Current Time')).toBeLessThan(tier3!.indexOf('## Output Contract'));
+    expect(tier3).not.toContain('14:07');
+    expect(currentTimeText(inputs())).toBe('[Current time: 2026-05-25 14:07 (Europe/Berlin, UTC+02:00)]');
+  });
+
+  test('a system prompt built a minute later is byte-identical (the time is not in it)', () => {
+    const later = buildSystemPrompt(inputs({ now: NOW + 61_000 }));
+    expect(tiers(later)).toEqual(tiers(buildSystemPrompt(inputs())));
+  });
+
+  test('the time follows the stored conversation as its own message; the cache breakpoint is the last stored message', () => {
+    const messages: ChatMessage[] = [
+      { role: 'user', content: [{ type: 'text', text: 'task' }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'file_read', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', toolUseId: 't1', content: 'ok' }] },
+    ];
+    const out = withCurrentTurnTail(messages, '[Current time: x]');
+    expect(out.messages.slice(0, 3)).toEqual(messages);
+    expect(out.messages[3]).toEqual({ role: 'user', content: [{ type: 'text', text: '[Current time: x]' }] });
+    expect(out.messageCacheBreakpoint).toBe(2);
+    expect(messages).toHaveLength(3);
+    expect(withCurrentTurnTail([], 'y')).toEqual({ messages: [{ role: 'user', content: [{ type: 'text', text: 'y' }] }] });
   });
 });
 
@@ -388,7 +409,6 @@ describe('budgets and truncation warnings (D2 §2)', () => {
     expect(names[0]).toBe('channel_history');
     expect(names).toContain('notebook');
     expect(names).not.toContain('total');
-    expect(tiers(prompt)[2]).toContain('## Current Time');
   });
 
   test('when Tiers 1–2 alone exceed 12,000 tokens they are not cut: a total warning reports it', () => {
@@ -402,7 +422,7 @@ describe('budgets and truncation warnings (D2 §2)', () => {
 
   test('systemPromptText joins the tiers for single-message providers', () => {
     const prompt = buildSystemPrompt(inputs());
-    expect(systemPromptText(prompt)).toBe(tiers(prompt).join('\n\n'));
+    expect(systemPromptText(prompt)).toBe(tiers(prompt).filter((t) => t.length > 0).join('\n\n'));
   });
 });
 

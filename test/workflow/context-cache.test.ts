@@ -65,12 +65,6 @@ type Message = { role: string; content: Array<{ cache_control?: unknown }> };
 const system = (r: RecordedRequest) => r.body.system as SystemBlock[];
 const tools = (r: RecordedRequest) => r.body.tools as ToolDef[];
 const messages = (r: RecordedRequest) => r.body.messages as Message[];
-/** Index of the last message before the trailing run of user messages (the current turn). */
-const lastBeforeTurn = (ms: Message[]) => {
-  let i = ms.length - 1;
-  while (i >= 0 && ms[i]!.role === 'user') i -= 1;
-  return i;
-};
 
 describe('prompt caching in a task loop against the fake Anthropic server', () => {
   let h: Harness;
@@ -140,13 +134,13 @@ describe('prompt caching in a task loop against the fake Anthropic server', () =
       expect(defs.slice(0, -1).every((d) => d.cache_control === undefined)).toBe(true);
     }
 
-    // The message breakpoint: none on the first call (only the task prompt), then on the last block of
-    // the last message before the current turn, and nowhere else.
-    expect(messages(requests[0]!).flatMap((m) => m.content).some((b) => b.cache_control !== undefined)).toBe(false);
-    for (const r of requests.slice(1)) {
+    // The message breakpoint: on the last block of the last stored message, which the current time
+    // (never stored, different every minute) follows as a message of its own; nowhere else.
+    for (const r of requests) {
       const ms = messages(r);
-      const at = lastBeforeTurn(ms);
+      const at = ms.length - 2;
       expect(at).toBeGreaterThanOrEqual(0);
+      expect(JSON.stringify(ms.at(-1))).toMatch(/^\{"role":"user","content":\[\{"type":"text","text":"\[Current time: [^\]]+\]"\}\]\}$/);
       expect(ms[at]!.content.at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
       const marked = ms.flatMap((m, i) => m.content.map((b, j) => (b.cache_control !== undefined ? `${i}:${j}` : undefined))).filter(Boolean);
       expect(marked).toEqual([`${at}:${ms[at]!.content.length - 1}`]);

@@ -7,10 +7,14 @@ import { historiesOfAllRuns, offersTools, ScriptedAgents } from './task-support'
 
 /** The history bound the issue sets for every run of a long task. */
 const MAX_EVENTS_PER_RUN = 10_000;
-const ITERATIONS = 300;
+/**
+ * Enough iterations that the round passes its own event bound (ROUND_MAX_HISTORY_EVENTS_PER_RUN) and
+ * continues as new: the fused loop records about 6 events per iteration.
+ */
+const ITERATIONS = 400;
 
 /**
- * A long task: 300 tool iterations in one round. The conversation lives in PostgreSQL and the round
+ * A long task: 400 tool iterations in one round. The conversation lives in PostgreSQL and the round
  * continues as new, so no run's history comes near Temporal's limits.
  */
 describe(`a ${ITERATIONS}-iteration task`, () => {
@@ -28,7 +32,7 @@ describe(`a ${ITERATIONS}-iteration task`, () => {
     const agentId = await h.createAgent();
     const taskId = agents.task(({ index }) => (index < ITERATIONS ? toolTurn('file_read', { path: 'readme.txt' }) : submitTurn(`${ITERATIONS} reads`)));
     const started = Date.now();
-    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: 'read the readme 300 times' });
+    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: `read the readme ${ITERATIONS} times` });
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review', 300_000);
     const elapsedMs = Date.now() - started;
     expect(status).toMatchObject({ round: 1, submission: `${ITERATIONS} reads` });

@@ -105,6 +105,27 @@ export function activitySummaries(events: HistoryEvent[]): string[] {
     .map((e) => (e.userMetadata?.summary ? String(defaultPayloadConverter.fromPayload(e.userMetadata.summary as never)) : ''));
 }
 
+/**
+ * The summaries of every tool call a round's history shows: calls run as their own activity (their
+ * activity summary) and calls the fused LLM step ran (listed with their summary in its recorded result).
+ */
+export function toolCallSummaries(events: HistoryEvent[]): string[] {
+  const scheduled = new Map<string, HistoryEvent>();
+  for (const e of events) if (e.activityTaskScheduledEventAttributes) scheduled.set(String(e.eventId), e);
+  const out: string[] = [];
+  for (const e of events) {
+    const schedule = e.activityTaskScheduledEventAttributes;
+    if (schedule && schedule.activityType?.name === 'executeTool') out.push(activitySummaries([e])[0]!);
+    const completed = e.activityTaskCompletedEventAttributes;
+    const type = completed ? scheduled.get(String(completed.scheduledEventId))?.activityTaskScheduledEventAttributes?.activityType?.name : undefined;
+    if (completed && type === 'llmStepWithTools') {
+      const result = defaultPayloadConverter.fromPayload(completed.result!.payloads![0] as never) as { toolResults: Array<{ summary: string }> };
+      out.push(...result.toolResults.map((r) => r.summary));
+    }
+  }
+  return out;
+}
+
 /** The workflow's current details (`setCurrentDetails`), as the Temporal UI shows them. */
 export async function currentDetails(handle: WorkflowHandle): Promise<string> {
   const metadata = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };

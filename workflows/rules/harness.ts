@@ -83,6 +83,21 @@ export function injectionsAfterToolIteration(taskId: string, toolIterations: num
   return out;
 }
 
+/**
+ * Rounds started since the fused step (one activity per iteration: LLM call + auto-allowed tools)
+ * carry this `patched()` marker; older histories replay the two-activity loop.
+ */
+export const FUSED_STEP_PATCH_ID = 'fused-llm-tool-step';
+
+/**
+ * The fused loop reports to its task workflow only when its phase changes for a human: the first
+ * report, and approval requests and decisions (forced). Per-iteration signals would add a workflow
+ * task to the parent for every few iterations; the round's own current details stay live.
+ */
+export function phaseReportDue(lastReportedIteration: number | undefined, force = false): boolean {
+  return force || lastReportedIteration === undefined;
+}
+
 /** Whether a round should report progress now: forced reports, the first one, and every N tool iterations. */
 export function progressReportDue(lastReportedIteration: number | undefined, toolIterations: number, force = false): boolean {
   return force || lastReportedIteration === undefined || toolIterations - lastReportedIteration >= PROGRESS_REPORT_EVERY_TOOL_ITERATIONS;

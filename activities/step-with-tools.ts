@@ -1,0 +1,101 @@
+import { Context } from '@temporalio/activity';
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema/database';
+import type { ChatRouter, LlmStepInput, LlmStepResult } from './llm-step';
+import { runLlmStep } from './llm-step';
+import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
+import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from './tools/execute';
+import { toolsForScenario, type Scenario } from './tools/registry';
+import { unknownAgent } from './errors';
+
+/** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
+export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
+
+/** A tool call the step did not run: it needs a human (or follows one that does), so the workflow runs it. */
+export interface DeferredToolCall {
+  id: string;
+  name: string;
+  summary: string;
+  /** Set on the first deferred call: governance asked for approval (the ledger has no row yet). */
+  approval?: Extract<ExecuteToolResult, { kind: 'approval-required' }>;
+}
+
+export interface StepWithToolsResult extends LlmStepResult {
+  /** The calls this step ran, in the model's order, with their ledger outcome (previews only). */
+  toolResults: Array<{ id: string; summary: string; result: Extract<ExecuteToolResult, { kind: 'done' }> }>;
+  /** The first call that needs approval and every call after it, in order; empty when all ran. */
+  deferred: DeferredToolCall[];
+}
+
+/**
+ * Runs one tool call through the exactly-once ledger (`executeToolCall`) with a 1 s heartbeat, so a
+ * cancelled or dead activity is noticed in seconds. Shared by the `executeTool` activity and the fused
+ * step. Outside an activity (the bench's in-process driver) it runs without heartbeats.
+ */
+export async function runToolWithLedger(
+  db: Kysely<Database>,
+  input: ExecuteToolInput & { scenario: Scenario },
+  heartbeatDetails?: unknown,
+): Promise<ExecuteToolResult> {
+  const agent = await findAgent(db, input.agentId);
+  if (!agent) throw unknownAgent(input.agentId);
+  // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
+  await ensureWorkspace(agent.id, agent.workspace_dir);
+  const ctx = activityContext();
+  const beat = (): void => ctx?.heartbeat(heartbeatDetails);
+  const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
+  try {
+    return await executeToolCall(input, toolsForScenario(input.scenario), {
+      db,
+      agentId: input.agentId,
+      taskId: input.taskId,
+      sessionId: input.sessionId,
+      workspaceDir: agent.workspace_dir,
+      signal: ctx?.cancellationSignal ?? new AbortController().signal,
+      agentConfig: agentConfig(agent),
+      heartbeat: beat,
+    });
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+/**
+ * One loop iteration in one activity: the LLM step (`runLlmStep`), then the tool calls it asked for,
+ * sequentially in the model's order, each through the exactly-once ledger, until one needs a human.
+ * That call and every later one are returned as `deferred`, and the workflow runs them after the
+ * decision exactly as before. One activity and one workflow task per iteration instead of 1 + n
+ * activities and ~2 workflow tasks.
+ *
+ * Retries are safe: the step's reply is found by its key and not requested again, a finished tool call
+ * is read back from the ledger, and a side-effecting call that was cut off mid-run is reported to the
+ * model as interrupted and never run twice. The heartbeat details name the call being run, so the
+ * Temporal UI shows what a long step is doing; the result lists every call with its summary and preview.
+ */
+export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock?: () => Date): Promise<StepWithToolsResult> {
+  const step = await runLlmStep(db, router, input, clock);
+  const toolResults: StepWithToolsResult['toolResults'] = [];
+  const deferred: DeferredToolCall[] = [];
+  for (const call of step.toolCalls) {
+    if (deferred.length > 0) {
+      deferred.push(call);
+      continue;
+    }
+    const result = await runToolWithLedger(
+      db,
+      { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: input.turn, toolCallId: call.id, scenario: input.scenario },
+      { turn: input.turn, tool: call.name, summary: call.summary },
+    );
+    if (result.kind === 'approval-required') deferred.push({ ...call, approval: result });
+    else toolResults.push({ id: call.id, summary: call.summary, result });
+  }
+  return { ...step, toolResults, deferred };
+}
+
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,306 @@
+/**
+ * `npm run bench:loop`: what one iteration of the durable task loop costs, against a plain in-process
+ * loop with the same fake provider, the same tool and the same database, in one run. Needs
+ * DATABASE_URL (a PostgreSQL server); starts its own Temporal dev server on a free port (see
+ * `DEV_SERVER_ARGS`) unless BENCH_TEMPORAL_ADDRESS names one. Prints Markdown tables and writes
+ * bench/results/loop-latest.md. Not a test: the figures depend on the machine and its load.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { ChildProcess } from 'node:child_process';
+import { LlmRouter } from '../../activities/llm/router';
+import { createProvider } from '../../activities/llm/providers';
+import { openDatabase, type DatabaseHandle } from '../../activities/store/db';
+import { AgentsClient } from '../../client';
+import { taskWorkflowId } from '../../workflows/contract';
+import { startFakeLlmServer, type FakeLlmServer } from '../../test/fake-llm';
+import { quietLogger } from '../../test/support/quiet-logger';
+import { runCacheShare } from './cache-share';
+import { runInProcessTask } from './in-process';
+import { sum, taskFigures, ZERO_FIGURES, type HistoryFigures } from './history';
+import { cpuSeconds, loadAverage, sampleRss } from './proc';
+import { ScriptedTasks } from './scenario';
+import { DEV_SERVER_ARGS, startDevServer, startWorkerProcess, stopProcess } from './services';
+
+const RESULTS_FILE = path.join(__dirname, '..', 'results', 'loop-latest.md');
+/** How often the driver checks whether tasks have submitted (one indexed query). */
+const DONE_POLL_MS = 20;
+/** Tasks whose histories are read for the per-iteration breakdown (reading all 200 would load the server). */
+const HISTORY_SAMPLE = 20;
+/** Give up on a run after this long. */
+const RUN_TIMEOUT_MS = 15 * 60_000;
+
+interface Scenario {
+  name: string;
+  tasks: number;
+  calls: number;
+  answerMs: number;
+  sequential: boolean;
+}
+
+const SCENARIOS: Scenario[] = [
+  { name: 'sequential: 5 tasks × 21 calls, instant answers', tasks: 5, calls: 21, answerMs: 0, sequential: true },
+  { name: '50 tasks at once × 11 calls, 200 ms per answer', tasks: 50, calls: 11, answerMs: 200, sequential: false },
+  { name: '200 tasks at once × 11 calls, 200 ms per answer', tasks: 200, calls: 11, answerMs: 200, sequential: false },
+];
+
+/** BENCH_LOOP_QUICK=1: small runs, to check the bench itself (figures not comparable). */
+const QUICK_SCENARIOS: Scenario[] = [
+  { name: 'quick sequential: 2 tasks × 6 calls', tasks: 2, calls: 6, answerMs: 0, sequential: true },
+  { name: 'quick: 10 tasks at once × 4 calls, 200 ms', tasks: 10, calls: 4, answerMs: 200, sequential: false },
+];
+
+interface RunFigures {
+  wallMs: number;
+  served: number;
+  expected: number;
+  cpu: Record<string, number | undefined>;
+  rssMb?: number;
+  history?: { perIteration: HistoryFigures; sampledIterations: number };
+}
+
+interface Bench {
+  db: DatabaseHandle;
+  fake: FakeLlmServer;
+  scripts: ScriptedTasks;
+  agents: AgentsClient;
+  temporal: Client;
+  worker: ChildProcess;
+  server?: ChildProcess;
+  workspace: string;
+  router: LlmRouter;
+}
+
+async function main(): Promise<void> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error('DATABASE_URL is not set: the loop bench needs a PostgreSQL server (e.g. postgres://postgres@127.0.0.1:5432/bench)');
+  const started = performance.now();
+  const log = (text: string) => process.stderr.write(`[bench:loop] ${text}\n`);
+  const db = await openDatabase({ url: databaseUrl });
+  const fake = await startFakeLlmServer();
+  const scripts = new ScriptedTasks(fake);
+  const own = process.env.BENCH_TEMPORAL_ADDRESS ? undefined : await startDevServer();
+  const address = process.env.BENCH_TEMPORAL_ADDRESS ?? own!.address;
+  log(`Temporal at ${address}${own ? ' (own dev server)' : ''}`);
+  const connection = await Connection.connect({ address });
+  const temporal = new Client({ connection });
+  const taskQueue = `bench-loop-${randomUUID().slice(0, 8)}`;
+  const agents = new AgentsClient(temporal, db.db, { taskQueue });
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'da-bench-'));
+  const bundlePath = path.join(workspace, 'workflow-bundle.js');
+  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger })).code);
+  const worker = await startWorkerProcess({
+    DATABASE_URL: databaseUrl,
+    BENCH_TEMPORAL_ADDRESS: address,
+    BENCH_FAKE_URL: fake.url,
+    BENCH_TASK_QUEUE: taskQueue,
+    BENCH_WORKFLOW_BUNDLE: bundlePath,
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => [k, v ?? ''])),
+  });
+  const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }], createProvider);
+  const bench: Bench = { db, fake, scripts, agents, temporal, worker, server: own?.process, workspace, router };
+  const rows: string[] = [];
+  try {
+    log('warm-up');
+    await runDurable(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, false);
+    await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false });
+    const only = process.env.BENCH_LOOP_ONLY; // e.g. "3": the third run only (A/B of one setting)
+    const scenarios = (process.env.BENCH_LOOP_QUICK ? QUICK_SCENARIOS : SCENARIOS).filter((_, i) => !only || only.split(',').includes(String(i + 1)));
+    for (const scenario of scenarios) {
+      log(scenario.name);
+      const inProcess = await runInProcess(bench, scenario);
+      const durable = await runDurable(bench, scenario, true);
+      rows.push(...tableRows(scenario, durable, inProcess));
+    }
+    log('cacheable input share (paced clock)');
+    const cache = await runCacheShare(db.db, router, scripts, workspace);
+    const text = report(rows, cache, address, own !== undefined, (performance.now() - started) / 1_000);
+    process.stdout.write(`${text}\n`);
+    mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
+    writeFileSync(RESULTS_FILE, text);
+    process.stdout.write(`\nwritten to ${RESULTS_FILE}\n`);
+  } finally {
+    await stopProcess(worker);
+    await connection.close();
+    if (own) await stopProcess(own.process);
+    await fake.close();
+    await db.close();
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+async function createTasks(bench: Bench, scenario: Scenario, prefix: string): Promise<Array<{ agentId: string; taskId: string }>> {
+  const out: Array<{ agentId: string; taskId: string }> = [];
+  for (let i = 0; i < scenario.tasks; i += 1) {
+    const agentId = `bench-${prefix}-${randomUUID().slice(0, 8)}`;
+    const workspaceDir = path.join(bench.workspace, agentId);
+    mkdirSync(workspaceDir, { recursive: true });
+    await bench.agents.upsertAgent({
+      id: agentId,
+      name: `Bench agent ${i}`,
+      files: { soul: 'You are careful and concise.', agents: 'You complete tasks with tools and report what you did.', heartbeat: '- check tasks', tools: 'Use the file tools for files.' },
+      config: {},
+      workspaceDir,
+    });
+    const taskId = randomUUID();
+    bench.scripts.add(taskId, { calls: scenario.calls, answerMs: scenario.answerMs });
+    out.push({ agentId, taskId });
+  }
+  return out;
+}
+
+interface CpuSnapshot {
+  processes: Record<string, number | undefined>;
+  /** PostgreSQL backends serving this database, by pid. */
+  pg: Map<number, number>;
+}
+
+async function cpuSnapshot(bench: Bench): Promise<CpuSnapshot> {
+  const self = process.cpuUsage();
+  const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(bench.db.db);
+  const pg = new Map<number, number>();
+  for (const { pid } of rows) {
+    const cpu = cpuSeconds(pid);
+    if (cpu !== undefined) pg.set(pid, cpu);
+  }
+  return {
+    processes: {
+      worker: cpuSeconds(bench.worker.pid!),
+      'Temporal server': bench.server ? cpuSeconds(bench.server.pid!) : undefined,
+      'bench (driver + fake LLM)': (self.user + self.system) / 1e6,
+    },
+    pg,
+  };
+}
+
+/** CPU seconds per process between two snapshots; a backend that connected during the run counts whole. */
+function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string, number | undefined> {
+  const out: Record<string, number | undefined> = {};
+  for (const [k, v] of Object.entries(after.processes)) out[k] = v !== undefined && before.processes[k] !== undefined ? v - before.processes[k]! : undefined;
+  let pg = 0;
+  for (const [pid, cpu] of after.pg) pg += cpu - (before.pg.get(pid) ?? 0);
+  out['PostgreSQL (this database)'] = after.pg.size > 0 ? pg : undefined;
+  return out;
+}
+
+async function waitForSubmissions(bench: Bench, taskIds: string[]): Promise<void> {
+  const deadline = Date.now() + RUN_TIMEOUT_MS;
+  for (;;) {
+    const row = await bench.db.db
+      .selectFrom('tool_calls')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('task_id', 'in', taskIds)
+      .where('tool', '=', 'task_submit_review')
+      .where('status', '=', 'completed')
+      .executeTakeFirstOrThrow();
+    if (Number(row.n) >= taskIds.length) return;
+    if (Date.now() > deadline) throw new Error(`only ${row.n} of ${taskIds.length} tasks submitted in time`);
+    await new Promise((r) => setTimeout(r, DONE_POLL_MS));
+  }
+}
+
+async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): Promise<RunFigures> {
+  const tasks = await createTasks(bench, scenario, 'd');
+  const ids = tasks.map((t) => t.taskId);
+  const rss = sampleRss(bench.worker.pid!);
+  const cpuBefore = await cpuSnapshot(bench);
+  const t0 = performance.now();
+  const start = (t: { agentId: string; taskId: string }) => bench.agents.startTask({ agentId: t.agentId, taskId: t.taskId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.' });
+  if (scenario.sequential) {
+    for (const t of tasks) {
+      await start(t);
+      await waitForSubmissions(bench, [t.taskId]);
+    }
+  } else {
+    await Promise.all(tasks.map(start));
+    await waitForSubmissions(bench, ids);
+  }
+  const wallMs = performance.now() - t0;
+  const cpu = cpuDelta(cpuBefore, await cpuSnapshot(bench));
+  const rssMb = rss.stop();
+  let history: RunFigures['history'];
+  if (measure) {
+    const sample = ids.slice(0, HISTORY_SAMPLE);
+    let total = ZERO_FIGURES;
+    for (const id of sample) {
+      const f = await taskFigures(bench.temporal, id);
+      total = sum(total, sum(f.task, f.round));
+    }
+    const iterations = bench.scripts.served(sample);
+    history = { perIteration: scale(total, 1 / iterations), sampledIterations: iterations };
+  }
+  // Tasks wait for review; end them so that the next run starts from an idle worker.
+  await Promise.allSettled(ids.map((id) => bench.temporal.workflow.getHandle(taskWorkflowId(id)).terminate('bench run finished')));
+  return { wallMs, served: bench.scripts.served(ids), expected: scenario.tasks * scenario.calls, cpu, rssMb, history };
+}
+
+async function runInProcess(bench: Bench, scenario: Scenario): Promise<RunFigures> {
+  const tasks = await createTasks(bench, scenario, 'p');
+  for (const t of tasks) {
+    await bench.db.db.insertInto('tasks').values({ id: t.taskId, agent_id: t.agentId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.', state: 'in_progress', priority: 'medium' }).execute();
+  }
+  const cpuBefore = await cpuSnapshot(bench);
+  const t0 = performance.now();
+  if (scenario.sequential) for (const t of tasks) await runInProcessTask(bench.db.db, bench.router, t.taskId);
+  else await Promise.all(tasks.map((t) => runInProcessTask(bench.db.db, bench.router, t.taskId)));
+  const wallMs = performance.now() - t0;
+  const cpu = cpuDelta(cpuBefore, await cpuSnapshot(bench));
+  return { wallMs, served: bench.scripts.served(tasks.map((t) => t.taskId)), expected: scenario.tasks * scenario.calls, cpu };
+}
+
+function scale(f: HistoryFigures, k: number): HistoryFigures {
+  return Object.fromEntries(Object.entries(f).map(([key, v]) => [key, v * k])) as unknown as HistoryFigures;
+}
+
+const fmt = (n: number | undefined, digits = 1) => (n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(digits));
+
+function tableRows(scenario: Scenario, durable: RunFigures, inProcess: RunFigures): string[] {
+  const perIteration = (r: RunFigures) => r.wallMs / r.served;
+  const cpu = (r: RunFigures) =>
+    Object.entries(r.cpu)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k} ${fmt(v)}`)
+      .join(' · ');
+  const h = durable.history?.perIteration;
+  const wftLatency = h && h.workflowTasks > 0 ? `${fmt(h.wftScheduleToStart / h.workflowTasks)} + ${fmt(h.wftStartToComplete / h.workflowTasks)}` : '–';
+  const activity = h && h.activities > 0 ? `${fmt(h.activityStartToClose)} (wait ${fmt(h.activityScheduleToStart / h.activities)})` : '–';
+  return [
+    `| ${scenario.name} | durable-agents | ${fmt(durable.wallMs / 1_000, 2)} | ${durable.served}/${durable.expected} | ${fmt(perIteration(durable))} | ${fmt(durable.wallMs / inProcess.wallMs, 2)}× | ${fmt(h?.events)} | ${fmt(h?.workflowTasks, 2)} | ${wftLatency} | ${fmt(h?.activities, 2)} | ${activity} | ${cpu(durable)} | ${fmt(durable.rssMb, 0)} |`,
+    `| ${scenario.name} | in-process loop + PostgreSQL | ${fmt(inProcess.wallMs / 1_000, 2)} | ${inProcess.served}/${inProcess.expected} | ${fmt(perIteration(inProcess))} | 1× | – | – | – | – | – | ${cpu(inProcess)} | – |`,
+  ];
+}
+
+function report(rows: string[], cache: string[], address: string, ownServer: boolean, seconds: number): string {
+  return [
+    '# Loop benchmark (`npm run bench:loop`)',
+    '',
+    `Node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? 'unknown'}), ${new Date().toISOString().slice(0, 16)} UTC, load average at the end ${loadAverage()}.`,
+    `Temporal: ${ownServer ? `own dev server (\`temporal server start-dev ${DEV_SERVER_ARGS.join(' ')}\`)` : `existing server at ${address}`}; PostgreSQL: DATABASE_URL; the fake Anthropic server and the driver run in the bench process, the worker in its own.`,
+    '',
+    'Every LLM call of a task: one `file_write` (a real file in the agent workspace), the last one `task_submit_review`. "ms / iteration" is wall time over LLM calls the fake served. "ratio" is wall time against the in-process loop. History figures (sampled: up to 20 tasks per run, task workflow + round) are per iteration: events, workflow tasks (WFT) with their mean schedule-to-start + run time in ms, activities with the time inside them per iteration (and their mean schedule-to-start). CPU is seconds used by each process during the run.',
+    '',
+    '| run | system | wall (s) | LLM calls served | ms / iteration | ratio | events / iteration | WFT / iteration | WFT latency (ms) | activities / iteration | activity ms / iteration | CPU (s) | worker RSS peak (MB) |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |',
+    ...rows,
+    '',
+    'LangGraph JS: not run (optional; `@langchain/langgraph` is not a dependency).',
+    '',
+    ...cache,
+    '',
+    `Total run time: ${seconds.toFixed(0)} s.`,
+    '',
+  ].join('\n');
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

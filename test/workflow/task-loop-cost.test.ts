@@ -1,0 +1,82 @@
+import { defaultPayloadConverter } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
+import { FUSED_STEP_PATCH_ID } from '../../workflows/rules/harness';
+import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { activitySummaries, historiesOfAllRuns, toolCallSummaries } from './task-support';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The patch ids a `core_patch` marker carries (its details are JSON payloads). */
+function markerPatchIds(event: HistoryEvent): string[] {
+  const details = event.markerRecordedEventAttributes?.details ?? {};
+  return Object.values(details).flatMap((payloads) => (payloads.payloads ?? []).map((p) => JSON.stringify(defaultPayloadConverter.fromPayload(p as never))));
+}
+
+/** Auto-allowed tool iterations before the submission. */
+const ITERATIONS = 6;
+
+describe('what a loop iteration costs', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness();
+    await h.startWorker();
+  });
+  afterAll(async () => h.close());
+
+  test('one activity and one workflow task per iteration; every LLM and tool call named in history; no per-iteration signals', async () => {
+    h.llm.enqueue(
+      ...Array.from({ length: ITERATIONS }, (_, i) => toolTurn('file_write', { path: `cost/${i}.txt`, content: `part ${i}` })),
+      submitTurn('wrote the parts'),
+    );
+    const agentId = await h.createAgent();
+    const { taskId } = await h.client.startTask({ agentId, title: 'Write parts', description: 'Write the parts, then submit.' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+
+    const [round] = await historiesOfAllRuns(h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)));
+    const calls = ITERATIONS + 1;
+    const activities = round!.filter((e) => e.activityTaskScheduledEventAttributes);
+    expect(activities.map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name)).toEqual(Array(calls).fill('llmStepWithTools'));
+    expect(activitySummaries(round!).every((s) => /^llm .+ \+ tools · round 1 turn \d+$/.test(s))).toBe(true);
+    expect(toolCallSummaries(round!)).toEqual([...Array.from({ length: ITERATIONS }, (_, i) => `file_write cost/${i}.txt (${`part ${i}`.length} chars)`), 'task_submit_review: wrote the parts']);
+    const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
+    // One per iteration, plus the first (start) and the one that completes the round.
+    expect(workflowTasks).toBeLessThanOrEqual(calls + 2);
+    // The run carries the patch marker, so a later change of the loop can tell its history apart.
+    const markers = round!.filter((e) => e.markerRecordedEventAttributes);
+    expect(markers).toHaveLength(1);
+    expect(markerPatchIds(markers[0]!).join()).toContain(`"${FUSED_STEP_PATCH_ID}"`);
+
+    // The round told its task workflow once (its first phase), not every few iterations.
+    const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
+    expect(task.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'roundProgress')).toHaveLength(1);
+    // Exactly once: one ledger row per call, each run once.
+    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'executions']).where('task_id', '=', taskId).execute();
+    expect(ledger).toHaveLength(calls);
+    expect(ledger.every((l) => l.executions === 1)).toBe(true);
+  });
+
+  test('the session cache reads only new rows, keeps message objects, and finds a row that committed late with a lower id', async () => {
+    const agentId = await h.createAgent();
+    const sessionId = `cache-${agentId}`;
+    await ensureSession(h.db.db, { id: sessionId, agentId, kind: 'task' });
+    const cache = new SessionMessageCache();
+    await appendMessage(h.db.db, sessionId, 'm1', { role: 'user', content: [{ type: 'text', text: 'one' }] });
+    const first = await cache.load(h.db.db, sessionId);
+    await appendMessage(h.db.db, sessionId, 'm2', { role: 'assistant', content: [{ type: 'text', text: 'two' }] });
+    const second = await cache.load(h.db.db, sessionId);
+    expect(second.map((m) => (m.content[0] as { text: string }).text)).toEqual(['one', 'two']);
+    expect(second[0]).toBe(first[0]);
+
+    // A transaction that took its id first but commits after a later row: the late row is still read.
+    await h.db.db.transaction().execute(async (slow) => {
+      await appendMessage(slow, sessionId, 'm3-late', { role: 'user', content: [{ type: 'text', text: 'late' }] });
+      await appendMessage(h.db.db, sessionId, 'm4', { role: 'user', content: [{ type: 'text', text: 'four' }] });
+      expect((await cache.load(h.db.db, sessionId)).map((m) => (m.content[0] as { text: string }).text)).toEqual(['one', 'two', 'four']);
+    });
+    const after = await cache.load(h.db.db, sessionId);
+    expect(after.map((m) => (m.content[0] as { text: string }).text)).toEqual(['one', 'two', 'late', 'four']);
+    expect(after[1]).toBe(second[1]);
+  });
+});

@@ -11,6 +11,7 @@ import { assistantMessageKey, executeToolCall, type ExecuteToolInput } from './t
 import { toolsForScenario } from './tools/registry';
 import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
+import { createStreamActivities } from './streams/activities';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -29,6 +30,8 @@ export function createActivities(deps: ActivityDeps) {
   return {
     /** Heartbeat, reflection, daily report and dream (issue 5). */
     ...createMemoryActivities(deps),
+    /** Run streams: run events, end markers and pruning (issue 11). */
+    ...createStreamActivities(deps),
 
     /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
     async llmStep(input: LlmStepInput) {

@@ -261,6 +261,28 @@ export interface SessionSummariesTable {
   created_at: CreatedAt;
 }
 
+/** The last sequence number handed out per stream (migration 006). */
+export interface StreamHeadsTable {
+  stream_id: string;
+  last_seq: number;
+  updated_at: Timestamp;
+}
+
+/** A run stream's deltas and events (migration 006); see activities/streams/. */
+export interface StreamEventsTable {
+  stream_id: string;
+  seq: number;
+  kind: 'step-start' | 'delta' | 'rewind' | 'step-end' | 'event' | 'end';
+  step_key: string | null;
+  attempt: Generated<number>;
+  part: Generated<number>;
+  text: string | null;
+  data: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  agent_id: string | null;
+  task_id: string | null;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   agents: AgentsTable;
   tasks: TasksTable;
@@ -280,6 +302,8 @@ export interface Database {
   heartbeat_runs: HeartbeatRunsTable;
   agent_file_edits: AgentFileEditsTable;
   session_summaries: SessionSummariesTable;
+  stream_heads: StreamHeadsTable;
+  stream_events: StreamEventsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

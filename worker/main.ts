@@ -5,6 +5,7 @@ import { openDatabase } from '../activities/store/db';
 import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
 import { createLogger, TemporalPinoLogger } from './logger';
+import { ensureStreamPruneSchedule } from './stream-prune-schedule';
 
 /**
  * The worker process: migrates the database, connects to Temporal and polls the task queue until
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   const worker = await createAgentWorker({ connection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router });
+  await ensureStreamPruneSchedule({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue });
   logger.info(
     { taskQueue: config.taskQueue, temporal: config.temporalAddress, database: database.kind, providers: config.providers.map((p) => p.name) },
     'durable-agents worker started',

@@ -4,3 +4,4 @@ export { taskRoundWorkflow } from './task-round';
 export { heartbeatWorkflow } from './heartbeat';
 export { memoryConsolidationWorkflow } from './consolidation';
 export { postTaskReflectionWorkflow } from './reflection';
+export { streamPruneWorkflow } from './stream-prune';

@@ -12,6 +12,7 @@ import { toolsForScenario } from './tools/registry';
 import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
 import { createStreamActivities } from './streams/activities';
+import { createMailboxActivities } from './mailbox/activities';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -32,6 +33,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createMemoryActivities(deps),
     /** Run streams: run events, end markers and pruning (issue 11). */
     ...createStreamActivities(deps),
+    /** The agent's mailbox and chat turns (issue 11). */
+    ...createMailboxActivities(deps),
 
     /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
     async llmStep(input: LlmStepInput) {

@@ -283,6 +283,29 @@ export interface StreamEventsTable {
   created_at: CreatedAt;
 }
 
+/** An agent's mailbox (migration 006); see workflows/agent.ts and workflows/rules/mailbox.ts. */
+export interface MailboxItemsTable {
+  id: string;
+  agent_id: string;
+  kind: string;
+  from_type: string;
+  from_id: string;
+  channel: string;
+  text: string;
+  reply_to: string | null;
+  task_id: string | null;
+  priority: number;
+  status: string;
+  decision: string;
+  reason: Generated<string>;
+  merged_into: string | null;
+  merged_count: Generated<number>;
+  run_id: string | null;
+  result: string | null;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   agents: AgentsTable;
   tasks: TasksTable;
@@ -304,6 +327,7 @@ export interface Database {
   session_summaries: SessionSummariesTable;
   stream_heads: StreamHeadsTable;
   stream_events: StreamEventsTable;
+  mailbox_items: MailboxItemsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

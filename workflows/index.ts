@@ -5,3 +5,5 @@ export { heartbeatWorkflow } from './heartbeat';
 export { memoryConsolidationWorkflow } from './consolidation';
 export { postTaskReflectionWorkflow } from './reflection';
 export { streamPruneWorkflow } from './stream-prune';
+export { agentWorkflow } from './agent';
+export { chatRunWorkflow } from './scenario-run';

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // Frozen in time: `Kysely<any>`, no application imports. Later changes go in a new migration.
-// Durable, resumable run streams: every text delta and run event an LLM step publishes, numbered per
+// Conversations. Durable, resumable run streams: every text delta and run event an LLM step publishes, numbered per
 // stream, with the activity attempt (and provider fallback part) that produced it, so a client can
 // resume from any sequence number and drop a retried call's superseded output.
 export async function up(db: Kysely<any>): Promise<void> {
@@ -33,9 +33,38 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('stream_events_created_idx').on('stream_events').column('created_at').execute();
   await db.schema.createIndex('stream_events_step_idx').on('stream_events').columns(['stream_id', 'step_key']).execute();
+
+  // The agent's mailbox (seed D1): every item delivered to an agent, with its triage state. The agent
+  // workflow holds the live queue; this table is what survives continue-as-new, what the `mailbox`
+  // query is rebuilt from, and what the heartbeat's idle fingerprint hashes.
+  await db.schema
+    .createTable('mailbox_items')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+    .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('chat', 'message', 'comment', 'mention', 'notification', 'task')`))
+    .addColumn('from_type', 'text', (c) => c.notNull())
+    .addColumn('from_id', 'text', (c) => c.notNull())
+    .addColumn('channel', 'text', (c) => c.notNull())
+    .addColumn('text', 'text', (c) => c.notNull())
+    .addColumn('reply_to', 'text')
+    .addColumn('task_id', 'text')
+    // Seed priorities: 0 critical … 4 background.
+    .addColumn('priority', 'integer', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('queued', 'processing', 'completed', 'merged', 'deferred', 'dropped')`))
+    .addColumn('decision', 'text', (c) => c.notNull())
+    .addColumn('reason', 'text', (c) => c.notNull().defaultTo(''))
+    .addColumn('merged_into', 'text')
+    .addColumn('merged_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('run_id', 'text')
+    .addColumn('result', 'text')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .execute();
+  await db.schema.createIndex('mailbox_items_agent_status_idx').on('mailbox_items').columns(['agent_id', 'status']).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable('mailbox_items').ifExists().execute();
   await db.schema.dropTable('stream_events').ifExists().execute();
   await db.schema.dropTable('stream_heads').ifExists().execute();
 }

@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { applyStreamEvent, emptyTranscript, tailStream, transcriptText, type StreamEvent } from '../../client/streams';
+import { ConversationClient, type ChatEvent } from '../../client/chat';
 import { createHarness, type Harness } from '../support/harness';
 import { killWorkerProcess, spawnWorkerProcess } from '../support/spawn-worker';
 
@@ -20,10 +21,13 @@ needsServer('a worker SIGKILLed while an LLM call streams', () => {
   const workers: ChildProcess[] = [];
   beforeAll(async () => {
     h = await createHarness();
-    h.llm.setResponder(() => ({
+    // A chat gets the answer as plain text; a task gets it with its submission.
+    h.llm.setResponder((r) => ({
       kind: 'message',
-      content: [{ type: 'text', text: ANSWER }, { type: 'tool_use', name: 'task_submit_review', input: { summary: 'answered' } }],
-      stopReason: 'tool_use',
+      content: JSON.stringify(r.body.messages).includes('tell me a long story')
+        ? [{ type: 'text', text: ANSWER }]
+        : [{ type: 'text', text: ANSWER }, { type: 'tool_use', name: 'task_submit_review', input: { summary: 'answered' } }],
+      stopReason: JSON.stringify(r.body.messages).includes('tell me a long story') ? 'end_turn' : 'tool_use',
       usage: { inputTokens: 100, outputTokens: 80 },
       chunkDelayMs: CHUNK_DELAY_MS,
     }));
@@ -70,5 +74,29 @@ needsServer('a worker SIGKILLed while an LLM call streams', () => {
     expect(transcriptText(transcript).split('Sentence 1 of').length - 1).toBe(1);
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
     expect(status.submission).toBe('answered');
+  }, 120_000);
+
+  test('a chat answer cut off by SIGKILL: chat() yields a rewind, then the whole answer; applied, the text holds it once', async () => {
+    for (const w of workers) await killWorkerProcess(w);
+    workers.push(await spawnWorkerProcess({ taskQueue: h.taskQueue, fakeLlmUrl: h.llm.url }));
+    const agentId = await h.createAgent();
+    const conv = new ConversationClient(h.client, { connectionString: h.db.url });
+    const events: ChatEvent[] = [];
+    let text = '';
+    for await (const e of conv.chat(agentId, 'tell me a long story', { from: { type: 'human', id: 'ann' } })) {
+      events.push(e);
+      // What a terminal does: append deltas, erase what a rewind supersedes.
+      if (e.type === 'delta') text += e.text;
+      if (e.type === 'rewind') text = text.slice(0, text.length - e.chars);
+      if (events.filter((x) => x.type === 'delta').length === DELTAS_BEFORE_KILL) {
+        await killWorkerProcess(workers.at(-1)!);
+        workers.push(await spawnWorkerProcess({ taskQueue: h.taskQueue, fakeLlmUrl: h.llm.url }));
+      }
+    }
+    const rewinds = events.filter((e): e is Extract<ChatEvent, { type: 'rewind' }> => e.type === 'rewind');
+    expect(rewinds).toHaveLength(1);
+    expect(rewinds[0]!.chars).toBeGreaterThan(0);
+    expect(events.at(-1)).toMatchObject({ type: 'end', stoppedBy: 'answer' });
+    expect(text).toBe(ANSWER);
   }, 120_000);
 });

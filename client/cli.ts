@@ -2,6 +2,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { connectFromEnv } from './connect';
 import { describeStatus, printProgress, uiLinks } from './progress';
+import { addChatCommands } from './chat-command';
 import { addScheduleCommands } from './schedule-commands';
 import { AgentSchedules } from './schedules';
 
@@ -87,6 +88,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
   console.log('comment sent');
 });
 
+addChatCommands(program, open);
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 
 program

@@ -6,7 +6,7 @@ const prune = proxyActivities<Activities>({
   retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 
-/** Schedule id of the deployment-wide stream pruning (one per namespace and task queue). */
+/** Schedule id prefix of the deployment-wide stream pruning (`stream-prune-{taskQueue}`). */
 export const STREAM_PRUNE_SCHEDULE_ID = 'stream-prune';
 /** Activity calls per run: a huge backlog is cleared over a few scheduled runs instead of one long one. */
 const STREAM_PRUNE_MAX_CALLS = 50;
@@ -17,7 +17,7 @@ export interface StreamPruneInput {
 }
 
 /**
- * Deletes run-stream rows past their retention, started hourly by the `stream-prune` Schedule that
+ * Deletes run-stream rows past their retention, started hourly by the `stream-prune-{taskQueue}` Schedule that
  * the worker ensures at start. A deployment-wide schedule rather than a step of each agent's memory
  * consolidation: stream retention is an operator's storage concern, not an agent's, and must hold
  * even for agents whose consolidation is paused or never configured.

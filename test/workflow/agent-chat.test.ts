@@ -15,6 +15,12 @@ async function collect(events: AsyncIterable<ChatEvent>): Promise<ChatEvent[]> {
   return out;
 }
 
+/** Agent workflows live for ever: end the ones a test started, so the shared dev server stays tidy. */
+async function endAgents(h: Harness): Promise<void> {
+  const agents = await h.db.db.selectFrom('mailbox_items').select('agent_id').distinct().execute();
+  for (const { agent_id } of agents) await h.temporal.workflow.getHandle(agentWorkflowId(agent_id)).terminate('test finished').catch(() => undefined);
+}
+
 const lastUserText = (r: RecordedRequest): string => JSON.stringify(r.body.messages).slice(-400);
 
 describe.each(['anthropic', 'openai'] as const)('chatting with an agent on %s', (provider) => {
@@ -25,7 +31,10 @@ describe.each(['anthropic', 'openai'] as const)('chatting with an agent on %s', 
     await h.startWorker();
     conv = new ConversationClient(h.client, { connectionString: h.db.url });
   });
-  afterAll(async () => h.close());
+  afterAll(async () => {
+    await endAgents(h);
+    await h.close();
+  });
 
   test('deltas arrive in order, the answer is complete, and the next message reuses the channel’s session', async () => {
     const agentId = await h.createAgent();
@@ -71,7 +80,10 @@ describe('the mailbox refuses bad input and triages by the seed’s rules', () =
     await h.startWorker();
     conv = new ConversationClient(h.client, { connectionString: h.db.url });
   });
-  afterAll(async () => h.close());
+  afterAll(async () => {
+    await endAgents(h);
+    await h.close();
+  });
 
   const countItems = async (agentId: string) => (await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', agentId).execute()).length;
 

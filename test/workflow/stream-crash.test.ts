@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { applyStreamEvent, emptyTranscript, tailStream, transcriptText, type StreamEvent } from '../../client/streams';
-import { ConversationClient, type ChatEvent } from '../../client/chat';
+import { agentWorkflowId, ConversationClient, type ChatEvent } from '../../client/chat';
 import { createHarness, type Harness } from '../support/harness';
 import { killWorkerProcess, spawnWorkerProcess } from '../support/spawn-worker';
 
@@ -98,5 +98,6 @@ needsServer('a worker SIGKILLed while an LLM call streams', () => {
     expect(rewinds[0]!.chars).toBeGreaterThan(0);
     expect(events.at(-1)).toMatchObject({ type: 'end', stoppedBy: 'answer' });
     expect(text).toBe(ANSWER);
+    await h.temporal.workflow.getHandle(agentWorkflowId(agentId)).terminate('test finished');
   }, 120_000);
 });

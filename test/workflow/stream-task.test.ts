@@ -1,7 +1,6 @@
 import { readTranscript, tailStream, transcriptText, type StreamEvent } from '../../client/streams';
 import { appendStreamEvents, readStreamEvents } from '../../activities/streams/store';
-import { ensureStreamPruneSchedule } from '../../worker/stream-prune-schedule';
-import { STREAM_PRUNE_SCHEDULE_ID } from '../../workflows/stream-prune';
+import { ensureStreamPruneSchedule, streamPruneScheduleId } from '../../worker/stream-prune-schedule';
 import { createHarness, type Harness } from '../support/harness';
 
 const ANSWER = 'Streaming works: every delta is numbered, stored and announced, in order.';
@@ -48,10 +47,10 @@ describe('stream pruning on a schedule', () => {
   afterAll(async () => h.close());
 
   test('the worker’s schedule is created once (idempotent) and its workflow deletes rows past retention', async () => {
-    const options = { address: process.env.TEMPORAL_ADDRESS!, namespace: 'default', taskQueue: h.taskQueue, scheduleId: `${STREAM_PRUNE_SCHEDULE_ID}-${h.taskQueue}` };
+    const options = { address: process.env.TEMPORAL_ADDRESS!, namespace: 'default', taskQueue: h.taskQueue };
     await ensureStreamPruneSchedule(options);
     await ensureStreamPruneSchedule(options);
-    const schedule = h.temporal.schedule.getHandle(options.scheduleId);
+    const schedule = h.temporal.schedule.getHandle(streamPruneScheduleId(h.taskQueue));
     try {
       const description = await schedule.describe();
       expect(description.action).toMatchObject({ type: 'startWorkflow', workflowType: 'streamPruneWorkflow', taskQueue: h.taskQueue });

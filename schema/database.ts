@@ -293,6 +293,7 @@ export interface MailboxItemsTable {
   channel: string;
   text: string;
   reply_to: string | null;
+  thread_id: string;
   task_id: string | null;
   priority: number;
   status: string;

@@ -7,6 +7,9 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { MailboxItemStatus, MailboxPriorityName, MailboxTriageDecision } from './rules/mailbox';
 
 export const agentWorkflowId = (agentId: string): string => `agent-${agentId}`;
+/** Seed DM channel between two agents: `dm:a2a:{sorted id}:{sorted id}`. */
+export const agentDmChannel = (a: string, b: string): string => `dm:a2a:${[a, b].sort().join(':')}`;
+
 /** The child workflow that answers one chat item; also the id of the run stream its deltas go to. */
 export const chatRunWorkflowId = (agentId: string, itemId: string): string => `agent-${agentId}-chat-${itemId}`;
 /** Seed channel reuse: one session per channel and agent, reused across messages. */
@@ -24,6 +27,8 @@ export interface DeliverInput {
   text: string;
   /** The item this one answers (threads). */
   replyTo?: string;
+  /** The conversation this item continues (default: a new thread rooted at this item). */
+  thread?: string;
   taskId?: string;
   /** Overrides the kind's default priority (seed registry). */
   priority?: MailboxPriorityName;
@@ -51,6 +56,10 @@ export interface MailboxItemView {
   preview: string;
   mergedCount: number;
   receivedAt: string;
+  thread: string;
+  replyTo?: string;
+  /** What handling it produced (e.g. a reply sent, or why not). */
+  result?: string;
   /** The child run answering it (chat, mention, message). */
   runId?: string;
 }

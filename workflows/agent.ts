@@ -60,6 +60,8 @@ export const AGENT_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
 interface Item extends TriageItem {
   text: string;
   replyTo?: string;
+  thread: string;
+  result?: string;
   status: MailboxItemStatus;
   decision: MailboxTriageDecision;
   reason: string;
@@ -101,8 +103,10 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       await condition(() => loaded);
       const receivedAtMs = Date.now();
       const channel = delivery.channel ?? (delivery.taskId ? `task:${delivery.taskId}` : directChannel(delivery.from));
+      const itemId = uuid4();
       const item: Item = {
-        itemId: uuid4(),
+        itemId,
+        thread: delivery.thread ?? itemId,
         kind: delivery.kind,
         from: { type: delivery.from.type, id: delivery.from.id },
         channel,
@@ -209,18 +213,27 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     await store.updateMailboxItems({ changes: [{ id: item.itemId, runId: workflowId }] });
     const scope = new CancellationScope();
     focus.scope = scope;
+    const sessionId = channelSessionId(item.channel, agentId);
+    // An agent's message names its sender and id, so the model can answer it with reply_to.
+    const text = item.from.type === 'agent' ? `[MESSAGE from agent ${item.from.id} · item ${item.itemId}]\n${item.text}` : item.text;
     const run = await scope.run(() =>
       executeChild(chatRunWorkflow, {
         workflowId,
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-        args: [{ agentId, itemId: item.itemId, sessionId: channelSessionId(item.channel, agentId), channel: item.channel, from: item.from, text: item.text }],
+        args: [{ agentId, itemId: item.itemId, sessionId, channel: item.channel, from: item.from, text }],
       }),
     );
+    if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
+      // The reply path: the answer goes back to the sender on the same thread, within its budget.
+      const reply = await store.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });
+      return reply.reason;
+    }
     return `${run.stoppedBy}: ${run.textPreview}`.slice(0, MAILBOX_ITEM_PREVIEW_CHARS);
   }
 
   async function settle(item: Item, status: MailboxItemStatus, extra: { result?: string; reason?: string }): Promise<void> {
     item.status = status;
+    if (extra.result) item.result = extra.result;
     if (extra.reason) item.reason = extra.reason;
     await CancellationScope.nonCancellable(() => store.updateMailboxItems({ changes: [{ id: item.itemId, status, ...extra }] }));
     trim();
@@ -252,6 +265,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       channel: item.channel,
       text: item.text,
       ...(item.replyTo ? { replyTo: item.replyTo } : {}),
+      thread: item.thread,
       ...(item.taskId ? { taskId: item.taskId } : {}),
       priority: item.priority,
       status: item.status,
@@ -270,6 +284,7 @@ function fromRecord(r: MailboxItemRecord): Item {
     channel: r.channel,
     ...(r.taskId ? { taskId: r.taskId } : {}),
     ...(r.replyTo ? { replyTo: r.replyTo } : {}),
+    thread: r.thread,
     priority: r.priority,
     receivedAtMs: Date.parse(r.receivedAt),
     text: r.text,
@@ -293,6 +308,9 @@ function view(i: Item): MailboxItemView {
     preview: i.text.slice(0, MAILBOX_ITEM_PREVIEW_CHARS),
     mergedCount: i.mergedCount,
     receivedAt: new Date(i.receivedAtMs).toISOString(),
+    thread: i.thread,
+    ...(i.replyTo ? { replyTo: i.replyTo } : {}),
+    ...(i.result ? { result: i.result } : {}),
     ...(i.runId ? { runId: i.runId } : {}),
   };
 }

@@ -5,6 +5,8 @@ import { unknownAgent } from '../errors';
 import { findAgent } from '../store/agents';
 import { appendMessage, ensureSession } from '../store/sessions';
 import { findTask } from '../store/tasks';
+import { Context } from '@temporalio/activity';
+import { NO_RESPONSE_MARKER, sendAgentMessage } from './send';
 
 export interface MailboxItemRecord {
   id: string;
@@ -14,6 +16,7 @@ export interface MailboxItemRecord {
   channel: string;
   text: string;
   replyTo?: string;
+  thread: string;
   taskId?: string;
   priority: number;
   status: string;
@@ -66,6 +69,7 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
         channel: r.channel,
         text: r.text,
         ...(r.reply_to ? { replyTo: r.reply_to } : {}),
+        thread: r.thread_id,
         ...(r.task_id ? { taskId: r.task_id } : {}),
         priority: r.priority,
         // A run cut off by continue-as-new or a crash is not lost: it is picked again.
@@ -98,6 +102,7 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
           channel: item.channel,
           text: item.text,
           reply_to: item.replyTo ?? null,
+          thread_id: item.thread,
           task_id: item.taskId ?? null,
           priority: item.priority,
           status: item.status,
@@ -130,6 +135,27 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
           .where('id', '=', c.id)
           .execute();
       }
+    },
+
+    /**
+     * The reply path of an agent message: sends the recipient's last answer in the session back to
+     * the sender on the same thread (unless empty or NO_RESPONSE, or over the thread's budget).
+     * Idempotent by the answered item.
+     */
+    async replyToAgent(input: { agentId: string; to: string; sessionId: string; replyTo: string; thread: string }): Promise<{ sent: boolean; reason: string }> {
+      const last = await db.selectFrom('messages').select('content').where('session_id', '=', input.sessionId).where('role', '=', 'assistant').orderBy('id', 'desc').executeTakeFirst();
+      const text = ((last?.content ?? []) as Array<{ type: string; text?: string }>).flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n').trim();
+      if (!text || text === NO_RESPONSE_MARKER) return { sent: false, reason: 'no reply: the agent chose not to answer' };
+      const activity = Context.current();
+      const outcome = await sendAgentMessage(db, activity.client, activity.info.taskQueue, {
+        fromAgentId: input.agentId,
+        to: input.to,
+        text,
+        replyTo: input.replyTo,
+        thread: input.thread,
+        idempotencyKey: `reply-${input.replyTo}`,
+      });
+      return outcome.sent ? { sent: true, reason: `replied to ${input.to} (item ${outcome.itemId})` } : { sent: false, reason: `reply not sent: ${outcome.reason}` };
     },
 
     /**

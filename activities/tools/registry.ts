@@ -9,6 +9,7 @@ import type { ToolSpec } from './types';
 import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
 import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
+import { agentSendMessage } from '../mailbox/tools';
 
 export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation';
 
@@ -60,3 +61,5 @@ export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string
 registerTools([...memoryTools, ...memoryAliases], ['task', 'chat', 'reflection']);
 registerTools([editAgentFile], ['task', 'chat']);
 registerTools([...memoryTools, ...memoryAliases, editAgentFile].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+// Conversations (issue 11): agents message each other from chat.
+registerTools([agentSendMessage], ['chat']);

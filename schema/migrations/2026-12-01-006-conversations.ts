@@ -47,6 +47,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('channel', 'text', (c) => c.notNull())
     .addColumn('text', 'text', (c) => c.notNull())
     .addColumn('reply_to', 'text')
+    // The conversation the item belongs to (its first item's id): agent replies are budgeted per thread.
+    .addColumn('thread_id', 'text', (c) => c.notNull())
     .addColumn('task_id', 'text')
     // Seed priorities: 0 critical … 4 background.
     .addColumn('priority', 'integer', (c) => c.notNull())
@@ -61,6 +63,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
   await db.schema.createIndex('mailbox_items_agent_status_idx').on('mailbox_items').columns(['agent_id', 'status']).execute();
+  await db.schema.createIndex('mailbox_items_thread_idx').on('mailbox_items').column('thread_id').execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

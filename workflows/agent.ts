@@ -203,10 +203,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
 
   async function processItem(item: Item, focus: NonNullable<typeof current>): Promise<string> {
     const rules = MAILBOX_KIND_RULES[item.kind];
-    if (item.kind === 'comment' && item.taskId) {
-      await getExternalWorkflowHandle(taskWorkflowId(item.taskId)).signal(commentSignal, { text: item.text, from: `${item.from.type}:${item.from.id}` });
-      return `forwarded to task ${item.taskId}`;
-    }
+    if (item.kind === 'comment' && item.taskId) return answerComment(item, item.taskId, focus);
     if (!rules.invokesLlm) return 'recorded for the heartbeat';
     const workflowId = chatRunWorkflowId(agentId, item.itemId);
     item.runId = workflowId;
@@ -229,6 +226,35 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       return reply.reason;
     }
     return `${run.stoppedBy}: ${run.textPreview}`.slice(0, MAILBOX_ITEM_PREVIEW_CHARS);
+  }
+
+  /**
+   * A task comment: the running round sees it at its next turn (forwarded as the `comment` signal,
+   * as before), and the agent answers it in the task's comment thread (`comment-answered` event with
+   * `replyTo` = the comment's item id) from a chat run in the task channel's session.
+   */
+  async function answerComment(item: Item, taskId: string, focus: NonNullable<typeof current>): Promise<string> {
+    const from = `${item.from.type}:${item.from.id}`;
+    let forwarded = true;
+    try {
+      await getExternalWorkflowHandle(taskWorkflowId(taskId)).signal(commentSignal, { text: item.text, from });
+    } catch {
+      forwarded = false; // the task is not running: the answer in the thread still comes
+    }
+    const workflowId = chatRunWorkflowId(agentId, item.itemId);
+    item.runId = workflowId;
+    const sessionId = channelSessionId(`task:${taskId}`, agentId);
+    const scope = new CancellationScope();
+    focus.scope = scope;
+    await scope.run(() =>
+      executeChild(chatRunWorkflow, {
+        workflowId,
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        args: [{ agentId, itemId: item.itemId, sessionId, channel: `task:${taskId}`, from: item.from, text: `[COMMENT on task ${taskId} from ${from} · item ${item.itemId}]\n${item.text}` }],
+      }),
+    );
+    const { answered } = await store.recordCommentAnswer({ agentId, taskId, sessionId, replyTo: item.itemId });
+    return `${forwarded ? 'seen by the running round; ' : ''}${answered ? 'answered in the thread' : 'no answer'}`;
   }
 
   async function settle(item: Item, status: MailboxItemStatus, extra: { result?: string; reason?: string }): Promise<void> {

@@ -4,7 +4,7 @@ import type { Database } from '../../schema/database';
 import { unknownAgent } from '../errors';
 import { findAgent } from '../store/agents';
 import { appendMessage, ensureSession } from '../store/sessions';
-import { findTask } from '../store/tasks';
+import { addTaskEvent, findTask } from '../store/tasks';
 import { Context } from '@temporalio/activity';
 import { NO_RESPONSE_MARKER, sendAgentMessage } from './send';
 
@@ -143,8 +143,7 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
      * Idempotent by the answered item.
      */
     async replyToAgent(input: { agentId: string; to: string; sessionId: string; replyTo: string; thread: string }): Promise<{ sent: boolean; reason: string }> {
-      const last = await db.selectFrom('messages').select('content').where('session_id', '=', input.sessionId).where('role', '=', 'assistant').orderBy('id', 'desc').executeTakeFirst();
-      const text = ((last?.content ?? []) as Array<{ type: string; text?: string }>).flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n').trim();
+      const text = await lastAnswer(db, input.sessionId);
       if (!text || text === NO_RESPONSE_MARKER) return { sent: false, reason: 'no reply: the agent chose not to answer' };
       const activity = Context.current();
       const outcome = await sendAgentMessage(db, activity.client, activity.info.taskQueue, {
@@ -156,6 +155,17 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
         idempotencyKey: `reply-${input.replyTo}`,
       });
       return outcome.sent ? { sent: true, reason: `replied to ${input.to} (item ${outcome.itemId})` } : { sent: false, reason: `reply not sent: ${outcome.reason}` };
+    },
+
+    /**
+     * Records the agent's threaded answer to a task comment: a `comment-answered` task event whose
+     * `replyTo` is the comment's item id (idempotent by it), with the last answer in the session.
+     */
+    async recordCommentAnswer(input: { agentId: string; taskId: string; sessionId: string; replyTo: string }): Promise<{ answered: boolean }> {
+      const text = await lastAnswer(db, input.sessionId);
+      if (!text || text === NO_RESPONSE_MARKER) return { answered: false };
+      await addTaskEvent(db, input.taskId, 'comment-answered', { replyTo: input.replyTo, from: input.agentId, text }, `comment-answer:${input.replyTo}`);
+      return { answered: true };
     },
 
     /**
@@ -177,4 +187,10 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
       return { turnNumber: Number(before.n) };
     },
   };
+}
+
+/** The text of the session's last assistant message (empty when it has none). */
+async function lastAnswer(db: Kysely<Database>, sessionId: string): Promise<string> {
+  const last = await db.selectFrom('messages').select('content').where('session_id', '=', sessionId).where('role', '=', 'assistant').orderBy('id', 'desc').executeTakeFirst();
+  return ((last?.content ?? []) as Array<{ type: string; text?: string }>).flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n').trim();
 }

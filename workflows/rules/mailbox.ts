@@ -39,7 +39,8 @@ export const MAILBOX_KIND_RULES: Record<MailboxItemKind, KindRule> = {
   chat: { seedType: 'human_chat', priority: 0, invokesLlm: true, preemptable: false, user: true, system: false },
   mention: { seedType: 'mention', priority: 1, invokesLlm: true, preemptable: false, user: true, system: false },
   message: { seedType: 'a2a_message', priority: 2, invokesLlm: true, preemptable: true, user: false, system: false },
-  comment: { seedType: 'task_comment', priority: 2, invokesLlm: false, preemptable: true, user: false, system: false },
+  // Ours: the seed only live-injects a comment; here it also gets a threaded answer, so it runs the LLM.
+  comment: { seedType: 'task_comment', priority: 2, invokesLlm: true, preemptable: true, user: false, system: false },
   task: { seedType: 'task_status_update', priority: 1, invokesLlm: false, preemptable: true, user: false, system: true },
   notification: { seedType: 'system_event', priority: 1, invokesLlm: false, preemptable: true, user: false, system: true },
 };

@@ -10,6 +10,7 @@ import {
   log,
   ParentClosePolicy,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -49,9 +50,18 @@ import {
 } from './rules/mailbox';
 import { chatRunWorkflow } from './scenario-run';
 
-const store = proxyActivities<Activities>({
+/**
+ * Mailbox bookkeeping: short database writes on the path of every chat, so local activities (no
+ * task-queue round trip each: a delivery is stored and triaged in one workflow task).
+ */
+const store = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['UnknownAgent', 'UnknownTask'] },
+});
+/** Replies go to another agent's workflow through the Temporal client: a regular activity. */
+const messaging = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
 
 /** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
@@ -181,7 +191,8 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     item.status = 'processing';
     current = { item, preempted: false, since: new Date().toISOString() };
     setCurrentDetails(`focused on ${item.kind} ${item.itemId} from ${item.from.type}:${item.from.id}`);
-    await store.updateMailboxItems({ changes: [{ id: item.itemId, status: 'processing' }] });
+    if (MAILBOX_KIND_RULES[item.kind].invokesLlm) item.runId = chatRunWorkflowId(agentId, item.itemId);
+    await store.updateMailboxItems({ changes: [{ id: item.itemId, status: 'processing', ...(item.runId ? { runId: item.runId } : {}) }] });
     try {
       const result = await processItem(item, current);
       await settle(item, 'completed', { result });
@@ -206,8 +217,6 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     if (item.kind === 'comment' && item.taskId) return answerComment(item, item.taskId, focus);
     if (!rules.invokesLlm) return 'recorded for the heartbeat';
     const workflowId = chatRunWorkflowId(agentId, item.itemId);
-    item.runId = workflowId;
-    await store.updateMailboxItems({ changes: [{ id: item.itemId, runId: workflowId }] });
     const scope = new CancellationScope();
     focus.scope = scope;
     const sessionId = channelSessionId(item.channel, agentId);
@@ -222,7 +231,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     );
     if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
       // The reply path: the answer goes back to the sender on the same thread, within its budget.
-      const reply = await store.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });
+      const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });
       return reply.reason;
     }
     return `${run.stoppedBy}: ${run.textPreview}`.slice(0, MAILBOX_ITEM_PREVIEW_CHARS);
@@ -242,7 +251,6 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       forwarded = false; // the task is not running: the answer in the thread still comes
     }
     const workflowId = chatRunWorkflowId(agentId, item.itemId);
-    item.runId = workflowId;
     const sessionId = channelSessionId(`task:${taskId}`, agentId);
     const scope = new CancellationScope();
     focus.scope = scope;

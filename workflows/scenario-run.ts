@@ -1,4 +1,4 @@
-import { CancellationScope, proxyActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, proxyActivities, proxyLocalActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { LlmStepResult } from '../activities/llm-step';
 import type { ChatRunInput, ChatRunResult } from './agent-contract';
@@ -18,7 +18,8 @@ const tools = proxyActivities<Activities>({
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 3 },
 });
-const store = proxyActivities<Activities>({
+/** Opening the turn and the end marker: short writes on the chat's critical path, so local activities. */
+const store = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
 });

@@ -96,6 +96,13 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
   const items = new Map<string, Item>();
   let current: { item: Item; scope?: CancellationScope; preempted: boolean; since: string } | undefined;
   let loaded = false;
+  /**
+   * Deliveries between their first await and their return. The main loop picks work only when none is
+   * in flight, and only the main loop writes triage changes (`pendingChanges`): the two never race, so
+   * the order of commands in the history is the same when it is replayed.
+   */
+  let delivering = 0;
+  const pendingChanges: MailboxItemChange[] = [];
 
   upsertSearchAttributes([{ key: AgentIdSearchAttribute, value: agentId }]);
 
@@ -111,56 +118,12 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     deliverUpdate,
     async (delivery: DeliverInput): Promise<DeliverResult> => {
       await condition(() => loaded);
-      const receivedAtMs = Date.now();
-      const channel = delivery.channel ?? (delivery.taskId ? `task:${delivery.taskId}` : directChannel(delivery.from));
-      const itemId = uuid4();
-      const item: Item = {
-        itemId,
-        thread: delivery.thread ?? itemId,
-        kind: delivery.kind,
-        from: { type: delivery.from.type, id: delivery.from.id },
-        channel,
-        ...(delivery.taskId ? { taskId: delivery.taskId } : {}),
-        ...(delivery.replyTo ? { replyTo: delivery.replyTo } : {}),
-        priority: itemPriority(delivery),
-        receivedAtMs,
-        text: delivery.text,
-        status: 'queued',
-        decision: 'pick',
-        reason: '',
-        mergedCount: 0,
-      };
-      // Stored first (and refused here for an unknown agent or task): from now on it cannot be lost.
-      await store.recordMailboxItem(record(item));
-
-      const changes: MailboxItemChange[] = [];
-      const target = mergeTarget(queued(), item);
-      counters.delivered += 1;
-      if (target) {
-        target.text += MAILBOX_MERGE_SEPARATOR + item.text;
-        target.mergedCount += 1;
-        Object.assign(item, { status: 'merged', decision: 'merge', reason: `merged into queued item ${target.itemId} (same ${item.kind === 'comment' ? 'task' : 'channel and sender'})` });
-        counters.merged += 1;
-        changes.push({ id: target.itemId, text: target.text, mergedCount: target.mergedCount }, { id: item.itemId, status: 'merged', decision: 'merge', reason: item.reason, mergedInto: target.itemId });
-      } else if (current) {
-        const { decision, rule } = interruptDecision(current.item, item);
-        if (decision === 'preempt') {
-          item.decision = 'preempt';
-          item.reason = `${rule}: preempts ${current.item.kind} ${current.item.itemId}`;
-          current.preempted = true;
-          current.scope?.cancel();
-        } else {
-          item.decision = 'wait';
-          item.reason = `${rule === 'none' ? 'lower or equal priority' : rule}: waits for ${current.item.kind} ${current.item.itemId}`;
-        }
-        changes.push({ id: item.itemId, decision: item.decision, reason: item.reason });
-      } else {
-        item.reason = 'agent idle';
-        changes.push({ id: item.itemId, reason: item.reason });
+      delivering += 1;
+      try {
+        return await accept(delivery);
+      } finally {
+        delivering -= 1;
       }
-      remember(item);
-      await store.updateMailboxItems({ changes });
-      return { itemId: item.itemId, status: item.status === 'merged' ? 'merged' : 'queued', ...(target ? { mergedInto: target.itemId } : {}), channel };
     },
     {
       validator: (delivery: DeliverInput) => {
@@ -170,13 +133,75 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     },
   );
 
+  /** Stores a delivered item, then triages it synchronously; the triage is written by the main loop. */
+  async function accept(delivery: DeliverInput): Promise<DeliverResult> {
+    const receivedAtMs = Date.now();
+    const channel = delivery.channel ?? (delivery.taskId ? `task:${delivery.taskId}` : directChannel(delivery.from));
+    const itemId = uuid4();
+    const item: Item = {
+      itemId,
+      thread: delivery.thread ?? itemId,
+      kind: delivery.kind,
+      from: { type: delivery.from.type, id: delivery.from.id },
+      channel,
+      ...(delivery.taskId ? { taskId: delivery.taskId } : {}),
+      ...(delivery.replyTo ? { replyTo: delivery.replyTo } : {}),
+      priority: itemPriority(delivery),
+      receivedAtMs,
+      text: delivery.text,
+      status: 'queued',
+      decision: 'pick',
+      reason: '',
+      mergedCount: 0,
+    };
+    // Stored first (and refused here for an unknown agent or task): from now on it cannot be lost.
+    await store.recordMailboxItem(record(item));
+
+    const changes: MailboxItemChange[] = [];
+    const target = mergeTarget(queued(), item);
+    counters.delivered += 1;
+    if (target) {
+      target.text += MAILBOX_MERGE_SEPARATOR + item.text;
+      target.mergedCount += 1;
+      Object.assign(item, { status: 'merged', decision: 'merge', reason: `merged into queued item ${target.itemId} (same ${item.kind === 'comment' ? 'task' : 'channel and sender'})` });
+      counters.merged += 1;
+      changes.push({ id: target.itemId, text: target.text, mergedCount: target.mergedCount }, { id: item.itemId, status: 'merged', decision: 'merge', reason: item.reason, mergedInto: target.itemId });
+    } else if (current) {
+      const { decision, rule } = interruptDecision(current.item, item);
+      if (decision === 'preempt') {
+        item.decision = 'preempt';
+        item.reason = `${rule}: preempts ${current.item.kind} ${current.item.itemId}`;
+        current.preempted = true;
+        current.scope?.cancel();
+      } else {
+        item.decision = 'wait';
+        item.reason = `${rule === 'none' ? 'lower or equal priority' : rule}: waits for ${current.item.kind} ${current.item.itemId}`;
+      }
+      changes.push({ id: item.itemId, decision: item.decision, reason: item.reason });
+    } else {
+      item.reason = 'agent idle';
+      changes.push({ id: item.itemId, reason: item.reason });
+    }
+    remember(item);
+    pendingChanges.push(...changes);
+    return { itemId: item.itemId, status: item.status === 'merged' ? 'merged' : 'queued', ...(target ? { mergedInto: target.itemId } : {}), channel };
+  }
+
+  /** Writes the triage changes deliveries made (main loop only). */
+  async function flushChanges(): Promise<void> {
+    if (pendingChanges.length > 0) await store.updateMailboxItems({ changes: pendingChanges.splice(0) });
+  }
+
   for (const r of await store.loadOpenMailbox({ agentId })) remember(fromRecord(r));
   loaded = true;
 
   for (;;) {
-    await condition(() => queued().length > 0 || historyTooLong());
+    await condition(() => delivering === 0 && (queued().length > 0 || pendingChanges.length > 0 || historyTooLong()));
+    await flushChanges();
     if (queued().length === 0) {
+      if (!historyTooLong()) continue;
       await condition(allHandlersFinished);
+      await flushChanges();
       if (queued().length === 0) {
         log.info('agent continues as new', { agentId, historyLength: workflowInfo().historyLength });
         await continueAsNew<typeof agentWorkflow>({ agentId, carry: counters });
@@ -192,7 +217,8 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     current = { item, preempted: false, since: new Date().toISOString() };
     setCurrentDetails(`focused on ${item.kind} ${item.itemId} from ${item.from.type}:${item.from.id}`);
     if (MAILBOX_KIND_RULES[item.kind].invokesLlm) item.runId = chatRunWorkflowId(agentId, item.itemId);
-    await store.updateMailboxItems({ changes: [{ id: item.itemId, status: 'processing', ...(item.runId ? { runId: item.runId } : {}) }] });
+    pendingChanges.push({ id: item.itemId, status: 'processing', ...(item.runId ? { runId: item.runId } : {}) });
+    await flushChanges();
     try {
       const result = await processItem(item, current);
       await settle(item, 'completed', { result });
@@ -269,7 +295,8 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     item.status = status;
     if (extra.result) item.result = extra.result;
     if (extra.reason) item.reason = extra.reason;
-    await CancellationScope.nonCancellable(() => store.updateMailboxItems({ changes: [{ id: item.itemId, status, ...extra }] }));
+    pendingChanges.push({ id: item.itemId, status, ...extra });
+    await CancellationScope.nonCancellable(() => flushChanges());
     trim();
   }
 

@@ -8,7 +8,7 @@ import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/w
  * not behind `patched()` makes a replay fail here, before it can break running workflows.
  */
 const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
-const SCENARIOS = ['approval', 'revision', 'cancel', 'pause-resume', 'continue-as-new', 'task-continue-as-new'];
+const SCENARIOS = ['approval', 'revision', 'cancel', 'pause-resume', 'continue-as-new', 'task-continue-as-new', 'chat'];
 
 interface RecordedHistory {
   name: string;

@@ -13,6 +13,8 @@ import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
 import { startGates, type StartGates } from './store/task-graph';
 import { applyPropagation, planPropagation } from './task-graph';
+import { createStreamActivities } from './streams/activities';
+import { createMailboxActivities } from './mailbox/activities';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -30,6 +32,10 @@ export function createActivities(deps: ActivityDeps) {
   return {
     /** Heartbeat, reflection, daily report and dream (issue 5). */
     ...createMemoryActivities(deps),
+    /** Run streams: run events, end markers and pruning (issue 11). */
+    ...createStreamActivities(deps),
+    /** The agent's mailbox and chat turns (issue 11). */
+    ...createMailboxActivities(deps),
 
     /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
     async llmStep(input: LlmStepInput) {

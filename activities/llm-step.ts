@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harness';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
@@ -18,15 +18,10 @@ import { assistantMessageKey } from './tools/execute';
 import { summarizeCall, toolDefinitions, toolsForScenario, type Scenario } from './tools/registry';
 import { loadTaskNotes } from './tools/task-tools';
 import { unknownAgent } from './errors';
+import { createStepStreamPublisher } from './streams/publisher';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
-/** Streamed text is published in batches at most this often. */
-export const PROGRESS_PUBLISH_INTERVAL_MS = 250;
-/** PostgreSQL NOTIFY channel carrying live text deltas: `{ taskId, sessionId, text }`. */
-export const PROGRESS_CHANNEL = 'agent_progress';
-/** NOTIFY payloads must stay under PostgreSQL's 8,000-byte limit. */
-const NOTIFY_MAX_TEXT_CHARS = 2_000;
 
 export interface ChatTarget {
   provider?: string;
@@ -150,7 +145,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     }
   }
 
-  const publisher = new ProgressPublisher(db, input.taskId, input.sessionId);
+  const publisher = createStepStreamPublisher(db, input, key, ctx);
   const heartbeat = setInterval(() => ctx?.heartbeat({ turn: input.turn }), LLM_HEARTBEAT_INTERVAL_MS);
   const started = Date.now();
   let result: ChatResult;
@@ -164,7 +159,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
         maxTokens: context.maxTokens,
       },
       target,
-      { signal, onTextDelta: (t) => publisher.push(t), onStreamEvent: () => undefined },
+      { signal, ...publisher.callbacks, onStreamEvent: () => undefined },
     );
   } catch (error) {
     if (signal?.aborted) throw new CancelledFailure('LLM call cancelled', undefined, error as Error);
@@ -194,6 +189,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
       );
     }
   });
+  await publisher.finish({ stopReason: result.stopReason, toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])) });
   if (cognitive) await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
 
   // The step's usage is its main call plus auxiliary calls recorded under its key. On a first attempt
@@ -358,37 +354,5 @@ function activityContext(): Context | undefined {
     return Context.current();
   } catch {
     return undefined;
-  }
-}
-
-/** Batches streamed text and publishes it with NOTIFY for live followers (CLI, services). Best effort. */
-class ProgressPublisher {
-  private buffer = '';
-  /**
-   * Counted from the start: the first batch goes out after one interval of streaming, or at the end. A
-   * short reply is then one NOTIFY instead of two (one query less per step); a long stream is followed
-   * as before.
-   */
-  private lastFlush = Date.now();
-  private pending: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly taskId: string | undefined,
-    private readonly sessionId: string,
-  ) {}
-
-  push(text: string): void {
-    this.buffer += text;
-    if (Date.now() - this.lastFlush >= PROGRESS_PUBLISH_INTERVAL_MS) this.pending = this.pending.then(() => this.flush()).catch(() => undefined);
-  }
-
-  async flush(): Promise<void> {
-    if (!this.buffer) return;
-    const text = this.buffer.slice(0, NOTIFY_MAX_TEXT_CHARS);
-    this.buffer = this.buffer.slice(text.length);
-    this.lastFlush = Date.now();
-    const payload = JSON.stringify({ taskId: this.taskId, sessionId: this.sessionId, text });
-    await sql`select pg_notify(${PROGRESS_CHANNEL}, ${payload})`.execute(this.db);
   }
 }

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { connectFromEnv } from './connect';
 import { describeStatus, printProgress, uiLinks } from './progress';
+import { addChatCommands } from './chat-command';
 import { addScheduleCommands } from './schedule-commands';
 import { AgentSchedules } from './schedules';
 import { TaskAdmin } from './task-admin';
@@ -90,6 +91,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
 });
 
 addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
+addChatCommands(program, open);
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 
 program

@@ -297,3 +297,4 @@ export class AgentsClient {
     return usageTotals(this.db, { agentId, since: options.since });
   }
 }
+export * from './streams';

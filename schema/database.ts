@@ -315,6 +315,52 @@ export interface SessionSummariesTable {
   created_at: CreatedAt;
 }
 
+/** The last sequence number handed out per stream (migration 006). */
+export interface StreamHeadsTable {
+  stream_id: string;
+  last_seq: number;
+  updated_at: Timestamp;
+}
+
+/** A run stream's deltas and events (migration 006); see activities/streams/. */
+export interface StreamEventsTable {
+  stream_id: string;
+  seq: number;
+  kind: 'step-start' | 'delta' | 'rewind' | 'step-end' | 'event' | 'end';
+  step_key: string | null;
+  attempt: Generated<number>;
+  part: Generated<number>;
+  text: string | null;
+  data: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  agent_id: string | null;
+  task_id: string | null;
+  created_at: CreatedAt;
+}
+
+/** An agent's mailbox (migration 006); see workflows/agent.ts and workflows/rules/mailbox.ts. */
+export interface MailboxItemsTable {
+  id: string;
+  agent_id: string;
+  kind: string;
+  from_type: string;
+  from_id: string;
+  channel: string;
+  text: string;
+  reply_to: string | null;
+  thread_id: string;
+  task_id: string | null;
+  priority: number;
+  status: string;
+  decision: string;
+  reason: Generated<string>;
+  merged_into: string | null;
+  merged_count: Generated<number>;
+  run_id: string | null;
+  result: string | null;
+  created_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   agents: AgentsTable;
   tasks: TasksTable;
@@ -338,6 +384,9 @@ export interface Database {
   task_dependencies: TaskDependenciesTable;
   notifications: NotificationsTable;
   goals: GoalsTable;
+  stream_heads: StreamHeadsTable;
+  stream_events: StreamEventsTable;
+  mailbox_items: MailboxItemsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

@@ -28,6 +28,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { openDatabase } from '../activities/store/db';
 import { pauseSignal, reflectionWorkflowId, resumeSignal, roundWorkflowId, taskWorkflowId } from '../workflows/contract';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../test/support/harness';
+import { agentWorkflowId, chatRunWorkflowId, ConversationClient } from '../client/chat';
 import { ScriptedAgents } from '../test/workflow/task-support';
 
 /** Small enough that a dozen tool iterations make the round continue as new; larger than the other scenarios' runs. */
@@ -151,6 +152,39 @@ const SCENARIOS: Record<string, Scenario> = {
       return [taskWorkflowId(taskId)];
     },
   },
+  chat: {
+    description: 'an agent entity: a chat (update-with-start), an agent message that waits and one merged into it, a second chat in the same channel; their chat runs',
+    async run(h) {
+      const agentId = await h.createAgent();
+      const conv = new ConversationClient(h.client, { connectionString: h.db.url });
+      h.llm.enqueue(textTurn('hello, Ann'), textTurn('noted, Bob'), textTurn('hello again, Ann'));
+      const ann = { type: 'human' as const, id: 'ann' };
+      const first = await conv.deliver(agentId, { kind: 'chat', from: ann, text: 'hello' });
+      const message = await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'release on Friday', channel: 'dm:a2a:bob' });
+      await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'or Monday', channel: 'dm:a2a:bob' });
+      const idle = async (): Promise<void> => {
+        for (;;) {
+          const view = await conv.mailbox(agentId);
+          if (view.attention === 'idle' && view.items.every((i) => i.status === 'completed' || i.status === 'merged')) return;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      for await (const e of conv.follow(agentId, first.itemId)) void e;
+      await idle(); // the message is answered (its reply to the unknown agent bob is refused) before the next chat
+      const second = await conv.deliver(agentId, { kind: 'chat', from: ann, text: 'me again' });
+      for await (const e of conv.follow(agentId, second.itemId)) void e;
+      await idle();
+      return [agentWorkflowId(agentId), chatRunWorkflowId(agentId, first.itemId), chatRunWorkflowId(agentId, message.itemId)];
+    },
+  },
+  'stream-prune': {
+    description: 'one run of the deployment-wide stream pruning',
+    async run(h) {
+      const workflowId = `stream-prune-recorded-${Date.now()}`;
+      await h.temporal.workflow.execute('streamPruneWorkflow', { taskQueue: h.taskQueue, workflowId, args: [{}] });
+      return [workflowId];
+    },
+  },
   'continue-as-new': {
     description: `a round of 12 tool iterations that continues as new (suggested after ${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS} events)`,
     async run(h, agents) {
@@ -207,13 +241,19 @@ async function main(): Promise<void> {
   }
 }
 
-/** Writes every run of a workflow id, oldest first: `<scenario>--<task|round-N>[-run-K].json`. */
+let chatRuns = 0;
+
+/** Writes every run of a workflow id, oldest first: `<scenario>--<task|round-N|agent|chat-run-N>[-run-K].json`. */
 async function writeRuns(h: Harness, scenario: string, workflowId: string): Promise<void> {
   const runs = [];
   for await (const run of h.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run);
   runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
   const round = /^task-.*-r(\d+)$/.exec(workflowId);
-  const label = round ? `round-${round[1]}` : (/^(reflection|heartbeat|consolidation)-/.exec(workflowId)?.[1] ?? 'task');
+  const label = round
+    ? `round-${round[1]}`
+    : workflowId.startsWith('agent-')
+      ? /-chat-/.test(workflowId) ? `chat-run-${++chatRuns}` : 'agent'
+      : (/^(reflection|heartbeat|consolidation|stream-prune)-/.exec(workflowId)?.[1] ?? 'task');
   for (const [i, run] of runs.entries()) {
     const history = await h.temporal.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const file = path.join(HISTORIES_DIR, `${scenario}--${label}${runs.length > 1 ? `-run-${i + 1}` : ''}.json`);

@@ -6,6 +6,7 @@ import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { createLogger, TemporalPinoLogger } from './logger';
+import { ensureStreamPruneSchedule } from './stream-prune-schedule';
 
 /** Pause before connecting again to a dependency that is not there yet (at start-up). */
 export const STARTUP_RETRY_DELAY_MS = 2_000;
@@ -56,6 +57,10 @@ async function main(): Promise<void> {
   healthRef.current = health;
   health.start();
   const router = LlmRouter.fromConfig(config.providers, createProvider);
+  // Hourly pruning of old stream rows; failing to create it must not stop the worker from serving.
+  await ensureStreamPruneSchedule({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue }).catch((error: unknown) =>
+    logger.warn({ err: String(error) }, 'could not ensure the stream prune schedule; old stream rows are kept until it exists'),
+  );
   logger.info(
     { taskQueue: config.taskQueue, temporal: config.temporalAddress, database: describeDatabase(database), providers: config.providers.map((p) => p.name) },
     'durable-agents worker started',

@@ -4,3 +4,6 @@ export { taskRoundWorkflow } from './task-round';
 export { heartbeatWorkflow } from './heartbeat';
 export { memoryConsolidationWorkflow } from './consolidation';
 export { postTaskReflectionWorkflow } from './reflection';
+export { streamPruneWorkflow } from './stream-prune';
+export { agentWorkflow } from './agent';
+export { chatRunWorkflow } from './scenario-run';

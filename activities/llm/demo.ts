@@ -19,7 +19,7 @@ export function createDemoProvider(): LlmProvider {
       const taskText = firstUserText(request.messages.map((m) => m.content));
       if (!taskText.startsWith('[TASK EXECUTION')) {
         // Heartbeats, reflections, reports: answer in one turn without tools.
-        const reply = /heartbeat/i.test(taskText) ? 'HEARTBEAT_OK' : `${DEMO_LABEL}\nNothing to add from the offline demo model.`;
+        const reply = /heartbeat/i.test(taskText) ? 'HEARTBEAT_OK' : chatReply(request.messages) ?? `${DEMO_LABEL}\nNothing to add from the offline demo model.`;
         await streamWords(reply, callbacks);
         return { content: [{ type: 'text', text: reply }], stopReason: 'end_turn', usage: estimateUsage(request, reply), model: DEMO_MODEL, provider: 'demo' };
       }
@@ -61,6 +61,17 @@ async function streamWords(text: string, callbacks: ChatCallbacks): Promise<void
 /** A rough token count (4 characters a token): the demo model has no tokenizer and costs nothing. */
 function estimateUsage(request: ChatRequest, output: string): ChatResult['usage'] {
   return { inputTokens: Math.ceil(JSON.stringify(request).length / 4), outputTokens: Math.ceil(output.length / 4), cacheReadTokens: 0, cacheWriteTokens: 0 };
+}
+
+/**
+ * A person chatting (the last message is their plain text, not a harness prompt in brackets): echo it
+ * with its place in the conversation, which shows the channel's session being reused.
+ */
+function chatReply(messages: ChatRequest['messages']): string | undefined {
+  const users = messages.filter((m) => m.role === 'user' && m.content.some((b) => b.type === 'text'));
+  const last = users.at(-1)?.content.find((b) => b.type === 'text')?.text.trim();
+  if (!last || last.startsWith('[')) return undefined;
+  return `${DEMO_LABEL}\nYou said: "${last.slice(0, 200)}" (message ${users.length} in this conversation). A real model would answer here; the offline demo only echoes.`;
 }
 
 function firstUserText(contents: ContentBlock[][]): string {

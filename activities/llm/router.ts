@@ -209,6 +209,7 @@ export class LlmRouter {
     const { provider: providerName, model } = candidate;
     const provider = this.providers.get(providerName)!;
     const { maxTokens, ...rest } = request;
+    callbacks?.onAttemptStart?.({ index: attempts.filter((a) => !a.skipped).length, provider: providerName, model });
     try {
       const result = await provider.chat({ ...rest, model, maxTokens: resolveMaxTokens(maxTokens, model) }, callbacks);
       this.breaker.recordSuccess(providerName, model);

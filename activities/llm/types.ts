@@ -95,6 +95,11 @@ export interface ChatCallbacks {
   onTextDelta?: (text: string) => void;
   /** Called on every stream event; the activity uses it as a liveness signal. */
   onStreamEvent?: () => void;
+  /**
+   * Called before each request the router sends for one call (`index` 0 first, then each fallback),
+   * so a stream consumer can supersede the text a failed candidate already produced.
+   */
+  onAttemptStart?: (attempt: { index: number; provider: string; model: string }) => void;
 }
 
 /** One adapter per wire protocol. Adapters never retry: Temporal's retry policy owns retries. */

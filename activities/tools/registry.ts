@@ -12,6 +12,7 @@ import { safeLine } from '../security/tool-text';
 import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
 import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
+import { agentSendMessage } from '../mailbox/tools';
 
 export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation';
 
@@ -77,3 +78,5 @@ registerTools(taskManagementTools, ['task', 'chat']);
 registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 // Goals (seed D1 F3): the heartbeat's goal loop.
 registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+// Conversations (issue 11): agents message each other from chat.
+registerTools([agentSendMessage], ['chat']);

@@ -15,8 +15,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const HISTORIES_DIR = path.join(ROOT, 'test', 'histories');
 const CURRENT_VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const TASK_SCENARIOS = ['approval', 'revision', 'cancel', 'pause-resume', 'continue-as-new', 'task-continue-as-new'];
-/** Every workflow type the worker registers must have a history in the current release. */
-const WORKFLOW_TYPES = ['taskWorkflow', 'taskRoundWorkflow', 'heartbeatWorkflow', 'memoryConsolidationWorkflow', 'postTaskReflectionWorkflow'];
+/** Every workflow type the worker registers (the bundle's entry point) must have a history in the current release. */
+const WORKFLOW_TYPES = [...readFileSync(path.join(ROOT, 'workflows', 'index.ts'), 'utf8').matchAll(/^export \{ (\w+) \}/gm)].map((m) => m[1]!);
 
 interface RecordedHistory {
   /** `<version>/<scenario>--<run>` */
@@ -58,6 +58,10 @@ describe('recorded workflow histories replay on the current code', () => {
 
   const histories = recordedHistories();
   const current = histories.filter((h) => h.version === CURRENT_VERSION);
+
+  test('the workflow types are read from the bundle entry point', () => {
+    expect(WORKFLOW_TYPES).toEqual(expect.arrayContaining(['taskWorkflow', 'taskRoundWorkflow', 'agentWorkflow', 'chatRunWorkflow']));
+  });
 
   test('the current release is recorded: every workflow type, and every task scenario (approvals, revision, cancel, pause/resume, continue-as-new)', () => {
     expect([...new Set(current.map(workflowType))].sort()).toEqual([...WORKFLOW_TYPES].sort());

@@ -1,0 +1,196 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../schema/database';
+import { unknownAgent } from '../errors';
+import { findAgent } from '../store/agents';
+import { appendMessage, ensureSession } from '../store/sessions';
+import { addTaskEvent, findTask } from '../store/tasks';
+import { Context } from '@temporalio/activity';
+import { NO_RESPONSE_MARKER, sendAgentMessage } from './send';
+
+export interface MailboxItemRecord {
+  id: string;
+  agentId: string;
+  kind: string;
+  from: { type: string; id: string };
+  channel: string;
+  text: string;
+  replyTo?: string;
+  thread: string;
+  taskId?: string;
+  priority: number;
+  status: string;
+  decision: string;
+  reason: string;
+  mergedInto?: string;
+  mergedCount?: number;
+  runId?: string;
+  result?: string;
+  receivedAt: string;
+}
+
+export interface MailboxItemChange {
+  id: string;
+  status?: string;
+  decision?: string;
+  reason?: string;
+  text?: string;
+  mergedInto?: string;
+  mergedCount?: number;
+  runId?: string;
+  result?: string;
+}
+
+/** Open items (not finished) are reloaded after continue-as-new; this many at most. */
+const MAILBOX_OPEN_LOAD_MAX = 1_000;
+
+export function createMailboxActivities(deps: { db: Kysely<Database> }) {
+  const { db } = deps;
+  return {
+    /**
+     * The agent's open mailbox (queued, processing, deferred), oldest first. Throws a non-retryable
+     * `UnknownAgent` when the agent does not exist, so the agent workflow ends at once.
+     */
+    async loadOpenMailbox(input: { agentId: string }): Promise<MailboxItemRecord[]> {
+      if (!(await findAgent(db, input.agentId))) throw unknownAgent(input.agentId);
+      const rows = await db
+        .selectFrom('mailbox_items')
+        .selectAll()
+        .where('agent_id', '=', input.agentId)
+        .where('status', 'in', ['queued', 'processing', 'deferred'])
+        .orderBy('created_at')
+        .limit(MAILBOX_OPEN_LOAD_MAX)
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        agentId: r.agent_id,
+        kind: r.kind,
+        from: { type: r.from_type, id: r.from_id },
+        channel: r.channel,
+        text: r.text,
+        ...(r.reply_to ? { replyTo: r.reply_to } : {}),
+        thread: r.thread_id,
+        ...(r.task_id ? { taskId: r.task_id } : {}),
+        priority: r.priority,
+        // A run cut off by continue-as-new or a crash is not lost: it is picked again.
+        status: r.status === 'processing' ? 'queued' : r.status,
+        decision: r.decision,
+        reason: r.reason,
+        mergedCount: r.merged_count,
+        receivedAt: r.created_at.toISOString(),
+      }));
+    },
+
+    /**
+     * Stores a delivered item (idempotent by id). Refuses, non-retryably and before anything is
+     * stored, an item for an unknown agent or naming an unknown task.
+     */
+    async recordMailboxItem(item: MailboxItemRecord): Promise<void> {
+      if (!(await findAgent(db, item.agentId))) throw unknownAgent(item.agentId);
+      const taskId = item.taskId ?? (item.channel.startsWith('task:') ? item.channel.slice('task:'.length) : undefined);
+      if (taskId && !(await findTask(db, taskId))) {
+        throw ApplicationFailure.nonRetryable(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`, 'UnknownTask');
+      }
+      await db
+        .insertInto('mailbox_items')
+        .values({
+          id: item.id,
+          agent_id: item.agentId,
+          kind: item.kind,
+          from_type: item.from.type,
+          from_id: item.from.id,
+          channel: item.channel,
+          text: item.text,
+          reply_to: item.replyTo ?? null,
+          thread_id: item.thread,
+          task_id: item.taskId ?? null,
+          priority: item.priority,
+          status: item.status,
+          decision: item.decision,
+          reason: item.reason,
+          merged_into: item.mergedInto ?? null,
+          merged_count: item.mergedCount ?? 0,
+          created_at: item.receivedAt,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+    },
+
+    /** Applies triage and processing changes to stored items. */
+    async updateMailboxItems(input: { changes: MailboxItemChange[] }): Promise<void> {
+      for (const c of input.changes) {
+        await db
+          .updateTable('mailbox_items')
+          .set({
+            ...(c.status !== undefined ? { status: c.status } : {}),
+            ...(c.decision !== undefined ? { decision: c.decision } : {}),
+            ...(c.reason !== undefined ? { reason: c.reason } : {}),
+            ...(c.text !== undefined ? { text: c.text } : {}),
+            ...(c.mergedInto !== undefined ? { merged_into: c.mergedInto } : {}),
+            ...(c.mergedCount !== undefined ? { merged_count: c.mergedCount } : {}),
+            ...(c.runId !== undefined ? { run_id: c.runId } : {}),
+            ...(c.result !== undefined ? { result: c.result } : {}),
+            updated_at: new Date(),
+          })
+          .where('id', '=', c.id)
+          .execute();
+      }
+    },
+
+    /**
+     * The reply path of an agent message: sends the recipient's last answer in the session back to
+     * the sender on the same thread (unless empty or NO_RESPONSE, or over the thread's budget).
+     * Idempotent by the answered item.
+     */
+    async replyToAgent(input: { agentId: string; to: string; sessionId: string; replyTo: string; thread: string }): Promise<{ sent: boolean; reason: string }> {
+      const text = await lastAnswer(db, input.sessionId);
+      if (!text || text === NO_RESPONSE_MARKER) return { sent: false, reason: 'no reply: the agent chose not to answer' };
+      const activity = Context.current();
+      const outcome = await sendAgentMessage(db, activity.client, activity.info.taskQueue, {
+        fromAgentId: input.agentId,
+        to: input.to,
+        text,
+        replyTo: input.replyTo,
+        thread: input.thread,
+        idempotencyKey: `reply-${input.replyTo}`,
+      });
+      return outcome.sent ? { sent: true, reason: `replied to ${input.to} (item ${outcome.itemId})` } : { sent: false, reason: `reply not sent: ${outcome.reason}` };
+    },
+
+    /**
+     * Records the agent's threaded answer to a task comment: a `comment-answered` task event whose
+     * `replyTo` is the comment's item id (idempotent by it), with the last answer in the session.
+     */
+    async recordCommentAnswer(input: { agentId: string; taskId: string; sessionId: string; replyTo: string }): Promise<{ answered: boolean }> {
+      const text = await lastAnswer(db, input.sessionId);
+      if (!text || text === NO_RESPONSE_MARKER) return { answered: false };
+      await addTaskEvent(db, input.taskId, 'comment-answered', { replyTo: input.replyTo, from: input.agentId, text }, `comment-answer:${input.replyTo}`);
+      return { answered: true };
+    },
+
+    /**
+     * Opens a chat turn: the channel's session (created on first use, then reused) gets the human's
+     * message, once per item. Returns the turn number in this session, which keys the turn's LLM
+     * steps (idempotent: a retry returns the same number).
+     */
+    async beginChatTurn(input: { agentId: string; sessionId: string; itemId: string; text: string; from: { type: string; id: string } }): Promise<{ turnNumber: number }> {
+      await ensureSession(db, { id: input.sessionId, agentId: input.agentId, kind: 'chat' });
+      await appendMessage(db, input.sessionId, `chat-${input.itemId}`, { role: 'user', content: [{ type: 'text', text: input.text }] });
+      const mine = await db.selectFrom('messages').select('id').where('session_id', '=', input.sessionId).where('idem_key', '=', `chat-${input.itemId}`).executeTakeFirstOrThrow();
+      const before = await db
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('session_id', '=', input.sessionId)
+        .where('idem_key', 'like', 'chat-%')
+        .where('id', '<=', mine.id)
+        .executeTakeFirstOrThrow();
+      return { turnNumber: Number(before.n) };
+    },
+  };
+}
+
+/** The text of the session's last assistant message (empty when it has none). */
+async function lastAnswer(db: Kysely<Database>, sessionId: string): Promise<string> {
+  const last = await db.selectFrom('messages').select('content').where('session_id', '=', sessionId).where('role', '=', 'assistant').orderBy('id', 'desc').executeTakeFirst();
+  return ((last?.content ?? []) as Array<{ type: string; text?: string }>).flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n').trim();
+}

@@ -1,0 +1,151 @@
+import type { Context } from '@temporalio/activity';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../schema/database';
+import { taskWorkflowId } from '../../workflows/contract';
+import type { ChatCallbacks } from '../llm/types';
+import { appendStreamEvents, supersededOutput, type NewStreamEvent, type StreamOwner } from './store';
+
+/**
+ * Streamed text is written at most this often per step: the first delta goes out at once (time to
+ * first token is what a person notices), later ones are batched so a fast model costs ~20 short
+ * transactions a second rather than one per token.
+ */
+export const STREAM_FLUSH_INTERVAL_MS = 50;
+/** One delta row holds at most this much text; a long burst is split over several rows. */
+export const STREAM_DELTA_MAX_CHARS = 4_000;
+/** A step's closing writes (last delta, step-end) are tried this many times before giving up. */
+const STREAM_FINISH_TRIES = 3;
+const STREAM_FINISH_RETRY_MS = 200;
+
+/**
+ * The stream an LLM step writes to: a task's steps all go to `task-{taskId}` (one stream across its
+ * rounds, so a client follows the whole task); any other step goes to the stream of the workflow
+ * that ran it (a chat reply, a heartbeat), whose id is stable across continue-as-new and retries.
+ */
+export function stepStreamId(input: { taskId?: string; sessionId: string }, ctx: Context | undefined): string {
+  if (input.taskId) return taskWorkflowId(input.taskId);
+  return ctx?.info.workflowExecution?.workflowId ?? `session-${input.sessionId}`;
+}
+
+/**
+ * Publishes one LLM step's output to its run stream (PostgreSQL rows + NOTIFY), tagged with the
+ * activity attempt and the provider-fallback part that produced it. On construction it writes
+ * `step-start`, preceded by a `rewind` when an earlier attempt of the same step already published
+ * text (the worker died or the call failed mid-stream); when the router falls back to another provider
+ * mid-call, the text of the failed part is rewound the same way. Writes are ordered; a failed write
+ * keeps its text for the next one. Never throws into the LLM call: the live stream must not fail it.
+ */
+export class StepStreamPublisher {
+  private buffer = '';
+  private part = 0;
+  private lastFlushAt = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private chain: Promise<void>;
+  /** Writes that failed (after which the text was kept for the next write). */
+  failures = 0;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly owner: StreamOwner,
+    readonly stepKey: string,
+    readonly attempt: number,
+    startData: Record<string, unknown> = {},
+  ) {
+    this.chain = this.rewindSuperseded(startData);
+  }
+
+  /** For `router.chat`: text deltas, and a fallback to another provider starting a new part. */
+  readonly callbacks: Pick<ChatCallbacks, 'onTextDelta' | 'onAttemptStart'> = {
+    onTextDelta: (text) => this.push(text),
+    onAttemptStart: ({ index }) => this.startPart(index),
+  };
+
+  push(text: string): void {
+    if (!text) return;
+    this.buffer += text;
+    if (this.timer) return;
+    const delay = Math.max(0, this.lastFlushAt + STREAM_FLUSH_INTERVAL_MS - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.enqueue(() => this.writeBuffer());
+    }, delay);
+  }
+
+  /** Writes buffered text now; resolves when every earlier write has settled. */
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.enqueue(() => this.writeBuffer());
+    await this.chain;
+  }
+
+  /** The step completed: writes the remaining text and `step-end` (retried briefly; never throws). */
+  async finish(data: Record<string, unknown>): Promise<void> {
+    for (let i = 0; i < STREAM_FINISH_TRIES; i++) {
+      await this.flush();
+      if (!this.buffer) break;
+      await new Promise((r) => setTimeout(r, STREAM_FINISH_RETRY_MS));
+    }
+    this.enqueue(() => this.append([{ kind: 'step-end', data }]));
+    await this.chain;
+  }
+
+  /** The router is trying candidate `index` (0 = the first): earlier parts' text is superseded. */
+  private startPart(index: number): void {
+    if (index <= this.part) return;
+    this.buffer = '';
+    this.part = index;
+    this.enqueue(() => this.rewindSuperseded());
+  }
+
+  private async rewindSuperseded(startData?: Record<string, unknown>): Promise<void> {
+    const producer = { attempt: this.attempt, part: this.part };
+    const superseded = await supersededOutput(this.db, this.owner.streamId, this.stepKey, producer).catch(() => undefined);
+    const events: NewStreamEvent[] = [];
+    if (superseded) {
+      events.push({ kind: 'rewind', stepKey: this.stepKey, ...producer, data: { supersededChars: superseded.chars, fromSeq: superseded.fromSeq, toSeq: superseded.toSeq } });
+    }
+    if (startData) events.push({ kind: 'step-start', stepKey: this.stepKey, ...producer, data: startData });
+    await this.append(events);
+  }
+
+  private async writeBuffer(): Promise<void> {
+    if (!this.buffer) return;
+    const text = this.buffer;
+    const part = this.part;
+    this.buffer = '';
+    this.lastFlushAt = Date.now();
+    const events: NewStreamEvent[] = [];
+    for (let i = 0; i < text.length; i += STREAM_DELTA_MAX_CHARS) {
+      events.push({ kind: 'delta', stepKey: this.stepKey, attempt: this.attempt, part, text: text.slice(i, i + STREAM_DELTA_MAX_CHARS) });
+    }
+    try {
+      await appendStreamEvents(this.db, this.owner, events);
+    } catch (error) {
+      // Keep the text for the next write, unless a fallback has superseded it meanwhile.
+      if (part === this.part) this.buffer = text + this.buffer;
+      throw error;
+    }
+  }
+
+  private async append(events: NewStreamEvent[]): Promise<void> {
+    await appendStreamEvents(this.db, this.owner, events);
+  }
+
+  private enqueue(write: () => Promise<void>): void {
+    this.chain = this.chain.then(write).catch(() => {
+      this.failures += 1;
+    });
+  }
+}
+
+/** The publisher for one LLM step, from what the step knows: its input, message key and activity context. */
+export function createStepStreamPublisher(
+  db: Kysely<Database>,
+  input: { agentId: string; taskId?: string; sessionId: string },
+  messageKey: string,
+  ctx: Context | undefined,
+): StepStreamPublisher {
+  const owner: StreamOwner = { streamId: stepStreamId(input, ctx), agentId: input.agentId, ...(input.taskId ? { taskId: input.taskId } : {}) };
+  return new StepStreamPublisher(db, owner, `${input.sessionId}/${messageKey}`, ctx?.info.attempt ?? 1, { sessionId: input.sessionId });
+}

@@ -1,0 +1,144 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../schema/database';
+import { STREAM_NOTIFY_CHANNEL, type StreamEvent, type StreamEventKind } from '../../workflows/stream-contract';
+
+/** One event to append; the store assigns its sequence number. */
+export interface NewStreamEvent {
+  kind: StreamEventKind;
+  stepKey?: string;
+  attempt?: number;
+  part?: number;
+  text?: string;
+  data?: Record<string, unknown>;
+}
+
+/** Who the stream belongs to, stored on every row so operators can find an agent's or a task's streams. */
+export interface StreamOwner {
+  streamId: string;
+  agentId?: string;
+  taskId?: string;
+}
+
+/** A catch-up page is at most this many rows, so a client far behind reads in bounded slices. */
+export const STREAM_READ_PAGE_MAX = 500;
+
+/**
+ * Appends events to a stream in one transaction: reserves their sequence numbers on `stream_heads`
+ * (a row lock, so concurrent writers to one stream get ordered, gap-free numbers), inserts the rows
+ * and NOTIFYs `agent_progress` with `{ streamId, seq }`, which PostgreSQL delivers only on commit, so
+ * a listener's catch-up query always finds the rows. Returns the sequence numbers assigned.
+ */
+export async function appendStreamEvents(db: Kysely<Database>, owner: StreamOwner, events: NewStreamEvent[]): Promise<number[]> {
+  if (events.length === 0) return [];
+  return db.transaction().execute(async (trx) => {
+    const last = await reserveSequence(trx, owner.streamId, events.length);
+    const first = last - events.length + 1;
+    await trx
+      .insertInto('stream_events')
+      .values(
+        events.map((e, i) => ({
+          stream_id: owner.streamId,
+          seq: first + i,
+          kind: e.kind,
+          step_key: e.stepKey ?? null,
+          attempt: e.attempt ?? 1,
+          part: e.part ?? 0,
+          text: e.text ?? null,
+          data: e.data ? JSON.stringify(e.data) : null,
+          agent_id: owner.agentId ?? null,
+          task_id: owner.taskId ?? null,
+        })),
+      )
+      .execute();
+    await sql`select pg_notify(${STREAM_NOTIFY_CHANNEL}, ${JSON.stringify({ streamId: owner.streamId, seq: last })})`.execute(trx);
+    return events.map((_, i) => first + i);
+  });
+}
+
+async function reserveSequence(trx: Transaction<Database>, streamId: string, count: number): Promise<number> {
+  const row = await trx
+    .insertInto('stream_heads')
+    .values({ stream_id: streamId, last_seq: count })
+    .onConflict((oc) => oc.column('stream_id').doUpdateSet({ last_seq: sql<number>`stream_heads.last_seq + ${count}`, updated_at: sql<Date>`now()` }))
+    .returning('last_seq')
+    .executeTakeFirstOrThrow();
+  return row.last_seq;
+}
+
+/** Events of a stream after `afterSeq`, in order, at most `limit` (capped at STREAM_READ_PAGE_MAX). */
+export async function readStreamEvents(db: Kysely<Database>, streamId: string, afterSeq = 0, limit = STREAM_READ_PAGE_MAX): Promise<StreamEvent[]> {
+  const rows = await db
+    .selectFrom('stream_events')
+    .selectAll()
+    .where('stream_id', '=', streamId)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
+    .limit(Math.min(Math.max(1, limit), STREAM_READ_PAGE_MAX))
+    .execute();
+  return rows.map((r) => ({
+    streamId: r.stream_id,
+    seq: r.seq,
+    kind: r.kind,
+    ...(r.step_key !== null ? { stepKey: r.step_key } : {}),
+    attempt: r.attempt,
+    part: r.part,
+    ...(r.text !== null ? { text: r.text } : {}),
+    ...(r.data !== null ? { data: r.data } : {}),
+    createdAt: r.created_at,
+  }));
+}
+
+/**
+ * Deltas of one LLM step published by producers before `(attempt, part)` after the step's last
+ * rewind: the output a new attempt supersedes. Undefined when there is none.
+ */
+export async function supersededOutput(
+  db: Kysely<Database>,
+  streamId: string,
+  stepKey: string,
+  producer: { attempt: number; part: number },
+): Promise<{ fromSeq: number; toSeq: number; chars: number } | undefined> {
+  const lastRewind = await db
+    .selectFrom('stream_events')
+    .select((eb) => eb.fn.max('seq').as('seq'))
+    .where('stream_id', '=', streamId)
+    .where('step_key', '=', stepKey)
+    .where('kind', '=', 'rewind')
+    .executeTakeFirst();
+  const row = await db
+    .selectFrom('stream_events')
+    .select((eb) => [eb.fn.min('seq').as('from_seq'), eb.fn.max('seq').as('to_seq'), sql<string | null>`sum(length(text))`.as('chars')])
+    .where('stream_id', '=', streamId)
+    .where('step_key', '=', stepKey)
+    .where('kind', '=', 'delta')
+    .where('seq', '>', lastRewind?.seq ?? 0)
+    .where(sql<boolean>`(attempt, part) < (${producer.attempt}, ${producer.part})`)
+    .executeTakeFirst();
+  if (!row || row.from_seq === null) return undefined;
+  return { fromSeq: Number(row.from_seq), toSeq: Number(row.to_seq), chars: Number(row.chars ?? 0) };
+}
+
+/**
+ * Deletes stream rows older than `olderThan`, in batches of `batchSize` (short transactions, so a
+ * large backlog never holds long locks), and heads idle since `headsOlderThan`. A client resuming a
+ * pruned stream finds nothing before the cutoff; a head is kept much longer than its rows so a stream
+ * that wakes up again keeps counting from where it was, and never reuses a sequence number.
+ */
+export async function pruneStreams(
+  db: Kysely<Database>,
+  options: { olderThan: Date; headsOlderThan: Date; batchSize: number; maxBatches: number },
+): Promise<{ events: number; heads: number; more: boolean }> {
+  let events = 0;
+  for (let i = 0; i < options.maxBatches; i++) {
+    const result = await sql`
+      delete from stream_events where ctid in (
+        select ctid from stream_events where created_at < ${options.olderThan} limit ${options.batchSize})`.execute(db);
+    const deleted = Number(result.numAffectedRows ?? 0);
+    events += deleted;
+    if (deleted < options.batchSize) {
+      const heads = await db.deleteFrom('stream_heads').where('updated_at', '<', options.headsOlderThan).executeTakeFirst();
+      return { events, heads: Number(heads.numDeletedRows), more: false };
+    }
+  }
+  return { events, heads: 0, more: true };
+}

@@ -1,0 +1,62 @@
+import { A2A_THREAD_MESSAGE_BUDGET } from '../../activities/mailbox/send';
+import { agentDmChannel, agentWorkflowId, ConversationClient, type ChatEvent } from '../../client/chat';
+import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
+import { eventually } from '../support/eventually';
+import { createHarness, type Harness } from '../support/harness';
+
+describe('agents message each other', () => {
+  let h: Harness;
+  let conv: ConversationClient;
+  const started: string[] = [];
+  beforeAll(async () => {
+    h = await createHarness();
+    await h.startWorker();
+    conv = new ConversationClient(h.client, { connectionString: h.db.url });
+  });
+  afterAll(async () => {
+    for (const id of started) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
+    await h.close();
+  });
+
+  test('agent_send_message reaches the other agent, who answers in its own run; a forced ping-pong stops at the thread’s budget', async () => {
+    const alice = await h.createAgent();
+    const bob = await h.createAgent();
+    started.push(alice, bob);
+    // Alice, asked by a human, messages Bob once; after that every model turn answers in text, so the two
+    // agents would answer each other for ever without the budget.
+    h.llm.setResponder((r: RecordedRequest): ScriptedResponse => {
+      const body = JSON.stringify(r.body.messages);
+      if (body.includes('ask bob') && !body.includes('tool_result') && !body.includes('tool_call_id')) {
+        return { kind: 'message', content: [{ type: 'tool_use', name: 'agent_send_message', input: { to: bob, text: 'Bob, what is the release date?' } }], stopReason: 'tool_use' };
+      }
+      return { kind: 'message', content: [{ type: 'text', text: `reply #${h.llm.requests.length}` }], stopReason: 'end_turn' };
+    });
+    try {
+      const events: ChatEvent[] = [];
+      for await (const e of conv.chat(alice, 'please ask bob about the release', { from: { type: 'human', id: 'ann' } })) events.push(e);
+      expect(events.find((e) => e.type === 'tool')).toMatchObject({ names: ['agent_send_message'] });
+
+      const channel = agentDmChannel(alice, bob);
+      const messages = await eventually(async () => {
+        const rows = await h.db.db.selectFrom('mailbox_items').selectAll().where('channel', '=', channel).orderBy('created_at').execute();
+        const idle = (await conv.mailbox(alice)).attention === 'idle' && (await conv.mailbox(bob)).attention === 'idle';
+        return rows.length >= A2A_THREAD_MESSAGE_BUDGET && idle && rows.every((r) => r.status === 'completed') ? rows : undefined;
+      }, 'the conversation to end', 90_000);
+
+      expect(messages).toHaveLength(A2A_THREAD_MESSAGE_BUDGET);
+      expect(messages[0]).toMatchObject({ agent_id: bob, from_id: alice, text: 'Bob, what is the release date?', reply_to: null });
+      // One thread, strictly alternating, each a reply to the previous one.
+      expect(new Set(messages.map((m) => m.thread_id))).toEqual(new Set([messages[0]!.id]));
+      for (let i = 1; i < messages.length; i++) {
+        expect(messages[i]!.agent_id).toBe(messages[i - 1]!.from_id);
+        expect(messages[i]!.reply_to).toBe(messages[i - 1]!.id);
+      }
+      expect(messages.at(-1)!.result).toMatch(/reply not sent: the thread's reply budget \(8 agent messages\) is used up/);
+      // Bob answered in his own session for the DM channel.
+      const bobSession = await h.db.db.selectFrom('sessions').select('id').where('agent_id', '=', bob).execute();
+      expect(bobSession.map((s) => s.id)).toEqual([`channel_${channel}_${bob}`]);
+    } finally {
+      h.llm.setResponder(undefined);
+    }
+  }, 120_000);
+});

@@ -1,0 +1,382 @@
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  executeChild,
+  getExternalWorkflowHandle,
+  isCancellation,
+  log,
+  ParentClosePolicy,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { MailboxItemChange, MailboxItemRecord } from '../activities/mailbox/activities';
+import {
+  channelSessionId,
+  chatRunWorkflowId,
+  deliverUpdate,
+  directChannel,
+  mailboxQuery,
+  type AgentWorkflowInput,
+  type DeliverInput,
+  type DeliverResult,
+  type MailboxItemKind,
+  type MailboxItemView,
+  type MailboxView,
+} from './agent-contract';
+import { AgentIdSearchAttribute, commentSignal, taskWorkflowId } from './contract';
+import {
+  deliveryProblem,
+  interruptDecision,
+  isStaleInformational,
+  itemPriority,
+  MAILBOX_ITEM_PREVIEW_CHARS,
+  MAILBOX_KIND_RULES,
+  MAILBOX_MERGE_SEPARATOR,
+  MAILBOX_VIEW_MAX_ITEMS,
+  mergeTarget,
+  nextItem,
+  type MailboxItemStatus,
+  type MailboxTriageDecision,
+  type TriageItem,
+} from './rules/mailbox';
+import { chatRunWorkflow } from './scenario-run';
+
+/**
+ * Mailbox bookkeeping: short database writes on the path of every chat, so local activities (no
+ * task-queue round trip each: a delivery is stored and triaged in one workflow task).
+ */
+const store = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['UnknownAgent', 'UnknownTask'] },
+});
+/** Replies go to another agent's workflow through the Temporal client: a regular activity. */
+const messaging = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
+});
+
+/** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
+export const AGENT_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
+
+interface Item extends TriageItem {
+  text: string;
+  replyTo?: string;
+  thread: string;
+  result?: string;
+  status: MailboxItemStatus;
+  decision: MailboxTriageDecision;
+  reason: string;
+  mergedCount: number;
+  runId?: string;
+}
+
+/**
+ * The agent as an entity (`agent-{agentId}`): it owns the mailbox and the agent's attention. Items
+ * arrive by the update `deliver` (update-with-start starts an idle agent), are stored in
+ * `mailbox_items` before the update returns, and are triaged by the seed's rules: a queued item of the
+ * same group absorbs a new one (merge); an item arriving during work may preempt it (a preempted
+ * item goes back to the queue and is picked again); everything else waits, highest priority first.
+ * Chat, mentions and agent messages are answered by a child `chatRunWorkflow` in the channel's session;
+ * comments are forwarded to their task's running round; notifications and task items are recorded for
+ * the heartbeat (no LLM run). Continues as new when idle and the history grows, carrying counters only:
+ * the queue is reloaded from PostgreSQL.
+ */
+export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
+  const { agentId } = input;
+  const counters = { delivered: 0, completed: 0, merged: 0, preempted: 0, ...input.carry };
+  const items = new Map<string, Item>();
+  let current: { item: Item; scope?: CancellationScope; preempted: boolean; since: string } | undefined;
+  let loaded = false;
+  /**
+   * Deliveries between their first await and their return. The main loop picks work only when none is
+   * in flight, and only the main loop writes triage changes (`pendingChanges`): the two never race, so
+   * the order of commands in the history is the same when it is replayed.
+   */
+  let delivering = 0;
+  const pendingChanges: MailboxItemChange[] = [];
+
+  upsertSearchAttributes([{ key: AgentIdSearchAttribute, value: agentId }]);
+
+  setHandler(mailboxQuery, (): MailboxView => ({
+    agentId,
+    attention: current ? 'focused' : 'idle',
+    ...(current ? { focus: { itemId: current.item.itemId, kind: current.item.kind, since: current.since } } : {}),
+    items: [...items.values()].map(view),
+    counters: { ...counters },
+  }));
+
+  setHandler(
+    deliverUpdate,
+    async (delivery: DeliverInput): Promise<DeliverResult> => {
+      await condition(() => loaded);
+      delivering += 1;
+      try {
+        return await accept(delivery);
+      } finally {
+        delivering -= 1;
+      }
+    },
+    {
+      validator: (delivery: DeliverInput) => {
+        const problem = deliveryProblem(delivery);
+        if (problem) throw ApplicationFailure.nonRetryable(problem, 'InvalidDelivery');
+      },
+    },
+  );
+
+  /** Stores a delivered item, then triages it synchronously; the triage is written by the main loop. */
+  async function accept(delivery: DeliverInput): Promise<DeliverResult> {
+    const receivedAtMs = Date.now();
+    const channel = delivery.channel ?? (delivery.taskId ? `task:${delivery.taskId}` : directChannel(delivery.from));
+    const itemId = uuid4();
+    const item: Item = {
+      itemId,
+      thread: delivery.thread ?? itemId,
+      kind: delivery.kind,
+      from: { type: delivery.from.type, id: delivery.from.id },
+      channel,
+      ...(delivery.taskId ? { taskId: delivery.taskId } : {}),
+      ...(delivery.replyTo ? { replyTo: delivery.replyTo } : {}),
+      priority: itemPriority(delivery),
+      receivedAtMs,
+      text: delivery.text,
+      status: 'queued',
+      decision: 'pick',
+      reason: '',
+      mergedCount: 0,
+    };
+    // Stored first (and refused here for an unknown agent or task): from now on it cannot be lost.
+    await store.recordMailboxItem(record(item));
+
+    const changes: MailboxItemChange[] = [];
+    const target = mergeTarget(queued(), item);
+    counters.delivered += 1;
+    if (target) {
+      target.text += MAILBOX_MERGE_SEPARATOR + item.text;
+      target.mergedCount += 1;
+      Object.assign(item, { status: 'merged', decision: 'merge', reason: `merged into queued item ${target.itemId} (same ${item.kind === 'comment' ? 'task' : 'channel and sender'})` });
+      counters.merged += 1;
+      changes.push({ id: target.itemId, text: target.text, mergedCount: target.mergedCount }, { id: item.itemId, status: 'merged', decision: 'merge', reason: item.reason, mergedInto: target.itemId });
+    } else if (current) {
+      const { decision, rule } = interruptDecision(current.item, item);
+      if (decision === 'preempt') {
+        item.decision = 'preempt';
+        item.reason = `${rule}: preempts ${current.item.kind} ${current.item.itemId}`;
+        current.preempted = true;
+        current.scope?.cancel();
+      } else {
+        item.decision = 'wait';
+        item.reason = `${rule === 'none' ? 'lower or equal priority' : rule}: waits for ${current.item.kind} ${current.item.itemId}`;
+      }
+      changes.push({ id: item.itemId, decision: item.decision, reason: item.reason });
+    } else {
+      item.reason = 'agent idle';
+      changes.push({ id: item.itemId, reason: item.reason });
+    }
+    remember(item);
+    pendingChanges.push(...changes);
+    return { itemId: item.itemId, status: item.status === 'merged' ? 'merged' : 'queued', ...(target ? { mergedInto: target.itemId } : {}), channel };
+  }
+
+  /** Writes the triage changes deliveries made (main loop only). */
+  async function flushChanges(): Promise<void> {
+    if (pendingChanges.length > 0) await store.updateMailboxItems({ changes: pendingChanges.splice(0) });
+  }
+
+  for (const r of await store.loadOpenMailbox({ agentId })) remember(fromRecord(r));
+  loaded = true;
+
+  for (;;) {
+    await condition(() => delivering === 0 && (queued().length > 0 || pendingChanges.length > 0 || historyTooLong()));
+    await flushChanges();
+    if (queued().length === 0) {
+      if (!historyTooLong()) continue;
+      await condition(allHandlersFinished);
+      await flushChanges();
+      if (queued().length === 0) {
+        log.info('agent continues as new', { agentId, historyLength: workflowInfo().historyLength });
+        await continueAsNew<typeof agentWorkflow>({ agentId, carry: counters });
+      }
+      continue;
+    }
+    const item = nextItem(queued())!;
+    if (isStaleInformational(item, Date.now())) {
+      await settle(item, 'dropped', { reason: 'informational item older than 4 h (seed)' });
+      continue;
+    }
+    item.status = 'processing';
+    current = { item, preempted: false, since: new Date().toISOString() };
+    setCurrentDetails(`focused on ${item.kind} ${item.itemId} from ${item.from.type}:${item.from.id}`);
+    if (MAILBOX_KIND_RULES[item.kind].invokesLlm) item.runId = chatRunWorkflowId(agentId, item.itemId);
+    pendingChanges.push({ id: item.itemId, status: 'processing', ...(item.runId ? { runId: item.runId } : {}) });
+    await flushChanges();
+    try {
+      const result = await processItem(item, current);
+      await settle(item, 'completed', { result });
+      counters.completed += 1;
+    } catch (error) {
+      if (current.preempted && isCancellation(error)) {
+        counters.preempted += 1;
+        await settle(item, 'queued', { reason: 'preempted: picked again when nothing more urgent waits' });
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        log.warn('mailbox item failed', { agentId, itemId: item.itemId, error: message });
+        await settle(item, 'dropped', { result: `failed: ${message}` });
+      }
+    } finally {
+      current = undefined;
+      setCurrentDetails('idle');
+    }
+  }
+
+  async function processItem(item: Item, focus: NonNullable<typeof current>): Promise<string> {
+    const rules = MAILBOX_KIND_RULES[item.kind];
+    if (item.kind === 'comment' && item.taskId) return answerComment(item, item.taskId, focus);
+    if (!rules.invokesLlm) return 'recorded for the heartbeat';
+    const workflowId = chatRunWorkflowId(agentId, item.itemId);
+    const scope = new CancellationScope();
+    focus.scope = scope;
+    const sessionId = channelSessionId(item.channel, agentId);
+    // An agent's message names its sender and id, so the model can answer it with reply_to.
+    const text = item.from.type === 'agent' ? `[MESSAGE from agent ${item.from.id} · item ${item.itemId}]\n${item.text}` : item.text;
+    const run = await scope.run(() =>
+      executeChild(chatRunWorkflow, {
+        workflowId,
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        args: [{ agentId, itemId: item.itemId, sessionId, channel: item.channel, from: item.from, text }],
+      }),
+    );
+    if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
+      // The reply path: the answer goes back to the sender on the same thread, within its budget.
+      const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });
+      return reply.reason;
+    }
+    return `${run.stoppedBy}: ${run.textPreview}`.slice(0, MAILBOX_ITEM_PREVIEW_CHARS);
+  }
+
+  /**
+   * A task comment: the running round sees it at its next turn (forwarded as the `comment` signal,
+   * as before), and the agent answers it in the task's comment thread (`comment-answered` event with
+   * `replyTo` = the comment's item id) from a chat run in the task channel's session.
+   */
+  async function answerComment(item: Item, taskId: string, focus: NonNullable<typeof current>): Promise<string> {
+    const from = `${item.from.type}:${item.from.id}`;
+    let forwarded = true;
+    try {
+      await getExternalWorkflowHandle(taskWorkflowId(taskId)).signal(commentSignal, { text: item.text, from });
+    } catch {
+      forwarded = false; // the task is not running: the answer in the thread still comes
+    }
+    const workflowId = chatRunWorkflowId(agentId, item.itemId);
+    const sessionId = channelSessionId(`task:${taskId}`, agentId);
+    const scope = new CancellationScope();
+    focus.scope = scope;
+    await scope.run(() =>
+      executeChild(chatRunWorkflow, {
+        workflowId,
+        parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        args: [{ agentId, itemId: item.itemId, sessionId, channel: `task:${taskId}`, from: item.from, text: `[COMMENT on task ${taskId} from ${from} · item ${item.itemId}]\n${item.text}` }],
+      }),
+    );
+    const { answered } = await store.recordCommentAnswer({ agentId, taskId, sessionId, replyTo: item.itemId });
+    return `${forwarded ? 'seen by the running round; ' : ''}${answered ? 'answered in the thread' : 'no answer'}`;
+  }
+
+  async function settle(item: Item, status: MailboxItemStatus, extra: { result?: string; reason?: string }): Promise<void> {
+    item.status = status;
+    if (extra.result) item.result = extra.result;
+    if (extra.reason) item.reason = extra.reason;
+    pendingChanges.push({ id: item.itemId, status, ...extra });
+    await CancellationScope.nonCancellable(() => flushChanges());
+    trim();
+  }
+
+  function queued(): Item[] {
+    return [...items.values()].filter((i) => i.status === 'queued');
+  }
+
+  function remember(item: Item): void {
+    items.set(item.itemId, item);
+    trim();
+  }
+
+  /** Finished items leave the in-memory view first; PostgreSQL keeps them all. */
+  function trim(): void {
+    for (const [id, i] of items) {
+      if (items.size <= MAILBOX_VIEW_MAX_ITEMS) break;
+      if (['completed', 'merged', 'dropped'].includes(i.status)) items.delete(id);
+    }
+  }
+
+  function record(item: Item): MailboxItemRecord {
+    return {
+      id: item.itemId,
+      agentId,
+      kind: item.kind,
+      from: item.from,
+      channel: item.channel,
+      text: item.text,
+      ...(item.replyTo ? { replyTo: item.replyTo } : {}),
+      thread: item.thread,
+      ...(item.taskId ? { taskId: item.taskId } : {}),
+      priority: item.priority,
+      status: item.status,
+      decision: item.decision,
+      reason: item.reason,
+      receivedAt: new Date(item.receivedAtMs).toISOString(),
+    };
+  }
+}
+
+function fromRecord(r: MailboxItemRecord): Item {
+  return {
+    itemId: r.id,
+    kind: r.kind as MailboxItemKind,
+    from: r.from,
+    channel: r.channel,
+    ...(r.taskId ? { taskId: r.taskId } : {}),
+    ...(r.replyTo ? { replyTo: r.replyTo } : {}),
+    thread: r.thread,
+    priority: r.priority,
+    receivedAtMs: Date.parse(r.receivedAt),
+    text: r.text,
+    status: r.status as MailboxItemStatus,
+    decision: r.decision as MailboxTriageDecision,
+    reason: r.reason,
+    mergedCount: r.mergedCount ?? 0,
+  };
+}
+
+function view(i: Item): MailboxItemView {
+  return {
+    itemId: i.itemId,
+    kind: i.kind,
+    from: i.from,
+    channel: i.channel,
+    priority: i.priority,
+    status: i.status,
+    decision: i.decision,
+    reason: i.reason,
+    preview: i.text.slice(0, MAILBOX_ITEM_PREVIEW_CHARS),
+    mergedCount: i.mergedCount,
+    receivedAt: new Date(i.receivedAtMs).toISOString(),
+    thread: i.thread,
+    ...(i.replyTo ? { replyTo: i.replyTo } : {}),
+    ...(i.result ? { result: i.result } : {}),
+    ...(i.runId ? { runId: i.runId } : {}),
+  };
+}
+
+function historyTooLong(): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength > AGENT_MAX_HISTORY_EVENTS_PER_RUN;
+}

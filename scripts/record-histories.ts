@@ -186,11 +186,11 @@ const SCENARIOS: Record<string, Scenario> = {
     },
   },
   'continue-as-new': {
-    description: `a round of 12 tool iterations that continues as new (suggested after ${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS} events)`,
+    description: `a round of 24 tool iterations that continues as new (suggested after ${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS} events)`,
     async run(h, agents) {
       const agentId = await h.createAgent();
-      const ITERATIONS = 12;
-      const taskId = agents.task(({ index }) => (index < ITERATIONS ? toolTurn('task_note', { note: `step ${index}` }) : submitTurn('12 notes')));
+      const ITERATIONS = 24;
+      const taskId = agents.task(({ index }) => (index < ITERATIONS ? toolTurn('task_note', { note: `step ${index}` }) : submitTurn('24 notes')));
       const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: 'many small steps' });
       await h.waitForStatus(taskId, (s) => s.state === 'review', 120_000);
       await h.client.review(taskId, { decision: 'accept' });

@@ -19,7 +19,6 @@ import {
   TaskIdSearchAttribute,
   TaskStateSearchAttribute,
   taskWorkflowId,
-  ZERO_USAGE_TOTALS,
   type TaskWorkflowInput,
 } from '../workflows/contract';
 import { TASK_LIST_PAGE_MAX, type TaskPriorityLevel } from '../workflows/rules/task-graph';
@@ -195,7 +194,7 @@ export class TaskAdmin {
     const input: TaskWorkflowInput = {
       taskId: task.id,
       agentId: task.agent_id,
-      carry: { state: 'pending', round: task.round, attempt: 1, usage: ZERO_USAGE_TOTALS, noSubmitRetries: 0 },
+      restart: { kind, afterRound: task.round },
     };
     await addTaskEvent(this.db, task.id, `${kind}-requested`, { by: by ?? 'human', from: task.state, round: task.round + 1 }, `${kind}:${task.round}`);
     const workflowId = taskWorkflowId(task.id);

@@ -144,6 +144,12 @@ export interface TaskWorkflowInput {
   approvalTimeoutMs?: number;
   /** Carried over continue-as-new; absent on the first run. */
   carry?: TaskCarry;
+  /**
+   * A human's retry (of a failed task) or rerun (of a completed or cancelled one): a new run of
+   * `task-{taskId}` whose first round follows `afterRound`, the task's last one. Written by the task
+   * admin client after it checked the task's state; without it an ended task id cannot run again.
+   */
+  restart?: { kind: 'retry' | 'rerun'; afterRound: number };
 }
 
 /** The task id of a workflow started without one (a Schedule's run): its workflow id, `task-` stripped. */

@@ -47,6 +47,7 @@ import {
   type TaskComment,
   type TaskPhase,
   type TaskStatus,
+  type TaskCarry,
   type TaskWorkflowInput,
   type TaskWorkflowResult,
   type UsageTotals,
@@ -93,7 +94,9 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   const inputProblem = taskInputProblem(input, taskId);
   if (inputProblem) throw ApplicationFailure.create({ type: TaskFailureType.invalidInput, message: `taskWorkflow input: ${inputProblem}`, nonRetryable: true });
   const { agentId } = input;
-  const carry = input.carry;
+  // A human's retry or rerun starts like a run carried over in `pending`, after the task's last round.
+  const carry: TaskCarry | undefined =
+    input.carry ?? (input.restart ? { state: 'pending', round: input.restart.afterRound, attempt: 1, usage: ZERO_USAGE_TOTALS, noSubmitRetries: 0 } : undefined);
   const approvalTimeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   let state: TaskState = carry?.state ?? 'pending';
   let round = carry?.round ?? 0;

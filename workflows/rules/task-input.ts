@@ -36,5 +36,12 @@ export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, 
       return 'carry is written by the workflow when it continues as new; leave it out to start a task';
     }
   }
+  if (input.restart !== undefined) {
+    const restart = input.restart as Partial<NonNullable<TaskWorkflowInput['restart']>> | null;
+    if (!restart || (restart.kind !== 'retry' && restart.kind !== 'rerun') || !Number.isInteger(restart.afterRound) || (restart.afterRound ?? -1) < 0) {
+      return 'restart must be { kind: "retry" | "rerun", afterRound: the task\'s last round }';
+    }
+    if (input.carry !== undefined) return 'restart and carry cannot be combined';
+  }
   return undefined;
 }

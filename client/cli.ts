@@ -4,6 +4,7 @@ import { connectFromEnv } from './connect';
 import { describeStatus, printProgress, uiLinks } from './progress';
 import { addScheduleCommands } from './schedule-commands';
 import { AgentSchedules } from './schedules';
+import { addTokenCommands } from './token-commands';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -87,6 +88,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
   console.log('comment sent');
 });
 
+addTokenCommands(program);
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 
 program

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as foundation from './2026-11-30-001-foundation';
 import * as memory from './2026-11-30-002-memory';
 import * as summaries from './2026-11-30-003-summaries';
+import * as api from './2026-12-01-004-api';
 
 /**
  * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-30-001-foundation': foundation,
   '2026-11-30-002-memory': memory,
   '2026-11-30-003-summaries': summaries,
+  '2026-12-01-004-api': api,
 };

@@ -83,6 +83,8 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
       : false,
     // Stack traces and internals never reach a client: every error goes through `toApiError`.
     return503OnClosing: true,
+    // SSE connections stay open until the client leaves: closing the server must end them.
+    forceCloseConnections: true,
   });
   const events = new TaskEventHub(db);
   const deltas = new DeltaHub();
@@ -391,9 +393,13 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
       if (!deltas.available) throw new ApiError(503, 'deltas_unavailable', 'text deltas need a PostgreSQL server URL (LISTEN); the embedded database serves no second session');
       const sse = openSse(request, reply);
       const lastId = request.headers['last-event-id'];
-      const sub = deltas.subscribe(params.taskId, lastId === undefined ? undefined : String(lastId), (d) => sse.send({ id: d.id, data: { n: d.n, sessionId: d.sessionId, text: d.text } }));
-      if (!sub.exact) sse.send({ event: 'reset', data: { reason: 'deltas after your Last-Event-ID are no longer held by this server; the stored task events and messages have the final text' } });
-      sse.onClose(sub.unsubscribe);
+      const unsubscribe = deltas.subscribe(
+        params.taskId,
+        lastId === undefined ? undefined : String(lastId),
+        (d) => sse.send({ id: d.id, data: { n: d.n, sessionId: d.sessionId, text: d.text } }),
+        () => sse.send({ event: 'reset', data: { reason: 'deltas after your Last-Event-ID are no longer held by this server; what follows is all it holds; the stored task events and messages have the final text' } }),
+      );
+      sse.onClose(unsubscribe);
       return reply;
     },
   });

@@ -163,10 +163,10 @@ export class DeltaHub {
   }
 
   /**
-   * Sends the deltas after `lastId` that are still buffered, then live ones. Returns whether the resume
-   * was exact (false: some deltas after `lastId` are gone, the caller tells the client) and unsubscribe.
+   * Sends the deltas after `lastId` that are still buffered, then live ones; calls `reset` first when
+   * the resume cannot be exact (some deltas after `lastId` are gone). Returns the unsubscribe function.
    */
-  subscribe(taskId: string, lastId: string | undefined, deliver: (d: TextDelta) => void): { exact: boolean; unsubscribe: () => void } {
+  subscribe(taskId: string, lastId: string | undefined, deliver: (d: TextDelta) => void, reset: () => void): () => void {
     const buffer = this.buffer(taskId);
     let exact = true;
     let after = 0;
@@ -176,9 +176,10 @@ export class DeltaHub {
       if (boot !== this.bootId || !Number.isInteger(Number(n)) || Number(n) + 1 < first) exact = false;
       else after = Number(n);
     }
+    if (!exact) reset();
     for (const d of buffer.deltas) if (d.n > after) deliver(d);
     buffer.listeners.add(deliver);
-    return { exact, unsubscribe: () => buffer.listeners.delete(deliver) };
+    return () => buffer.listeners.delete(deliver);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { revokeToken } from '../../api/tokens';
+import { createToken, revokeToken } from '../../api/tokens';
 import { createHarness, type Harness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
 
@@ -58,7 +58,7 @@ describe('HTTP API: auth and bad input on every route', () => {
   };
 
   test('no token, a malformed header, an unknown or a revoked token → 401 on every route; /healthz is open', async () => {
-    const { token: revoked } = await import('../../api/tokens').then((m) => m.createToken(h.db.db, `revoked-${randomUUID().slice(0, 8)}`, 'operator'));
+    const { token: revoked } = await createToken(h.db.db, `revoked-${randomUUID().slice(0, 8)}`, 'operator');
     expect(await revokeToken(h.db.db, revoked.split('_')[1]!)).toBe(true);
     for (const route of routes()) {
       const none = await api.call(route.method, route.path, { token: null, body: route.body });

@@ -8,7 +8,7 @@ export interface ApiConfig {
   rateLimitPerMinute: number;
   callTimeoutMs: number;
   temporalUiUrl: string;
-  /** The Temporal runtime's Prometheus endpoint to include in /metrics. */
+  /** The Temporal runtime's Prometheus endpoint to include in /metrics (default: from TEMPORAL_METRICS_BIND when set). */
   temporalMetricsUrl?: string;
 }
 
@@ -30,6 +30,6 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     rateLimitPerMinute: int('API_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMIT_PER_MINUTE),
     callTimeoutMs: int('API_CALL_TIMEOUT_MS', DEFAULT_CALL_TIMEOUT_MS),
     temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
-    temporalMetricsUrl: env.TEMPORAL_METRICS_URL || undefined,
+    temporalMetricsUrl: env.TEMPORAL_METRICS_URL || (env.TEMPORAL_METRICS_BIND ? `http://${env.TEMPORAL_METRICS_BIND}/metrics` : undefined),
   };
 }

@@ -86,8 +86,9 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
         const [reason, words] = await Promise.all([approvalReason(a.task_id, a.id), wordsBeforeCall(a.id)]);
         const args = a.args as Record<string, unknown> | null;
         const command = typeof args?.command === 'string' ? args.command : Array.isArray(args?.command) ? (args.command as string[]).join(' ') : JSON.stringify(args ?? {}, null, 2);
-        // The run that asked is the round; older rows name the task workflow.
-        const round = a.workflow_id === taskWorkflowId(a.task_id ?? '') ? undefined : a.workflow_id;
+        // The run that asked is the round whose session is in the request id (`task_{taskId}_r{round}:{toolCallId}`).
+        const session = /^task_(.+)_r(\d+):[^:]+$/.exec(a.id);
+        const round = session ? roundWorkflowId(session[1]!, Number(session[2])) : undefined;
         return `
 <article class="card" data-request-id="${escape(a.id)}">
   <header><span class="tool">${escape(a.tool)}</span> <span class="age" title="${a.requested_at.toISOString()}">waiting ${escape(age(now - a.requested_at.getTime()))}</span></header>

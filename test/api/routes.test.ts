@@ -137,6 +137,24 @@ describe('HTTP API: auth and bad input on every route', () => {
     expect(body.paths['/v1/tasks/{taskId}'].get.responses['200'].content['application/json'].schema.properties.state.enum).toContain('review');
   });
 
+  test('a Temporal call that does not answer in time → 504 with a hint, not a hung request', async () => {
+    const CALL_TIMEOUT_MS = 1_000;
+    const impatient = await startTestApi(h, { callTimeoutMs: CALL_TIMEOUT_MS });
+    try {
+      // Nothing polls this test's task queue, so the workflow cannot answer its status query.
+      const started = await impatient.call('POST', '/v1/tasks', { token: impatient.tokens.service, body: { agentId, title: 'Unanswered' } });
+      expect(started.status).toBe(201);
+      const before = Date.now();
+      const status = await impatient.call('GET', `/v1/tasks/${started.body.taskId}`, { token: impatient.tokens.read });
+      expectError(status, 504, 'timeout');
+      expect(status.body.error.message).toMatch(/did not answer within 1000 ms; is a worker polling the task queue\?/);
+      expect(Date.now() - before).toBeLessThan(CALL_TIMEOUT_MS * 5);
+      await h.client.handle(started.body.taskId).terminate('test cleanup');
+    } finally {
+      await impatient.close();
+    }
+  });
+
   test('the per-token rate limit answers 429 with Retry-After, and counts each token separately', async () => {
     const limited = await startTestApi(h, { rateLimitPerMinute: RATE_LIMIT });
     try {

@@ -55,8 +55,8 @@ export interface ApiOptions {
   registries?: Registry[];
   /** The Temporal runtime's Prometheus endpoint (Runtime telemetry `bindAddress`), appended to /metrics. */
   temporalMetricsUrl?: string;
-  /** Fastify's logger; the token query parameter is never logged. Default off. */
-  logger?: boolean;
+  /** Fastify's logger (JSON lines on stdout, or to `stream`); tokens are never logged. Default off. */
+  logger?: boolean | { stream: NodeJS.WritableStream };
 }
 
 declare module 'fastify' {
@@ -79,7 +79,11 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     requestTimeout: REQUEST_TIMEOUT_MS,
     logger: options.logger
-      ? { serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]') }) } }
+      ? {
+          ...(typeof options.logger === 'object' ? { stream: options.logger.stream } : {}),
+          // Only method and URL, with the inbox's token parameter redacted: no headers (Authorization, Cookie).
+          serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]') }) },
+        }
       : false,
     // Stack traces and internals never reach a client: every error goes through `toApiError`.
     return503OnClosing: true,

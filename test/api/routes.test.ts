@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { createToken, revokeToken } from '../../api/tokens';
 import { createHarness, type Harness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
@@ -153,6 +154,25 @@ describe('HTTP API: auth and bad input on every route', () => {
     } finally {
       await impatient.close();
     }
+  });
+
+  test('request logs never contain a token: not the Authorization header, the cookie, nor the inbox token parameter', async () => {
+    const lines: string[] = [];
+    const stream = new Writable({ write: (chunk, _encoding, done) => void (lines.push(String(chunk)), done()) });
+    const logged = await startTestApi(h, { logger: { stream } });
+    try {
+      const page = await fetch(`${logged.url}/inbox?token=${logged.tokens.operator}`, { redirect: 'manual' });
+      expect(page.status).toBe(303);
+      const cookie = page.headers.get('set-cookie')!.split(';')[0]!;
+      expect(cookie).toBe(`da_token=${encodeURIComponent(logged.tokens.operator)}`);
+      expect((await fetch(`${logged.url}/inbox`, { headers: { cookie } })).status).toBe(200);
+      expect((await logged.call('GET', '/v1/agents', { token: logged.tokens.read })).status).toBe(200);
+    } finally {
+      await logged.close();
+    }
+    const log = lines.join('');
+    expect(log).toContain('/inbox?token=[redacted]');
+    for (const token of Object.values(logged.tokens)) expect(log).not.toContain(token.split('_')[2]!);
   });
 
   test('the per-token rate limit answers 429 with Retry-After, and counts each token separately', async () => {

@@ -9,7 +9,7 @@ import { sql, type Kysely } from 'kysely';
 import type { AgentsClient } from '../client';
 import type { Database } from '../schema/database';
 import { roundWorkflowId, taskWorkflowId } from '../workflows/contract';
-import { ApiError } from './errors';
+import { ApiError, toApiError } from './errors';
 import type { ApiPrincipal, TokenScope } from './tokens';
 
 /** The agent's words before a call are shown up to this length (the rest is in the Temporal UI). */
@@ -36,8 +36,8 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
 
   app.get('/inbox', async (request, reply) => {
     const principal = deps.requireScope(request.principal, 'operator');
-    const notice = (request.query as Record<string, string | undefined>).notice;
-    return sendPage(reply, await renderInbox(principal, notice));
+    const { notice, problem } = request.query as Record<string, string | undefined>;
+    return sendPage(reply, await renderInbox(principal, notice, problem));
   });
 
   app.post('/inbox/approvals/:requestId', async (request, reply) => {
@@ -45,7 +45,11 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const { requestId } = request.params as { requestId: string };
     const form = (request.body ?? {}) as Record<string, string>;
     if (form.decision !== 'approved' && form.decision !== 'rejected') throw new ApiError(400, 'invalid_request', 'decision must be approved or rejected');
-    await deps.decideApproval(requestId, { decision: form.decision, comment: form.comment?.trim() || undefined }, principal);
+    try {
+      await deps.decideApproval(requestId, { decision: form.decision, comment: form.comment?.trim() || undefined }, principal);
+    } catch (error) {
+      return reply.redirect(`/inbox?problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
+    }
     return reply.redirect(`/inbox?notice=${encodeURIComponent(`${form.decision === 'approved' ? 'Approved' : 'Rejected'}: the task continues.`)}`, 303);
   });
 
@@ -59,11 +63,15 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const task = await db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirst();
     if (!task) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
     if (task.state !== 'review') throw new ApiError(409, 'not_in_review', `task ${taskId} is ${task.state}, not waiting for review`);
-    await deps.withTimeout('the review signal', deps.client.review(taskId, { decision: form.decision, feedback, decidedBy: principal.name }));
+    try {
+      await deps.withTimeout('the review signal', deps.client.review(taskId, { decision: form.decision, feedback, decidedBy: principal.name }));
+    } catch (error) {
+      return reply.redirect(`/inbox?problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
+    }
     return reply.redirect(`/inbox?notice=${encodeURIComponent(form.decision === 'accept' ? 'Accepted.' : 'Sent back for revision.')}`, 303);
   });
 
-  async function renderInbox(principal: ApiPrincipal, notice: string | undefined): Promise<string> {
+  async function renderInbox(principal: ApiPrincipal, notice: string | undefined, problem: string | undefined): Promise<string> {
     const approvals = await db
       .selectFrom('approvals')
       .leftJoin('tasks', 'tasks.id', 'approvals.task_id')
@@ -128,6 +136,7 @@ body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f5f6f8;color:#1d23
 main{max-width:860px;margin:0 auto;padding:24px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 10px}
 .who{color:#667;margin:0 0 16px} .notice{background:#e6f4ea;border:1px solid #b7dfc2;padding:8px 12px;border-radius:6px}
+.problem{background:#fdecea;border-color:#f3b9b4}
 .card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:14px 16px;margin:0 0 12px}
 .card header{display:flex;justify-content:space-between;color:#667;font-size:13px}
 .tool{font-weight:600;color:#3451b2;text-transform:uppercase;letter-spacing:.03em}
@@ -142,6 +151,7 @@ a.run{font-size:13px;color:#3451b2} .empty{color:#667}
 <body><main>
 <h1>Inbox</h1><p class="who">Signed in as ${escape(principal.name)}. Decisions are recorded under this name.</p>
 ${notice ? `<p class="notice" role="status">${escape(notice)}</p>` : ''}
+${problem ? `<p class="notice problem" role="alert">${escape(problem)}</p>` : ''}
 <h2>Waiting for approval (${approvals.length})</h2>
 ${approvalCards.join('\n') || '<p class="empty">Nothing waits for approval.</p>'}
 <h2>Waiting for review (${reviews.length})</h2>

@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
@@ -35,6 +36,12 @@ const REQUEST_TIMEOUT_MS = 30_000;
 const SSE_KEEPALIVE_MS = 15_000;
 /** The rate limit's window. */
 const RATE_WINDOW_MS = 60_000;
+/**
+ * The approvals row is written by an activity just before the workflow registers the request, so a
+ * decision can arrive while the workflow does not know it yet: it is retried for this long.
+ */
+const APPROVAL_SETTLE_MS = 5_000;
+const APPROVAL_SETTLE_POLL_MS = 100;
 /** Cookie holding the inbox's token (HttpOnly, SameSite=Strict). */
 export const INBOX_COOKIE = 'da_token';
 
@@ -494,7 +501,19 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     const row = await db.selectFrom('approvals').select(['task_id', 'status']).where('id', '=', requestId).executeTakeFirst();
     if (!row || !row.task_id) throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
     if (row.status !== 'pending') throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
-    return withTimeout('the decideApproval update', client.decideApproval(row.task_id, { requestId, decision: body.decision, comment: body.comment, decidedBy: principal.name }));
+    const taskId = row.task_id;
+    const settleBy = Date.now() + APPROVAL_SETTLE_MS;
+    for (;;) {
+      try {
+        return await withTimeout('the decideApproval update', client.decideApproval(taskId, { requestId, decision: body.decision, comment: body.comment, decidedBy: principal.name }));
+      } catch (error) {
+        const cause = error instanceof WorkflowUpdateFailedError ? ((error.cause as { message?: string } | undefined)?.message ?? '') : '';
+        if (!cause.startsWith(`no pending approval request ${requestId}`) || Date.now() > settleBy) throw error;
+        const now = await db.selectFrom('approvals').select('status').where('id', '=', requestId).executeTakeFirst();
+        if (now?.status !== 'pending') throw error;
+        await new Promise((r) => setTimeout(r, APPROVAL_SETTLE_POLL_MS));
+      }
+    }
   }
 
   registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout });

@@ -46,7 +46,8 @@ describe('approvals inbox in headless Chromium', () => {
     await h.waitForStatus(other, (s) => s.state === 'review');
     const requestId = waiting.pendingApprovals[0]!.requestId;
 
-    const page = await (await browser.newContext({ viewport: { width: 1000, height: 1100 } })).newPage();
+    const context = await browser.newContext({ viewport: { width: 1000, height: 1100 } });
+    const page = await context.newPage();
     const opened = await page.goto(`${api.url}/inbox?token=${api.tokens.operator}`);
     expect(opened?.status()).toBe(200);
     expect(page.url()).toBe(`${api.url}/inbox`); // the token left the URL for an HttpOnly cookie
@@ -64,6 +65,9 @@ describe('approvals inbox in headless Chromium', () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(existsSync(path.join(h.workspaceDir, file))).toBe(false);
 
+    // A second tab showing the same request, to decide it again once it is stale.
+    const stale = await context.newPage();
+    await stale.goto(`${api.url}/inbox`);
     await card.locator('input[name="comment"]').fill('Fine, keep it in the workspace');
     await card.locator('button[value="approved"]').click();
     await page.waitForURL(/\/inbox\?notice=/);
@@ -73,6 +77,11 @@ describe('approvals inbox in headless Chromium', () => {
     expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
     const row = await h.db.db.selectFrom('approvals').selectAll().where('id', '=', requestId).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'approved', decided_by: expect.stringMatching(/^operator-/), comment: 'Fine, keep it in the workspace' });
+
+    // A second decision (another tab, a stale page) is refused and said so on the page.
+    await stale.locator(`article[data-request-id="${requestId}"] button[value="rejected"]`).click();
+    await stale.waitForURL(/\/inbox\?problem=/);
+    await expect(stale.locator('.problem').textContent()).resolves.toMatch(/^Not recorded: approval request .* is already approved$/);
 
     await page.goto(`${api.url}/inbox`);
     expect(await page.locator(`article[data-request-id="${requestId}"]`).count()).toBe(0);

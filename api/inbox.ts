@@ -24,7 +24,7 @@ interface InboxDeps {
   namespace: string;
   requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal;
   decideApproval(requestId: string, body: { decision: 'approved' | 'rejected'; comment?: string }, principal: ApiPrincipal): Promise<unknown>;
-  withTimeout<T>(what: string, promise: Promise<T>): Promise<T>;
+  withTimeout<T>(what: string, call: () => Promise<T>): Promise<T>;
 }
 
 const escape = (text: string): string =>
@@ -58,13 +58,14 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const { taskId } = request.params as { taskId: string };
     const form = (request.body ?? {}) as Record<string, string>;
     if (form.decision !== 'accept' && form.decision !== 'revise') throw new ApiError(400, 'invalid_request', 'decision must be accept or revise');
+    const decision = form.decision;
     const feedback = form.feedback?.trim();
     if (form.decision === 'revise' && !feedback) throw new ApiError(400, 'invalid_request', 'a revision needs feedback: say what to change');
     const task = await db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirst();
     if (!task) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
     if (task.state !== 'review') throw new ApiError(409, 'not_in_review', `task ${taskId} is ${task.state}, not waiting for review`);
     try {
-      await deps.withTimeout('the review signal', deps.client.review(taskId, { decision: form.decision, feedback, decidedBy: principal.name }));
+      await deps.withTimeout('the review signal', () => deps.client.review(taskId, { decision, feedback, decidedBy: principal.name }));
     } catch (error) {
       return reply.redirect(`/inbox?problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
     }

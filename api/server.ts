@@ -198,14 +198,18 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     });
   }
 
-  /** Runs a Temporal call with the API's timeout. */
-  const withTimeout = async <T>(what: string, promise: Promise<T>): Promise<T> => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ApiError(504, 'timeout', `${what} did not answer within ${callTimeoutMs} ms; is a worker polling the task queue?`)), callTimeoutMs);
-    });
+  /**
+   * Runs Temporal calls with the API's timeout. On timeout the gRPC calls are cancelled too (not left
+   * retrying in the background) and the client gets 504.
+   */
+  const withTimeout = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), callTimeoutMs);
     try {
-      return await Promise.race([promise, timeout]);
+      return await client.temporal.connection.withAbortSignal(controller.signal, call);
+    } catch (error) {
+      if (controller.signal.aborted) throw new ApiError(504, 'timeout', `${what} did not answer within ${callTimeoutMs} ms; is a worker polling the task queue?`);
+      throw error;
     } finally {
       clearTimeout(timer);
     }
@@ -220,7 +224,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const signalTask = async (taskId: string, what: string, send: () => Promise<void>): Promise<{ ok: true }> => {
     const task = await requireTask(taskId);
     if (isTerminal(task.state as TaskState)) throw new ApiError(409, 'task_finished', `task ${taskId} is ${task.state}; it no longer takes ${what}`);
-    await withTimeout(what, send());
+    await withTimeout(what, send);
     return { ok: true };
   };
 
@@ -325,8 +329,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     status: 201,
     handler: async ({ body, principal }) => {
       if (body.taskId && (await findTask(db, body.taskId))) throw new ApiError(409, 'task_exists', `task ${body.taskId} already exists; omit taskId for a fresh one`);
-      const { taskId, workflowId } = await withTimeout(
-        'starting the task',
+      const { taskId, workflowId } = await withTimeout('starting the task', () =>
         client.startTask({ ...body, description: body.description ?? body.title, createdBy: principal.name }),
       );
       return { taskId, workflowId };
@@ -341,7 +344,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     response: S.TaskStatusSchema,
     handler: async ({ params }) => {
       await requireTask(params.taskId);
-      return withTimeout('the status query', client.getStatus(params.taskId));
+      return withTimeout('the status query', () => client.getStatus(params.taskId));
     },
   });
   route({
@@ -505,7 +508,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     const settleBy = Date.now() + APPROVAL_SETTLE_MS;
     for (;;) {
       try {
-        return await withTimeout('the decideApproval update', client.decideApproval(taskId, { requestId, decision: body.decision, comment: body.comment, decidedBy: principal.name }));
+        return await withTimeout('the decideApproval update', () => client.decideApproval(taskId, { requestId, decision: body.decision, comment: body.comment, decidedBy: principal.name }));
       } catch (error) {
         const cause = error instanceof WorkflowUpdateFailedError ? ((error.cause as { message?: string } | undefined)?.message ?? '') : '';
         if (!cause.startsWith(`no pending approval request ${requestId}`) || Date.now() > settleBy) throw error;

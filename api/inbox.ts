@@ -30,14 +30,17 @@ interface InboxDeps {
 const escape = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
+/** Where a form post returns: the page it came from, with its agent filter. */
+const back = (form: Record<string, string>): string => (form.agent && /^[a-z0-9_-]{1,63}$/.test(form.agent) ? `/inbox?agent=${form.agent}&` : '/inbox?');
+
 export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   const { db } = deps;
   const runLink = (workflowId: string) => `${deps.uiBase}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 
   app.get('/inbox', async (request, reply) => {
     const principal = deps.requireScope(request.principal, 'operator');
-    const { notice, problem } = request.query as Record<string, string | undefined>;
-    return sendPage(reply, await renderInbox(principal, notice, problem));
+    const { notice, problem, agent } = request.query as Record<string, string | undefined>;
+    return sendPage(reply, await renderInbox(principal, notice, problem, agent));
   });
 
   app.post('/inbox/approvals/:requestId', async (request, reply) => {
@@ -48,9 +51,9 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     try {
       await deps.decideApproval(requestId, { decision: form.decision, comment: form.comment?.trim() || undefined }, principal);
     } catch (error) {
-      return reply.redirect(`/inbox?problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
+      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
     }
-    return reply.redirect(`/inbox?notice=${encodeURIComponent(`${form.decision === 'approved' ? 'Approved' : 'Rejected'}: the task continues.`)}`, 303);
+    return reply.redirect(`${back(form)}notice=${encodeURIComponent(`${form.decision === 'approved' ? 'Approved' : 'Rejected'}: the task continues.`)}`, 303);
   });
 
   app.post('/inbox/reviews/:taskId', async (request, reply) => {
@@ -67,27 +70,31 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     try {
       await deps.withTimeout('the review signal', () => deps.client.review(taskId, { decision, feedback, decidedBy: principal.name }));
     } catch (error) {
-      return reply.redirect(`/inbox?problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
+      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
     }
-    return reply.redirect(`/inbox?notice=${encodeURIComponent(form.decision === 'accept' ? 'Accepted.' : 'Sent back for revision.')}`, 303);
+    return reply.redirect(`${back(form)}notice=${encodeURIComponent(form.decision === 'accept' ? 'Accepted.' : 'Sent back for revision.')}`, 303);
   });
 
-  async function renderInbox(principal: ApiPrincipal, notice: string | undefined, problem: string | undefined): Promise<string> {
-    const approvals = await db
+  async function renderInbox(principal: ApiPrincipal, notice: string | undefined, problem: string | undefined, agent: string | undefined): Promise<string> {
+    let approvalsQuery = db
       .selectFrom('approvals')
       .leftJoin('tasks', 'tasks.id', 'approvals.task_id')
       .select(['approvals.id', 'approvals.task_id', 'approvals.agent_id', 'approvals.workflow_id', 'approvals.tool', 'approvals.args', 'approvals.summary', 'approvals.requested_at', 'tasks.title'])
       .where('approvals.status', '=', 'pending')
       .orderBy('approvals.requested_at')
-      .limit(INBOX_ITEMS_MAX)
-      .execute();
-    const reviews = await db
+      .limit(INBOX_ITEMS_MAX);
+    let reviewsQuery = db
       .selectFrom('tasks')
       .select(['id', 'agent_id', 'title', 'round', 'result_summary', 'updated_at'])
       .where('state', '=', 'review')
       .orderBy('updated_at')
-      .limit(INBOX_ITEMS_MAX)
-      .execute();
+      .limit(INBOX_ITEMS_MAX);
+    // `?agent=<id>`: one agent's items only.
+    if (agent) {
+      approvalsQuery = approvalsQuery.where('approvals.agent_id', '=', agent);
+      reviewsQuery = reviewsQuery.where('agent_id', '=', agent);
+    }
+    const [approvals, reviews] = await Promise.all([approvalsQuery.execute(), reviewsQuery.execute()]);
 
     const now = Date.now();
     const approvalCards = await Promise.all(
@@ -105,7 +112,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   <pre class="command">${escape(command)}</pre>
   ${reason ? `<p class="reason"><b>Why it needs you:</b> ${escape(reason)}</p>` : ''}
   ${words ? `<blockquote class="words"><b>The agent said:</b> ${escape(words)}</blockquote>` : ''}
-  <form method="post" action="/inbox/approvals/${encodeURIComponent(a.id)}">
+  <form method="post" action="/inbox/approvals/${encodeURIComponent(a.id)}">${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}
     <input name="comment" placeholder="Comment for the agent (optional)" aria-label="comment">
     <button name="decision" value="approved" class="approve">Approve</button>
     <button name="decision" value="rejected" class="reject">Reject</button>
@@ -120,7 +127,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   <header><span class="tool">review</span> <span class="age">waiting ${escape(age(now - t.updated_at.getTime()))}</span></header>
   <h3>${escape(t.title)} <small>· agent ${escape(t.agent_id)} · round ${t.round}</small></h3>
   <blockquote class="words"><b>Submission:</b> ${escape(t.result_summary ?? '(no summary)')}</blockquote>
-  <form method="post" action="/inbox/reviews/${encodeURIComponent(t.id)}">
+  <form method="post" action="/inbox/reviews/${encodeURIComponent(t.id)}">${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}
     <input name="feedback" placeholder="Feedback (needed to revise)" aria-label="feedback">
     <button name="decision" value="accept" class="approve">Accept</button>
     <button name="decision" value="revise" class="reject">Revise</button>

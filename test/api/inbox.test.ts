@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { ScriptedAgents } from '../workflow/task-support';
+import { ScriptedAgents, waitFor } from '../workflow/task-support';
 import { startTestApi, type TestApi } from './api-support';
 
 /** Debian's Chromium (`apt-get install chromium`; .ci/run installs it when missing). */
@@ -34,6 +34,9 @@ describe('approvals inbox in headless Chromium', () => {
     await h.close();
   });
 
+  /** The inbox lists what the database says: wait for the row (written just after the workflow's own state). */
+  const inReview = (taskId: string) => waitFor(`task ${taskId} in review`, async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined));
+
   test('approve a pending shell command with a comment, see the task continue, accept it', async () => {
     const file = `inbox-${Date.now()}.txt`;
     const agentId = await h.createAgent();
@@ -43,14 +46,15 @@ describe('approvals inbox in headless Chromium', () => {
     await h.client.startTask({ agentId, taskId: other, title: 'Draft the release notes', description: 'for 1.2' });
     await h.client.startTask({ agentId, taskId, title: 'Write the weekly report', description: 'with a marker file', approvalTimeoutMs: 120_000 });
     const waiting = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
-    await h.waitForStatus(other, (s) => s.state === 'review');
+    await inReview(other);
     const requestId = waiting.pendingApprovals[0]!.requestId;
 
     const context = await browser.newContext({ viewport: { width: 1000, height: 1100 } });
     const page = await context.newPage();
     const opened = await page.goto(`${api.url}/inbox?token=${api.tokens.operator}`);
-    expect(opened?.status()).toBe(200);
     expect(page.url()).toBe(`${api.url}/inbox`); // the token left the URL for an HttpOnly cookie
+    await page.goto(`${api.url}/inbox?agent=${agentId}`); // this test's items only (the suite shares the database)
+    expect(opened?.status()).toBe(200);
     const card = page.locator(`article[data-request-id="${requestId}"]`);
     await expect(card.locator('.tool').textContent()).resolves.toBe('shell_execute');
     await expect(card.locator('pre.command').textContent()).resolves.toBe(`touch ${file}`);
@@ -67,28 +71,28 @@ describe('approvals inbox in headless Chromium', () => {
 
     // A second tab showing the same request, to decide it again once it is stale.
     const stale = await context.newPage();
-    await stale.goto(`${api.url}/inbox`);
+    await stale.goto(`${api.url}/inbox?agent=${agentId}`);
     await card.locator('input[name="comment"]').fill('Fine, keep it in the workspace');
     await card.locator('button[value="approved"]').click();
-    await page.waitForURL(/\/inbox\?notice=/);
+    await page.waitForURL(new RegExp(`/inbox\\?agent=${agentId}&notice=`));
     await expect(page.locator('.notice').textContent()).resolves.toBe('Approved: the task continues.');
 
-    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    await inReview(taskId);
     expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
     const row = await h.db.db.selectFrom('approvals').selectAll().where('id', '=', requestId).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'approved', decided_by: expect.stringMatching(/^operator-/), comment: 'Fine, keep it in the workspace' });
 
     // A second decision (another tab, a stale page) is refused and said so on the page.
     await stale.locator(`article[data-request-id="${requestId}"] button[value="rejected"]`).click();
-    await stale.waitForURL(/\/inbox\?problem=/);
+    await stale.waitForURL(new RegExp(`/inbox\\?agent=${agentId}&problem=`));
     await expect(stale.locator('.problem').textContent()).resolves.toMatch(/^Not recorded: approval request .* is already approved$/);
 
-    await page.goto(`${api.url}/inbox`);
+    await page.goto(`${api.url}/inbox?agent=${agentId}`);
     expect(await page.locator(`article[data-request-id="${requestId}"]`).count()).toBe(0);
     const mine = page.locator(`article[data-task-id="${taskId}"]`);
     await expect(mine.locator('.words').textContent()).resolves.toBe(`Submission: Created ${file} and wrote the report.`);
     await mine.locator('button[value="accept"]').click();
-    await page.waitForURL(/\/inbox\?notice=/);
+    await page.waitForURL(new RegExp(`/inbox\\?agent=${agentId}&notice=`));
     expect((await h.client.result(taskId)).state).toBe('completed');
     await h.client.review(other, { decision: 'accept', decidedBy: 'test' });
   });

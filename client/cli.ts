@@ -7,6 +7,7 @@ import { addScheduleCommands } from './schedule-commands';
 import { AgentSchedules } from './schedules';
 import { TaskAdmin } from './task-admin';
 import { addTaskAdminCommands } from './task-admin-commands';
+import { addTokenCommands } from './token-commands';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -92,6 +93,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
 
 addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addChatCommands(program, open);
+addTokenCommands(program);
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 
 program

@@ -13,6 +13,8 @@ import {
   commentSignal,
   decideApprovalUpdate,
   DEFAULT_TASK_QUEUE,
+  pauseSignal,
+  resumeSignal,
   reviewDecisionSignal,
   statusQuery,
   TaskIdSearchAttribute,
@@ -236,6 +238,15 @@ export class AgentsClient {
 
   async review(taskId: string, decision: ReviewDecision): Promise<void> {
     await this.handle(taskId).signal(reviewDecisionSignal, decision);
+  }
+
+  /** Pauses the task (→ blocked) after its current step; `resume` continues the same round and session. */
+  async pause(taskId: string, reason?: string): Promise<void> {
+    await this.handle(taskId).signal(pauseSignal, { reason });
+  }
+
+  async resume(taskId: string): Promise<void> {
+    await this.handle(taskId).signal(resumeSignal);
   }
 
   async comment(taskId: string, text: string, from?: string): Promise<void> {

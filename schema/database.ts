@@ -93,6 +93,8 @@ export interface TaskEventsTable {
   data: JSONColumnType<Record<string, unknown>>;
   /** Unique per task when set: makes an activity's event write idempotent across retries. */
   idem_key: string | null;
+  /** Dense per task, in commit order (set by a trigger): the resume cursor of event streams. */
+  seq: ColumnType<string, never, never>;
   created_at: CreatedAt;
 }
 
@@ -361,6 +363,18 @@ export interface MailboxItemsTable {
   updated_at: Timestamp;
 }
 
+/** HTTP API bearer tokens: only the sha256 of the secret is stored. */
+export interface ApiTokensTable {
+  id: string;
+  /** Unique; approvals and reviews decided with the token record this name. */
+  name: string;
+  scope: 'operator' | 'service' | 'read';
+  token_hash: string;
+  created_at: CreatedAt;
+  last_used_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+}
+
 export interface Database {
   agents: AgentsTable;
   tasks: TasksTable;
@@ -387,6 +401,7 @@ export interface Database {
   stream_heads: StreamHeadsTable;
   stream_events: StreamEventsTable;
   mailbox_items: MailboxItemsTable;
+  api_tokens: ApiTokensTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

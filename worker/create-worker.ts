@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { createActivities } from '../activities';
 import type { ChatRouter } from '../activities/llm-step';
 import type { Database } from '../schema/database';
+import type { Telemetry } from './telemetry';
 
 /**
  * Cancellation reaches an activity with the response to its next heartbeat; a 1 s throttle keeps
@@ -27,6 +28,8 @@ export interface AgentWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Extra worker options (tuning, interceptors). */
   overrides?: Partial<WorkerOptions>;
+  /** Traces and metrics (worker/telemetry.ts); absent: off. A pre-built bundle must include its workflow interceptors. */
+  telemetry?: Telemetry;
 }
 
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
@@ -35,7 +38,8 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-    activities: createActivities({ db: options.db, router: options.router }),
+    activities: createActivities({ db: options.db, router: options.telemetry ? options.telemetry.instrumentRouter(options.router) : options.router }),
+    ...options.telemetry?.workerOptions({ prebuiltBundle: options.workflowBundle !== undefined }),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     defaultHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: '10 seconds',

@@ -7,6 +7,7 @@ import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { createLogger, TemporalPinoLogger } from './logger';
 import { ensureStreamPruneSchedule } from './stream-prune-schedule';
+import { runtimeTelemetryOptions, telemetryFromEnv } from './telemetry';
 
 /** Pause before connecting again to a dependency that is not there yet (at start-up). */
 export const STARTUP_RETRY_DELAY_MS = 2_000;
@@ -26,7 +27,15 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger();
   // Core's own logs (connection errors, poll retries) go through pino too, as JSON lines.
-  Runtime.install({ logger: new TemporalPinoLogger(logger), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } } });
+  Runtime.install({
+    logger: new TemporalPinoLogger(logger),
+    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} }, ...runtimeTelemetryOptions() },
+  });
+  // Traces and Prometheus metrics, when their environment variables are set (off by default).
+  const telemetry = telemetryFromEnv();
+  if (telemetry && process.env.METRICS_PORT) {
+    await telemetry.serveMetrics(Number(process.env.METRICS_PORT), process.env.METRICS_HOST, process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`);
+  }
   let stopping = false;
   const stop = (): void => {
     stopping = true;
@@ -75,6 +84,7 @@ async function main(): Promise<void> {
           taskQueue: config.taskQueue,
           db: database.db,
           router,
+          telemetry,
           ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),
         });
         await worker.run();
@@ -90,6 +100,7 @@ async function main(): Promise<void> {
     health.stop();
     await connection.close();
     await database.close();
+    await telemetry?.shutdown();
     logger.info('durable-agents worker stopped');
   }
 

@@ -3,6 +3,7 @@ import * as foundation from './2026-11-30-001-foundation';
 import * as memory from './2026-11-30-002-memory';
 import * as summaries from './2026-11-30-003-summaries';
 import * as governance from './2026-12-01-001-governance';
+import * as api from './2026-12-01-004-api';
 import * as taskGraph from './2026-12-01-005-task-graph';
 import * as conversations from './2026-12-01-006-conversations';
 
@@ -15,6 +16,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-30-002-memory': memory,
   '2026-11-30-003-summaries': summaries,
   '2026-12-01-001-governance': governance,
+  '2026-12-01-004-api': api,
   '2026-12-01-005-task-graph': taskGraph,
   '2026-12-01-006-conversations': conversations,
 };

@@ -1,0 +1,35 @@
+/** The API's settings from the environment (documented in the README's configuration table). */
+import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_RATE_LIMIT_PER_MINUTE } from './server';
+
+export interface ApiConfig {
+  host: string;
+  port: number;
+  bodyLimitBytes: number;
+  rateLimitPerMinute: number;
+  callTimeoutMs: number;
+  temporalUiUrl: string;
+  /** The Temporal runtime's Prometheus endpoint to include in /metrics (default: from TEMPORAL_METRICS_BIND when set). */
+  temporalMetricsUrl?: string;
+}
+
+/** The API's default port: free of Temporal's 7233/8233 and the common 3000/8080. */
+export const DEFAULT_API_PORT = 8787;
+
+export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
+  const int = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+    return value;
+  };
+  return {
+    host: env.API_HOST ?? '127.0.0.1',
+    port: int('API_PORT', DEFAULT_API_PORT),
+    bodyLimitBytes: int('API_BODY_LIMIT_BYTES', DEFAULT_BODY_LIMIT_BYTES),
+    rateLimitPerMinute: int('API_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMIT_PER_MINUTE),
+    callTimeoutMs: int('API_CALL_TIMEOUT_MS', DEFAULT_CALL_TIMEOUT_MS),
+    temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
+    temporalMetricsUrl: env.TEMPORAL_METRICS_URL || (env.TEMPORAL_METRICS_BIND ? `http://${env.TEMPORAL_METRICS_BIND}/metrics` : undefined),
+  };
+}

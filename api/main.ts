@@ -1,0 +1,45 @@
+/**
+ * `npm run api`: the HTTP API as its own process (any number of them can run beside the workers).
+ * Connects to Temporal and PostgreSQL like the CLI (DATABASE_URL must name a server, or the URL that
+ * `npm start` prints for its embedded database). Stops on SIGINT/SIGTERM, closing open streams.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { openDatabase } from '../activities/store/db';
+import { AgentsClient } from '../client';
+import { loadConfig } from '../worker/config';
+import { loadApiConfig } from './config';
+import { buildApi } from './server';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const apiConfig = loadApiConfig();
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set. Point it at PostgreSQL (or at the URL `npm start` prints for its embedded database).');
+  const database = await openDatabase({ url: config.databaseUrl });
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  const client = new AgentsClient(new Client({ connection, namespace: config.namespace }), database.db, { taskQueue: config.taskQueue });
+  const app = await buildApi({
+    client,
+    db: database.db,
+    databaseUrl: config.databaseUrl,
+    workspaceRoot: config.workspaceRoot,
+    namespace: config.namespace,
+    ...apiConfig,
+    logger: true,
+  });
+  const url = await app.listen({ host: apiConfig.host, port: apiConfig.port });
+  app.log.info({ url, temporal: config.temporalAddress }, 'durable-agents API listening');
+  const stop = async () => {
+    await app.closeStreams();
+    await app.close();
+    await connection.close();
+    await database.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((error) => {
+  console.error(`API failed to start: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

@@ -1,0 +1,150 @@
+/**
+ * The HTTP API's request and response schemas, in zod: they validate requests and generate
+ * `/v1/openapi.json`. Each mirrors a type of the contract (workflows/contract.ts) or of the agent store
+ * (activities/store/agents.ts); the `Same<…>` checks at the bottom make the build fail when the two drift.
+ */
+import { z } from 'zod';
+import type { AgentConfig } from '../activities/store/agents';
+import { AGENT_ID_PATTERN } from '../activities/store/agents';
+import type { PendingApproval, RecordedApprovalDecision, TaskStatus, UsageTotals } from '../workflows/contract';
+import { TASK_STATES } from '../workflows/rules/task-state';
+import { TOKEN_SCOPES } from './tokens';
+
+/** Task ids become workflow ids (`task-{id}`) and URL segments: printable, no slashes, bounded. */
+const TASK_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+/** A task's title is shown in lists and the Temporal UI summary. */
+const TITLE_MAX_CHARS = 500;
+/** What a person writes in a comment, feedback or description: generous, but not a file upload. */
+const TEXT_MAX_CHARS = 100_000;
+/** Identity files are prompt text: 200K characters is far beyond any useful prompt. */
+const IDENTITY_FILE_MAX_CHARS = 200_000;
+/** One week: longer waits belong in a schedule, not a blocked tool call. */
+const APPROVAL_TIMEOUT_MAX_MS = 7 * 24 * 3600 * 1000;
+
+export const TaskIdParams = z.object({ taskId: z.string().regex(TASK_ID_PATTERN, 'a task id is 1-128 letters, digits, ".", "_", ":" or "-"') }).strict();
+export const AgentIdParams = z.object({ agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'") }).strict();
+export const RequestIdParams = z.object({ requestId: z.string().min(1).max(300) }).strict();
+
+export const AgentConfigSchema = z
+  .object({
+    provider: z.string().min(1).optional(),
+    model: z.string().min(1).optional(),
+    tier: z.enum(['cheap', 'standard', 'premium']).optional(),
+    timezone: z.string().min(1).optional(),
+    canEditOwnFiles: z.boolean().optional(),
+    budgetUsd: z.number().nonnegative().optional(),
+    allowBudgetOverage: z.boolean().optional(),
+    budgetPeriod: z.enum(['hour', 'day', 'week', 'month', 'lifetime']).optional(),
+    protectedBranches: z.array(z.string().min(1)).optional(),
+    cognitive: z
+      .object({ enabled: z.boolean().optional(), maxDepth: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional(), timeoutMs: z.number().int().positive().optional() })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+const identityFile = z.string().max(IDENTITY_FILE_MAX_CHARS).default('');
+export const AgentUpsertBody = z
+  .object({
+    name: z.string().min(1).max(200),
+    description: z.string().max(TEXT_MAX_CHARS).optional(),
+    files: z.object({ soul: identityFile, agents: identityFile, heartbeat: identityFile, tools: identityFile }).strict(),
+    config: AgentConfigSchema.optional(),
+    /** Absent: `<AGENTS_WORKSPACE_ROOT>/<agentId>`. */
+    workspaceDir: z.string().min(1).optional(),
+  })
+  .strict()
+  .refine((a) => a.files.soul.trim() !== '' || a.files.agents.trim() !== '', { message: 'an agent needs SOUL.md or AGENTS.md text (files.soul or files.agents)', path: ['files'] });
+
+export const AgentSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  contentHash: z.string(),
+  config: AgentConfigSchema,
+  workspaceDir: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export const AgentWithFilesSchema = AgentSchema.extend({ files: z.object({ soul: z.string(), agents: z.string(), heartbeat: z.string(), tools: z.string() }) });
+
+export const StartTaskBody = z
+  .object({
+    agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'"),
+    title: z.string().trim().min(1, 'a task needs a title').max(TITLE_MAX_CHARS),
+    description: z.string().max(TEXT_MAX_CHARS).optional(),
+    taskId: TaskIdParams.shape.taskId.optional(),
+    priority: z.enum(['low', 'medium', 'high', 'urgent']).optional(),
+    approvalTimeoutMs: z.number().int().positive().max(APPROVAL_TIMEOUT_MAX_MS).optional(),
+  })
+  .strict();
+export const StartTaskResponse = z.object({ taskId: z.string(), workflowId: z.string() });
+
+export const UsageTotalsSchema = z.object({
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  cacheReadTokens: z.number(),
+  cacheWriteTokens: z.number(),
+  costUsd: z.number(),
+});
+export const UsageResponse = UsageTotalsSchema.extend({ calls: z.number() });
+export const UsageQuery = z.object({ since: z.iso.datetime({ offset: true, message: 'since must be an ISO 8601 date-time, e.g. 2026-12-01T00:00:00Z' }).optional() }).strict();
+
+export const PendingApprovalSchema = z.object({ requestId: z.string(), tool: z.string(), summary: z.string(), requestedAt: z.string() });
+export const TaskStatusSchema = z.object({
+  taskId: z.string(),
+  agentId: z.string(),
+  state: z.enum(TASK_STATES),
+  round: z.number(),
+  iteration: z.number(),
+  phase: z.enum(['starting', 'thinking', 'running-tool', 'awaiting-approval', 'awaiting-review', 'paused', 'reflecting', 'finished']),
+  pendingApprovals: z.array(PendingApprovalSchema),
+  usage: UsageTotalsSchema,
+  lastError: z.string().optional(),
+  submission: z.string().optional(),
+});
+
+export const TaskEventSchema = z.object({ seq: z.number(), type: z.string(), data: z.record(z.string(), z.unknown()), createdAt: z.string() });
+export const EventsQuery = z.object({ after: z.coerce.number().int().nonnegative().optional() }).strict();
+export const EventsResponse = z.object({ events: z.array(TaskEventSchema) });
+
+export const CommentBody = z.object({ text: z.string().trim().min(1, 'a comment needs text').max(TEXT_MAX_CHARS) }).strict();
+export const PauseBody = z.object({ reason: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
+export const ReviewBody = z
+  .object({ decision: z.enum(['accept', 'revise']), feedback: z.string().max(TEXT_MAX_CHARS).optional() })
+  .strict()
+  .refine((r) => r.decision === 'accept' || (r.feedback ?? '').trim() !== '', { message: 'a revision needs feedback: say what to change', path: ['feedback'] });
+export const DecideApprovalBody = z.object({ decision: z.enum(['approved', 'rejected']), comment: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
+export const RecordedApprovalSchema = z.object({
+  requestId: z.string(),
+  decision: z.enum(['approved', 'rejected']),
+  comment: z.string().optional(),
+  decidedBy: z.string().optional(),
+  tool: z.string(),
+  decidedAt: z.string(),
+});
+export const ApprovalListItem = z.object({
+  requestId: z.string(),
+  taskId: z.string().nullable(),
+  agentId: z.string(),
+  workflowId: z.string(),
+  tool: z.string(),
+  summary: z.string(),
+  args: z.unknown(),
+  requestedAt: z.string(),
+});
+export const ApprovalsResponse = z.object({ approvals: z.array(ApprovalListItem) });
+export const AcceptedResponse = z.object({ ok: z.literal(true) });
+export const ErrorResponse = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+export const TokenScopeSchema = z.enum(TOKEN_SCOPES);
+
+// ---- drift checks: a schema that no longer matches its contract type fails `tsc` --------------------
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const drift: [
+  Same<z.infer<typeof UsageTotalsSchema>, UsageTotals>,
+  Same<z.infer<typeof PendingApprovalSchema>, PendingApproval>,
+  Same<z.infer<typeof TaskStatusSchema>, TaskStatus>,
+  Same<z.infer<typeof RecordedApprovalSchema>, RecordedApprovalDecision>,
+  Same<z.infer<typeof AgentConfigSchema>, AgentConfig>,
+] = [true, true, true, true, true];
+void drift;

@@ -1,0 +1,107 @@
+/** Shared by the API tests: an API server in front of a harness, with one token per scope. */
+import type { AddressInfo } from 'node:net';
+import { buildApi, type ApiOptions, type ApiServer } from '../../api/server';
+import { createToken, type TokenScope } from '../../api/tokens';
+import type { Harness } from '../support/harness';
+
+export interface TestApi {
+  url: string;
+  app: ApiServer;
+  tokens: Record<TokenScope, string>;
+  /** A request with a token (default operator) and a JSON body. */
+  call(method: string, path: string, options?: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+let tokenCounter = 0;
+
+export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}): Promise<TestApi> {
+  const app = await buildApi({ client: h.client, db: h.db.db, databaseUrl: h.db.kind === 'postgres' ? h.db.url : undefined, workspaceRoot: h.workspaceDir, ...options });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const suffix = `${process.pid}-${++tokenCounter}-${Date.now()}`;
+  const tokens = {
+    operator: (await createToken(h.db.db, `operator-${suffix}`, 'operator')).token,
+    service: (await createToken(h.db.db, `service-${suffix}`, 'service')).token,
+    read: (await createToken(h.db.db, `read-${suffix}`, 'read')).token,
+  };
+  return {
+    url,
+    app,
+    tokens,
+    async call(method, path, opts = {}) {
+      const token = opts.token === undefined ? tokens.operator : opts.token;
+      const headers: Record<string, string> = { ...opts.headers };
+      if (token) headers.authorization = `Bearer ${token}`;
+      let body: string | undefined;
+      if (opts.rawBody !== undefined) body = opts.rawBody;
+      else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+      if (body !== undefined) headers['content-type'] ??= 'application/json';
+      const response = await fetch(`${url}${path}`, { method, headers, body });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Not JSON (HTML, metrics): keep the text.
+      }
+      return { status: response.status, body: parsed, headers: response.headers };
+    },
+    async close() {
+      await app.closeStreams();
+      await app.close();
+    },
+  };
+}
+
+/** Reads a Server-Sent Events stream; `next` resolves with the next message (or `end`). */
+export function readSse(url: string, token: string, headers: Record<string, string> = {}) {
+  const controller = new AbortController();
+  const queue: Array<{ id?: string; event?: string; data: any }> = [];
+  const waiters: Array<() => void> = [];
+  let ended = false;
+  const opened = fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers }, signal: controller.signal }).then(async (response) => {
+    if (response.status !== 200) throw new Error(`SSE ${url} answered ${response.status}: ${await response.text()}`);
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let cut: number;
+        while ((cut = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const message: { id?: string; event?: string; data?: string } = {};
+          for (const line of frame.split('\n')) {
+            if (line.startsWith(':')) continue;
+            const [field, ...rest] = line.split(':');
+            const value = rest.join(':').replace(/^ /, '');
+            if (field === 'id' || field === 'event' || field === 'data') message[field] = value;
+          }
+          if (message.data === undefined) continue;
+          queue.push({ id: message.id, event: message.event, data: JSON.parse(message.data) });
+          waiters.splice(0).forEach((w) => w());
+        }
+      }
+    } catch (error) {
+      if (!controller.signal.aborted) throw error;
+    } finally {
+      ended = true;
+      waiters.splice(0).forEach((w) => w());
+    }
+  });
+  opened.catch(() => undefined);
+  return {
+    opened,
+    /** The next message; undefined once the stream has ended. */
+    async next(timeoutMs = 30_000): Promise<{ id?: string; event?: string; data: any } | undefined> {
+      const deadline = Date.now() + timeoutMs;
+      while (queue.length === 0 && !ended) {
+        if (Date.now() > deadline) throw new Error(`no SSE message from ${url} within ${timeoutMs} ms`);
+        await Promise.race([new Promise<void>((r) => waiters.push(r)), new Promise((r) => setTimeout(r, 200)), opened.then(() => undefined)]);
+      }
+      return queue.shift();
+    },
+    close: () => controller.abort(),
+  };
+}

@@ -1,0 +1,107 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { ScriptedAgents, waitFor } from '../workflow/task-support';
+import { startTestApi, type TestApi } from './api-support';
+
+/** Debian's Chromium (`apt-get install chromium`; .ci/run installs it when missing). */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Where the test leaves its screenshot (docs/inbox.png is a copy of it). */
+const SCREENSHOT = path.resolve('.data', 'inbox.png');
+
+/**
+ * The approvals inbox as a person uses it, in headless Chromium: open it with an operator token (which
+ * leaves the URL for a cookie), read what the agent wants to run and why, approve with a comment, see
+ * the task continue to review, then accept it from the same page. Other scopes and no token are refused.
+ */
+describe('approvals inbox in headless Chromium', () => {
+  let h: Harness;
+  let api: TestApi;
+  let agents: ScriptedAgents;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    h = await createHarness();
+    agents = new ScriptedAgents(h.llm);
+    await h.startWorker();
+    api = await startTestApi(h, { temporalUiUrl: 'http://ui.example:8233' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await api.close();
+    await h.close();
+  });
+
+  /** The inbox lists what the database says: wait for the row (written just after the workflow's own state). */
+  const inReview = (taskId: string) => waitFor(`task ${taskId} in review`, async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined));
+
+  test('approve a pending shell command with a comment, see the task continue, accept it', async () => {
+    const file = `inbox-${Date.now()}.txt`;
+    const agentId = await h.createAgent();
+    const words = 'The report needs a marker file before I can write it, so I will create it now.';
+    const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }, words), submitTurn(`Created ${file} and wrote the report.`)]);
+    const other = agents.task([submitTurn('Drafted the release notes: three sections, 400 words.')]);
+    await h.client.startTask({ agentId, taskId: other, title: 'Draft the release notes', description: 'for 1.2' });
+    await h.client.startTask({ agentId, taskId, title: 'Write the weekly report', description: 'with a marker file', approvalTimeoutMs: 120_000 });
+    const waiting = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
+    await inReview(other);
+    const requestId = waiting.pendingApprovals[0]!.requestId;
+
+    const context = await browser.newContext({ viewport: { width: 1000, height: 1100 } });
+    const page = await context.newPage();
+    const opened = await page.goto(`${api.url}/inbox?token=${api.tokens.operator}`);
+    expect(page.url()).toBe(`${api.url}/inbox`); // the token left the URL for an HttpOnly cookie
+    await page.goto(`${api.url}/inbox?agent=${agentId}`); // this test's items only (the suite shares the database)
+    expect(opened?.status()).toBe(200);
+    const card = page.locator(`article[data-request-id="${requestId}"]`);
+    await expect(card.locator('.tool').textContent()).resolves.toBe('shell_execute');
+    await expect(card.locator('pre.command').textContent()).resolves.toBe(`touch ${file}`);
+    await expect(card.locator('.reason').textContent()).resolves.toMatch(/^Why it needs you: .+/);
+    await expect(card.locator('.words').textContent()).resolves.toBe(`The agent said: ${words}`);
+    await expect(card.locator('.age').textContent()).resolves.toMatch(/^waiting \d+ (s|min)$/);
+    await expect(card.locator('a.run').getAttribute('href')).resolves.toMatch(/^http:\/\/ui\.example:8233\/namespaces\/default\/workflows\/task-.+-r1$/);
+    const review = page.locator(`article[data-task-id="${other}"]`);
+    await expect(review.locator('.words').textContent()).resolves.toBe('Submission: Drafted the release notes: three sections, 400 words.');
+    await expect(review.locator('a.run').first().getAttribute('href')).resolves.toBe(`http://ui.example:8233/namespaces/default/workflows/task-${other}`);
+    mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    expect(existsSync(path.join(h.workspaceDir, file))).toBe(false);
+
+    // A second tab showing the same request, to decide it again once it is stale.
+    const stale = await context.newPage();
+    await stale.goto(`${api.url}/inbox?agent=${agentId}`);
+    await card.locator('input[name="comment"]').fill('Fine, keep it in the workspace');
+    await card.locator('button[value="approved"]').click();
+    await page.waitForURL(new RegExp(`/inbox\\?agent=${agentId}&notice=`));
+    await expect(page.locator('.notice').textContent()).resolves.toBe('Approved: the task continues.');
+
+    await inReview(taskId);
+    expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
+    const row = await h.db.db.selectFrom('approvals').selectAll().where('id', '=', requestId).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'approved', decided_by: expect.stringMatching(/^operator-/), comment: 'Fine, keep it in the workspace' });
+
+    // A second decision (another tab, a stale page) is refused and said so on the page.
+    await stale.locator(`article[data-request-id="${requestId}"] button[value="rejected"]`).click();
+    await stale.waitForURL(new RegExp(`/inbox\\?agent=${agentId}&problem=`));
+    await expect(stale.locator('.problem').textContent()).resolves.toMatch(/^Not recorded: approval request .* is already approved$/);
+
+    await page.goto(`${api.url}/inbox?agent=${agentId}`);
+    expect(await page.locator(`article[data-request-id="${requestId}"]`).count()).toBe(0);
+    const mine = page.locator(`article[data-task-id="${taskId}"]`);
+    await expect(mine.locator('.words').textContent()).resolves.toBe(`Submission: Created ${file} and wrote the report.`);
+    await mine.locator('button[value="accept"]').click();
+    await page.waitForURL(new RegExp(`/inbox\\?agent=${agentId}&notice=`));
+    expect((await h.client.result(taskId)).state).toBe('completed');
+    await h.client.review(other, { decision: 'accept', decidedBy: 'test' });
+  });
+
+  test('no token, or a token below operator, cannot open or post to the inbox', async () => {
+    const page = await (await browser.newContext()).newPage();
+    expect((await page.goto(`${api.url}/inbox`))?.status()).toBe(401);
+    expect((await page.goto(`${api.url}/inbox?token=${api.tokens.service}`))?.status()).toBe(403);
+    const post = await fetch(`${api.url}/inbox/approvals/anything`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `da_token=${api.tokens.read}` }, body: 'decision=approved' });
+    expect(post.status).toBe(403);
+  });
+});

@@ -1,0 +1,114 @@
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { bundleWorkflowCode, NativeConnection, type Worker } from '@temporalio/worker';
+import { createProvider } from '../../activities/llm/providers';
+import { LlmRouter } from '../../activities/llm/router';
+import { createAgentWorker } from '../../worker/create-worker';
+import { Telemetry, WORKFLOW_INTERCEPTOR_MODULE } from '../../worker/telemetry';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { quietLogger } from '../support/quiet-logger';
+import { ScriptedAgents, waitFor } from '../workflow/task-support';
+import { startTestApi, type TestApi } from './api-support';
+
+/**
+ * Telemetry switched on: one task yields workflow, activity and GenAI LLM-call spans (an in-memory
+ * exporter), with the LLM span nested in its activity's span, and the API's /metrics shows the
+ * tokens, cost, latency, tool denials, breaker state and approvals pending.
+ */
+describe('telemetry', () => {
+  let h: Harness;
+  let api: TestApi;
+  let agents: ScriptedAgents;
+  let worker: Worker;
+  let running: Promise<void>;
+  let connection: NativeConnection;
+  const exporter = new InMemorySpanExporter();
+  const telemetry = new Telemetry({ spanProcessor: new SimpleSpanProcessor(exporter), metrics: true });
+
+  beforeAll(async () => {
+    h = await createHarness();
+    agents = new ScriptedAgents(h.llm);
+    // The workflow interceptors run inside the workflow sandbox, so they are bundled with the workflows.
+    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), workflowInterceptorModules: [WORKFLOW_INTERCEPTOR_MODULE], logger: quietLogger });
+    connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+    worker = await createAgentWorker({
+      connection,
+      namespace: 'default',
+      taskQueue: h.taskQueue,
+      db: h.db.db,
+      router: LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }], createProvider),
+      workflowBundle: { code },
+      telemetry,
+    });
+    running = worker.run();
+    api = await startTestApi(h, { registries: [telemetry.registry] });
+  }, 180_000);
+  afterAll(async () => {
+    await api.close();
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await telemetry.shutdown();
+    await h.close();
+  });
+
+  test('one task: workflow, activity and LLM spans with GenAI attributes; non-zero token counters at /metrics', async () => {
+    const agentId = await h.createAgent();
+    const taskId = agents.task([
+      toolTurn('shell_execute', { command: 'git push --force origin main' }),
+      toolTurn('file_write', { path: 'traced.txt', content: 'hello' }),
+      submitTurn('wrote it'),
+    ]);
+    await h.client.startTask({ agentId, taskId, title: 'Traced', description: 'write a file' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    await h.client.review(taskId, { decision: 'accept', decidedBy: 'tester' });
+    await h.client.result(taskId);
+
+    const spans = await waitFor('the workflow spans to be exported', () => {
+      const all = exporter.getFinishedSpans();
+      return all.some((s) => s.name === 'RunWorkflow:taskWorkflow') && all.some((s) => s.name === 'RunWorkflow:taskRoundWorkflow') ? all : undefined;
+    });
+    const names = new Set(spans.map((s) => s.name));
+    for (const name of ['RunWorkflow:taskWorkflow', 'RunWorkflow:taskRoundWorkflow', 'StartActivity:llmStep', 'RunActivity:llmStep', 'RunActivity:executeTool']) {
+      expect([name, names.has(name)]).toEqual([name, true]);
+    }
+    const llmSpans = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat' && s.attributes['gen_ai.usage.input_tokens'] === 100);
+    expect(llmSpans.length).toBeGreaterThanOrEqual(3);
+    const [first] = llmSpans;
+    expect(first!.name).toMatch(/^chat /);
+    expect(first!.attributes).toMatchObject({
+      'gen_ai.provider.name': 'anthropic',
+      'gen_ai.request.model': expect.any(String),
+      'gen_ai.response.model': expect.any(String),
+      'gen_ai.usage.input_tokens': 100,
+      'gen_ai.usage.output_tokens': 20,
+      'gen_ai.usage.cache_read.input_tokens': 50,
+      'gen_ai.usage.cache_creation.input_tokens': 10,
+      'gen_ai.response.finish_reasons': ['tool_use'],
+    });
+    expect(first!.attributes['durable_agents.llm.cost_usd']).toBeGreaterThan(0);
+    // The LLM span is a child of the llmStep activity span, in the same trace as the workflows.
+    const parent = spans.find((s) => s.spanContext().spanId === parentId(first!));
+    expect(parent?.name).toBe('RunActivity:llmStep');
+    const taskTrace = spans.find((s) => s.name === 'RunWorkflow:taskWorkflow')!.spanContext().traceId;
+    expect(spans.filter((s) => s.name === 'RunWorkflow:taskRoundWorkflow').map((s) => s.spanContext().traceId)).toContain(taskTrace);
+
+    expect((await api.call('GET', '/v1/agents', { token: api.tokens.read })).status).toBe(200);
+    const pending = await h.db.db.selectFrom('approvals').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+    const metrics = await api.call('GET', '/metrics', { token: api.tokens.read });
+    expect(metrics.status).toBe(200);
+    const text = String(metrics.body);
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+    expect(value(/^durable_agents_llm_tokens_total\{provider="anthropic",model="[^"]+",kind="input"\} (\d+)/m)).toBeGreaterThanOrEqual(300);
+    expect(value(/^durable_agents_llm_tokens_total\{provider="anthropic",model="[^"]+",kind="output"\} (\d+)/m)).toBeGreaterThanOrEqual(60);
+    expect(value(/^durable_agents_llm_cost_usd_total\{provider="anthropic",model="[^"]+"\} ([\d.e-]+)/m)).toBeGreaterThan(0);
+    expect(value(/^durable_agents_llm_call_seconds_count\{provider="anthropic",model="[^"]+",outcome="ok"\} (\d+)/m)).toBeGreaterThanOrEqual(3);
+    expect(value(/^durable_agents_tool_denials_total\{tool="shell_execute"\} (\d+)/m)).toBe(1);
+    expect(value(/^durable_agents_llm_breaker_state\{provider="anthropic",model="[^"]+"\} (\d+)/m)).toBe(0);
+    expect(value(/^durable_agents_approvals_pending (\d+)/m)).toBe(Number(pending.n));
+    expect(value(/^durable_agents_http_requests_total\{method="GET",route="\/v1\/agents",status="200"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+  });
+});
+
+function parentId(span: ReadableSpan): string | undefined {
+  return (span as ReadableSpan & { parentSpanId?: string }).parentSpanId;
+}

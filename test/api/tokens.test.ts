@@ -1,0 +1,51 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { createHarness, type Harness } from '../support/harness';
+import { startTestApi, type TestApi } from './api-support';
+
+const run = promisify(execFile);
+
+/**
+ * Tokens are created, listed and revoked with the CLI (`agents token …`), stored only as hashes, and a
+ * revoked token is refused at once.
+ */
+describe('agents token create | list | revoke', () => {
+  let h: Harness;
+  let api: TestApi;
+  beforeAll(async () => {
+    h = await createHarness();
+    api = await startTestApi(h);
+  });
+  afterAll(async () => {
+    await api.close();
+    await h.close();
+  });
+
+  const cli = async (...args: string[]) => {
+    const { stdout } = await run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', ...args], { env: { ...process.env, DATABASE_URL: h.db.url } });
+    return stdout;
+  };
+
+  test('a CLI-made token works with its scope, is listed without its secret, stored hashed, and stops working when revoked', async () => {
+    const name = `ci-bot-${Date.now()}`;
+    const created = await cli('token', 'create', name, '--scope', 'service');
+    const token = /^(da_[0-9a-f]{12}_[A-Za-z0-9_-]{43})$/m.exec(created)?.[1];
+    expect(token).toBeDefined();
+    expect((await api.call('GET', '/v1/agents', { token })).status).toBe(200);
+    expect((await api.call('PUT', '/v1/agents/x', { token, body: {} })).status).toBe(403);
+
+    const listed = await cli('token', 'list');
+    expect(listed).toMatch(new RegExp(`service\\s+${name}`));
+    expect(listed).not.toContain(token!.split('_')[2]!);
+    const row = await h.db.db.selectFrom('api_tokens').selectAll().where('name', '=', name).executeTakeFirstOrThrow();
+    expect(JSON.stringify(row)).not.toContain(token!.split('_')[2]!);
+    expect(row.token_hash).toMatch(/^[0-9a-f]{64}$/);
+
+    await expect(cli('token', 'create', name, '--scope', 'read')).rejects.toThrow(/already exists/);
+    await expect(cli('token', 'create', 'x', '--scope', 'admin')).rejects.toThrow(/invalid scope "admin"/);
+    expect(await cli('token', 'revoke', name)).toContain(`revoked ${name}`);
+    const refused = await api.call('GET', '/v1/agents', { token });
+    expect(refused).toMatchObject({ status: 401, body: { error: { code: 'unauthorized', message: 'that token is unknown or revoked' } } });
+    await expect(cli('token', 'revoke', name)).rejects.toThrow(/no live token/);
+  });
+});

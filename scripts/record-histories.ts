@@ -15,14 +15,13 @@
  * PGlite in a temporary folder. Each workflow run becomes `test/histories/<version>/<scenario>--<run>.json`,
  * in the JSON format of `temporal workflow show --output json`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { freeLoopbackPort } from '../activities/store/db';
 import { quietLogger } from '../test/support/quiet-logger';
-import { temporalCliPath } from '../test/support/temporal-cli';
+import { startTemporalDevServer } from '../test/support/temporal-cli';
 import { mkdirSync, readFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { openDatabase } from '../activities/store/db';
@@ -262,35 +261,9 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
   }
 }
 
-/** `temporal server start-dev` on free ports, in memory, with the product's search attributes. */
+/** `temporal server start-dev` on a free port, in memory, suggesting continue-as-new early (see above). */
 async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
-  const port = await freeLoopbackPort();
-  const cli = temporalCliPath();
-  const child = spawn(
-    cli,
-    [
-      'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error',
-      '--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword',
-      '--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`,
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  const address = `127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: '1 second' });
-      await connection.workflowService.describeNamespace({ namespace: 'default' });
-      await connection.close();
-      return { address, process: child };
-    } catch (error) {
-      if (Date.now() > deadline || child.exitCode !== null) {
-        child.kill('SIGTERM');
-        throw new Error(`the Temporal dev server did not start: ${String(error)}`);
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
+  return startTemporalDevServer(await freeLoopbackPort(), ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`], 'inherit-stderr');
 }
 
 main().then(

@@ -3,14 +3,12 @@
  * PostgreSQL server (initdb in a temporary folder, a free port) and a Temporal dev server (a state
  * file, a free port). Both are stopped and removed by `close`.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
 import { freeLoopbackPort } from '../../activities/store/db';
-import { eventually } from './eventually';
-import { temporalCliPath } from './temporal-cli';
+import { startTemporalDevServer } from './temporal-cli';
 
 /** PostgreSQL refuses to run as root: when the tests run as root (CI), its commands run as `postgres`. */
 const asPostgres = (command: string, args: string[]): [string, string[]] =>
@@ -76,24 +74,7 @@ export async function startOwnTemporal(): Promise<OwnTemporal> {
   const address = `127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn(
-      temporalCliPath(),
-      [
-        'server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error',
-        '--db-filename', path.join(dir, 'temporal.db'),
-        '--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword',
-      ],
-      { stdio: 'ignore' },
-    );
-    await eventually(async () => {
-      const connection = await Connection.connect({ address, connectTimeout: '1 second' });
-      try {
-        await connection.workflowService.describeNamespace({ namespace: 'default' });
-        return true;
-      } finally {
-        await connection.close();
-      }
-    }, `the Temporal dev server on ${address}`, 60_000, 250);
+    child = (await startTemporalDevServer(port, ['--db-filename', path.join(dir, 'temporal.db')])).process;
   };
   const stop = async () => {
     const running = child;

@@ -1,7 +1,8 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Connection } from '@temporalio/client';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -22,5 +23,39 @@ export async function temporalCli(args: string[], address = process.env.TEMPORAL
   } catch (error) {
     const e = error as { stderr?: string; message: string };
     throw new Error(`temporal ${args.join(' ')} failed: ${e.stderr?.trim() || e.message}`);
+  }
+}
+
+/** The product's search attributes, registered on every dev server a test, script or bench starts. */
+export const SEARCH_ATTRIBUTE_ARGS = ['--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword'];
+/** The dev server answers within seconds; under load allow a minute. */
+const DEV_SERVER_START_TIMEOUT_MS = 60_000;
+
+/**
+ * Starts `temporal server start-dev` on `port` (headless, errors-only logging, the product's search
+ * attributes, plus `extraArgs`) and resolves once the `default` namespace answers. Fails with the
+ * last connection error when the server exits or does not answer within a minute, killing it.
+ */
+export async function startTemporalDevServer(port: number, extraArgs: string[] = [], stdio: 'ignore' | 'inherit-stderr' = 'ignore'): Promise<{ address: string; process: ChildProcess }> {
+  const child = spawn(
+    temporalCliPath(),
+    ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error', ...SEARCH_ATTRIBUTE_ARGS, ...extraArgs],
+    { stdio: stdio === 'ignore' ? 'ignore' : ['ignore', 'ignore', 'inherit'] },
+  );
+  const address = `127.0.0.1:${port}`;
+  const deadline = Date.now() + DEV_SERVER_START_TIMEOUT_MS;
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: '1 second' });
+      await connection.workflowService.describeNamespace({ namespace: 'default' });
+      await connection.close();
+      return { address, process: child };
+    } catch (error) {
+      if (Date.now() > deadline || child.exitCode !== null) {
+        child.kill('SIGTERM');
+        throw new Error(`the Temporal dev server did not start on ${address}: ${String(error)}`);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 }

@@ -1,4 +1,7 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { createGroup, groupMembers, groupTranscript, postGroupMessage, type GroupMessageView } from '../activities/mailbox/group';
+import type { GroupMember } from '../workflows/rules/group';
 import { findAgent } from '../activities/store/agents';
 import {
   agentWorkflowId,
@@ -16,6 +19,8 @@ import { compareProducer } from '../workflows/stream-contract';
 import { tailStream, type StreamSource } from './streams';
 
 export * from '../workflows/agent-contract';
+export type { GroupMember } from '../workflows/rules/group';
+export type { GroupMessageView } from '../activities/mailbox/group';
 
 /** A delivery the agent refused (bad input, unknown task …): nothing was stored. */
 export class DeliveryRejectedError extends Error {
@@ -73,6 +78,32 @@ export class ConversationClient {
     }
   }
 
+  /**
+   * Creates a group channel `group:<name>` with its members (agents must exist). Throws
+   * `DeliveryRejectedError` for a bad or taken name, an unknown agent or a group without agents.
+   */
+  async createGroup(name: string, members: GroupMember[], createdBy = 'user'): Promise<void> {
+    await rejecting(() => createGroup(this.agents.db, { name, createdBy, members }));
+  }
+
+  /**
+   * Posts to a group as one of its members and delivers the message to the member agents by the group
+   * rules (mentioned agents answer; with no mention every agent gets it and stays silent unless it has
+   * something to add). Resolves once every delivery is stored; the answers appear in `groupTranscript`.
+   */
+  async postToGroup(name: string, from: GroupMember, text: string): Promise<GroupMessageView> {
+    const outcome = await rejecting(() => postGroupMessage(this.agents.db, this.agents.temporal, this.agents.taskQueue, { group: name, from, text }));
+    if (!outcome.posted) throw new DeliveryRejectedError(outcome.reason);
+    return outcome.message;
+  }
+
+  /** The group's members and its transcript, oldest first (the last `limit` messages). */
+  async group(name: string, limit?: number): Promise<{ members: GroupMember[]; messages: GroupMessageView[] }> {
+    const members = await groupMembers(this.agents.db, name);
+    if (!members) throw new DeliveryRejectedError(`unknown group ${JSON.stringify(name)}`);
+    return { members, messages: await groupTranscript(this.agents.db, name, limit) };
+  }
+
   /** The agent's mailbox: items with their triage state, and what it is focused on. */
   async mailbox(agentId: string): Promise<MailboxView> {
     return this.agents.temporal.workflow.getHandle(agentWorkflowId(agentId)).query(mailboxQuery);
@@ -108,6 +139,16 @@ export class ConversationClient {
         yield { type: 'end', seq: e.seq, ...(typeof e.data?.stoppedBy === 'string' ? { stoppedBy: e.data.stoppedBy } : {}), ...(typeof e.data?.error === 'string' ? { error: e.data.error } : {}) };
       }
     }
+  }
+}
+
+/** Runs a group operation, turning its refusals (ApplicationFailure `InvalidGroup`) into `DeliveryRejectedError`. */
+async function rejecting<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (error) {
+    if (error instanceof ApplicationFailure) throw new DeliveryRejectedError(error.message, error);
+    throw error;
   }
 }
 

@@ -48,6 +48,7 @@ import {
   type MailboxTriageDecision,
   type TriageItem,
 } from './rules/mailbox';
+import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 
 /**
@@ -246,8 +247,9 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     const scope = new CancellationScope();
     focus.scope = scope;
     const sessionId = channelSessionId(item.channel, agentId);
-    // An agent's message names its sender and id, so the model can answer it with reply_to.
-    const text = item.from.type === 'agent' ? `[MESSAGE from agent ${item.from.id} · item ${item.itemId}]\n${item.text}` : item.text;
+    // An agent's message names its sender and id, so the model can answer it with reply_to (a group
+    // item already carries its channel header instead).
+    const text = item.from.type === 'agent' && groupNameOf(item.channel) === undefined ? `[MESSAGE from agent ${item.from.id} · item ${item.itemId}]\n${item.text}` : item.text;
     const run = await scope.run(() =>
       executeChild(chatRunWorkflow, {
         workflowId,
@@ -255,6 +257,15 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
         args: [{ agentId, itemId: item.itemId, sessionId, channel: item.channel, from: item.from, text }],
       }),
     );
+    const group = groupNameOf(item.channel);
+    if (group !== undefined) {
+      // Group chat: the answer is posted to the group (unless silent), which routes it by the group rules.
+      // Only group items take this path; no earlier history has one, so the command order of replayed
+      // histories is unchanged.
+      if (run.stoppedBy !== 'answer') return `${run.stoppedBy}: not posted to the group`;
+      const reply = await messaging.replyToGroup({ agentId, sessionId, group, itemId: item.itemId, ...(item.replyTo ? { replyTo: item.replyTo } : {}) });
+      return reply.reason;
+    }
     if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
       // The reply path: the answer goes back to the sender on the same thread, within its budget.
       const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });

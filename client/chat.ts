@@ -22,6 +22,12 @@ export * from '../workflows/agent-contract';
 export type { GroupMember } from '../workflows/rules/group';
 export type { GroupMessageView } from '../activities/mailbox/group';
 
+/**
+ * A delivery that reaches the agent while it continues as new is rejected unprocessed by the server;
+ * it is sent again this many times in all (each continue-as-new is rare: once per 5,000 events).
+ */
+const DELIVER_UNPROCESSED_ATTEMPTS = 5;
+
 /** A delivery the agent refused (bad input, unknown task …): nothing was stored. */
 export class DeliveryRejectedError extends Error {
   readonly type = 'DeliveryRejected';
@@ -70,11 +76,17 @@ export class ConversationClient {
       args: [{ agentId }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
-    try {
-      return await this.agents.temporal.workflow.executeUpdateWithStart(deliverUpdate, { args: [input], startWorkflowOperation: start });
-    } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const operation = attempt === 1 ? start : new WithStartWorkflowOperation<typeof agentWorkflow>('agentWorkflow', start.options);
+        return await this.agents.temporal.workflow.executeUpdateWithStart(deliverUpdate, { args: [input], startWorkflowOperation: operation });
+      } catch (error) {
+        // The agent continued as new in the workflow task that received the update: nothing ran or was
+        // stored, so sending it again (to the new run) is safe.
+        if (error instanceof WorkflowUpdateFailedError && innermostType(error) === 'UnprocessedUpdate' && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
+        if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
+        throw error;
+      }
     }
   }
 
@@ -150,6 +162,13 @@ async function rejecting<T>(op: () => Promise<T>): Promise<T> {
     if (error instanceof ApplicationFailure) throw new DeliveryRejectedError(error.message, error);
     throw error;
   }
+}
+
+/** The failure type of the innermost cause (e.g. `UnprocessedUpdate`). */
+function innermostType(error: Error): string | undefined {
+  let e: Error = error;
+  while (e.cause instanceof Error) e = e.cause;
+  return (e as { type?: string }).type;
 }
 
 /** The message of the innermost cause: an activity's "unknown task …" rather than "Activity task failed". */

@@ -7,6 +7,7 @@ import {
   executeChild,
   getExternalWorkflowHandle,
   isCancellation,
+  patched,
   log,
   ParentClosePolicy,
   proxyActivities,
@@ -203,7 +204,10 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       if (!historyTooLong()) continue;
       await condition(allHandlersFinished);
       await flushChanges();
-      if (queued().length === 0) {
+      // A delivery may have arrived while the changes were written: continuing as new now would abandon
+      // it (the sender gets UnprocessedUpdate; found by the mailbox bench). Loop instead. Behind
+      // patched() so histories recorded before the fix replay (the marker is written only on this path).
+      if (queued().length === 0 && (allHandlersFinished() || !patched('agent-can-waits-for-late-deliveries'))) {
         log.info('agent continues as new', { agentId, historyLength: workflowInfo().historyLength });
         await continueAsNew<typeof agentWorkflow>({ agentId, carry: counters });
       }

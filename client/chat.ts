@@ -1,5 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { deliverCommentMentions } from '../activities/mailbox/mentions';
+import { findTask } from '../activities/store/tasks';
 import { createGroup, groupMembers, groupTranscript, postGroupMessage, type GroupMessageView } from '../activities/mailbox/group';
 import type { GroupMember } from '../workflows/rules/group';
 import { findAgent } from '../activities/store/agents';
@@ -88,6 +90,20 @@ export class ConversationClient {
         throw error;
       }
     }
+  }
+
+  /**
+   * Comments on a task: the task's agent gets a `comment` item (forwarded to its running round and
+   * answered in the thread), and every other agent the text @mentions gets a `mention` item it answers
+   * in the task's thread (seed: @mentions always notify; the author is skipped; once per comment).
+   * Throws `DeliveryRejectedError` for an unknown task or bad text.
+   */
+  async comment(taskId: string, text: string, from: DeliverInput['from']): Promise<{ itemId: string; mentioned: string[] }> {
+    const task = await findTask(this.agents.db, taskId);
+    if (!task) throw new DeliveryRejectedError(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`);
+    const { itemId } = await this.deliver(task.agent_id, { kind: 'comment', from, taskId, text });
+    const mentioned = await deliverCommentMentions(this.agents.db, this.agents.temporal, this.agents.taskQueue, { taskId, text, from, commentItemId: itemId, skip: [task.agent_id] });
+    return { itemId, mentioned };
   }
 
   /**

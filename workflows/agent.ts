@@ -270,6 +270,12 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       const reply = await messaging.replyToGroup({ agentId, sessionId, group, itemId: item.itemId, ...(item.replyTo ? { replyTo: item.replyTo } : {}) });
       return reply.reason;
     }
+    if (item.kind === 'mention' && item.taskId && run.stoppedBy === 'answer') {
+      // A mention in a task comment is answered in the task's thread. Mention items did not exist before
+      // this path, so replayed histories never reach it.
+      const { answered } = await store.recordCommentAnswer({ agentId, taskId: item.taskId, sessionId, replyTo: item.itemId });
+      return answered ? 'answered in the task thread' : 'no answer';
+    }
     if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
       // The reply path: the answer goes back to the sender on the same thread, within its budget.
       const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });

@@ -123,4 +123,32 @@ describe('group chat', () => {
     await expect(conv.deliver(outsider, { kind: 'chat', from: ann, text: 'hi', channel: `group:${group}` })).rejects.toThrow(/is not a member of group/);
     expect(await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', outsider).execute()).toEqual([]);
   }, 60_000);
+
+  test('task comments: each @mentioned agent (not the assignee, not the author, not an unknown name) answers in the task thread', async () => {
+    const [assignee, b, c] = agents as [string, string, string];
+    h.llm.setResponder((r) => {
+      const body = JSON.stringify(r.body.messages);
+      if (body.includes('[MENTION in a comment')) return text('mentioned and answering');
+      if (body.includes('[COMMENT on task')) return text('assignee answering');
+      return { kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'done' } }], stopReason: 'tool_use' };
+    });
+    const { taskId } = await h.client.startTask({ agentId: assignee, title: 'Plan the release', description: 'plan it' });
+    await eventually(() => h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst(), 'the task to be stored');
+    const { itemId, mentioned } = await conv.comment(taskId, `@${b} and @${c}, please check; @${assignee} FYI; @nobody-here too. @${b} again`, ann);
+    expect(mentioned).toEqual([b, c]);
+
+    const answers = await eventually(async () => {
+      const events = (await h.client.events(taskId)).filter((e) => e.type === 'comment-answered');
+      return events.length >= 3 ? events : undefined;
+    }, 'three threaded answers', 60_000);
+    const mentions = await h.db.db.selectFrom('mailbox_items').selectAll().where('kind', '=', 'mention').where('task_id', '=', taskId).orderBy('agent_id').execute();
+    expect(mentions.map((m) => [m.agent_id, m.channel, m.reply_to])).toEqual([[b, `task:${taskId}`, itemId], [c, `task:${taskId}`, itemId]].sort((x, y) => x[0]!.localeCompare(y[0]!)));
+    expect(answers.map((e) => e.data).sort((x, y) => String(x.from).localeCompare(String(y.from)))).toEqual(
+      [
+        { replyTo: itemId, from: assignee, text: 'assignee answering' },
+        ...mentions.map((m) => ({ replyTo: m.id, from: m.agent_id, text: 'mentioned and answering' })),
+      ].sort((x, y) => x.from.localeCompare(y.from)),
+    );
+    await expect(conv.comment('no-such-task', 'hi', ann)).rejects.toThrow(/unknown task "no-such-task"/);
+  }, 90_000);
 });

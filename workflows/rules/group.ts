@@ -42,9 +42,14 @@ export interface GroupMember {
   id: string;
 }
 
+/** The `@name` tokens of a text (word-bounded; a trailing full stop is not part of the name), in order. */
+export function mentionTokens(text: string): string[] {
+  return [...new Set([...text.matchAll(/(^|[^A-Za-z0-9._-])@([A-Za-z0-9._-]+)/g)].map((m) => m[2]!.replace(/[.]+$/, '')))];
+}
+
 /** The member agents a text @mentions (`@id`, word-bounded), in roster order. */
 export function mentionedAgents(text: string, members: GroupMember[]): string[] {
-  const tokens = new Set([...text.matchAll(/(^|[^A-Za-z0-9._-])@([A-Za-z0-9._-]+)/g)].map((m) => m[2]!.replace(/[.]+$/, '')));
+  const tokens = new Set(mentionTokens(text));
   return members.filter((m) => m.type === 'agent' && tokens.has(m.id)).map((m) => m.id);
 }
 

@@ -246,6 +246,9 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
   async function processItem(item: Item, focus: NonNullable<typeof current>): Promise<string> {
     const rules = MAILBOX_KIND_RULES[item.kind];
     if (item.kind === 'comment' && item.taskId) return answerComment(item, item.taskId, focus);
+    // A task item without a task id starts a task (such items were refused before, so no replayed
+    // history reaches this path).
+    if (item.kind === 'task' && !item.taskId) return (await messaging.startTaskFromItem({ agentId, itemId: item.itemId, from: item.from, text: item.text })).reason;
     if (!rules.invokesLlm) return 'recorded for the heartbeat';
     const workflowId = chatRunWorkflowId(agentId, item.itemId);
     const scope = new CancellationScope();

@@ -9,6 +9,11 @@ import { Context } from '@temporalio/activity';
 import { NO_RESPONSE_MARKER, sendAgentMessage } from './send';
 import { groupNameOf } from '../../workflows/rules/group';
 import { groupMembers, postGroupMessage } from './group';
+import { recordNewTask } from '../store/task-graph';
+import { startTaskWorkflow } from '../task-graph';
+
+/** A task started from a mailbox item is titled by the first line of its text, cut here (tasks allow 200). */
+const MAILBOX_TASK_TITLE_CHARS = 120;
 
 export interface MailboxItemRecord {
   id: string;
@@ -184,6 +189,26 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
       return outcome.posted
         ? { sent: true, reason: `posted to group ${input.group} (${outcome.message.routing})`.slice(0, 200) }
         : { sent: false, reason: `reply not posted: ${outcome.reason}` };
+    },
+
+    /**
+     * A `task` item without a task id asks the agent to work on something: records a task for the agent
+     * (title = the text's first line, description = the text; id `mailbox-{itemId}`, so a retry creates
+     * nothing twice) and starts its workflow.
+     */
+    async startTaskFromItem(input: { agentId: string; itemId: string; from: { type: string; id: string }; text: string }): Promise<{ taskId: string; reason: string }> {
+      const title = (input.text.trim().split('\n')[0] ?? '').trim().slice(0, MAILBOX_TASK_TITLE_CHARS) || 'Task from the mailbox';
+      const { created, row } = await recordNewTask(db, {
+        id: `mailbox-${input.itemId}`,
+        agentId: input.agentId,
+        title,
+        description: input.text,
+        priority: 'medium',
+        createdBy: `${input.from.type}:${input.from.id}`,
+      });
+      const activity = Context.current();
+      await startTaskWorkflow(activity.client, activity.info.taskQueue, { id: row.id, agentId: row.agent_id, title: row.title });
+      return { taskId: row.id, reason: `${created ? 'started' : 'already started'} task ${row.id}` };
     },
 
     /**

@@ -59,6 +59,7 @@ describe('mailbox triage (seed rules, first match wins)', () => {
     expect(deliveryProblem({ ...ok, kind: 'shout' as never })).toMatch(/unknown kind/);
     expect(deliveryProblem({ ...ok, from: { type: 'robot' as never, id: 'r' } })).toMatch(/from must be/);
     expect(deliveryProblem({ ...ok, kind: 'comment' })).toMatch(/needs taskId/);
+    expect(deliveryProblem({ ...ok, kind: 'task' })).toBeUndefined(); // starts a task
     expect(deliveryProblem({ ...ok, priority: 'huge' as never })).toMatch(/unknown priority/);
   });
 });

@@ -151,4 +151,16 @@ describe('group chat', () => {
     );
     await expect(conv.comment('no-such-task', 'hi', ann)).rejects.toThrow(/unknown task "no-such-task"/);
   }, 90_000);
+
+  test('a task item without a task id starts a task for the agent, once', async () => {
+    const [agent] = agents as [string];
+    h.llm.setResponder(() => ({ kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'notes written' } }], stopReason: 'tool_use' }));
+    const { itemId } = await conv.deliver(agent, { kind: 'task', from: ann, text: 'Write the release notes\nCover the group chat.' });
+    const item = await eventually(async () => (await conv.mailbox(agent)).items.find((i) => i.itemId === itemId && i.status === 'completed'), 'the task item to be handled', 60_000);
+    expect(item.result).toBe(`started task mailbox-${itemId}`);
+    const task = await h.waitForStatus(`mailbox-${itemId}`, (s) => s.state === 'review', 60_000);
+    expect(task).toMatchObject({ state: 'review' });
+    const row = await h.db.db.selectFrom('tasks').selectAll().where('id', '=', `mailbox-${itemId}`).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ agent_id: agent, title: 'Write the release notes', description: 'Write the release notes\nCover the group chat.', created_by: 'human:ann' });
+  }, 90_000);
 });

@@ -132,6 +132,7 @@ export function deliveryProblem(input: DeliverInput): string | undefined {
     return `unknown channel ${JSON.stringify(input.channel)}: use "dm:<key>", "task:<taskId>" or "group:<name>"`;
   }
   if (input.priority !== undefined && !(input.priority in MAILBOX_PRIORITIES)) return `unknown priority ${JSON.stringify(input.priority)}: use one of ${Object.keys(MAILBOX_PRIORITIES).join(', ')}`;
-  if ((input.kind === 'comment' || input.kind === 'task') && !input.taskId) return `a ${input.kind} item needs taskId`;
+  // A task item with a taskId reports on that task; without one it asks the agent to start a task.
+  if (input.kind === 'comment' && !input.taskId) return 'a comment item needs taskId';
   return undefined;
 }

@@ -51,6 +51,39 @@ export function addChatCommands(program: Command, open: Open): void {
       }
     });
 
+  const group = program.command('group').description('group chats: several agents and humans in a channel group:<name>');
+  group
+    .command('create <name>')
+    .description('create a group with its members')
+    .requiredOption('--agents <ids>', 'member agent ids, comma-separated')
+    .option('--humans <names>', 'member humans, comma-separated', process.env.USER ?? 'user')
+    .action(async (name: string, opts: { agents: string; humans: string }) => {
+      const { client, database } = await open();
+      const split = (s: string): string[] => s.split(',').map((x) => x.trim()).filter(Boolean);
+      const members = [...split(opts.agents).map((id) => ({ type: 'agent' as const, id })), ...split(opts.humans).map((id) => ({ type: 'human' as const, id }))];
+      await new ConversationClient(client, { connectionString: database.url }).createGroup(name, members);
+      console.log(`group:${name} created with ${members.map((m) => m.id).join(', ')}`);
+    });
+  group
+    .command('post <name> <text>')
+    .description('post to a group (mention agents with @id); prints who it was delivered to')
+    .option('--as <name>', 'who you are (a human member)', process.env.USER ?? 'user')
+    .action(async (name: string, text: string, opts: { as: string }) => {
+      const { client, database } = await open();
+      const m = await new ConversationClient(client, { connectionString: database.url }).postToGroup(name, { type: 'human', id: opts.as }, text);
+      console.log(`posted ${m.id} · delivered to ${m.deliveredTo.join(', ') || 'no agent'} (${m.routing})`);
+    });
+  group
+    .command('show <name>')
+    .description("the group's members and transcript")
+    .option('--limit <n>', 'last n messages', '50')
+    .action(async (name: string, opts: { limit: string }) => {
+      const { client, database } = await open();
+      const g = await new ConversationClient(client, { connectionString: database.url }).group(name, Number(opts.limit));
+      console.log(`group:${name} · ${g.members.map((m) => `${m.id} (${m.type})`).join(', ')}`);
+      for (const m of g.messages) console.log(`  ${m.from.id}> ${m.text}`);
+    });
+
   program
     .command('mailbox <agentId>')
     .description("the agent's mailbox: items, their triage decision and state")

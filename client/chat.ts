@@ -1,4 +1,9 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { deliverCommentMentions } from '../activities/mailbox/mentions';
+import { findTask } from '../activities/store/tasks';
+import { createGroup, groupMembers, groupTranscript, postGroupMessage, type GroupMessageView } from '../activities/mailbox/group';
+import type { GroupMember } from '../workflows/rules/group';
 import { findAgent } from '../activities/store/agents';
 import {
   agentWorkflowId,
@@ -16,6 +21,14 @@ import { compareProducer } from '../workflows/stream-contract';
 import { tailStream, type StreamSource } from './streams';
 
 export * from '../workflows/agent-contract';
+export type { GroupMember } from '../workflows/rules/group';
+export type { GroupMessageView } from '../activities/mailbox/group';
+
+/**
+ * A delivery that reaches the agent while it continues as new is rejected unprocessed by the server;
+ * it is sent again this many times in all (each continue-as-new is rare: once per 5,000 events).
+ */
+const DELIVER_UNPROCESSED_ATTEMPTS = 5;
 
 /** A delivery the agent refused (bad input, unknown task …): nothing was stored. */
 export class DeliveryRejectedError extends Error {
@@ -65,12 +78,58 @@ export class ConversationClient {
       args: [{ agentId }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
-    try {
-      return await this.agents.temporal.workflow.executeUpdateWithStart(deliverUpdate, { args: [input], startWorkflowOperation: start });
-    } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const operation = attempt === 1 ? start : new WithStartWorkflowOperation<typeof agentWorkflow>('agentWorkflow', start.options);
+        return await this.agents.temporal.workflow.executeUpdateWithStart(deliverUpdate, { args: [input], startWorkflowOperation: operation });
+      } catch (error) {
+        // The agent continued as new in the workflow task that received the update: nothing ran or was
+        // stored, so sending it again (to the new run) is safe.
+        if (error instanceof WorkflowUpdateFailedError && innermostType(error) === 'UnprocessedUpdate' && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
+        if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
+        throw error;
+      }
     }
+  }
+
+  /**
+   * Comments on a task: the task's agent gets a `comment` item (forwarded to its running round and
+   * answered in the thread), and every other agent the text @mentions gets a `mention` item it answers
+   * in the task's thread (seed: @mentions always notify; the author is skipped; once per comment).
+   * Throws `DeliveryRejectedError` for an unknown task or bad text.
+   */
+  async comment(taskId: string, text: string, from: DeliverInput['from']): Promise<{ itemId: string; mentioned: string[] }> {
+    const task = await findTask(this.agents.db, taskId);
+    if (!task) throw new DeliveryRejectedError(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`);
+    const { itemId } = await this.deliver(task.agent_id, { kind: 'comment', from, taskId, text });
+    const mentioned = await deliverCommentMentions(this.agents.db, this.agents.temporal, this.agents.taskQueue, { taskId, text, from, commentItemId: itemId, skip: [task.agent_id] });
+    return { itemId, mentioned };
+  }
+
+  /**
+   * Creates a group channel `group:<name>` with its members (agents must exist). Throws
+   * `DeliveryRejectedError` for a bad or taken name, an unknown agent or a group without agents.
+   */
+  async createGroup(name: string, members: GroupMember[], createdBy = 'user'): Promise<void> {
+    await rejecting(() => createGroup(this.agents.db, { name, createdBy, members }));
+  }
+
+  /**
+   * Posts to a group as one of its members and delivers the message to the member agents by the group
+   * rules (mentioned agents answer; with no mention every agent gets it and stays silent unless it has
+   * something to add). Resolves once every delivery is stored; the answers appear in `groupTranscript`.
+   */
+  async postToGroup(name: string, from: GroupMember, text: string): Promise<GroupMessageView> {
+    const outcome = await rejecting(() => postGroupMessage(this.agents.db, this.agents.temporal, this.agents.taskQueue, { group: name, from, text }));
+    if (!outcome.posted) throw new DeliveryRejectedError(outcome.reason);
+    return outcome.message;
+  }
+
+  /** The group's members and its transcript, oldest first (the last `limit` messages). */
+  async group(name: string, limit?: number): Promise<{ members: GroupMember[]; messages: GroupMessageView[] }> {
+    const members = await groupMembers(this.agents.db, name);
+    if (!members) throw new DeliveryRejectedError(`unknown group ${JSON.stringify(name)}`);
+    return { members, messages: await groupTranscript(this.agents.db, name, limit) };
   }
 
   /** The agent's mailbox: items with their triage state, and what it is focused on. */
@@ -109,6 +168,23 @@ export class ConversationClient {
       }
     }
   }
+}
+
+/** Runs a group operation, turning its refusals (ApplicationFailure `InvalidGroup`) into `DeliveryRejectedError`. */
+async function rejecting<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (error) {
+    if (error instanceof ApplicationFailure) throw new DeliveryRejectedError(error.message, error);
+    throw error;
+  }
+}
+
+/** The failure type of the innermost cause (e.g. `UnprocessedUpdate`). */
+function innermostType(error: Error): string | undefined {
+  let e: Error = error;
+  while (e.cause instanceof Error) e = e.cause;
+  return (e as { type?: string }).type;
 }
 
 /** The message of the innermost cause: an activity's "unknown task …" rather than "Activity task failed". */

@@ -375,6 +375,35 @@ export interface ApiTokensTable {
   revoked_at: NullableTimestamp;
 }
 
+/** Group chat channels (migration 007); see activities/mailbox/group.ts. */
+export interface GroupChannelsTable {
+  name: string;
+  created_by: string;
+  created_at: CreatedAt;
+}
+
+export interface GroupMembersTable {
+  group_name: string;
+  member_type: string;
+  member_id: string;
+  joined_at: CreatedAt;
+}
+
+export interface GroupMessagesTable {
+  id: string;
+  group_name: string;
+  from_type: string;
+  from_id: string;
+  text: string;
+  reply_to: string | null;
+  turn_id: string;
+  depth: number;
+  delivered_to: ColumnType<string[], string | undefined, string>;
+  routing: Generated<string>;
+  seq: Generated<string>;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   agents: AgentsTable;
   tasks: TasksTable;
@@ -402,6 +431,9 @@ export interface Database {
   stream_events: StreamEventsTable;
   mailbox_items: MailboxItemsTable;
   api_tokens: ApiTokensTable;
+  group_channels: GroupChannelsTable;
+  group_members: GroupMembersTable;
+  group_messages: GroupMessagesTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

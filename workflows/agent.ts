@@ -7,6 +7,7 @@ import {
   executeChild,
   getExternalWorkflowHandle,
   isCancellation,
+  patched,
   log,
   ParentClosePolicy,
   proxyActivities,
@@ -48,6 +49,7 @@ import {
   type MailboxTriageDecision,
   type TriageItem,
 } from './rules/mailbox';
+import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 
 /**
@@ -202,7 +204,10 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       if (!historyTooLong()) continue;
       await condition(allHandlersFinished);
       await flushChanges();
-      if (queued().length === 0) {
+      // A delivery may have arrived while the changes were written: continuing as new now would abandon
+      // it (the sender gets UnprocessedUpdate; found by the mailbox bench). Loop instead. Behind
+      // patched() so histories recorded before the fix replay (the marker is written only on this path).
+      if (queued().length === 0 && (allHandlersFinished() || !patched('agent-can-waits-for-late-deliveries'))) {
         log.info('agent continues as new', { agentId, historyLength: workflowInfo().historyLength });
         await continueAsNew<typeof agentWorkflow>({ agentId, carry: counters });
       }
@@ -241,13 +246,17 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
   async function processItem(item: Item, focus: NonNullable<typeof current>): Promise<string> {
     const rules = MAILBOX_KIND_RULES[item.kind];
     if (item.kind === 'comment' && item.taskId) return answerComment(item, item.taskId, focus);
+    // A task item without a task id starts a task (such items were refused before, so no replayed
+    // history reaches this path).
+    if (item.kind === 'task' && !item.taskId) return (await messaging.startTaskFromItem({ agentId, itemId: item.itemId, from: item.from, text: item.text })).reason;
     if (!rules.invokesLlm) return 'recorded for the heartbeat';
     const workflowId = chatRunWorkflowId(agentId, item.itemId);
     const scope = new CancellationScope();
     focus.scope = scope;
     const sessionId = channelSessionId(item.channel, agentId);
-    // An agent's message names its sender and id, so the model can answer it with reply_to.
-    const text = item.from.type === 'agent' ? `[MESSAGE from agent ${item.from.id} · item ${item.itemId}]\n${item.text}` : item.text;
+    // An agent's message names its sender and id, so the model can answer it with reply_to (a group
+    // item already carries its channel header instead).
+    const text = item.from.type === 'agent' && groupNameOf(item.channel) === undefined ? `[MESSAGE from agent ${item.from.id} · item ${item.itemId}]\n${item.text}` : item.text;
     const run = await scope.run(() =>
       executeChild(chatRunWorkflow, {
         workflowId,
@@ -255,6 +264,21 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
         args: [{ agentId, itemId: item.itemId, sessionId, channel: item.channel, from: item.from, text }],
       }),
     );
+    const group = groupNameOf(item.channel);
+    if (group !== undefined) {
+      // Group chat: the answer is posted to the group (unless silent), which routes it by the group rules.
+      // Only group items take this path; no earlier history has one, so the command order of replayed
+      // histories is unchanged.
+      if (run.stoppedBy !== 'answer') return `${run.stoppedBy}: not posted to the group`;
+      const reply = await messaging.replyToGroup({ agentId, sessionId, group, itemId: item.itemId, ...(item.replyTo ? { replyTo: item.replyTo } : {}) });
+      return reply.reason;
+    }
+    if (item.kind === 'mention' && item.taskId && run.stoppedBy === 'answer') {
+      // A mention in a task comment is answered in the task's thread. Mention items did not exist before
+      // this path, so replayed histories never reach it.
+      const { answered } = await store.recordCommentAnswer({ agentId, taskId: item.taskId, sessionId, replyTo: item.itemId });
+      return answered ? 'answered in the task thread' : 'no answer';
+    }
     if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
       // The reply path: the answer goes back to the sender on the same thread, within its budget.
       const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });

@@ -7,6 +7,13 @@ import { appendMessage, ensureSession } from '../store/sessions';
 import { addTaskEvent, findTask } from '../store/tasks';
 import { Context } from '@temporalio/activity';
 import { NO_RESPONSE_MARKER, sendAgentMessage } from './send';
+import { groupNameOf } from '../../workflows/rules/group';
+import { groupMembers, postGroupMessage } from './group';
+import { recordNewTask } from '../store/task-graph';
+import { startTaskWorkflow } from '../task-graph';
+
+/** A task started from a mailbox item is titled by the first line of its text, cut here (tasks allow 200). */
+const MAILBOX_TASK_TITLE_CHARS = 120;
 
 export interface MailboxItemRecord {
   id: string;
@@ -91,6 +98,12 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
       if (taskId && !(await findTask(db, taskId))) {
         throw ApplicationFailure.nonRetryable(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`, 'UnknownTask');
       }
+      const group = groupNameOf(item.channel);
+      if (group !== undefined) {
+        const members = await groupMembers(db, group);
+        if (!members) throw ApplicationFailure.nonRetryable(`unknown group ${JSON.stringify(group)}: create it first`, 'InvalidGroup');
+        if (!members.some((m) => m.type === 'agent' && m.id === item.agentId)) throw ApplicationFailure.nonRetryable(`agent ${item.agentId} is not a member of group ${group}`, 'InvalidGroup');
+      }
       await db
         .insertInto('mailbox_items')
         .values({
@@ -155,6 +168,47 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
         idempotencyKey: `reply-${input.replyTo}`,
       });
       return outcome.sent ? { sent: true, reason: `replied to ${input.to} (item ${outcome.itemId})` } : { sent: false, reason: `reply not sent: ${outcome.reason}` };
+    },
+
+    /**
+     * The reply path of a group message: posts the agent's last answer in the session to the group,
+     * where the group rules deliver it further (only to the agents it @mentions, within the turn's
+     * budgets). Not posted when empty or NO_RESPONSE (seed: silence by default). Idempotent by item.
+     */
+    async replyToGroup(input: { agentId: string; sessionId: string; group: string; replyTo?: string; itemId: string }): Promise<{ sent: boolean; reason: string }> {
+      const text = await lastAnswer(db, input.sessionId);
+      if (!text || text === NO_RESPONSE_MARKER) return { sent: false, reason: 'no reply: the agent stayed silent' };
+      const activity = Context.current();
+      const outcome = await postGroupMessage(db, activity.client, activity.info.taskQueue, {
+        id: `reply-${input.itemId}`,
+        group: input.group,
+        from: { type: 'agent', id: input.agentId },
+        text,
+        ...(input.replyTo ? { replyTo: input.replyTo } : {}),
+      });
+      return outcome.posted
+        ? { sent: true, reason: `posted to group ${input.group} (${outcome.message.routing})`.slice(0, 200) }
+        : { sent: false, reason: `reply not posted: ${outcome.reason}` };
+    },
+
+    /**
+     * A `task` item without a task id asks the agent to work on something: records a task for the agent
+     * (title = the text's first line, description = the text; id `mailbox-{itemId}`, so a retry creates
+     * nothing twice) and starts its workflow.
+     */
+    async startTaskFromItem(input: { agentId: string; itemId: string; from: { type: string; id: string }; text: string }): Promise<{ taskId: string; reason: string }> {
+      const title = (input.text.trim().split('\n')[0] ?? '').trim().slice(0, MAILBOX_TASK_TITLE_CHARS) || 'Task from the mailbox';
+      const { created, row } = await recordNewTask(db, {
+        id: `mailbox-${input.itemId}`,
+        agentId: input.agentId,
+        title,
+        description: input.text,
+        priority: 'medium',
+        createdBy: `${input.from.type}:${input.from.id}`,
+      });
+      const activity = Context.current();
+      await startTaskWorkflow(activity.client, activity.info.taskQueue, { id: row.id, agentId: row.agent_id, title: row.title });
+      return { taskId: row.id, reason: `${created ? 'started' : 'already started'} task ${row.id}` };
     },
 
     /**

@@ -6,6 +6,7 @@ import * as governance from './2026-12-01-001-governance';
 import * as api from './2026-12-01-004-api';
 import * as taskGraph from './2026-12-01-005-task-graph';
 import * as conversations from './2026-12-01-006-conversations';
+import * as groupChat from './2026-12-01-007-group-chat';
 
 /**
  * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-01-004-api': api,
   '2026-12-01-005-task-graph': taskGraph,
   '2026-12-01-006-conversations': conversations,
+  '2026-12-01-007-group-chat': groupChat,
 };

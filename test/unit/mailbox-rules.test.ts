@@ -53,10 +53,13 @@ describe('mailbox triage (seed rules, first match wins)', () => {
     expect(deliveryProblem(ok)).toBeUndefined();
     expect(deliveryProblem({ ...ok, text: '' })).toMatch(/text is empty/);
     expect(deliveryProblem({ ...ok, text: 'x'.repeat(MAILBOX_TEXT_MAX_CHARS + 1) })).toMatch(/limit/);
-    expect(deliveryProblem({ ...ok, channel: 'group:t' })).toMatch(/unknown channel/);
+    expect(deliveryProblem({ ...ok, channel: 'group:t' })).toBeUndefined();
+    expect(deliveryProblem({ ...ok, channel: 'group:a:b' })).toMatch(/unknown channel/);
+    expect(deliveryProblem({ ...ok, channel: 'room:t' })).toMatch(/unknown channel/);
     expect(deliveryProblem({ ...ok, kind: 'shout' as never })).toMatch(/unknown kind/);
     expect(deliveryProblem({ ...ok, from: { type: 'robot' as never, id: 'r' } })).toMatch(/from must be/);
     expect(deliveryProblem({ ...ok, kind: 'comment' })).toMatch(/needs taskId/);
+    expect(deliveryProblem({ ...ok, kind: 'task' })).toBeUndefined(); // starts a task
     expect(deliveryProblem({ ...ok, priority: 'huge' as never })).toMatch(/unknown priority/);
   });
 });

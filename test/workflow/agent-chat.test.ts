@@ -95,7 +95,8 @@ describe('the mailbox refuses bad input and triages by the seed’s rules', () =
     const human = { type: 'human' as const, id: 'ann' };
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: '   ' })).rejects.toThrow(/text is empty/);
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'x'.repeat(MAILBOX_TEXT_MAX_CHARS + 1) })).rejects.toThrow(/the limit is 32000/);
-    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'group:team-1' })).rejects.toThrow(/unknown channel "group:team-1"/);
+    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'room:team-1' })).rejects.toThrow(/unknown channel "room:team-1"/);
+    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'group:team-1' })).rejects.toThrow(/unknown group "team-1"/);
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'task:no-such-task' })).rejects.toThrow(DeliveryRejectedError);
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'task:no-such-task' })).rejects.toThrow(/unknown task "no-such-task"/);
     // The workflow's own validator refuses what a raw Temporal client sends, before any history is written.

@@ -116,8 +116,8 @@ export function isStaleInformational(item: TriageItem, nowMs: number): boolean {
   return !MAILBOX_KIND_RULES[item.kind].invokesLlm && nowMs - item.receivedAtMs > MAILBOX_INFORMATIONAL_TTL_MS;
 }
 
-/** Channel names: `dm:<key>` or `task:<taskId>`; other forms (e.g. `group:`) are not served yet. */
-export const CHANNEL_PATTERN = /^(dm|task):[A-Za-z0-9._:@-]{1,200}$/;
+/** Channel names: `dm:<key>`, `task:<taskId>` or `group:<name>` (a group created beforehand). */
+export const CHANNEL_PATTERN = /^(dm|task):[A-Za-z0-9._:@-]{1,200}$|^group:[A-Za-z0-9._-]{1,100}$/;
 
 /** Why a delivery is refused, in words the sender can act on; undefined when it is valid. */
 export function deliveryProblem(input: DeliverInput): string | undefined {
@@ -129,9 +129,10 @@ export function deliveryProblem(input: DeliverInput): string | undefined {
   if (typeof input.text !== 'string' || !input.text.trim()) return 'text is empty: there is nothing to deliver';
   if (input.text.length > MAILBOX_TEXT_MAX_CHARS) return `text is ${input.text.length} characters; the limit is ${MAILBOX_TEXT_MAX_CHARS} (put long content in a file or a task)`;
   if (input.channel !== undefined && !CHANNEL_PATTERN.test(input.channel)) {
-    return `unknown channel ${JSON.stringify(input.channel)}: use "dm:<key>" or "task:<taskId>" (group channels are not available yet)`;
+    return `unknown channel ${JSON.stringify(input.channel)}: use "dm:<key>", "task:<taskId>" or "group:<name>"`;
   }
   if (input.priority !== undefined && !(input.priority in MAILBOX_PRIORITIES)) return `unknown priority ${JSON.stringify(input.priority)}: use one of ${Object.keys(MAILBOX_PRIORITIES).join(', ')}`;
-  if ((input.kind === 'comment' || input.kind === 'task') && !input.taskId) return `a ${input.kind} item needs taskId`;
+  // A task item with a taskId reports on that task; without one it asks the agent to start a task.
+  if (input.kind === 'comment' && !input.taskId) return 'a comment item needs taskId';
   return undefined;
 }

@@ -1,0 +1,166 @@
+import { agentWorkflowId, ConversationClient, DeliveryRejectedError } from '../../client/chat';
+import { GROUP_MAX_AGENT_DEPTH, GROUP_TURN_AGENT_MESSAGE_BUDGET, GROUP_TURN_DELIVERY_BUDGET } from '../../workflows/rules/group';
+import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
+import { eventually } from '../support/eventually';
+import { createHarness, type Harness } from '../support/harness';
+
+const text = (t: string): ScriptedResponse => ({ kind: 'message', content: [{ type: 'text', text: t }], stopReason: 'end_turn' });
+/** The agent a request is for and the group message it answers (the last one in the request). */
+const lastTurn = (r: RecordedRequest): { agent: string; body: string } => {
+  const last = JSON.stringify((r.body.messages as unknown[]).findLast((m) => JSON.stringify(m).includes('[GROUP ')));
+  return { agent: /· you are ([A-Za-z0-9._-]+) ·/.exec(last)?.[1] ?? '?', body: last };
+};
+
+describe('group chat', () => {
+  let h: Harness;
+  let conv: ConversationClient;
+  const agents: string[] = [];
+  const ann = { type: 'human' as const, id: 'ann' };
+  const group = `team-${Date.now()}`;
+  beforeAll(async () => {
+    h = await createHarness();
+    await h.startWorker();
+    conv = new ConversationClient(h.client, { connectionString: h.db.url });
+    for (let i = 0; i < 3; i++) agents.push(await h.createAgent());
+    await conv.createGroup(group, [...agents.map((id) => ({ type: 'agent' as const, id })), ann], 'ann');
+  });
+  afterAll(async () => {
+    h.llm.setResponder(undefined);
+    for (const id of agents) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
+    await h.close();
+  });
+
+  const groupItems = () => h.db.db.selectFrom('mailbox_items').selectAll().where('channel', '=', `group:${group}`).orderBy('created_at').execute();
+  /** Every member agent idle and every group item handled, twice in a row half a second apart with nothing new. */
+  const settled = async (what: string) => {
+    let last = '';
+    return eventually(async () => {
+      const items = await groupItems();
+      const idle = (await Promise.all(agents.map((a) => conv.mailbox(a).catch(() => undefined)))).every((v) => !v || v.attention === 'idle');
+      const key = `${items.length}/${(await conv.group(group)).messages.length}/${h.llm.requests.length}`;
+      const done = idle && items.every((i) => ['completed', 'merged', 'dropped'].includes(i.status)) && key === last;
+      last = key;
+      return done ? items : undefined;
+    }, what, 90_000, 500);
+  };
+
+  test('3 agents and 1 human: agents that always @mention each other still stop within the turn’s budgets', async () => {
+    // Every agent answers and @mentions the two others: without the group rules this never ends.
+    h.llm.setResponder((r) => {
+      const { agent } = lastTurn(r);
+      return text(`${agent} agrees. ${agents.filter((a) => a !== agent).map((a) => `@${a}`).join(' ')} what do you think?`);
+    });
+    const before = h.llm.requests.length;
+    const posted = await conv.postToGroup(group, ann, 'hello team, shall we ship on Friday?');
+    expect([...posted.deliveredTo].sort()).toEqual([...agents].sort());
+    expect(posted.routing).toMatch(/no mention, to every member agent/);
+
+    const items = await settled('the group conversation to converge');
+    const { messages } = await conv.group(group);
+    const turn = messages.filter((m) => m.turnId === posted.id);
+    const agentMessages = turn.filter((m) => m.from.type === 'agent');
+    const deliveries = turn.reduce((n, m) => n + m.deliveredTo.length, 0);
+
+    // Bounded: one LLM call per delivery, at most the turn's delivery budget; at most the message budget posted.
+    expect(h.llm.requests.length - before).toBe(deliveries);
+    expect(deliveries).toBeLessThanOrEqual(GROUP_TURN_DELIVERY_BUDGET);
+    expect(deliveries).toBeGreaterThan(agents.length); // mentions did route to the others
+    expect(agentMessages).toHaveLength(GROUP_TURN_AGENT_MESSAGE_BUDGET);
+    expect(items.filter((i) => i.result?.includes('agent messages are used up')).length).toBeGreaterThan(0);
+    // Nobody receives their own message; an answer at the depth limit reaches no agent.
+    expect(items.filter((i) => i.from_id === i.agent_id)).toEqual([]);
+    for (const m of agentMessages) {
+      expect(m.depth).toBeGreaterThanOrEqual(1);
+      expect(m.depth).toBeLessThanOrEqual(GROUP_MAX_AGENT_DEPTH);
+      expect(m.deliveredTo).not.toContain(m.from.id);
+      if (m.depth === GROUP_MAX_AGENT_DEPTH) expect(m.deliveredTo).toEqual([]);
+    }
+    // Everyone answered in their own session for the group channel.
+    for (const a of agents) {
+      const sessions = await h.db.db.selectFrom('sessions').select('id').where('agent_id', '=', a).execute();
+      expect(sessions.map((s) => s.id)).toEqual([`channel_group:${group}_${a}`]);
+    }
+  }, 120_000);
+
+  test('a mention reaches only the mentioned agent; unmentioned agents stay silent; a plain agent answer triggers no one', async () => {
+    const [first, second] = agents as [string, string, string];
+    h.llm.setResponder((r) => {
+      const { agent, body } = lastTurn(r);
+      return body.includes('You were not mentioned') ? text('[NO_RESPONSE]') : text(`${agent}: summary done`);
+    });
+    const beforeItems = (await groupItems()).length;
+    const beforeRequests = h.llm.requests.length;
+
+    const mention = await conv.postToGroup(group, ann, `@${first} please summarise; no need to ask the others`);
+    expect(mention.deliveredTo).toEqual([first]);
+    await settled('the mentioned agent to answer');
+    const afterMention = (await groupItems()).slice(beforeItems);
+    expect(afterMention.map((i) => [i.agent_id, i.kind])).toEqual([[first, 'mention']]);
+    const answer = (await conv.group(group)).messages.find((m) => m.replyTo === mention.id);
+    expect(answer).toMatchObject({ from: { type: 'agent', id: first }, text: `${first}: summary done`, depth: 1, deliveredTo: [] });
+    expect(answer!.routing).toMatch(/no mention is delivered to no agent/);
+    expect(h.llm.requests.length - beforeRequests).toBe(1);
+
+    // No mention: every agent gets it, each stays silent, nothing is posted.
+    const open = await conv.postToGroup(group, ann, 'anyone around?');
+    await settled('the silent round to end');
+    const silent = (await groupItems()).filter((i) => i.reply_to === open.id);
+    expect(silent.map((i) => i.agent_id).sort()).toEqual([...agents].sort());
+    expect(silent.every((i) => i.kind === 'chat' && i.result === 'no reply: the agent stayed silent')).toBe(true);
+    expect((await conv.group(group)).messages.filter((m) => m.turnId === open.id)).toHaveLength(1);
+    expect(h.llm.requests.length - beforeRequests).toBe(1 + agents.length);
+    void second;
+  }, 120_000);
+
+  test('bad input: unknown group, a non-member, an unknown agent, a direct delivery to a group the agent is not in', async () => {
+    await expect(conv.postToGroup('no-such-group', ann, 'hi')).rejects.toThrow(/unknown group "no-such-group"/);
+    await expect(conv.postToGroup(group, { type: 'human', id: 'mallory' }, 'hi')).rejects.toThrow(/human:mallory is not a member/);
+    await expect(conv.postToGroup(group, ann, '  ')).rejects.toThrow(DeliveryRejectedError);
+    await expect(conv.createGroup(group, [{ type: 'agent', id: agents[0]! }])).rejects.toThrow(/already exists/);
+    await expect(conv.createGroup('other', [{ type: 'agent', id: 'nobody-here' }])).rejects.toThrow(/unknown agent "nobody-here"/);
+    const outsider = await h.createAgent();
+    agents.push(outsider);
+    await expect(conv.deliver(outsider, { kind: 'chat', from: ann, text: 'hi', channel: `group:${group}` })).rejects.toThrow(/is not a member of group/);
+    expect(await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', outsider).execute()).toEqual([]);
+  }, 60_000);
+
+  test('task comments: each @mentioned agent (not the assignee, not the author, not an unknown name) answers in the task thread', async () => {
+    const [assignee, b, c] = agents as [string, string, string];
+    h.llm.setResponder((r) => {
+      const body = JSON.stringify(r.body.messages);
+      if (body.includes('[MENTION in a comment')) return text('mentioned and answering');
+      if (body.includes('[COMMENT on task')) return text('assignee answering');
+      return { kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'done' } }], stopReason: 'tool_use' };
+    });
+    const { taskId } = await h.client.startTask({ agentId: assignee, title: 'Plan the release', description: 'plan it' });
+    await eventually(() => h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst(), 'the task to be stored');
+    const { itemId, mentioned } = await conv.comment(taskId, `@${b} and @${c}, please check; @${assignee} FYI; @nobody-here too. @${b} again`, ann);
+    expect(mentioned).toEqual([b, c]);
+
+    const answers = await eventually(async () => {
+      const events = (await h.client.events(taskId)).filter((e) => e.type === 'comment-answered');
+      return events.length >= 3 ? events : undefined;
+    }, 'three threaded answers', 60_000);
+    const mentions = await h.db.db.selectFrom('mailbox_items').selectAll().where('kind', '=', 'mention').where('task_id', '=', taskId).orderBy('agent_id').execute();
+    expect(mentions.map((m) => [m.agent_id, m.channel, m.reply_to])).toEqual([[b, `task:${taskId}`, itemId], [c, `task:${taskId}`, itemId]].sort((x, y) => x[0]!.localeCompare(y[0]!)));
+    expect(answers.map((e) => e.data).sort((x, y) => String(x.from).localeCompare(String(y.from)))).toEqual(
+      [
+        { replyTo: itemId, from: assignee, text: 'assignee answering' },
+        ...mentions.map((m) => ({ replyTo: m.id, from: m.agent_id, text: 'mentioned and answering' })),
+      ].sort((x, y) => x.from.localeCompare(y.from)),
+    );
+    await expect(conv.comment('no-such-task', 'hi', ann)).rejects.toThrow(/unknown task "no-such-task"/);
+  }, 90_000);
+
+  test('a task item without a task id starts a task for the agent, once', async () => {
+    const [agent] = agents as [string];
+    h.llm.setResponder(() => ({ kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'notes written' } }], stopReason: 'tool_use' }));
+    const { itemId } = await conv.deliver(agent, { kind: 'task', from: ann, text: 'Write the release notes\nCover the group chat.' });
+    const item = await eventually(async () => (await conv.mailbox(agent)).items.find((i) => i.itemId === itemId && i.status === 'completed'), 'the task item to be handled', 60_000);
+    expect(item.result).toBe(`started task mailbox-${itemId}`);
+    const task = await h.waitForStatus(`mailbox-${itemId}`, (s) => s.state === 'review', 60_000);
+    expect(task).toMatchObject({ state: 'review' });
+    const row = await h.db.db.selectFrom('tasks').selectAll().where('id', '=', `mailbox-${itemId}`).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ agent_id: agent, title: 'Write the release notes', description: 'Write the release notes\nCover the group chat.', created_by: 'human:ann' });
+  }, 90_000);
+});

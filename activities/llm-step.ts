@@ -15,7 +15,7 @@ import { agentConfig, findAgent, type AgentConfig } from './store/agents';
 import { appendMessage, ensureSession, findMessage, SessionMessageCache } from './store/sessions';
 import { addTaskEvent, findTask } from './store/tasks';
 import { assistantMessageKey } from './tools/execute';
-import { summarizeCall, toolDefinitions, toolsForScenario, type Scenario } from './tools/registry';
+import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from './tools/registry';
 import { loadTaskNotes } from './tools/task-tools';
 import { unknownAgent } from './errors';
 import { createStepStreamPublisher } from './streams/publisher';
@@ -89,7 +89,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     input.taskId ? findTask(db, input.taskId) : undefined,
   ]);
   if (!agent) throw unknownAgent(input.agentId);
-  const tools = toolsForScenario(input.scenario);
+  const tools = toolsForAgent(input.scenario, agentConfig(agent));
   if (recorded) return replayRecorded(db, input, recorded.content, tools);
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.

@@ -24,7 +24,7 @@ import { loadMemoryForPrompt } from './memory';
 import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
 import { PRIORITY_RANK } from './store/task-graph';
-import type { Scenario } from './tools/registry';
+import { grantedPermissions, type Scenario } from './tools/registry';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;
@@ -122,7 +122,7 @@ export async function loadPromptInputs(
       name: agent.name,
       role: agent.description || undefined,
       files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md },
-      permissions: { canEditOwnFiles: config.canEditOwnFiles === true },
+      permissions: { canEditOwnFiles: config.canEditOwnFiles === true, ...grantedPermissions(config) },
     },
     model,
     now,

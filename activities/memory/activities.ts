@@ -17,7 +17,7 @@ import { agentConfig, findAgent } from '../store/agents';
 import { appendMessage, ensureSession, findMessage } from '../store/sessions';
 import { findTask } from '../store/tasks';
 import { assistantMessageKey } from '../tools/execute';
-import { toolsForScenario } from '../tools/registry';
+import { toolsForAgent } from '../tools/registry';
 import { activeGoals, advanceGoals } from '../tools/goal-tools';
 import { heartbeatFingerprint } from './fingerprint';
 import { dailyReportPrompt, dreamPrompt, HEARTBEAT_FAILED_TASKS_MAX, heartbeatPrompt, reflectionPrompt } from './prompts';
@@ -130,7 +130,7 @@ export function createMemoryActivities(deps: { db: Kysely<Database> }) {
         failedTasks: failed.map((t) => ({ id: t.id, title: t.title, error: t.last_error })),
         blockedTasks: blocked,
         quality: { reviewed: Number(quality.reviewed), revised: Number(quality.revised) },
-        tools: new Set(toolsForScenario('heartbeat').keys()),
+        tools: new Set(toolsForAgent('heartbeat', config).keys()),
       });
       await writePrompt(input.agentId, input.sessionId, 'heartbeat', text);
       return { promptChars: text.length };

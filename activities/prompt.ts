@@ -47,6 +47,9 @@ export interface AssembledContext {
   stages: string[];
   /** Summariser calls made for this call (0 when the summaries came from the cache). */
   summarizerCalls: number;
+  /** The conversation before compression and the budget it had to fit (calibrated tokens): how near compaction is. */
+  messageTokens: number;
+  messageBudget: number;
 }
 
 export interface AssembleOptions {
@@ -194,6 +197,8 @@ export async function assembleContext(
     warnings: prompt.warnings,
     stages: prepared.stats.stagesApplied,
     summarizerCalls: prepared.stats.summarizerCalls,
+    messageTokens: prepared.stats.tokensBefore,
+    messageBudget: prepared.stats.budget.messageBudget,
   };
 }
 

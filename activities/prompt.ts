@@ -126,6 +126,7 @@ export async function loadPromptInputs(
       role: agent.description || undefined,
       files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md },
       permissions: { canEditOwnFiles: config.canEditOwnFiles === true, ...grantedPermissions(config) },
+      ...(config.position ? { position: config.position } : {}),
     },
     model,
     now,

@@ -60,6 +60,8 @@ export const AgentConfigSchema = z
       })
       .strict()
       .optional(),
+    /** A manager gets the manager's responsibilities in its prompt and owes a daily report after 20:00 (seed D1 A17, B13). */
+    position: z.enum(['manager', 'worker']).optional(),
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
     /**

@@ -120,6 +120,7 @@ describe('tool names in prompts', () => {
             blockedTasks: [{ id: 't2', title: 'Deploy' }],
             quality: { reviewed: 10, revised: 5 },
             tools: offered,
+            dailyReport: { day: '2026-11-30', activity: '- [completed] Plan (mine, t1)', maxWords: 500, title: 'Daily Report — 2026-11-30' },
           }),
           HEARTBEAT_USER_MESSAGE,
           NO_APPROVAL_IN_BACKGROUND_RUNS,

@@ -15,7 +15,8 @@ import { agentConfig, findAgent, type AgentConfig } from './store/agents';
 import { appendMessage, ensureSession, findMessage, SessionMessageCache } from './store/sessions';
 import { addTaskEvent, findTask } from './store/tasks';
 import { assistantMessageKey } from './tools/execute';
-import { summarizeCall, toolDefinitions, toolsForScenario, type Scenario } from './tools/registry';
+import { requestMemoryFlushIfDue } from './memory/flush';
+import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from './tools/registry';
 import { loadTaskNotes } from './tools/task-tools';
 import { unknownAgent } from './errors';
 import { createStepStreamPublisher } from './streams/publisher';
@@ -89,7 +90,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     input.taskId ? findTask(db, input.taskId) : undefined,
   ]);
   if (!agent) throw unknownAgent(input.agentId);
-  const tools = toolsForScenario(input.scenario);
+  const tools = toolsForAgent(input.scenario, agentConfig(agent));
   if (recorded) return replayRecorded(db, input, recorded.content, tools);
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
@@ -112,7 +113,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     await appendMessage(db, input.sessionId, `a${input.attempt}-t${input.turn}-inj${i}`, { role: 'user', kind: 'injection', content: [{ type: 'text', text }] });
   }
 
-  const messages = await sessionMessages.load(db, input.sessionId);
+  let messages = await sessionMessages.load(db, input.sessionId);
   const config = agentConfig(agent);
   const target: ChatTarget = { provider: config.provider, model: config.model, tier: config.tier };
   const model = router.candidates(target)[0]?.model ?? 'unknown';
@@ -130,6 +131,11 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   };
 
   let { inputs, context } = await assemble();
+  // Seed D1 A18: before compression drops messages, the agent is asked once to save what matters.
+  if (await requestMemoryFlushIfDue(db, input.sessionId, tools, { messageCount: messages.length, messageTokens: context.messageTokens, messageBudget: context.messageBudget })) {
+    messages = await sessionMessages.load(db, input.sessionId);
+    ({ inputs, context } = await assemble());
+  }
   const spent = await guardBudget(db, input, config, context.systemTokens, countMessageTokens(context.messages, model), model);
 
   // Seed D1 step 0: cognitive preparation, once per task attempt, before its first main call.

@@ -24,7 +24,7 @@ import { loadMemoryForPrompt } from './memory';
 import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
 import { PRIORITY_RANK } from './store/task-graph';
-import type { Scenario } from './tools/registry';
+import { grantedPermissions, type Scenario } from './tools/registry';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;
@@ -47,6 +47,9 @@ export interface AssembledContext {
   stages: string[];
   /** Summariser calls made for this call (0 when the summaries came from the cache). */
   summarizerCalls: number;
+  /** The conversation before compression and the budget it had to fit (calibrated tokens): how near compaction is. */
+  messageTokens: number;
+  messageBudget: number;
 }
 
 export interface AssembleOptions {
@@ -122,7 +125,8 @@ export async function loadPromptInputs(
       name: agent.name,
       role: agent.description || undefined,
       files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md },
-      permissions: { canEditOwnFiles: config.canEditOwnFiles === true },
+      permissions: { canEditOwnFiles: config.canEditOwnFiles === true, ...grantedPermissions(config) },
+      ...(config.position ? { position: config.position } : {}),
     },
     model,
     now,
@@ -194,6 +198,8 @@ export async function assembleContext(
     warnings: prompt.warnings,
     stages: prepared.stats.stagesApplied,
     summarizerCalls: prepared.stats.summarizerCalls,
+    messageTokens: prepared.stats.tokensBefore,
+    messageBudget: prepared.stats.budget.messageBudget,
   };
 }
 

@@ -5,7 +5,7 @@ import type { ChatRouter, LlmStepInput, LlmStepResult } from './llm-step';
 import { runLlmStep } from './llm-step';
 import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
 import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from './tools/execute';
-import { toolsForScenario, type Scenario } from './tools/registry';
+import { toolsForAgent, type Scenario } from './tools/registry';
 import { unknownAgent } from './errors';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
@@ -44,15 +44,16 @@ export async function runToolWithLedger(
   const ctx = activityContext();
   const beat = (): void => ctx?.heartbeat(heartbeatDetails);
   const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
+  const config = agentConfig(agent);
   try {
-    return await executeToolCall(input, toolsForScenario(input.scenario), {
+    return await executeToolCall(input, toolsForAgent(input.scenario, config), {
       db,
       agentId: input.agentId,
       taskId: input.taskId,
       sessionId: input.sessionId,
       workspaceDir: agent.workspace_dir,
       signal: ctx?.cancellationSignal ?? new AbortController().signal,
-      agentConfig: agentConfig(agent),
+      agentConfig: config,
       heartbeat: beat,
     });
   } finally {

@@ -7,6 +7,8 @@ import { addScheduleCommands } from './schedule-commands';
 import { AgentSchedules } from './schedules';
 import { TaskAdmin } from './task-admin';
 import { addTaskAdminCommands } from './task-admin-commands';
+import { RecurringTasks } from './recurring-tasks';
+import { addRecurringTaskCommands } from './recurring-task-commands';
 import { addTokenCommands } from './token-commands';
 
 /**
@@ -94,6 +96,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
 addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addChatCommands(program, open);
 addTokenCommands(program);
+addRecurringTaskCommands(program, async () => new RecurringTasks((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 
 program

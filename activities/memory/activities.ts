@@ -13,11 +13,12 @@ import {
 } from '../../workflows/rules/memory-limits';
 import { unknownAgent, unknownTask } from '../errors';
 import type { TextBlock } from '../llm/types';
-import { agentConfig, findAgent } from '../store/agents';
+import { agentConfig, findAgent, type AgentConfig } from '../store/agents';
 import { appendMessage, ensureSession, findMessage } from '../store/sessions';
 import { findTask } from '../store/tasks';
 import { assistantMessageKey } from '../tools/execute';
-import { toolsForScenario } from '../tools/registry';
+import { toolsForAgent } from '../tools/registry';
+import { dailyReportDue, dailyReportTitle, DAILY_REPORT_MAX_WORDS } from './daily-report';
 import { activeGoals, advanceGoals } from '../tools/goal-tools';
 import { heartbeatFingerprint } from './fingerprint';
 import { dailyReportPrompt, dreamPrompt, HEARTBEAT_FAILED_TASKS_MAX, heartbeatPrompt, reflectionPrompt } from './prompts';
@@ -65,13 +66,26 @@ export function createMemoryActivities(deps: { db: Kysely<Database> }) {
     return (message?.content ?? []).filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n').trim();
   }
 
+  async function dailyReportSection(agentId: string, config: AgentConfig, now: Date) {
+    const due = await dailyReportDue(db, agentId, config, now);
+    return due && { ...due, maxWords: DAILY_REPORT_MAX_WORDS, title: dailyReportTitle(due.day) };
+  }
+
+  /** What the heartbeat watches; a manager's due report counts, so the idle check does not skip it. */
+  async function watchedFingerprint(agentId: string): Promise<string> {
+    const fingerprint = await heartbeatFingerprint(db, agentId);
+    const agent = await requireAgent(agentId);
+    const due = await dailyReportDue(db, agentId, agentConfig(agent), new Date());
+    return due ? `${fingerprint}:report-due:${due.day}` : fingerprint;
+  }
+
   return {
     // ---- heartbeat -------------------------------------------------------------------------
 
     /** The fingerprint of what the heartbeat watches, and the idle state the last heartbeat left. */
     async heartbeatBegin(input: { agentId: string }): Promise<{ fingerprint: string; previous?: IdleState }> {
       await requireAgent(input.agentId);
-      const fingerprint = await heartbeatFingerprint(db, input.agentId);
+      const fingerprint = await watchedFingerprint(input.agentId);
       const last = await db
         .selectFrom('heartbeat_runs')
         .select(['fingerprint', 'skipped_in_row'])
@@ -130,7 +144,8 @@ export function createMemoryActivities(deps: { db: Kysely<Database> }) {
         failedTasks: failed.map((t) => ({ id: t.id, title: t.title, error: t.last_error })),
         blockedTasks: blocked,
         quality: { reviewed: Number(quality.reviewed), revised: Number(quality.revised) },
-        tools: new Set(toolsForScenario('heartbeat').keys()),
+        tools: new Set(toolsForAgent('heartbeat', config).keys()),
+        dailyReport: await dailyReportSection(input.agentId, config, now),
       });
       await writePrompt(input.agentId, input.sessionId, 'heartbeat', text);
       return { promptChars: text.length };
@@ -156,7 +171,7 @@ export function createMemoryActivities(deps: { db: Kysely<Database> }) {
       if (input.outcome === 'ok' || input.outcome === 'acted' || input.outcome === 'iteration-cap') {
         // The goal loop: a check-in that ran is one iteration of every active goal.
         await advanceGoals(db, input.agentId, input.workflowId);
-        fingerprint = await heartbeatFingerprint(db, input.agentId);
+        fingerprint = await watchedFingerprint(input.agentId);
       }
       if (input.outcome === 'acted' || input.outcome === 'iteration-cap') {
         if (input.sessionId && input.lastTurn !== undefined) summary = (await replyText(input.sessionId, 1, input.lastTurn)) || null;

@@ -39,6 +39,8 @@ export interface HeartbeatPromptInputs {
   quality?: { reviewed: number; revised: number };
   /** The tools the heartbeat offers: guidance that names a tool appears only when it is offered. */
   tools: ReadonlySet<string>;
+  /** A manager's report is due (after 20:00, none sent today): the section asks for it. */
+  dailyReport?: { day: string; activity: string; maxWords: number; title: string };
 }
 
 export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
@@ -77,6 +79,16 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
           withTools('notify_user', 'If it needs a human, tell them with notify_user.'),
           'Do not redo the work here.',
         ),
+      ].join('\n'),
+    );
+  }
+  if (i.dailyReport && i.tools.has('notify_user')) {
+    parts.push(
+      [
+        '## Daily Report Required',
+        `You have not reported on today (${i.dailyReport.day}) yet. Write the team's daily report, at most ${i.dailyReport.maxWords} words of markdown: what was done today, what is blocked or at risk, and what comes next.`,
+        `Send it with notify_user, title "${i.dailyReport.title}". Report today only. Today's tasks:`,
+        i.dailyReport.activity,
       ].join('\n'),
     );
   }

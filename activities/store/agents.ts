@@ -38,6 +38,30 @@ export const AgentConfigSchema = z
     /** The period the budget covers (default a calendar month, UTC). */
     budgetPeriod: z.enum(['hour', 'day', 'week', 'month', 'lifetime']).optional(),
     protectedBranches: z.array(z.string().min(1)).optional(),
+    /**
+     * What the agent may do (seed D2's permission flags). Each flag is granted unless set to false; a
+     * withheld flag removes its tools from the agent's tool set: they are not sent to the model, no
+     * prompt line names them, and a call to one anyway is refused at dispatch without running.
+     */
+    permissions: z
+      .object({
+        /** `shell_execute`. */
+        shell: z.boolean().optional(),
+        /** `file_write` (reading files stays allowed). */
+        writeFiles: z.boolean().optional(),
+        /** `task_create`, `task_update`, `task_comment` (listing and reading tasks stay allowed). */
+        manageTasks: z.boolean().optional(),
+        /** `notify_user`, `request_user_approval`. */
+        contactHumans: z.boolean().optional(),
+        /** `agent_send_message`. */
+        messageAgents: z.boolean().optional(),
+        /** `goal_create`, `goal_update`. */
+        manageGoals: z.boolean().optional(),
+      })
+      .strict()
+      .optional(),
+    /** A manager gets the manager's responsibilities in its prompt and owes a daily report after 20:00 (seed D1 A17, B13). */
+    position: z.enum(['manager', 'worker']).optional(),
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
     /**

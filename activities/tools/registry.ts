@@ -8,6 +8,7 @@ import { taskNote, taskSubmitReview } from './task-tools';
 import { taskManagementTools } from './task-management-tools';
 import { goalTools } from './goal-tools';
 import type { ToolSpec } from './types';
+import type { AgentConfig } from '../store/agents';
 import { safeLine } from '../security/tool-text';
 import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
@@ -49,6 +50,44 @@ export function toolsForScenario(scenario: Scenario): Map<string, ToolSpec> {
   const out = new Map<string, ToolSpec>();
   for (const name of [...SCENARIO_TOOLS[scenario]].sort()) out.set(name, ALL_TOOLS.get(name)!);
   return out;
+}
+
+/** A permission flag of the agent config (seed D2). */
+export type PermissionFlag = keyof NonNullable<AgentConfig['permissions']>;
+
+/** Which permission flag each gated tool needs; a tool not listed here needs none. */
+export const TOOL_PERMISSIONS: Readonly<Record<string, PermissionFlag>> = {
+  shell_execute: 'shell',
+  file_write: 'writeFiles',
+  task_create: 'manageTasks',
+  task_update: 'manageTasks',
+  task_comment: 'manageTasks',
+  notify_user: 'contactHumans',
+  request_user_approval: 'contactHumans',
+  agent_send_message: 'messageAgents',
+  goal_create: 'manageGoals',
+  goal_update: 'manageGoals',
+};
+
+/**
+ * THE tool set of one agent in one scenario: the scenario's tools minus those whose permission flag the
+ * agent's config withholds (a flag is granted unless `false`). The LLM step sends exactly these to the
+ * model and builds the prompt from them; the ledger dispatches only these, so a call to a withheld tool
+ * is answered "Unknown tool … Use only the tools you were given" and never runs.
+ */
+export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'permissions'>): Map<string, ToolSpec> {
+  const tools = toolsForScenario(scenario);
+  for (const name of [...tools.keys()]) {
+    const flag = TOOL_PERMISSIONS[name];
+    if (flag && config.permissions?.[flag] === false) tools.delete(name);
+  }
+  return tools;
+}
+
+/** Every permission flag with its effective value (granted unless `false`), for the prompt's capability list. */
+export function grantedPermissions(config: Pick<AgentConfig, 'permissions'>): Record<PermissionFlag, boolean> {
+  const flags = [...new Set(Object.values(TOOL_PERMISSIONS))];
+  return Object.fromEntries(flags.map((flag) => [flag, config.permissions?.[flag] !== false])) as Record<PermissionFlag, boolean>;
 }
 
 /** Tool definitions in a stable order (sorted by name), so the tool block is cache-stable. */

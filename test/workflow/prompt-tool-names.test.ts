@@ -16,6 +16,7 @@ import {
   taskPromptText,
 } from '../../workflows/rules/harness';
 import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../../workflows/memory-tool-loop';
+import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
 import { createHarness, type Harness } from '../support/harness';
 import { DATA_ID_PREFIXES, knownToolNames, NON_TOOL_WORDS, parameterNames, unofferedToolNames } from '../support/tool-mentions';
 
@@ -98,6 +99,7 @@ describe('tool names in prompts', () => {
           finalCriticalReminderText(taskId),
           CONTINUATION_PROMPT,
           INTERRUPTED_RETRY_TEXT,
+          MEMORY_FLUSH_PROMPT,
         ];
       case 'heartbeat': {
         // The real activity, over the rows above (failed and blocked tasks, quality signal)…
@@ -118,6 +120,7 @@ describe('tool names in prompts', () => {
             blockedTasks: [{ id: 't2', title: 'Deploy' }],
             quality: { reviewed: 10, revised: 5 },
             tools: offered,
+            dailyReport: { day: '2026-11-30', activity: '- [completed] Plan (mine, t1)', maxWords: 500, title: 'Daily Report — 2026-11-30' },
           }),
           HEARTBEAT_USER_MESSAGE,
           NO_APPROVAL_IN_BACKGROUND_RUNS,
@@ -131,7 +134,7 @@ describe('tool names in prompts', () => {
           dreamPrompt([{ id: 'obs_5f3a9c1d2e4b',  createdAt: new Date(), type: 'fact', tags: ['x'], content: 'A fact.' }] as never, 1, [{ title: 'K', content: 'k' }] as never),
         ];
       case 'chat':
-        return [];
+        return [MEMORY_FLUSH_PROMPT];
     }
   }
 

@@ -9,6 +9,7 @@ import {
   TOOL_RESULT_OFFLOAD_CHARS,
   TOOL_RESULT_PREVIEW_CHARS,
 } from '../../workflows/rules/harness';
+import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
 import { lastToolResults, ScriptedAgents } from './task-support';
 
@@ -54,6 +55,8 @@ describe('task harness rules', () => {
     expect(injected.map((t) => t.slice(0, 60))).toEqual([
       `[SYSTEM REMINDER — Task ${taskId}] You have used 10 tool iterations`.slice(0, 60),
       `[SYSTEM REMINDER — Task ${taskId}] You have used 20 tool iterations`.slice(0, 60),
+      // The session passed 50 messages: the agent is asked once to save memory before compaction (seed D1 A18).
+      MEMORY_FLUSH_PROMPT.slice(0, 60),
       `[SYSTEM REMINDER — Task ${taskId}] You have used 30 tool iterations`.slice(0, 60),
       '[REFLECTION CHECKPOINT] 30 tool iterations so far. Pause and'.slice(0, 60),
     ]);

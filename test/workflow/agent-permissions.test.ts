@@ -1,0 +1,77 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { AgentConfigSchema } from '../../activities/store/agents';
+import { grantedPermissions, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { unofferedToolNames, parameterNames } from '../support/tool-mentions';
+import { bodyText, lastToolResults, ScriptedAgents } from './task-support';
+
+/**
+ * Seed D2's permission flags, enforced where tools are chosen and where they run: an agent without the
+ * `shell` and `manageTasks` permissions is not sent `shell_execute` or `task_create` (tool definitions,
+ * system prompt, user prompts), and a forged call to `shell_execute` is refused by the ledger without
+ * running. Real Temporal, real PostgreSQL, the fake provider.
+ */
+describe('agent permissions', () => {
+  let h: Harness;
+  let agents: ScriptedAgents;
+  beforeAll(async () => {
+    h = await createHarness();
+    agents = new ScriptedAgents(h.llm);
+    await h.startWorker();
+  });
+  afterAll(async () => h.close());
+
+  const toolNames = (body: Record<string, unknown>): string[] => ((body.tools ?? []) as Array<{ name: string }>).map((t) => t.name).sort();
+
+  test('withheld tools are not offered, not named in the prompt, and a forged call is refused at dispatch', async () => {
+    const restricted = await h.createAgent({ permissions: { shell: false, manageTasks: false } });
+    const forged = path.join(h.workspaceDir, 'forged.txt');
+    const taskId = agents.task([toolTurn('shell_execute', { command: ['touch', 'forged.txt'] }), submitTurn('tried')]);
+    await h.client.startTask({ agentId: restricted, taskId, title: 'Restricted', description: 'Try the shell.' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
+
+    const [first, second] = agents.requests(taskId);
+    const offered = toolNames(first!.body);
+    expect(offered).not.toContain('shell_execute');
+    expect(offered).not.toContain('task_create');
+    expect(offered).toEqual(expect.arrayContaining(['file_read', 'file_write', 'task_list', 'task_submit_review']));
+    expect(offered).toEqual([...toolsForAgent('task', { permissions: { shell: false, manageTasks: false } }).keys()].sort());
+    // No prompt text (system, task prompt, tool descriptions) names a tool the agent was not given.
+    const tools = toolsForAgent('task', { permissions: { shell: false, manageTasks: false } });
+    const texts = [
+      ...(first!.body.system as Array<{ text: string }>).map((s) => s.text),
+      ...((first!.body.messages ?? []) as Array<{ content: Array<{ type: string; text?: string }> | string }>).flatMap((m) =>
+        typeof m.content === 'string' ? [m.content] : m.content.flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])),
+      ),
+      ...(first!.body.tools as Array<{ description: string }>).map((t) => t.description),
+    ];
+    expect(texts.join('\n')).toContain('## Current Scenario');
+    expect(texts.flatMap((t) => unofferedToolNames(t, new Set(tools.keys()), parameterNames(tools.values())))).toEqual([]);
+    expect(bodyText(first!)).toContain('- shell: no');
+
+    // The forged call: an error result, recorded in the ledger, and nothing ran.
+    expect(lastToolResults(second!)).toEqual([{ text: 'Unknown tool "shell_execute". Use only the tools you were given.', isError: true }]);
+    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'is_error']).where('session_id', '=', `task_${taskId}_r1`).where('tool', '=', 'shell_execute').execute();
+    expect(ledger).toEqual([{ tool: 'shell_execute', is_error: true }]);
+    expect(existsSync(forged)).toBe(false);
+  }, 90_000);
+
+  test('an agent with every permission (the default) is offered the whole scenario set', async () => {
+    const open = await h.createAgent();
+    const taskId = agents.task([submitTurn('ok')]);
+    await h.client.startTask({ agentId: open, taskId, title: 'Open', description: 'Nothing to do.' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
+    const request = agents.requests(taskId)[0]!;
+    expect(toolNames(request.body)).toEqual([...toolsForScenario('task').keys()].sort());
+    // The same prompt names the tools the restricted agent was denied: the check above can fail.
+    const system = (request.body.system as Array<{ text: string }>).map((s) => s.text).join('\n');
+    expect(system).toMatch(/task_create/);
+    expect(grantedPermissions({})).toEqual({ shell: true, writeFiles: true, manageTasks: true, contactHumans: true, messageAgents: true, manageGoals: true });
+  }, 90_000);
+
+  test('an unknown permission flag is refused by the config schema', () => {
+    const parsed = AgentConfigSchema.safeParse({ permissions: { shel: false } });
+    expect(parsed.success).toBe(false);
+  });
+});

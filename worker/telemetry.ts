@@ -182,7 +182,10 @@ export class Telemetry {
   }
 }
 
-/** Counts `executeTool` results that governance refused outright. */
+/**
+ * Counts tool calls that governance refused outright: the result of an `executeTool` activity (a call
+ * run after an approval decision) and each call the fused `llmStepWithTools` step ran itself.
+ */
 class ToolDenialCounter implements ActivityInboundCallsInterceptor {
   constructor(
     private readonly activityType: string,
@@ -191,8 +194,14 @@ class ToolDenialCounter implements ActivityInboundCallsInterceptor {
 
   async execute(input: Parameters<ActivityInboundCallsInterceptor['execute'] & object>[0], next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
     const result = await next(input);
-    if (this.activityType === 'executeTool') {
-      const r = result as { kind?: string; tool?: string; isError?: boolean; preview?: string };
+    type ToolOutcome = { kind?: string; tool?: string; isError?: boolean; preview?: string };
+    const outcomes: ToolOutcome[] =
+      this.activityType === 'executeTool'
+        ? [result as ToolOutcome]
+        : this.activityType === 'llmStepWithTools'
+          ? ((result as { toolResults?: Array<{ result: ToolOutcome }> }).toolResults ?? []).map((t) => t.result)
+          : [];
+    for (const r of outcomes) {
       if (r.kind === 'done' && r.isError && r.preview?.startsWith(DENIAL_PREFIX)) this.denials.inc({ tool: r.tool ?? 'unknown' });
     }
     return result;

@@ -68,7 +68,7 @@ describe('telemetry', () => {
       return all.some((s) => s.name === 'RunWorkflow:taskWorkflow') && all.some((s) => s.name === 'RunWorkflow:taskRoundWorkflow') ? all : undefined;
     });
     const names = new Set(spans.map((s) => s.name));
-    for (const name of ['RunWorkflow:taskWorkflow', 'RunWorkflow:taskRoundWorkflow', 'StartActivity:llmStep', 'RunActivity:llmStep', 'RunActivity:executeTool']) {
+    for (const name of ['RunWorkflow:taskWorkflow', 'RunWorkflow:taskRoundWorkflow', 'StartActivity:llmStepWithTools', 'RunActivity:llmStepWithTools']) {
       expect([name, names.has(name)]).toEqual([name, true]);
     }
     const llmSpans = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat' && s.attributes['gen_ai.usage.input_tokens'] === 100);
@@ -86,9 +86,9 @@ describe('telemetry', () => {
       'gen_ai.response.finish_reasons': ['tool_use'],
     });
     expect(first!.attributes['durable_agents.llm.cost_usd']).toBeGreaterThan(0);
-    // The LLM span is a child of the llmStep activity span, in the same trace as the workflows.
+    // The LLM span is a child of the loop step's activity span, in the same trace as the workflows.
     const parent = spans.find((s) => s.spanContext().spanId === parentId(first!));
-    expect(parent?.name).toBe('RunActivity:llmStep');
+    expect(parent?.name).toBe('RunActivity:llmStepWithTools');
     const taskTrace = spans.find((s) => s.name === 'RunWorkflow:taskWorkflow')!.spanContext().traceId;
     expect(spans.filter((s) => s.name === 'RunWorkflow:taskRoundWorkflow').map((s) => s.spanContext().traceId)).toContain(taskTrace);
 

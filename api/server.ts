@@ -21,7 +21,8 @@ import { registerInbox } from './inbox';
 import { apiMetrics } from './metrics';
 import { buildOpenApi, type RouteDoc } from './openapi';
 import * as S from './schemas';
-import { DeltaHub, readTaskEvents, TaskEventHub } from './streams';
+import type { StreamEvent } from '../client/streams';
+import { followTaskText, readTaskEvents, TaskEventHub } from './streams';
 import { scopeAllows, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
 /** 1 MiB: an agent's four identity files fit many times over; larger bodies are refused with 413. */
@@ -48,7 +49,7 @@ export const INBOX_COOKIE = 'da_token';
 export interface ApiOptions {
   client: AgentsClient;
   db: Kysely<Database>;
-  /** A PostgreSQL server URL for LISTEN (text deltas); absent: the deltas stream answers 503. */
+  /** A PostgreSQL server URL for LISTEN (run streams wake at once); absent: they poll. */
   databaseUrl?: string;
   /** Default workspace folder for agents upserted without one: `<root>/<agentId>`. */
   workspaceRoot: string;
@@ -98,8 +99,8 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     forceCloseConnections: true,
   });
   const events = new TaskEventHub(db);
-  const deltas = new DeltaHub();
-  await deltas.start(options.databaseUrl);
+  const streamSource = { db, ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}) };
+  const openStreams = new Set<AbortController>();
   const metrics = apiMetrics(db);
   const routes: RouteDoc[] = [];
 
@@ -215,10 +216,20 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     }
   };
 
-  const requireTask = async (taskId: string) => {
+  /**
+   * The task's row; a task whose workflow started but has not written its row yet (its first activity
+   * does, a moment after `POST /v1/tasks` answered) counts as pending, so a client's first GET right
+   * after the 201 never sees a 404.
+   */
+  const requireTask = async (taskId: string): Promise<{ state: string }> => {
     const task = await findTask(db, taskId);
-    if (!task) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
-    return task;
+    if (task) return task;
+    const started = await withTimeout('looking up the task workflow', () => client.handle(taskId).describe()).then(
+      (d) => d.status.name === 'RUNNING',
+      (error: unknown) => (error instanceof ApiError ? Promise.reject(error) : false),
+    );
+    if (!started) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
+    return { state: 'pending' };
   };
   /** Signals to a task whose workflow has ended are refused with 409, not lost. */
   const signalTask = async (taskId: string, what: string, send: () => Promise<void>): Promise<{ ok: true }> => {
@@ -399,21 +410,15 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     url: '/v1/tasks/:taskId/deltas',
     scope: 'read',
     summary:
-      "The LLM's text as it streams (Server-Sent Events). Resumable with `Last-Event-ID` while this API process still holds the deltas; otherwise a `reset` event says some were missed (the final text is in the task's events)",
+      "The LLM's text as it streams (Server-Sent Events), read from the task's stored run stream: each event's id is its sequence number in the stream, so `Last-Event-ID` resumes with no gap and no duplicate on any API process. Events: `delta` (`text`), `step-start`, `step-end`, `rewind` (an attempt that died mid-stream: drop the text of the deltas `data.fromSeq`..`data.toSeq`, the retry writes it again), then `end` once the task is finished",
     params: S.TaskIdParams,
     stream: true,
     handler: async ({ params, request, reply }) => {
       await requireTask(params.taskId);
-      if (!deltas.available) throw new ApiError(503, 'deltas_unavailable', 'text deltas need a PostgreSQL server URL (LISTEN); the embedded database serves no second session');
+      const lastEventId = request.headers['last-event-id'];
+      const after = lastEventId !== undefined ? parseSeq(String(lastEventId)) : 0;
       const sse = openSse(request, reply);
-      const lastId = request.headers['last-event-id'];
-      const unsubscribe = deltas.subscribe(
-        params.taskId,
-        lastId === undefined ? undefined : String(lastId),
-        (d) => sse.send({ id: d.id, data: { n: d.n, sessionId: d.sessionId, text: d.text } }),
-        () => sse.send({ event: 'reset', data: { reason: 'deltas after your Last-Event-ID are no longer held by this server; what follows is all it holds; the stored task events and messages have the final text' } }),
-      );
-      sse.onClose(unsubscribe);
+      pipeRunStream(sse, (deliver, signal) => followTaskText(streamSource, params.taskId, after, deliver, signal));
       return reply;
     },
   });
@@ -519,13 +524,27 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     }
   }
 
+  /** Sends a run stream's events as SSE (id = sequence number, event = kind) until it ends or the client leaves. */
+  function pipeRunStream(sse: Sse, follow: (deliver: (e: StreamEvent) => void, signal: AbortSignal) => Promise<unknown>): void {
+    const stop = new AbortController();
+    openStreams.add(stop);
+    sse.onClose(() => stop.abort());
+    follow((e) => sse.send({ id: String(e.seq), event: e.kind, data: runStreamEventJson(e) }), stop.signal)
+      .then(() => !stop.signal.aborted && sse.end())
+      .catch((error: unknown) => {
+        app.log.error({ err: error }, 'run stream failed');
+        sse.end();
+      })
+      .finally(() => openStreams.delete(stop));
+  }
+
   registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;
   server.closeStreams = async () => {
     events.close();
-    await deltas.close();
+    for (const stream of openStreams) stream.abort();
   };
   return server;
 }
@@ -567,6 +586,22 @@ function cookie(request: FastifyRequest, name: string): string | undefined {
 }
 
 /** Takes over the response for Server-Sent Events. */
+/** A run stream event as sent to clients (the stream id is the URL's business). */
+function runStreamEventJson(e: StreamEvent) {
+  return {
+    seq: e.seq,
+    kind: e.kind,
+    ...(e.stepKey !== undefined ? { stepKey: e.stepKey } : {}),
+    attempt: e.attempt,
+    part: e.part,
+    ...(e.text !== undefined && e.text !== null ? { text: e.text } : {}),
+    ...(e.data ? { data: e.data } : {}),
+    createdAt: e.createdAt.toISOString(),
+  };
+}
+
+type Sse = ReturnType<typeof openSse>;
+
 function openSse(request: FastifyRequest, reply: FastifyReply) {
   void reply.hijack();
   const res = reply.raw;

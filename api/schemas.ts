@@ -134,6 +134,32 @@ export const ApprovalListItem = z.object({
   requestedAt: z.string(),
 });
 export const ApprovalsResponse = z.object({ approvals: z.array(ApprovalListItem) });
+/** Ids marked read in one request; a relay marks what it delivered in batches of at most this many. */
+export const NOTIFICATIONS_MARK_MAX = 500;
+export const NotificationsQuery = z
+  .object({
+    agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'").optional(),
+    unread: z.enum(['true', 'false'], { message: 'unread must be true or false' }).optional(),
+  })
+  .strict();
+export const NotificationSchema = z.object({
+  id: z.string(),
+  agentId: z.string(),
+  taskId: z.string().nullable(),
+  kind: z.enum(['notification', 'approval_request']),
+  title: z.string(),
+  body: z.string(),
+  priority: z.enum(['low', 'normal', 'high', 'urgent']),
+  options: z.array(z.string()).nullable(),
+  createdAt: z.string(),
+  readAt: z.string().nullable(),
+  readBy: z.string().nullable(),
+});
+export const NotificationsResponse = z.object({ notifications: z.array(NotificationSchema) });
+export const MarkReadBody = z
+  .object({ ids: z.array(z.string().min(1).max(300)).min(1, 'name at least one notification id').max(NOTIFICATIONS_MARK_MAX, `at most ${NOTIFICATIONS_MARK_MAX} ids per request`) })
+  .strict();
+export const MarkReadResponse = z.object({ marked: z.number().int() });
 export const AcceptedResponse = z.object({ ok: z.literal(true) });
 export const ErrorResponse = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 export const TokenScopeSchema = z.enum(TOKEN_SCOPES);

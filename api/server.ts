@@ -22,6 +22,7 @@ import { apiMetrics } from './metrics';
 import { buildOpenApi, type RouteDoc } from './openapi';
 import * as S from './schemas';
 import type { StreamEvent } from '../client/streams';
+import { TaskAdmin, type NotificationRow } from '../client/task-admin';
 import { followTaskText, readTaskEvents, TaskEventHub } from './streams';
 import { scopeAllows, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
@@ -99,6 +100,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     forceCloseConnections: true,
   });
   const events = new TaskEventHub(db);
+  const admin = new TaskAdmin(client.temporal, db);
   const streamSource = { db, ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}) };
   const openStreams = new Set<AbortController>();
   const metrics = apiMetrics(db);
@@ -483,6 +485,35 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   // ---- approvals ------------------------------------------------------------------------------------
   route({
     method: 'GET',
+    url: '/v1/notifications',
+    scope: 'read',
+    summary: 'The notification inbox (what agents told people with `notify_user`, and questions nobody waits on), newest first, at most 200; `?agentId=` for one agent, `?unread=true` for unread only',
+    query: S.NotificationsQuery,
+    response: S.NotificationsResponse,
+    handler: async ({ query }) => {
+      if (query.agentId && !(await findAgent(db, query.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(query.agentId)}`);
+      const rows = await admin.notifications({ ...(query.agentId ? { agentId: query.agentId } : {}), unreadOnly: query.unread === 'true' });
+      return { notifications: rows.map(notificationJson) };
+    },
+  });
+  route({
+    method: 'POST',
+    url: '/v1/notifications/read',
+    scope: 'service',
+    summary:
+      'Mark notifications read (readBy = the token name; one already read keeps its first reader). Scope `service`: a relay that delivers notifications to people (chat, mail) marks what it delivered. Answers how many were unread; 404 names ids that do not exist',
+    body: S.MarkReadBody,
+    response: S.MarkReadResponse,
+    handler: async ({ body, principal }) => {
+      const ids = [...new Set(body.ids)];
+      const found = await db.selectFrom('notifications').select('id').where('id', 'in', ids).execute();
+      const missing = ids.filter((id) => !found.some((r) => r.id === id));
+      if (missing.length) throw new ApiError(404, 'notification_not_found', `no notification ${missing.slice(0, 5).map((id) => JSON.stringify(id)).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}; nothing was marked`);
+      return { marked: await admin.markRead(ids, principal.name) };
+    },
+  });
+  route({
+    method: 'GET',
     url: '/v1/approvals',
     scope: 'read',
     summary: 'Pending approval requests across all tasks, oldest first',
@@ -547,6 +578,22 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     for (const stream of openStreams) stream.abort();
   };
   return server;
+}
+
+function notificationJson(n: NotificationRow) {
+  return {
+    id: n.id,
+    agentId: n.agent_id,
+    taskId: n.task_id,
+    kind: n.kind,
+    title: n.title,
+    body: n.body,
+    priority: n.priority,
+    options: n.options,
+    createdAt: n.created_at.toISOString(),
+    readAt: n.read_at ? n.read_at.toISOString() : null,
+    readBy: n.read_by,
+  };
 }
 
 function agentJson(agent: AgentRow) {

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
@@ -21,9 +21,11 @@ import { registerInbox } from './inbox';
 import { apiMetrics } from './metrics';
 import { buildOpenApi, type RouteDoc } from './openapi';
 import * as S from './schemas';
-import type { StreamEvent } from '../client/streams';
+import { tailStream, type StreamEvent } from '../client/streams';
+import { ConversationClient, DeliveryRejectedError } from '../client/chat';
+import { chatRunWorkflowId } from '../workflows/agent-contract';
 import { TaskAdmin, type NotificationRow } from '../client/task-admin';
-import { followTaskText, readTaskEvents, TaskEventHub } from './streams';
+import { TEXT_STREAM_POLL_ONLY_MS, followTaskText, readTaskEvents, TaskEventHub } from './streams';
 import { scopeAllows, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
 /** 1 MiB: an agent's four identity files fit many times over; larger bodies are refused with 413. */
@@ -101,6 +103,14 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   });
   const events = new TaskEventHub(db);
   const admin = new TaskAdmin(client.temporal, db);
+  const conversations = new ConversationClient(client, options.databaseUrl ? { connectionString: options.databaseUrl } : {});
+  /** Follows a run stream (a chat answer) to its `end` event. */
+  const followRun = async (streamId: string, afterSeq: number, deliver: (e: StreamEvent) => void, signal: AbortSignal): Promise<void> => {
+    for await (const e of tailStream(streamSource, streamId, { afterSeq, signal, ...(options.databaseUrl ? {} : { pollIntervalMs: TEXT_STREAM_POLL_ONLY_MS }) })) {
+      deliver(e);
+      if (e.kind === 'end') return;
+    }
+  };
   const streamSource = { db, ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}) };
   const openStreams = new Set<AbortController>();
   const metrics = apiMetrics(db);
@@ -484,6 +494,62 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
 
   // ---- approvals ------------------------------------------------------------------------------------
   route({
+    method: 'POST',
+    url: '/v1/agents/:agentId/chat',
+    scope: 'service',
+    summary:
+      "Send a chat message to the agent's mailbox and stream the answer (Server-Sent Events): first an `item` event `{ itemId, status, channel }`, then the chat run's stream (`step-start`, `delta` with `text`, `rewind`, `step-end`, `end`), ids = sequence numbers. Resume with `GET /v1/agents/{agentId}/chat/{itemId}/stream` and `Last-Event-ID`. `from` defaults to the token's name as a human; the channel to that sender's direct channel",
+    params: S.AgentIdParams,
+    body: S.ChatBody,
+    stream: true,
+    handler: async ({ params, body, principal, request, reply }) => {
+      if (!(await findAgent(db, params.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(params.agentId)}`);
+      const delivered = await withTimeout('delivering the chat message', () =>
+        conversations.deliver(params.agentId, { kind: 'chat', from: body.from ?? { type: 'human', id: principal.name }, text: body.text, ...(body.channel ? { channel: body.channel } : {}) }),
+      ).catch((error: unknown) => {
+        if (error instanceof DeliveryRejectedError) throw new ApiError(400, 'invalid_request', error.message);
+        throw error;
+      });
+      const sse = openSse(request, reply);
+      sse.send({ event: 'item', data: delivered });
+      pipeRunStream(sse, (deliver, signal) => followRun(chatRunWorkflowId(params.agentId, delivered.mergedInto ?? delivered.itemId), 0, deliver, signal));
+      return reply;
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/agents/:agentId/chat/:itemId/stream',
+    scope: 'read',
+    summary: 'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`. A merged message follows the item it was merged into',
+    params: S.ChatItemParams,
+    stream: true,
+    handler: async ({ params, request, reply }) => {
+      if (!(await findAgent(db, params.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(params.agentId)}`);
+      const item = await db.selectFrom('mailbox_items').select(['id', 'merged_into']).where('id', '=', params.itemId).where('agent_id', '=', params.agentId).executeTakeFirst();
+      if (!item) throw new ApiError(404, 'item_not_found', `agent ${params.agentId} has no mailbox item ${JSON.stringify(params.itemId)}`);
+      const lastEventId = request.headers['last-event-id'];
+      const after = lastEventId !== undefined ? parseSeq(String(lastEventId)) : 0;
+      const sse = openSse(request, reply);
+      pipeRunStream(sse, (deliver, signal) => followRun(chatRunWorkflowId(params.agentId, item.merged_into ?? item.id), after, deliver, signal));
+      return reply;
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/agents/:agentId/mailbox',
+    scope: 'read',
+    summary: "The agent's mailbox (the agent workflow's `mailbox` query): items with their triage state and result, what it is focused on, counters. An agent that never received anything has an empty, idle mailbox",
+    params: S.AgentIdParams,
+    response: S.MailboxResponse,
+    handler: async ({ params }) => {
+      if (!(await findAgent(db, params.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(params.agentId)}`);
+      return withTimeout('the mailbox query', () => conversations.mailbox(params.agentId)).catch((error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return { agentId: params.agentId, attention: 'idle', items: [], counters: { delivered: 0, completed: 0, merged: 0, preempted: 0 } };
+        throw error;
+      });
+    },
+  });
+  route({
     method: 'GET',
     url: '/v1/notifications',
     scope: 'read',
@@ -560,8 +626,12 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     const stop = new AbortController();
     openStreams.add(stop);
     sse.onClose(() => stop.abort());
-    follow((e) => sse.send({ id: String(e.seq), event: e.kind, data: runStreamEventJson(e) }), stop.signal)
-      .then(() => !stop.signal.aborted && sse.end())
+    let ended = false;
+    follow((e) => {
+      ended = e.kind === 'end';
+      sse.send({ id: String(e.seq), event: e.kind, data: runStreamEventJson(e) });
+    }, stop.signal)
+      .then(() => !stop.signal.aborted && sse.end(!ended))
       .catch((error: unknown) => {
         app.log.error({ err: error }, 'run stream failed');
         sse.end();
@@ -674,9 +744,10 @@ function openSse(request: FastifyRequest, reply: FastifyReply) {
       frame += `data: ${JSON.stringify(message.data)}\n\n`;
       res.write(frame);
     },
-    end() {
+    /** Ends the response, after an `end` event unless the stream sent its own. */
+    end(withEndEvent = true) {
       if (!open) return;
-      res.write('event: end\ndata: {}\n\n');
+      if (withEndEvent) res.write('event: end\ndata: {}\n\n');
       res.end();
       close();
     },

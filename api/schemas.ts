@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { AgentConfig } from '../activities/store/agents';
 import { AGENT_ID_PATTERN } from '../activities/store/agents';
+import { MAILBOX_TEXT_MAX_CHARS } from '../workflows/rules/mailbox';
 import type { PendingApproval, RecordedApprovalDecision, TaskStatus, UsageTotals } from '../workflows/contract';
 import { TASK_STATES } from '../workflows/rules/task-state';
 import { TOKEN_SCOPES } from './tokens';
@@ -134,6 +135,67 @@ export const ApprovalListItem = z.object({
   requestedAt: z.string(),
 });
 export const ApprovalsResponse = z.object({ approvals: z.array(ApprovalListItem) });
+/** Ids marked read in one request; a relay marks what it delivered in batches of at most this many. */
+export const NOTIFICATIONS_MARK_MAX = 500;
+export const NotificationsQuery = z
+  .object({
+    agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'").optional(),
+    unread: z.enum(['true', 'false'], { message: 'unread must be true or false' }).optional(),
+  })
+  .strict();
+export const NotificationSchema = z.object({
+  id: z.string(),
+  agentId: z.string(),
+  taskId: z.string().nullable(),
+  kind: z.enum(['notification', 'approval_request']),
+  title: z.string(),
+  body: z.string(),
+  priority: z.enum(['low', 'normal', 'high', 'urgent']),
+  options: z.array(z.string()).nullable(),
+  createdAt: z.string(),
+  readAt: z.string().nullable(),
+  readBy: z.string().nullable(),
+});
+export const NotificationsResponse = z.object({ notifications: z.array(NotificationSchema) });
+export const MarkReadBody = z
+  .object({ ids: z.array(z.string().min(1).max(300)).min(1, 'name at least one notification id').max(NOTIFICATIONS_MARK_MAX, `at most ${NOTIFICATIONS_MARK_MAX} ids per request`) })
+  .strict();
+export const MarkReadResponse = z.object({ marked: z.number().int() });
+export const ChatItemParams = z
+  .object({ agentId: AgentIdParams.shape.agentId, itemId: z.string().min(1).max(300) })
+  .strict();
+export const ChatBody = z
+  .object({
+    text: z.string().trim().min(1, 'a chat message needs text').max(MAILBOX_TEXT_MAX_CHARS, `a chat message is at most ${MAILBOX_TEXT_MAX_CHARS} characters`),
+    channel: z.string().min(1).max(300).optional(),
+    from: z.object({ type: z.enum(['human', 'agent', 'system']), id: z.string().min(1).max(300) }).strict().optional(),
+  })
+  .strict();
+export const MailboxResponse = z.object({
+  agentId: z.string(),
+  attention: z.enum(['idle', 'focused']),
+  focus: z.object({ itemId: z.string(), kind: z.string(), since: z.string() }).optional(),
+  items: z.array(
+    z.object({
+      itemId: z.string(),
+      kind: z.string(),
+      from: z.object({ type: z.string(), id: z.string() }),
+      channel: z.string(),
+      priority: z.number(),
+      status: z.string(),
+      decision: z.string(),
+      reason: z.string(),
+      preview: z.string(),
+      mergedCount: z.number(),
+      receivedAt: z.string(),
+      thread: z.string(),
+      replyTo: z.string().optional(),
+      result: z.string().optional(),
+      runId: z.string().optional(),
+    }),
+  ),
+  counters: z.object({ delivered: z.number(), completed: z.number(), merged: z.number(), preempted: z.number() }),
+});
 export const AcceptedResponse = z.object({ ok: z.literal(true) });
 export const ErrorResponse = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 export const TokenScopeSchema = z.enum(TOKEN_SCOPES);

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
@@ -21,7 +21,11 @@ import { registerInbox } from './inbox';
 import { apiMetrics } from './metrics';
 import { buildOpenApi, type RouteDoc } from './openapi';
 import * as S from './schemas';
-import { DeltaHub, readTaskEvents, TaskEventHub } from './streams';
+import { tailStream, type StreamEvent } from '../client/streams';
+import { ConversationClient, DeliveryRejectedError } from '../client/chat';
+import { chatRunWorkflowId } from '../workflows/agent-contract';
+import { TaskAdmin, type NotificationRow } from '../client/task-admin';
+import { TEXT_STREAM_POLL_ONLY_MS, followTaskText, readTaskEvents, TaskEventHub } from './streams';
 import { scopeAllows, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
 /** 1 MiB: an agent's four identity files fit many times over; larger bodies are refused with 413. */
@@ -48,7 +52,7 @@ export const INBOX_COOKIE = 'da_token';
 export interface ApiOptions {
   client: AgentsClient;
   db: Kysely<Database>;
-  /** A PostgreSQL server URL for LISTEN (text deltas); absent: the deltas stream answers 503. */
+  /** A PostgreSQL server URL for LISTEN (run streams wake at once); absent: they poll. */
   databaseUrl?: string;
   /** Default workspace folder for agents upserted without one: `<root>/<agentId>`. */
   workspaceRoot: string;
@@ -98,8 +102,17 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     forceCloseConnections: true,
   });
   const events = new TaskEventHub(db);
-  const deltas = new DeltaHub();
-  await deltas.start(options.databaseUrl);
+  const admin = new TaskAdmin(client.temporal, db);
+  const conversations = new ConversationClient(client, options.databaseUrl ? { connectionString: options.databaseUrl } : {});
+  /** Follows a run stream (a chat answer) to its `end` event. */
+  const followRun = async (streamId: string, afterSeq: number, deliver: (e: StreamEvent) => void, signal: AbortSignal): Promise<void> => {
+    for await (const e of tailStream(streamSource, streamId, { afterSeq, signal, ...(options.databaseUrl ? {} : { pollIntervalMs: TEXT_STREAM_POLL_ONLY_MS }) })) {
+      deliver(e);
+      if (e.kind === 'end') return;
+    }
+  };
+  const streamSource = { db, ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}) };
+  const openStreams = new Set<AbortController>();
   const metrics = apiMetrics(db);
   const routes: RouteDoc[] = [];
 
@@ -215,10 +228,20 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     }
   };
 
-  const requireTask = async (taskId: string) => {
+  /**
+   * The task's row; a task whose workflow started but has not written its row yet (its first activity
+   * does, a moment after `POST /v1/tasks` answered) counts as pending, so a client's first GET right
+   * after the 201 never sees a 404.
+   */
+  const requireTask = async (taskId: string): Promise<{ state: string }> => {
     const task = await findTask(db, taskId);
-    if (!task) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
-    return task;
+    if (task) return task;
+    const started = await withTimeout('looking up the task workflow', () => client.handle(taskId).describe()).then(
+      (d) => d.status.name === 'RUNNING',
+      (error: unknown) => (error instanceof ApiError ? Promise.reject(error) : false),
+    );
+    if (!started) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
+    return { state: 'pending' };
   };
   /** Signals to a task whose workflow has ended are refused with 409, not lost. */
   const signalTask = async (taskId: string, what: string, send: () => Promise<void>): Promise<{ ok: true }> => {
@@ -399,21 +422,15 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     url: '/v1/tasks/:taskId/deltas',
     scope: 'read',
     summary:
-      "The LLM's text as it streams (Server-Sent Events). Resumable with `Last-Event-ID` while this API process still holds the deltas; otherwise a `reset` event says some were missed (the final text is in the task's events)",
+      "The LLM's text as it streams (Server-Sent Events), read from the task's stored run stream: each event's id is its sequence number in the stream, so `Last-Event-ID` resumes with no gap and no duplicate on any API process. Events: `delta` (`text`), `step-start`, `step-end`, `rewind` (an attempt that died mid-stream: drop the text of the deltas `data.fromSeq`..`data.toSeq`, the retry writes it again), then `end` once the task is finished",
     params: S.TaskIdParams,
     stream: true,
     handler: async ({ params, request, reply }) => {
       await requireTask(params.taskId);
-      if (!deltas.available) throw new ApiError(503, 'deltas_unavailable', 'text deltas need a PostgreSQL server URL (LISTEN); the embedded database serves no second session');
+      const lastEventId = request.headers['last-event-id'];
+      const after = lastEventId !== undefined ? parseSeq(String(lastEventId)) : 0;
       const sse = openSse(request, reply);
-      const lastId = request.headers['last-event-id'];
-      const unsubscribe = deltas.subscribe(
-        params.taskId,
-        lastId === undefined ? undefined : String(lastId),
-        (d) => sse.send({ id: d.id, data: { n: d.n, sessionId: d.sessionId, text: d.text } }),
-        () => sse.send({ event: 'reset', data: { reason: 'deltas after your Last-Event-ID are no longer held by this server; what follows is all it holds; the stored task events and messages have the final text' } }),
-      );
-      sse.onClose(unsubscribe);
+      pipeRunStream(sse, (deliver, signal) => followTaskText(streamSource, params.taskId, after, deliver, signal));
       return reply;
     },
   });
@@ -477,6 +494,91 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
 
   // ---- approvals ------------------------------------------------------------------------------------
   route({
+    method: 'POST',
+    url: '/v1/agents/:agentId/chat',
+    scope: 'service',
+    summary:
+      "Send a chat message to the agent's mailbox and stream the answer (Server-Sent Events): first an `item` event `{ itemId, status, channel }`, then the chat run's stream (`step-start`, `delta` with `text`, `rewind`, `step-end`, `end`), ids = sequence numbers. Resume with `GET /v1/agents/{agentId}/chat/{itemId}/stream` and `Last-Event-ID`. `from` defaults to the token's name as a human; the channel to that sender's direct channel",
+    params: S.AgentIdParams,
+    body: S.ChatBody,
+    stream: true,
+    handler: async ({ params, body, principal, request, reply }) => {
+      if (!(await findAgent(db, params.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(params.agentId)}`);
+      const delivered = await withTimeout('delivering the chat message', () =>
+        conversations.deliver(params.agentId, { kind: 'chat', from: body.from ?? { type: 'human', id: principal.name }, text: body.text, ...(body.channel ? { channel: body.channel } : {}) }),
+      ).catch((error: unknown) => {
+        if (error instanceof DeliveryRejectedError) throw new ApiError(400, 'invalid_request', error.message);
+        throw error;
+      });
+      const sse = openSse(request, reply);
+      sse.send({ event: 'item', data: delivered });
+      pipeRunStream(sse, (deliver, signal) => followRun(chatRunWorkflowId(params.agentId, delivered.mergedInto ?? delivered.itemId), 0, deliver, signal));
+      return reply;
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/agents/:agentId/chat/:itemId/stream',
+    scope: 'read',
+    summary: 'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`. A merged message follows the item it was merged into',
+    params: S.ChatItemParams,
+    stream: true,
+    handler: async ({ params, request, reply }) => {
+      if (!(await findAgent(db, params.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(params.agentId)}`);
+      const item = await db.selectFrom('mailbox_items').select(['id', 'merged_into']).where('id', '=', params.itemId).where('agent_id', '=', params.agentId).executeTakeFirst();
+      if (!item) throw new ApiError(404, 'item_not_found', `agent ${params.agentId} has no mailbox item ${JSON.stringify(params.itemId)}`);
+      const lastEventId = request.headers['last-event-id'];
+      const after = lastEventId !== undefined ? parseSeq(String(lastEventId)) : 0;
+      const sse = openSse(request, reply);
+      pipeRunStream(sse, (deliver, signal) => followRun(chatRunWorkflowId(params.agentId, item.merged_into ?? item.id), after, deliver, signal));
+      return reply;
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/agents/:agentId/mailbox',
+    scope: 'read',
+    summary: "The agent's mailbox (the agent workflow's `mailbox` query): items with their triage state and result, what it is focused on, counters. An agent that never received anything has an empty, idle mailbox",
+    params: S.AgentIdParams,
+    response: S.MailboxResponse,
+    handler: async ({ params }) => {
+      if (!(await findAgent(db, params.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(params.agentId)}`);
+      return withTimeout('the mailbox query', () => conversations.mailbox(params.agentId)).catch((error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return { agentId: params.agentId, attention: 'idle', items: [], counters: { delivered: 0, completed: 0, merged: 0, preempted: 0 } };
+        throw error;
+      });
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/notifications',
+    scope: 'read',
+    summary: 'The notification inbox (what agents told people with `notify_user`, and questions nobody waits on), newest first, at most 200; `?agentId=` for one agent, `?unread=true` for unread only',
+    query: S.NotificationsQuery,
+    response: S.NotificationsResponse,
+    handler: async ({ query }) => {
+      if (query.agentId && !(await findAgent(db, query.agentId))) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(query.agentId)}`);
+      const rows = await admin.notifications({ ...(query.agentId ? { agentId: query.agentId } : {}), unreadOnly: query.unread === 'true' });
+      return { notifications: rows.map(notificationJson) };
+    },
+  });
+  route({
+    method: 'POST',
+    url: '/v1/notifications/read',
+    scope: 'service',
+    summary:
+      'Mark notifications read (readBy = the token name; one already read keeps its first reader). Scope `service`: a relay that delivers notifications to people (chat, mail) marks what it delivered. Answers how many were unread; 404 names ids that do not exist',
+    body: S.MarkReadBody,
+    response: S.MarkReadResponse,
+    handler: async ({ body, principal }) => {
+      const ids = [...new Set(body.ids)];
+      const found = await db.selectFrom('notifications').select('id').where('id', 'in', ids).execute();
+      const missing = ids.filter((id) => !found.some((r) => r.id === id));
+      if (missing.length) throw new ApiError(404, 'notification_not_found', `no notification ${missing.slice(0, 5).map((id) => JSON.stringify(id)).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}; nothing was marked`);
+      return { marked: await admin.markRead(ids, principal.name) };
+    },
+  });
+  route({
     method: 'GET',
     url: '/v1/approvals',
     scope: 'read',
@@ -519,15 +621,49 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     }
   }
 
+  /** Sends a run stream's events as SSE (id = sequence number, event = kind) until it ends or the client leaves. */
+  function pipeRunStream(sse: Sse, follow: (deliver: (e: StreamEvent) => void, signal: AbortSignal) => Promise<unknown>): void {
+    const stop = new AbortController();
+    openStreams.add(stop);
+    sse.onClose(() => stop.abort());
+    let ended = false;
+    follow((e) => {
+      ended = e.kind === 'end';
+      sse.send({ id: String(e.seq), event: e.kind, data: runStreamEventJson(e) });
+    }, stop.signal)
+      .then(() => !stop.signal.aborted && sse.end(!ended))
+      .catch((error: unknown) => {
+        app.log.error({ err: error }, 'run stream failed');
+        sse.end();
+      })
+      .finally(() => openStreams.delete(stop));
+  }
+
   registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;
   server.closeStreams = async () => {
     events.close();
-    await deltas.close();
+    for (const stream of openStreams) stream.abort();
   };
   return server;
+}
+
+function notificationJson(n: NotificationRow) {
+  return {
+    id: n.id,
+    agentId: n.agent_id,
+    taskId: n.task_id,
+    kind: n.kind,
+    title: n.title,
+    body: n.body,
+    priority: n.priority,
+    options: n.options,
+    createdAt: n.created_at.toISOString(),
+    readAt: n.read_at ? n.read_at.toISOString() : null,
+    readBy: n.read_by,
+  };
 }
 
 function agentJson(agent: AgentRow) {
@@ -567,6 +703,22 @@ function cookie(request: FastifyRequest, name: string): string | undefined {
 }
 
 /** Takes over the response for Server-Sent Events. */
+/** A run stream event as sent to clients (the stream id is the URL's business). */
+function runStreamEventJson(e: StreamEvent) {
+  return {
+    seq: e.seq,
+    kind: e.kind,
+    ...(e.stepKey !== undefined ? { stepKey: e.stepKey } : {}),
+    attempt: e.attempt,
+    part: e.part,
+    ...(e.text !== undefined && e.text !== null ? { text: e.text } : {}),
+    ...(e.data ? { data: e.data } : {}),
+    createdAt: e.createdAt.toISOString(),
+  };
+}
+
+type Sse = ReturnType<typeof openSse>;
+
 function openSse(request: FastifyRequest, reply: FastifyReply) {
   void reply.hijack();
   const res = reply.raw;
@@ -592,9 +744,10 @@ function openSse(request: FastifyRequest, reply: FastifyReply) {
       frame += `data: ${JSON.stringify(message.data)}\n\n`;
       res.write(frame);
     },
-    end() {
+    /** Ends the response, after an `end` event unless the stream sent its own. */
+    end(withEndEvent = true) {
       if (!open) return;
-      res.write('event: end\ndata: {}\n\n');
+      if (withEndEvent) res.write('event: end\ndata: {}\n\n');
       res.end();
       close();
     },

@@ -5,26 +5,20 @@
  * (migration 004), so "everything after seq N" has no gap and no duplicate, whichever API process
  * serves the reconnect. One poller per followed task fans rows out to every subscriber.
  *
- * LLM text deltas come from the worker's `agent_progress` NOTIFY, which stores nothing. This process
- * numbers them as they arrive and keeps the newest per task in memory: a reconnect to the same process
- * within that window resumes exactly; anything else gets a `reset` event, because the deltas in
- * between were never stored (the final text is: it is in the task's messages and events).
+ * LLM text comes from the task's stored run stream (`stream_events`, see client/streams.ts): its
+ * sequence numbers are the SSE ids, so a reconnect to any process resumes exactly.
  */
-import { randomBytes } from 'node:crypto';
-import { Client as PgClient } from 'pg';
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema/database';
+import { findTask } from '../activities/store/tasks';
+import { tailStream, type StreamEvent } from '../client/streams';
+import { taskWorkflowId } from '../workflows/contract';
+import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 
 /** How often a followed task is polled for new events: the stream's worst-case added latency. */
 export const EVENT_POLL_INTERVAL_MS = 200;
 /** Rows fetched per poll; a backlog drains over several polls. */
 const EVENT_BATCH = 500;
-/** Deltas kept per task for resuming, about a minute of fast streaming. */
-export const DELTA_BUFFER_PER_TASK = 2_000;
-/** Tasks whose deltas are kept; the least recently written is dropped first. */
-const DELTA_TASKS_MAX = 500;
-/** The worker's NOTIFY channel (activities/llm-step.ts PROGRESS_CHANNEL). */
-export const PROGRESS_CHANNEL = 'agent_progress';
 
 export interface StreamedTaskEvent {
   seq: number;
@@ -128,98 +122,59 @@ export class TaskEventHub {
   }
 }
 
-export interface TextDelta {
-  /** `{boot}.{n}`: this process's boot id and the delta's number within the task. */
-  id: string;
-  n: number;
-  sessionId: string;
-  text: string;
-}
+/** How often a finished-or-not check runs for an open text stream (the end of a finished task's stream). */
+export const TEXT_STREAM_STATE_CHECK_MS = 500;
+/** Without LISTEN (the embedded database serves one session) the text stream polls this often. */
+export const TEXT_STREAM_POLL_ONLY_MS = 200;
 
-/** Listens to `agent_progress` and numbers the deltas per task (see the file comment for the limits). */
-export class DeltaHub {
-  readonly bootId = randomBytes(4).toString('hex');
-  private readonly buffers = new Map<string, { next: number; deltas: TextDelta[]; listeners: Set<(d: TextDelta) => void> }>();
-  private client?: PgClient;
-
-  /** Starts listening; without a server URL (embedded database in another process) deltas are unavailable. */
-  async start(databaseUrl: string | undefined): Promise<boolean> {
-    if (!databaseUrl) return false;
-    try {
-      const client = new PgClient({ connectionString: databaseUrl });
-      await client.connect();
-      client.on('notification', (msg) => this.onNotification(msg.payload));
-      client.on('error', () => undefined);
-      await client.query(`listen ${PROGRESS_CHANNEL}`);
-      this.client = client;
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  get available(): boolean {
-    return this.client !== undefined;
-  }
-
-  /**
-   * Sends the deltas after `lastId` that are still buffered, then live ones; calls `reset` first when
-   * the resume cannot be exact (some deltas after `lastId` are gone). Returns the unsubscribe function.
-   */
-  subscribe(taskId: string, lastId: string | undefined, deliver: (d: TextDelta) => void, reset: () => void): () => void {
-    const buffer = this.buffer(taskId);
-    let exact = true;
-    let after = 0;
-    if (lastId) {
-      const [boot, n] = lastId.split('.');
-      const first = buffer.deltas[0]?.n ?? buffer.next;
-      if (boot !== this.bootId || !Number.isInteger(Number(n)) || Number(n) + 1 < first) exact = false;
-      else after = Number(n);
-    }
-    if (!exact) reset();
-    for (const d of buffer.deltas) if (d.n > after) deliver(d);
-    buffer.listeners.add(deliver);
-    return () => buffer.listeners.delete(deliver);
-  }
-
-  async close(): Promise<void> {
-    await this.client?.end().catch(() => undefined);
-    this.client = undefined;
-  }
-
-  private buffer(taskId: string) {
-    let buffer = this.buffers.get(taskId);
-    if (!buffer) {
-      buffer = { next: 1, deltas: [], listeners: new Set() };
-      this.buffers.set(taskId, buffer);
-      if (this.buffers.size > DELTA_TASKS_MAX) {
-        for (const [id, b] of this.buffers) {
-          if (b.listeners.size === 0) {
-            this.buffers.delete(id);
-            break;
-          }
-        }
+/**
+ * A task's LLM text from its stored run stream (`task-{taskId}` in `stream_events`, written by the
+ * worker's step publisher): every event after `afterSeq`, in order, then new ones as they commit, on
+ * any API process (the sequence number is the stream's own, so a resume has no gap and no duplicate).
+ * `rewind` events pass through: a client drops the superseded text they name. Stops once the task is
+ * finished and every event written before that was sent (`onEnd`), or when `signal` aborts.
+ */
+export async function followTaskText(
+  source: { db: Kysely<Database>; connectionString?: string },
+  taskId: string,
+  afterSeq: number,
+  deliver: (event: StreamEvent) => void,
+  signal: AbortSignal,
+): Promise<'finished' | 'aborted'> {
+  const streamId = taskWorkflowId(taskId);
+  let sent = afterSeq;
+  let endAt = Number.POSITIVE_INFINITY;
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort();
+  signal.addEventListener('abort', onAbort);
+  // A finished task writes nothing more: end once its stream head is sent.
+  const checker = setInterval(() => {
+    void (async () => {
+      try {
+        const task = await findTask(source.db, taskId);
+        if (!task || !isTerminal(task.state as TaskState) || endAt !== Number.POSITIVE_INFINITY) return;
+        const head = await source.db.selectFrom('stream_heads').select('last_seq').where('stream_id', '=', streamId).executeTakeFirst();
+        endAt = head?.last_seq ?? 0;
+        if (sent >= endAt) stop.abort();
+      } catch {
+        // The database is unreachable for a moment: check again at the next tick.
       }
+    })();
+  }, TEXT_STREAM_STATE_CHECK_MS);
+  try {
+    for await (const event of tailStream({ db: source.db, connectionString: source.connectionString }, streamId, {
+      afterSeq,
+      signal: stop.signal,
+      until: (e) => e.seq >= endAt,
+      ...(source.connectionString ? {} : { pollIntervalMs: TEXT_STREAM_POLL_ONLY_MS }),
+    })) {
+      sent = event.seq;
+      deliver(event);
+      if (event.kind === 'end' || sent >= endAt) return 'finished';
     }
-    return buffer;
-  }
-
-  private onNotification(payload: string | undefined): void {
-    let parsed: { taskId?: string; sessionId?: string; text?: string };
-    try {
-      parsed = JSON.parse(payload ?? '') as typeof parsed;
-    } catch {
-      return;
-    }
-    if (!parsed.taskId || typeof parsed.text !== 'string') return;
-    const buffer = this.buffer(parsed.taskId);
-    // Re-insert: Map order doubles as least-recently-written order for eviction.
-    this.buffers.delete(parsed.taskId);
-    this.buffers.set(parsed.taskId, buffer);
-    const n = buffer.next++;
-    const delta: TextDelta = { id: `${this.bootId}.${n}`, n, sessionId: parsed.sessionId ?? '', text: parsed.text };
-    buffer.deltas.push(delta);
-    if (buffer.deltas.length > DELTA_BUFFER_PER_TASK) buffer.deltas.shift();
-    for (const listener of buffer.listeners) listener(delta);
+    return signal.aborted ? 'aborted' : 'finished';
+  } finally {
+    clearInterval(checker);
+    signal.removeEventListener('abort', onAbort);
   }
 }

@@ -57,9 +57,10 @@ export class ConversationClient {
 
   constructor(
     readonly agents: AgentsClient,
-    options: { connectionString: string },
+    /** Without a connection string (an embedded database) the stream follower polls instead of LISTENing. */
+    options: { connectionString?: string },
   ) {
-    this.source = { db: agents.db, connectionString: options.connectionString };
+    this.source = { db: agents.db, ...(options.connectionString ? { connectionString: options.connectionString } : {}) };
   }
 
   /**

@@ -19,8 +19,11 @@ export const STREAM_RECONNECT_MAX_MS = 5_000;
 /** Where streams are read from: the database (catch-up queries) and a URL for the LISTEN connection. */
 export interface StreamSource {
   db: Kysely<Database>;
-  /** PostgreSQL URL for the dedicated LISTEN connection (a pooled connection cannot LISTEN reliably). */
-  connectionString: string;
+  /**
+   * PostgreSQL URL for the dedicated LISTEN connection (a pooled connection cannot LISTEN reliably).
+   * Absent (an embedded database with one session): the follower only polls, every poll interval.
+   */
+  connectionString?: string;
 }
 
 export interface TailStreamOptions {
@@ -124,14 +127,14 @@ class StreamListener {
   private closed = false;
 
   constructor(
-    private readonly connectionString: string,
+    private readonly connectionString: string | undefined,
     private readonly streamId: string,
     private readonly onNotify: () => void,
   ) {}
 
-  /** A notification (or a connection event) will wake the follower: it may wait the full poll interval. */
+  /** A notification (or a connection event) will wake the follower, or there is no LISTEN at all: it may wait the full poll interval. */
   get live(): boolean {
-    return this.client !== undefined || this.connecting;
+    return this.connectionString === undefined || this.client !== undefined || this.connecting;
   }
 
   /** How long until a lost connection is tried again (0 when it may be now). */
@@ -141,7 +144,7 @@ class StreamListener {
 
   /** Starts connecting if there is no live connection and the backoff has passed (never blocks). */
   ensureConnected(): void {
-    if (this.closed || this.client || this.connecting || Date.now() < this.retryAt) return;
+    if (this.connectionString === undefined || this.closed || this.client || this.connecting || Date.now() < this.retryAt) return;
     this.connecting = true;
     const client = new pg.Client({ connectionString: this.connectionString });
     const lost = (): void => {

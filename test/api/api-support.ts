@@ -54,13 +54,15 @@ export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}
   };
 }
 
-/** Reads a Server-Sent Events stream; `next` resolves with the next message (or `end`). */
-export function readSse(url: string, token: string, headers: Record<string, string> = {}) {
+/** Reads a Server-Sent Events stream (a GET, or a POST with a JSON body); `next` resolves with the next message (or `end`). */
+export function readSse(url: string, token: string, headers: Record<string, string> = {}, post?: { body: unknown }) {
   const controller = new AbortController();
   const queue: Array<{ id?: string; event?: string; data: any }> = [];
   const waiters: Array<() => void> = [];
   let ended = false;
-  const opened = fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...headers }, signal: controller.signal }).then(async (response) => {
+  const init = post ? { method: 'POST', body: JSON.stringify(post.body) } : {};
+  const contentType: Record<string, string> = post ? { 'content-type': 'application/json' } : {};
+  const opened = fetch(url, { ...init, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...contentType, ...headers }, signal: controller.signal }).then(async (response) => {
     if (response.status !== 200) throw new Error(`SSE ${url} answered ${response.status}: ${await response.text()}`);
     const decoder = new TextDecoder();
     let buffer = '';

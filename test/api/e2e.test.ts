@@ -4,16 +4,18 @@ import { Client as PgClient } from 'pg';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
 import { ScriptedAgents, waitFor } from '../workflow/task-support';
 import { readSse, startTestApi, type TestApi } from './api-support';
+import { findTask } from '../../activities/store/tasks';
+import { appendStreamEvents, readStreamEvents } from '../../activities/streams/store';
 
-/** Two sessions at once (commit order) and LISTEN (deltas) need a PostgreSQL server; CI always has one. */
+/** Two sessions at once (commit order) need a PostgreSQL server; CI always has one. */
 const needsServer = process.env.TEST_DB_KIND === 'postgres' ? test : test.skip;
-if (process.env.TEST_DB_KIND !== 'postgres') console.warn('two HTTP API stream tests need a real PostgreSQL server (DATABASE_URL); CI always runs them.');
+if (process.env.TEST_DB_KIND !== 'postgres') console.warn('an HTTP API stream test need a real PostgreSQL server (DATABASE_URL); CI always runs them.');
 
 /**
  * The API end to end, over HTTP only: define an agent, start a task, watch its event stream, approve a
  * pending shell command, accept the work, see it complete. Then the streams' resume guarantees: task
  * events resumed with Last-Event-ID have no gap and no duplicate (also when two writers commit out of
- * id order), and text deltas resume within the server's buffer or say plainly that some were missed.
+ * id order), and text deltas, read from the stored run stream, resume on any API process and pass rewinds through.
  */
 describe('HTTP API end to end', () => {
   let h: Harness;
@@ -139,7 +141,7 @@ describe('HTTP API end to end', () => {
   needsServer('event sequence numbers follow commit order: a writer that commits later numbers later, even with a smaller id', async () => {
     const taskId = agents.task([submitTurn('nothing to do')]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Quick' } });
-    await waitFor('the task to reach review', async () => (await h.client.getTaskRow(taskId)).state === 'review' || undefined);
+    await waitFor('the task to reach review', async () => (await findTask(h.db.db, taskId))?.state === 'review' || undefined);
     const stream = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read);
     let last = 0;
     for (;;) {
@@ -172,32 +174,69 @@ describe('HTTP API end to end', () => {
     await api.call('POST', `/v1/tasks/${taskId}/cancel`);
   });
 
-  needsServer('text deltas stream with ids, resume within the buffer, and a reset says when some were missed', async () => {
+  test('text deltas come from the stored run stream: cut mid-stream, resume on another API process with no gap and no duplicate, end when the task is finished', async () => {
     const words = 'Let me look around the workspace before I change anything at all.';
     const taskId = agents.task([
       { ...toolTurn('shell_execute', { command: 'touch never-approved.txt' }, words), chunkDelayMs: 5 },
       submitTurn('done'),
     ]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Deltas', approvalTimeoutMs: 60_000 } });
-    await waitFor('the approval request', async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.pendingApprovals?.length === 1 || undefined);
 
-    const all = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read);
-    const deltas: Array<{ id: string; text: string; n: number }> = [];
-    while (deltas.map((d) => d.text).join('') !== words) {
-      const m = (await all.next(10_000))!;
-      deltas.push({ id: m.id!, text: m.data.text, n: m.data.n });
+    // Cut after the first delta, wherever the model is by then.
+    const first = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read);
+    const seen: Array<{ id?: string; event?: string; data: any }> = [];
+    while (!seen.some((m) => m.event === 'delta')) seen.push((await first.next())!);
+    first.close();
+
+    // Resume on a second API process (nothing shared but the database).
+    const other = await startTestApi(h);
+    try {
+      const resumed = readSse(`${other.url}/v1/tasks/${taskId}/deltas`, other.tokens.read, { 'last-event-id': seen.at(-1)!.id! });
+      const text = () => seen.filter((m) => m.event === 'delta').map((m) => m.data.text).join('');
+      while (text() !== words) seen.push((await resumed.next())!);
+      resumed.close();
+    } finally {
+      await other.close();
     }
-    all.close();
-    expect(deltas.map((d) => d.n)).toEqual(deltas.map((_, i) => i + 1));
+    for (const m of seen) expect(m.id).toBe(String(m.data.seq));
+    // Dense sequence numbers from 1: no gap, no duplicate across the cut and the other process.
+    expect(seen.map((m) => m.data.seq)).toEqual(seen.map((_, i) => i + 1));
+    expect(seen[0]).toMatchObject({ event: 'step-start' });
 
-    const resumed = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, { 'last-event-id': deltas[0]!.id });
-    const rest: string[] = [];
-    while (rest.join('') !== deltas.slice(1).map((d) => d.text).join('')) rest.push((await resumed.next(10_000))!.data.text);
-    resumed.close();
+    // Once the task is finished, the stream sends what is left and ends.
+    await api.call('POST', `/v1/tasks/${taskId}/cancel`);
+    const tail = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, { 'last-event-id': String(seen.at(-1)!.data.seq) });
+    let last: { event?: string } | undefined;
+    for (let m = await tail.next(); m; m = await tail.next()) last = m;
+    expect(last).toMatchObject({ event: 'end' });
+  });
 
-    const stale = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, { 'last-event-id': 'deadbeef.3' });
-    expect(await stale.next()).toMatchObject({ event: 'reset' });
-    stale.close();
+  test('a rewind in the run stream reaches the client as a rewind event, in order', async () => {
+    const taskId = agents.task([submitTurn('done')]);
+    await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Rewind' } });
+    await waitFor('the task in review', async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined);
+    const streamId = `task-${taskId}`;
+    const before = await readStreamEvents(h.db.db, streamId);
+    // What the step publisher writes when an attempt died mid-stream and its retry starts over.
+    await appendStreamEvents(h.db.db, { streamId, taskId }, [
+      { kind: 'step-start', stepKey: 's/late', attempt: 1 },
+      { kind: 'delta', stepKey: 's/late', attempt: 1, text: 'half a thou' },
+    ]);
+    const afterSeq = before.at(-1)?.seq ?? 0;
+    await appendStreamEvents(h.db.db, { streamId, taskId }, [
+      { kind: 'rewind', stepKey: 's/late', attempt: 2, data: { supersededChars: 11, fromSeq: afterSeq + 2, toSeq: afterSeq + 2 } },
+      { kind: 'delta', stepKey: 's/late', attempt: 2, text: 'a whole thought' },
+    ]);
+    const stream = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, { 'last-event-id': String(afterSeq) });
+    const got = [(await stream.next())!, (await stream.next())!, (await stream.next())!, (await stream.next())!];
+    stream.close();
+    expect(got.map((m) => [m.event, m.data.seq, m.data.text ?? null])).toEqual([
+      ['step-start', afterSeq + 1, null],
+      ['delta', afterSeq + 2, 'half a thou'],
+      ['rewind', afterSeq + 3, null],
+      ['delta', afterSeq + 4, 'a whole thought'],
+    ]);
+    expect(got[2]!.data).toMatchObject({ attempt: 2, data: { fromSeq: afterSeq + 2, toSeq: afterSeq + 2 } });
     await api.call('POST', `/v1/tasks/${taskId}/cancel`);
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { createToken, revokeToken } from '../../api/tokens';
 import { createHarness, type Harness } from '../support/harness';
+import { agentWorkflowId } from '../../workflows/agent-contract';
 import { startTestApi, type TestApi } from './api-support';
 
 /**
@@ -50,6 +51,11 @@ describe('HTTP API: auth and bad input on every route', () => {
     { method: 'GET', path: '/v1/approvals', scope: 'read' },
     { method: 'POST', path: '/v1/approvals/no-such-request', scope: 'operator', body: { decision: 'approved' } },
     { method: 'GET', path: '/inbox', scope: 'operator' },
+    { method: 'GET', path: `/v1/agents/${agentId}/mailbox`, scope: 'read' },
+    { method: 'GET', path: `/v1/agents/${agentId}/chat/no-such-item/stream`, scope: 'read' },
+    { method: 'POST', path: `/v1/agents/${agentId}/chat`, scope: 'service', body: { text: 'hello' } },
+    { method: 'GET', path: `/v1/notifications?agentId=${agentId}&unread=true`, scope: 'read' },
+    { method: 'POST', path: '/v1/notifications/read', scope: 'service', body: { ids: ['ntf_no_such_notification'] } },
   ];
   const lowerScope = { read: undefined, service: 'read', operator: 'service' } as const;
 
@@ -85,6 +91,8 @@ describe('HTTP API: auth and bad input on every route', () => {
       expect([route.path, [401, 403].includes(allowed.status)]).toEqual([route.path, false]);
       // Nothing polls this test's task queue: end the workflow the start route began.
       if (allowed.status === 201) await h.client.handle(allowed.body.taskId).terminate('test cleanup');
+      // The chat delivery started the agent's workflow (it waits for a worker that never comes): end it.
+      if (route.path.endsWith('/chat')) await h.temporal.workflow.getHandle(agentWorkflowId(agentId)).terminate('test cleanup').catch(() => undefined);
     }
   });
 
@@ -109,6 +117,12 @@ describe('HTTP API: auth and bad input on every route', () => {
     expect(badSince.body.error.message).toMatch(/query.since: since must be an ISO 8601 date-time/);
     const revise = await api.call('POST', `/v1/tasks/${unknownTask}/review`, { body: { decision: 'revise' } });
     expect(revise.body.error.message).toMatch(/body.feedback: a revision needs feedback/);
+    const badUnread = await api.call('GET', '/v1/notifications?unread=yes', { token: api.tokens.read });
+    expect([badUnread.status, badUnread.body.error.message]).toEqual([400, 'query.unread: unread must be true or false']);
+    const emptyChat = await api.call('POST', `/v1/agents/${agentId}/chat`, { body: { text: '   ' } });
+    expect([emptyChat.status, emptyChat.body.error.message]).toEqual([400, 'body.text: a chat message needs text']);
+    const noIds = await api.call('POST', '/v1/notifications/read', { body: { ids: [] } });
+    expect([noIds.status, noIds.body.error.message]).toEqual([400, 'body.ids: name at least one notification id']);
     const badEventId = await api.call('GET', `/v1/tasks/${unknownTask}/events`, { token: api.tokens.read, headers: { 'last-event-id': 'abc' } });
     expect(badEventId.status).toBe(404);
   });
@@ -124,6 +138,14 @@ describe('HTTP API: auth and bad input on every route', () => {
     expectError(await api.call('POST', '/v1/tasks', { body: { agentId: 'nobody-here', title: 'Write' } }), 404, 'agent_not_found');
     expectError(await api.call('POST', '/v1/approvals/no-such-request', { body: { decision: 'approved' } }), 404, 'approval_not_found');
     expectError(await api.call('GET', '/v1/nothing'), 404, 'route_not_found');
+    expectError(await api.call('GET', '/v1/notifications?agentId=nobody-here'), 404, 'agent_not_found');
+    expectError(await api.call('POST', '/v1/agents/nobody-here/chat', { body: { text: 'hi' } }), 404, 'agent_not_found');
+    expectError(await api.call('GET', '/v1/agents/nobody-here/mailbox'), 404, 'agent_not_found');
+    expectError(await api.call('GET', '/v1/agents/nobody-here/chat/x/stream'), 404, 'agent_not_found');
+    expectError(await api.call('GET', `/v1/agents/${agentId}/chat/no-such-item/stream`), 404, 'item_not_found');
+    const unknownNotification = await api.call('POST', '/v1/notifications/read', { body: { ids: ['ntf_missing_1'] } });
+    expectError(unknownNotification, 404, 'notification_not_found');
+    expect(unknownNotification.body.error.message).toContain('ntf_missing_1');
   });
 
   test('the OpenAPI document lists every route with its schemas', async () => {
@@ -131,7 +153,7 @@ describe('HTTP API: auth and bad input on every route', () => {
     expect(status).toBe(200);
     expect(body.openapi).toBe('3.1.0');
     for (const route of routes().filter((r) => r.path.startsWith('/v1/') && r.path !== '/v1/openapi.json')) {
-      const templated = route.path.replace(agentId, '{agentId}').replace(unknownTask, '{taskId}').replace('no-such-request', '{requestId}');
+      const templated = route.path.split('?')[0]!.replace(agentId, '{agentId}').replace(unknownTask, '{taskId}').replace('no-such-request', '{requestId}').replace('no-such-item', '{itemId}');
       expect([templated, Object.keys(body.paths[templated] ?? {})]).toEqual([templated, expect.arrayContaining([route.method.toLowerCase()])]);
     }
     expect(body.paths['/v1/tasks'].post.requestBody.content['application/json'].schema.required).toEqual(['agentId', 'title']);

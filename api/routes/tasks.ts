@@ -1,0 +1,162 @@
+/** `/v1/tasks`: start, status, usage, the timeline and the text as SSE, cancel, pause, resume, comment, review. */
+import type { Kysely } from 'kysely';
+import { findTask } from '../../activities/store/tasks';
+import { usageTotals } from '../../activities/llm/usage';
+import type { Database } from '../../schema/database';
+import { isTerminal, type TaskState } from '../../workflows/rules/task-state';
+import { ApiError } from '../errors';
+import type { ApiContext } from '../route-kit';
+import * as S from '../schemas';
+import { openSse, resumeAfter } from '../sse';
+import { followTaskText, readTaskEvents, type TaskEventHub } from '../streams';
+
+export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams, withTimeout, requireTask, signalTask }: ApiContext, events: TaskEventHub): void {
+  const streamSource: { db: Kysely<Database>; connectionString?: string } = { db, ...(databaseUrl ? { connectionString: databaseUrl } : {}) };
+  route({
+    method: 'POST',
+    url: '/v1/tasks',
+    scope: 'service',
+    summary: 'Start a task (workflow task-{taskId}); createdBy is the token name',
+    body: S.StartTaskBody,
+    response: S.StartTaskResponse,
+    status: 201,
+    handler: async ({ body, principal }) => {
+      if (body.taskId && (await findTask(db, body.taskId))) throw new ApiError(409, 'task_exists', `task ${body.taskId} already exists; omit taskId for a fresh one`);
+      const { taskId, workflowId } = await withTimeout('starting the task', () =>
+        client.startTask({ ...body, description: body.description ?? body.title, createdBy: principal.name }),
+      );
+      return { taskId, workflowId };
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/tasks/:taskId',
+    scope: 'read',
+    summary: 'Live status (the workflow `status` query; the stored row once the workflow is gone)',
+    params: S.TaskIdParams,
+    response: S.TaskStatusSchema,
+    handler: async ({ params }) => {
+      await requireTask(params.taskId);
+      return withTimeout('the status query', () => client.getStatus(params.taskId));
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/tasks/:taskId/usage',
+    scope: 'read',
+    summary: "A task's LLM tokens, cost and call count",
+    params: S.TaskIdParams,
+    response: S.UsageResponse,
+    handler: async ({ params }) => {
+      await requireTask(params.taskId);
+      return usageTotals(db, { taskId: params.taskId });
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/tasks/:taskId/events',
+    scope: 'read',
+    summary:
+      'The task timeline. JSON by default (`?after=<seq>`); with `Accept: text/event-stream`, Server-Sent Events whose ids are the sequence numbers, resumable with `Last-Event-ID`, ending with an `end` event once the task is finished',
+    params: S.TaskIdParams,
+    query: S.EventsQuery,
+    response: S.EventsResponse,
+    stream: true,
+    handler: async ({ params, query, request, reply }) => {
+      const task = await requireTask(params.taskId);
+      const after = resumeAfter(request, query.after ?? 0);
+      if (!(request.headers.accept ?? '').includes('text/event-stream')) {
+        return { events: await readTaskEvents(db, params.taskId, after) };
+      }
+      const sse = openSse(request, reply);
+      let finished = isTerminal(task.state as TaskState);
+      const unsubscribe = await events.subscribe(params.taskId, after, (event) => {
+        sse.send({ id: String(event.seq), data: event });
+        if (event.type === 'state-changed' && isTerminal(event.data.state as TaskState)) finished = true;
+      });
+      sse.onClose(unsubscribe);
+      // A finished task's stream ends once its backlog is sent (and once the terminal event arrives).
+      const ender = setInterval(() => {
+        if (finished) {
+          clearInterval(ender);
+          sse.end();
+        }
+      }, 100);
+      sse.onClose(() => clearInterval(ender));
+      return reply;
+    },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/tasks/:taskId/deltas',
+    scope: 'read',
+    summary:
+      "The LLM's text as it streams (Server-Sent Events), read from the task's stored run stream: each event's id is its sequence number in the stream, so `Last-Event-ID` resumes with no gap and no duplicate on any API process. Events: `delta` (`text`), `step-start`, `step-end`, `rewind` (an attempt that died mid-stream: drop the text of the deltas `data.fromSeq`..`data.toSeq`, the retry writes it again), then `end` once the task is finished",
+    params: S.TaskIdParams,
+    stream: true,
+    handler: async ({ params, request, reply }) => {
+      await requireTask(params.taskId);
+      const after = resumeAfter(request);
+      const sse = openSse(request, reply);
+      runStreams.pipe(sse, (deliver, signal) => followTaskText(streamSource, params.taskId, after, deliver, signal));
+      return reply;
+    },
+  });
+  route({
+    method: 'POST',
+    url: '/v1/tasks/:taskId/cancel',
+    scope: 'operator',
+    summary: 'Cancel the task (stops an in-flight LLM stream or command; the task ends cancelled)',
+    params: S.TaskIdParams,
+    response: S.AcceptedResponse,
+    status: 202,
+    handler: async ({ params }) => signalTask(params.taskId, 'cancellation', () => client.cancel(params.taskId)),
+  });
+  route({
+    method: 'POST',
+    url: '/v1/tasks/:taskId/pause',
+    scope: 'operator',
+    summary: 'Pause the task (→ blocked) after its current step',
+    params: S.TaskIdParams,
+    body: S.PauseBody,
+    response: S.AcceptedResponse,
+    status: 202,
+    handler: async ({ params, body }) => signalTask(params.taskId, 'a pause', () => client.pause(params.taskId, body.reason)),
+  });
+  route({
+    method: 'POST',
+    url: '/v1/tasks/:taskId/resume',
+    scope: 'operator',
+    summary: 'Resume a paused task (same round and session)',
+    params: S.TaskIdParams,
+    response: S.AcceptedResponse,
+    status: 202,
+    handler: async ({ params }) => signalTask(params.taskId, 'a resume', () => client.resume(params.taskId)),
+  });
+  route({
+    method: 'POST',
+    url: '/v1/tasks/:taskId/comments',
+    scope: 'service',
+    summary: "A comment merged into the agent's next LLM turn (from = the token name)",
+    params: S.TaskIdParams,
+    body: S.CommentBody,
+    response: S.AcceptedResponse,
+    status: 202,
+    handler: async ({ params, body, principal }) => signalTask(params.taskId, 'comments', () => client.comment(params.taskId, body.text, principal.name)),
+  });
+  route({
+    method: 'POST',
+    url: '/v1/tasks/:taskId/review',
+    scope: 'operator',
+    summary: 'Accept the submitted work or ask for a revision (decidedBy = the token name)',
+    params: S.TaskIdParams,
+    body: S.ReviewBody,
+    response: S.AcceptedResponse,
+    status: 202,
+    handler: async ({ params, body, principal }) => {
+      const task = await requireTask(params.taskId);
+      if (task.state !== 'review') throw new ApiError(409, 'not_in_review', `task ${params.taskId} is ${task.state}, not waiting for review`);
+      return signalTask(params.taskId, 'a review decision', () => client.review(params.taskId, { ...body, decidedBy: principal.name }));
+    },
+  });
+}

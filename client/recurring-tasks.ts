@@ -11,6 +11,7 @@ import {
 import type { Kysely } from 'kysely';
 import { findAgent } from '../activities/store/agents';
 import type { Database } from '../schema/database';
+import { waitUntilScheduleShows } from './schedules';
 import { AgentIdSearchAttribute, DEFAULT_TASK_QUEUE, TASK_PRIORITIES, type TaskPriority, type TaskWorkflowInput } from '../workflows/contract';
 
 /** Every recurring task's schedule id starts with this, so they never collide with agent schedules (`heartbeat-…`). */
@@ -19,9 +20,6 @@ export const RECURRING_SCHEDULE_PREFIX = 'recurring-';
 export const RECURRING_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** A task more often than every 5 minutes is a loop, not a recurring task (each run is a whole task with its own LLM calls). */
 export const MIN_RECURRING_INTERVAL_MS = 5 * 60_000;
-/** Schedule changes apply asynchronously; helpers wait this long for `describe` to show them (the change is accepted either way). */
-export const RECURRING_APPLY_WAIT_MS = 10_000;
-const RECURRING_APPLY_POLL_MS = 100;
 /** `list` reads at most this many schedules of the namespace (visibility pages through them). */
 export const RECURRING_LIST_MAX = 1_000;
 
@@ -201,11 +199,7 @@ export class RecurringTasks {
   }
 
   private async waitUntilVisible(name: string, applied: (d: ScheduleDescription) => boolean): Promise<void> {
-    const deadline = Date.now() + RECURRING_APPLY_WAIT_MS;
-    while (Date.now() < deadline) {
-      if (applied(await this.handle(name).describe())) return;
-      await new Promise((r) => setTimeout(r, RECURRING_APPLY_POLL_MS));
-    }
+    await waitUntilScheduleShows(this.handle(name), applied);
   }
 }
 

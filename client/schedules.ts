@@ -253,13 +253,20 @@ export class AgentSchedules {
     return scheduleId;
   }
 
-  /** Polls `describe` until the change is visible or SCHEDULE_APPLY_WAIT_MS passed (the change was accepted either way). */
   private async waitUntilVisible(kind: AgentScheduleKind, agentId: string, applied: (d: ScheduleDescription) => boolean): Promise<void> {
-    const deadline = Date.now() + SCHEDULE_APPLY_WAIT_MS;
-    while (Date.now() < deadline) {
-      if (applied(await this.handle(kind, agentId).describe())) return;
-      await new Promise((r) => setTimeout(r, SCHEDULE_APPLY_POLL_MS));
-    }
+    await waitUntilScheduleShows(this.handle(kind, agentId), applied);
+  }
+}
+
+/**
+ * Polls `describe` until a schedule change is visible or SCHEDULE_APPLY_WAIT_MS passed (the change was
+ * accepted either way), so a following read-modify-write cannot write back a stale state.
+ */
+export async function waitUntilScheduleShows(handle: ScheduleHandle, applied: (d: ScheduleDescription) => boolean): Promise<void> {
+  const deadline = Date.now() + SCHEDULE_APPLY_WAIT_MS;
+  while (Date.now() < deadline) {
+    if (applied(await handle.describe())) return;
+    await new Promise((r) => setTimeout(r, SCHEDULE_APPLY_POLL_MS));
   }
 }
 

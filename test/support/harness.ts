@@ -34,9 +34,14 @@ export interface Harness {
  * Everything an integration test needs, all real: the Temporal dev server, PostgreSQL (or PGlite),
  * the fake LLM HTTP server, the real provider SDKs, and a worker on a task queue unique to the test.
  */
-export async function createHarness(
-  options: { provider?: 'anthropic' | 'openai'; databaseUrl?: string; temporalAddress?: string; runtimeLogger?: Logger } = {},
-): Promise<Harness> {
+export interface HarnessOptions {
+  provider?: 'anthropic' | 'openai';
+  databaseUrl?: string;
+  temporalAddress?: string;
+  runtimeLogger?: Logger;
+}
+
+export async function createHarness(options: HarnessOptions = {}): Promise<Harness> {
   // A test that inspects the logs passes the worker's own logger; it applies to this test file.
   installQuietRuntime(options.runtimeLogger);
   const address = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS!;

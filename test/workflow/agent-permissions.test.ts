@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { AgentConfigSchema } from '../../activities/store/agents';
 import { grantedPermissions, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { submitTurn, toolTurn, type Harness } from '../support/harness';
 import { unofferedToolNames, parameterNames } from '../support/tool-mentions';
-import { bodyText, lastToolResults, ScriptedAgents } from './task-support';
+import { bodyText, lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
 
 /**
  * Seed D2's permission flags, enforced where tools are chosen and where they run: an agent without the
@@ -15,11 +15,7 @@ import { bodyText, lastToolResults, ScriptedAgents } from './task-support';
 describe('agent permissions', () => {
   let h: Harness;
   let agents: ScriptedAgents;
-  beforeAll(async () => {
-    h = await createHarness();
-    agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
-  });
+  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
   afterAll(async () => h.close());
 
   const toolNames = (body: Record<string, unknown>): string[] => ((body.tools ?? []) as Array<{ name: string }>).map((t) => t.name).sort();

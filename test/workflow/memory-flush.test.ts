@@ -3,8 +3,8 @@ import path from 'node:path';
 import { compactionIsNear, MEMORY_FLUSH_LEAD_MESSAGES, MEMORY_FLUSH_MESSAGE_KEY } from '../../activities/memory/flush';
 import { STAGE1_TRIGGER_MESSAGES, SUMMARY_MESSAGE_PREFIX } from '../../activities/context/limits';
 import { MEMORY_FLUSH_MIN_MESSAGES } from '../../workflows/rules/memory-limits';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { bodyText, ScriptedAgents } from './task-support';
+import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { bodyText, startScriptedHarness, type ScriptedAgents } from './task-support';
 
 const FLUSH_MARKER = '[MEMORY FLUSH — System Request]';
 
@@ -17,9 +17,7 @@ describe('memory flush before compaction', () => {
   let h: Harness;
   let agents: ScriptedAgents;
   beforeAll(async () => {
-    h = await createHarness();
-    agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
+    ({ h, agents } = await startScriptedHarness());
     writeFileSync(path.join(h.workspaceDir, 'notes.txt'), 'the build needs node 24');
   });
   afterAll(async () => h.close());

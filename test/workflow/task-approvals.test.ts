@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { lastToolResults, ScriptedAgents, updateRejection } from './task-support';
+import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { lastToolResults, startScriptedHarness, type ScriptedAgents, updateRejection } from './task-support';
 
 /**
  * Human-in-the-loop approvals through the workflow: a risky tool call records an approval request,
@@ -11,11 +11,7 @@ import { lastToolResults, ScriptedAgents, updateRejection } from './task-support
 describe('approvals', () => {
   let h: Harness;
   let agents: ScriptedAgents;
-  beforeAll(async () => {
-    h = await createHarness();
-    agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
-  });
+  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
   afterAll(async () => h.close());
 
   const approvalRow = (id: string) => h.db.db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirstOrThrow();

@@ -1,15 +1,11 @@
 import { pauseSignal } from '../../workflows/contract';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { ScriptedAgents, waitFor } from './task-support';
+import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { startScriptedHarness, type ScriptedAgents, waitFor } from './task-support';
 
 describe('cancellation', () => {
   let h: Harness;
   let agents: ScriptedAgents;
-  beforeAll(async () => {
-    h = await createHarness();
-    agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
-  });
+  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
   afterAll(async () => h.close());
 
   test('handle.cancel() during a streaming LLM call stops the stream and leaves the task cancelled within 5 s', async () => {

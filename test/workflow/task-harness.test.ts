@@ -10,17 +10,15 @@ import {
   TOOL_RESULT_PREVIEW_CHARS,
 } from '../../workflows/rules/harness';
 import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
-import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
-import { lastToolResults, ScriptedAgents } from './task-support';
+import { submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
+import { lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
 
 /** The task harness rules of seed D1, observed in what the fake LLM server received. */
 describe('task harness rules', () => {
   let h: Harness;
   let agents: ScriptedAgents;
   beforeAll(async () => {
-    h = await createHarness();
-    agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
+    ({ h, agents } = await startScriptedHarness());
     writeFileSync(path.join(h.workspaceDir, 'readme.txt'), 'a small file');
   });
   afterAll(async () => h.close());

@@ -1,6 +1,6 @@
 import { reflectionWorkflowId, roundWorkflowId, taskWorkflowId, type ReflectionWorkflowResult } from '../../workflows/contract';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { activitySummaries, toolCallSummaries, bodyText, currentDetails, historiesOfAllRuns, isReflection, ScriptedAgents } from './task-support';
+import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { activitySummaries, toolCallSummaries, bodyText, currentDetails, historiesOfAllRuns, isReflection, startScriptedHarness, type ScriptedAgents } from './task-support';
 
 /**
  * The task lifecycle on the real Temporal server and PostgreSQL: a revision round with a fresh session,
@@ -10,11 +10,7 @@ import { activitySummaries, toolCallSummaries, bodyText, currentDetails, histori
 describe('task lifecycle', () => {
   let h: Harness;
   let agents: ScriptedAgents;
-  beforeAll(async () => {
-    h = await createHarness();
-    agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
-  });
+  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
   afterAll(async () => h.close());
 
   test('revise opens round 2 (child task-{id}-r2, fresh session with the feedback and notes); accept completes and starts the reflection', async () => {

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import { ROUND_MAX_HISTORY_EVENTS_PER_RUN } from '../../workflows/rules/harness';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { historiesOfAllRuns, offersTools, ScriptedAgents } from './task-support';
+import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { historiesOfAllRuns, offersTools, startScriptedHarness, type ScriptedAgents } from './task-support';
 
 /** The history bound the issue sets for every run of a long task. */
 const MAX_EVENTS_PER_RUN = 10_000;
@@ -21,9 +21,7 @@ describe(`a ${ITERATIONS}-iteration task`, () => {
   let h: Harness;
   let agents: ScriptedAgents;
   beforeAll(async () => {
-    h = await createHarness();
-    agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
+    ({ h, agents } = await startScriptedHarness());
     writeFileSync(path.join(h.workspaceDir, 'readme.txt'), 'a small file');
   });
   afterAll(async () => h.close());

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { defaultPayloadConverter, type WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import type { FakeLlmServer, RecordedRequest, ScriptedResponse } from '../fake-llm';
-import { textTurn } from '../support/harness';
+import { createHarness, textTurn, type Harness, type HarnessOptions } from '../support/harness';
 
 /** What a script sees: the request, its text, and how many requests this task made before it. */
 export interface AgentTurn {
@@ -167,4 +167,12 @@ export async function updateRejection(promise: Promise<unknown>): Promise<string
     return cause?.message ?? (error as Error).message;
   }
   throw new Error('the update was accepted');
+}
+
+/** A harness with a running worker and scripted agents: `beforeAll(async () => ({ h, agents } = await startScriptedHarness()))`. */
+export async function startScriptedHarness(options?: HarnessOptions): Promise<{ h: Harness; agents: ScriptedAgents }> {
+  const h = await createHarness(options);
+  const agents = new ScriptedAgents(h.llm);
+  await h.startWorker();
+  return { h, agents };
 }

@@ -263,6 +263,31 @@ describe('group chat', () => {
     expect(await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', c).where('task_id', '=', taskId).execute()).toEqual([]);
   }, 90_000);
 
+  test("an agent's task_comment on another agent's task reaches the assignee's mailbox and is answered in the thread", async () => {
+    const [assignee, , commenter] = agents as [string, string, string];
+    const taskId = `agent-comment-${randomUUID()}`;
+    const conversation = randomUUID();
+    h.llm.setResponder((r) => {
+      const body = requestMessagesText(r);
+      if (body.includes('[COMMENT on task') && body.includes(taskId)) return text('yes, the plan is final');
+      if (body.includes(conversation)) {
+        if (!body.includes('tool_result')) return toolCall('task_comment', { task_id: taskId, text: 'is the plan final?' });
+        return text('asked');
+      }
+      if (body.includes(taskId)) return toolCall('task_submit_review', { summary: 'plan written' });
+      return text('[NO_RESPONSE]');
+    });
+    await h.client.startTask({ agentId: assignee, taskId, title: 'Plan to check', description: 'write the plan' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
+    for await (const e of conv.chat(commenter, `${conversation}: ask about the plan on task ${taskId}`, { from: ann })) void e;
+
+    const answered = await eventually(async () => (await h.client.events(taskId)).find((e) => e.type === 'comment-answered'), 'the assignee to answer', 60_000);
+    const items = await h.db.db.selectFrom('mailbox_items').selectAll().where('kind', '=', 'comment').where('task_id', '=', taskId).execute();
+    expect(items.map((i) => [i.agent_id, i.from_type, i.from_id, i.text])).toEqual([[assignee, 'agent', commenter, 'is the plan final?']]);
+    expect(answered.data).toEqual({ replyTo: items[0]!.id, from: assignee, text: 'yes, the plan is final' });
+    expect(h.llm.requests.some((r) => requestMessagesText(r).includes(`${assignee} sees it in its next step and answers in the thread`))).toBe(true);
+  }, 90_000);
+
   test('a task item without a task id starts a task for the agent, once', async () => {
     const [agent] = agents as [string];
     h.llm.setResponder(() => ({ kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'notes written' } }], stopReason: 'tool_use' }));

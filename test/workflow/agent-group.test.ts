@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { agentWorkflowId, ConversationClient, DeliveryRejectedError } from '../../client/chat';
+import { AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR, agentCommentRoom, deliverAgentComment, deliverCommentMentions } from '../../activities/mailbox/mentions';
 import { GROUP_MAX_AGENT_DEPTH, GROUP_TURN_AGENT_MESSAGE_BUDGET, GROUP_TURN_DELIVERY_BUDGET } from '../../workflows/rules/group';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
@@ -287,6 +288,28 @@ describe('group chat', () => {
     expect(answered.data).toEqual({ replyTo: items[0]!.id, from: assignee, text: 'yes, the plan is final' });
     expect(h.llm.requests.some((r) => requestMessagesText(r).includes(`${assignee} sees it in its next step and answers in the thread`))).toBe(true);
   }, 90_000);
+
+  test("agents' comments on one task stop at the hourly budget; the hour before does not count", async () => {
+    const [assignee, b, c] = agents as [string, string, string];
+    h.llm.setResponder(() => toolCall('task_submit_review', { summary: 'ok' }));
+    const { taskId } = await h.client.startTask({ agentId: assignee, title: 'Budgeted', description: 'x' });
+    await eventually(() => h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst(), 'the task to be stored');
+    const row = (i: number, minutesAgo: number) => ({
+      id: `budget-${taskId}-${minutesAgo}-${i}`, agent_id: b, kind: 'mention', from_type: 'agent', from_id: c, channel: `task:${taskId}`, text: 'x',
+      thread_id: 'x', task_id: taskId, priority: 1, status: 'completed', decision: 'pick', created_at: new Date(Date.now() - minutesAgo * 60_000),
+    });
+    // Older deliveries are outside the window; the last hour's fill the budget.
+    await h.db.db.insertInto('mailbox_items').values(Array.from({ length: 3 }, (_, i) => row(i, 61))).execute();
+    await h.db.db.insertInto('mailbox_items').values(Array.from({ length: AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR - 1 }, (_, i) => row(i, 5))).execute();
+    expect(await agentCommentRoom(h.db.db, taskId)).toBe(1);
+    await h.db.db.insertInto('mailbox_items').values(row(99, 1)).execute();
+    expect(await agentCommentRoom(h.db.db, taskId)).toBe(0);
+
+    const from = { type: 'agent' as const, id: c };
+    expect(await deliverCommentMentions(h.db.db, h.temporal, h.taskQueue, { taskId, text: `@${b} again?`, from, commentItemId: `budget-${taskId}`, skip: [assignee] })).toEqual([]);
+    expect(await deliverAgentComment(h.db.db, h.temporal, h.taskQueue, { taskId, assignee, fromAgentId: c, text: 'again?', commentId: `budget-${taskId}` })).toBeUndefined();
+    expect(await h.db.db.selectFrom('mailbox_items').select('id').where('task_id', '=', taskId).where('id', 'not like', 'budget-%').execute()).toEqual([]);
+  }, 60_000);
 
   test('a task item without a task id starts a task for the agent, once', async () => {
     const [agent] = agents as [string];

@@ -58,7 +58,7 @@ export async function chatRunWorkflow(input: ChatRunInput): Promise<ChatRunResul
     for (let turn = 0; ; turn++) {
       setCurrentDetails(`${scenario} ${input.channel} · turn ${turn} · ${iterations} tool iteration(s)`);
       const step: LlmStepResult = await llm.llmStep.executeWithOptions({ summary: `${scenario} reply · turn ${turn}` }, [
-        { agentId: input.agentId, sessionId: input.sessionId, scenario, attempt: turnNumber, turn, injections },
+        { agentId: input.agentId, sessionId: input.sessionId, scenario, attempt: turnNumber, turn, injections, sender: input.from },
       ]);
       injections = [];
       if (step.toolCalls.length === 0) {

@@ -64,6 +64,8 @@ describe('agents message each other', () => {
       for (const r of a2a) {
         expect(requestSystemText(r)).toContain('### Agent-to-agent message');
         expect(requestSystemText(r)).not.toContain('### Chat');
+        // The sender's identity, in Tier 3 (seed D1 E14).
+        expect(requestSystemText(r)).toMatch(new RegExp(`This message is from .+ \\(agent[^)]*, id (${alice}|${bob})\\)\\.`));
         expect(requestToolNames(r)).toEqual(expect.arrayContaining(['agent_send_message', 'agent_send_group_message', 'notify_user', 'task_create']));
         expect(requestToolNames(r)).not.toContain('file_write');
         expect(requestToolNames(r)).not.toContain('edit_agent_file');
@@ -72,6 +74,7 @@ describe('agents message each other', () => {
       for (const r of chat) {
         expect(requestSystemText(r)).toContain('### Chat');
         expect(requestSystemText(r)).not.toContain('### Agent-to-agent message');
+        expect(requestSystemText(r)).toContain('This message is from ann (human, id ann).');
         expect(requestToolNames(r)).toEqual(expect.arrayContaining(['file_write', 'agent_send_message', 'agent_send_group_message']));
         expect(requestToolNames(r)).not.toContain('notify_user');
       }

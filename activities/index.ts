@@ -8,6 +8,7 @@ import { agentConfig, findAgent } from './store/agents';
 import { addTaskEvent, findTask, recordTask, updateTaskState, type RecordTaskInput } from './store/tasks';
 import { findMessage } from './store/sessions';
 import { assistantMessageKey, type ExecuteToolInput } from './tools/execute';
+import type { Scenario } from './tools/registry';
 import { runStepWithTools, runToolWithLedger } from './step-with-tools';
 import type { ToolUseBlock } from './llm/types';
 import { createMemoryActivities } from './memory/activities';
@@ -51,7 +52,7 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** Runs one tool call exactly once (ledger), or reports that it needs approval. */
-    async executeTool(input: ExecuteToolInput & { scenario: 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' }) {
+    async executeTool(input: ExecuteToolInput & { scenario: Scenario }) {
       return runToolWithLedger(db, input);
     },
 

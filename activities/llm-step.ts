@@ -53,6 +53,8 @@ export interface LlmStepInput {
   opening?: { revisionFeedback?: string };
   /** Harness text merged into this turn ([SYSTEM REMINDER], comments, continuation…). */
   injections?: string[];
+  /** Who the conversation's message is from: shown in Tier 3 as the sender's identity (seed D1 B4, E14). */
+  sender?: { type: string; id: string };
 }
 
 export interface LlmStepResult {
@@ -124,8 +126,9 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   const recordAuxiliary = async (result: ChatResult, purpose: string, durationMs: number): Promise<void> => {
     await recordLlmCall(db, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: auxiliaryCallKey(key, purpose), result, durationMs });
   };
+  const sender = input.sender ? await senderIdentity(db, input.sender) : undefined;
   const assemble = async (): Promise<{ inputs: PromptInputs; context: AssembledContext }> => {
-    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model);
+    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model, sender ? { sender } : {});
     const context = await assembleContext(router, inputs, messages, toolDefs, { summaryCache, signal, onSummarizerCall: recordAuxiliary });
     return { inputs, context };
   };
@@ -210,6 +213,13 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     }
   }
   return summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false);
+}
+
+/** A sender as the prompt names it: an agent by its name and description, anyone else by id. */
+async function senderIdentity(db: Kysely<Database>, from: { type: string; id: string }): Promise<NonNullable<PromptInputs['sender']>> {
+  const agent = from.type === 'agent' ? await findAgent(db, from.id) : undefined;
+  if (agent) return { id: agent.id, name: agent.name, kind: 'agent', ...(agent.description ? { role: agent.description } : {}) };
+  return { id: from.id, name: from.id, kind: from.type === 'agent' ? 'agent' : 'human' };
 }
 
 /** Runs the cognitive preparation pipeline for the first step of a task attempt (never throws but on cancel). */

@@ -161,19 +161,29 @@ const SCENARIOS: Record<string, Scenario> = {
       const first = await conv.deliver(agentId, { kind: 'chat', from: ann, text: 'hello' });
       const message = await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'release on Friday', channel: 'dm:a2a:bob' });
       await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'or Monday', channel: 'dm:a2a:bob' });
-      const idle = async (): Promise<void> => {
-        for (;;) {
-          const view = await conv.mailbox(agentId);
-          if (view.attention === 'idle' && view.items.every((i) => i.status === 'completed' || i.status === 'merged')) return;
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      };
+      const idle = () => agentIdle(conv, agentId);
       for await (const e of conv.follow(agentId, first.itemId)) void e;
       await idle(); // the message is answered (its reply to the unknown agent bob is refused) before the next chat
       const second = await conv.deliver(agentId, { kind: 'chat', from: ann, text: 'me again' });
       for await (const e of conv.follow(agentId, second.itemId)) void e;
       await idle();
       return [agentWorkflowId(agentId), chatRunWorkflowId(agentId, first.itemId), chatRunWorkflowId(agentId, message.itemId)];
+    },
+  },
+  preempt: {
+    description: "an agent answering another agent's message (its a2a run streaming) is preempted by a human's chat: the run is cancelled, the chat answered, the message picked again and answered",
+    async run(h) {
+      const agentId = await h.createAgent();
+      const conv = new ConversationClient(h.client, { connectionString: h.db.url });
+      h.llm.enqueue({ kind: 'hang' }, textTurn('hello, Ann'), textTurn('Friday it is, Bob'));
+      const message = await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'release on Friday?', channel: 'dm:a2a:bob' });
+      while (h.llm.requests.length < 1) await new Promise((r) => setTimeout(r, 50));
+      const chat = await conv.deliver(agentId, { kind: 'chat', from: { type: 'human', id: 'ann' }, text: 'hello' });
+      for await (const e of conv.follow(agentId, chat.itemId)) void e;
+      await agentIdle(conv, agentId);
+      const view = await conv.mailbox(agentId);
+      if (view.counters.preempted !== 1 || view.items.find((i) => i.itemId === message.itemId)?.status !== 'completed') throw new Error(`no preemption recorded: ${JSON.stringify(view)}`);
+      return [agentWorkflowId(agentId), chatRunWorkflowId(agentId, message.itemId), chatRunWorkflowId(agentId, chat.itemId)];
     },
   },
   'stream-prune': {
@@ -227,6 +237,7 @@ async function main(): Promise<void> {
         // Only this version's files of this scenario are replaced.
         for (const file of readdirSync(HISTORIES_DIR).filter((f) => f.startsWith(`${name}--`))) rmSync(path.join(HISTORIES_DIR, file));
         const workflowIds = await scenario.run(h, new ScriptedAgents(h.llm));
+        chatRuns = 0;
         for (const workflowId of workflowIds) await writeRuns(h, name, workflowId);
         console.log(`recorded ${name}: ${scenario.description}`);
       }
@@ -240,6 +251,16 @@ async function main(): Promise<void> {
   }
 }
 
+/** Resolves when the agent is idle and every item of its mailbox is finished. */
+async function agentIdle(conv: ConversationClient, agentId: string): Promise<void> {
+  for (;;) {
+    const view = await conv.mailbox(agentId);
+    if (view.attention === 'idle' && view.items.every((i) => i.status === 'completed' || i.status === 'merged')) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Chat runs are numbered per scenario, in the order the scenario returns them. */
 let chatRuns = 0;
 
 /** Writes every run of a workflow id, oldest first: `<scenario>--<task|round-N|agent|chat-run-N>[-run-K].json`. */

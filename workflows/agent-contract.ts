@@ -4,6 +4,7 @@
  * Imported by the workflow, the client and tests.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { ConversationScenario } from './rules/conversation';
 import type { MailboxItemStatus, MailboxPriorityName, MailboxTriageDecision } from './rules/mailbox';
 
 export const agentWorkflowId = (agentId: string): string => `agent-${agentId}`;
@@ -89,6 +90,8 @@ export interface ChatRunInput {
   channel: string;
   from: { type: string; id: string };
   text: string;
+  /** The scenario that answers (prompt section, tools, cap); absent in runs recorded before scenarios: chat. */
+  scenario?: ConversationScenario;
 }
 
 export interface ChatRunResult {

@@ -49,6 +49,7 @@ import {
   type MailboxTriageDecision,
   type TriageItem,
 } from './rules/mailbox';
+import { agentMessageText, conversationScenario, taskCommentText } from './rules/conversation';
 import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 
@@ -87,8 +88,9 @@ interface Item extends TriageItem {
  * `mailbox_items` before the update returns, and are triaged by the seed's rules: a queued item of the
  * same group absorbs a new one (merge); an item arriving during work may preempt it (a preempted
  * item goes back to the queue and is picked again); everything else waits, highest priority first.
- * Chat, mentions and agent messages are answered by a child `chatRunWorkflow` in the channel's session;
- * comments are forwarded to their task's running round; notifications and task items are recorded for
+ * Chat, mentions, agent messages and group messages are answered by a child `chatRunWorkflow` in the
+ * channel's session, in the item's scenario (chat, a2a, comment_response, group_chat); comments are
+ * forwarded to their task's running round and answered in its thread; notifications and task items are recorded for
  * the heartbeat (no LLM run). Continues as new when idle and the history grows, carrying counters only:
  * the queue is reloaded from PostgreSQL.
  */
@@ -256,12 +258,14 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     const sessionId = channelSessionId(item.channel, agentId);
     // An agent's message names its sender and id, so the model can answer it with reply_to (a group
     // item already carries its channel header instead).
-    const text = item.from.type === 'agent' && groupNameOf(item.channel) === undefined ? `[MESSAGE from agent ${item.from.id} · item ${item.itemId}]\n${item.text}` : item.text;
+    const text = item.from.type === 'agent' && groupNameOf(item.channel) === undefined ? agentMessageText(item.from.id, item.itemId, item.text) : item.text;
+    // The scenario is an argument of the child: the command order is the same as before scenarios.
+    const scenario = conversationScenario(item);
     const run = await scope.run(() =>
       executeChild(chatRunWorkflow, {
         workflowId,
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-        args: [{ agentId, itemId: item.itemId, sessionId, channel: item.channel, from: item.from, text }],
+        args: [{ agentId, itemId: item.itemId, sessionId, channel: item.channel, from: item.from, text, scenario }],
       }),
     );
     const group = groupNameOf(item.channel);
@@ -308,7 +312,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       executeChild(chatRunWorkflow, {
         workflowId,
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-        args: [{ agentId, itemId: item.itemId, sessionId, channel: `task:${taskId}`, from: item.from, text: `[COMMENT on task ${taskId} from ${from} · item ${item.itemId}]\n${item.text}` }],
+        args: [{ agentId, itemId: item.itemId, sessionId, channel: `task:${taskId}`, from: item.from, text: taskCommentText(taskId, from, item.itemId, item.text), scenario: 'comment_response' }],
       }),
     );
     const { answered } = await store.recordCommentAnswer({ agentId, taskId, sessionId, replyTo: item.itemId });

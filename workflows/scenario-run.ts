@@ -2,11 +2,10 @@ import { CancellationScope, proxyActivities, proxyLocalActivities, setCurrentDet
 import type { Activities } from '../activities';
 import type { LlmStepResult } from '../activities/llm-step';
 import type { ChatRunInput, ChatRunResult } from './agent-contract';
+import { CONVERSATION_APPROVAL_REFUSAL, CONVERSATION_MAX_TOOL_ITERATIONS } from './rules/conversation';
 import { CONTINUATION_PROMPT } from './rules/harness';
 import { LOOP_WARNING_TEXT, recordToolCall, type ToolCallSignature } from './rules/loop-detector';
 
-/** Seed: the chat scenario's safety cap on tool iterations (DEFAULT_MAX_TOOL_ITERATIONS). */
-export const CHAT_MAX_TOOL_ITERATIONS = 200;
 /** Chat is interactive: a provider outage fails the reply within minutes rather than hours. */
 const llm = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
@@ -24,19 +23,19 @@ const store = proxyLocalActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
 
-/** Chat has no approver at hand: a risky call is refused with a way forward instead of waiting. */
-const CHAT_APPROVAL_REFUSAL = 'Risky actions need a human approval, which chat cannot ask for: create a task for this work instead, or tell the human what you would run.';
-
 /**
- * One chat reply (seed D1 human-chat scenario), a child of the agent workflow, id
- * `agent-{agentId}-chat-{itemId}`: the human's message joins the channel's session, then LLM step →
- * tools → LLM step … until the model answers without tools, at most 200 tool iterations, with the
- * loop detector warning and then stopping a model that repeats itself. The text streams to the run
+ * One conversation reply, a child of the agent workflow, id `agent-{agentId}-chat-{itemId}`, in the
+ * item's scenario (chat, a2a, comment_response or group_chat: its prompt section and tool set; a run
+ * started before scenarios existed answers as chat): the message joins the channel's session, then LLM
+ * step → tools → LLM step … until the model answers without tools, at most the scenario's cap of tool
+ * iterations (200), with the loop detector warning and then stopping a model that repeats itself. A
+ * risky call is refused (no approver waits in a conversation). The text streams to the run
  * stream named by this workflow's id, which ends with an `end` event whatever happens (answer, cap,
  * loop, failure or cancellation), so a follower always stops.
  */
 export async function chatRunWorkflow(input: ChatRunInput): Promise<ChatRunResult> {
   const streamId = workflowInfo().workflowId;
+  const scenario = input.scenario ?? 'chat';
   let result: ChatRunResult | undefined;
   let failure: string | undefined;
   try {
@@ -57,9 +56,9 @@ export async function chatRunWorkflow(input: ChatRunInput): Promise<ChatRunResul
     let injections: string[] = [];
     let iterations = 0;
     for (let turn = 0; ; turn++) {
-      setCurrentDetails(`chat ${input.channel} · turn ${turn} · ${iterations} tool iteration(s)`);
-      const step: LlmStepResult = await llm.llmStep.executeWithOptions({ summary: `chat reply · turn ${turn}` }, [
-        { agentId: input.agentId, sessionId: input.sessionId, scenario: 'chat', attempt: turnNumber, turn, injections },
+      setCurrentDetails(`${scenario} ${input.channel} · turn ${turn} · ${iterations} tool iteration(s)`);
+      const step: LlmStepResult = await llm.llmStep.executeWithOptions({ summary: `${scenario} reply · turn ${turn}` }, [
+        { agentId: input.agentId, sessionId: input.sessionId, scenario, attempt: turnNumber, turn, injections, sender: input.from },
       ]);
       injections = [];
       if (step.toolCalls.length === 0) {
@@ -69,14 +68,14 @@ export async function chatRunWorkflow(input: ChatRunInput): Promise<ChatRunResul
         }
         return { iterations, stoppedBy: 'answer', textPreview: step.textPreview };
       }
-      if (iterations >= CHAT_MAX_TOOL_ITERATIONS) return { iterations, stoppedBy: 'iteration-cap', textPreview: step.textPreview };
+      if (iterations >= CONVERSATION_MAX_TOOL_ITERATIONS[scenario]) return { iterations, stoppedBy: 'iteration-cap', textPreview: step.textPreview };
       let stop = false;
       for (const call of step.toolCalls) {
-        const base = { agentId: input.agentId, sessionId: input.sessionId, attempt: turnNumber, turn, toolCallId: call.id, scenario: 'chat' as const };
+        const base = { agentId: input.agentId, sessionId: input.sessionId, attempt: turnNumber, turn, toolCallId: call.id, scenario };
         let outcome = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
         if (outcome.kind === 'approval-required') {
-          outcome = await tools.executeTool.executeWithOptions({ summary: `${call.summary} (refused in chat)` }, [
-            { ...base, approval: { requestId: outcome.requestId, decision: 'rejected', comment: CHAT_APPROVAL_REFUSAL, decidedBy: 'chat' } },
+          outcome = await tools.executeTool.executeWithOptions({ summary: `${call.summary} (refused in ${scenario})` }, [
+            { ...base, approval: { requestId: outcome.requestId, decision: 'rejected', comment: CONVERSATION_APPROVAL_REFUSAL[scenario], decidedBy: scenario } },
           ]);
         }
         const verdict = recordToolCall(history, { tool: call.name, args: call.summary, ...(outcome.kind === 'done' ? { result: outcome.preview } : {}) });

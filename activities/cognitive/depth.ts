@@ -5,7 +5,7 @@
  * | depth | preparation calls | base scenarios |
  * | --- | --- | --- |
  * | D0 reflexive | none | heartbeat, memory consolidation (dream), post-task reflection |
- * | D1 reactive | appraisal | chat, A2A, comment responses, reviews, requirement actions |
+ * | D1 reactive | appraisal | chat, A2A, comment responses, group chat, reviews, requirement actions |
  * | D2 deliberative | appraisal + directed retrieval (code) + reflection | task execution |
  * | D3 meta-cognitive | D2 + post-response evaluation | D2 with blockers |
  *
@@ -36,6 +36,7 @@ export type CognitiveScenario =
   | 'consolidation'
   | 'a2a'
   | 'comment_response'
+  | 'group_chat'
   | 'review'
   | 'requirement_action';
 
@@ -48,6 +49,7 @@ export const SCENARIO_BASE_DEPTH: Readonly<Record<CognitiveScenario, CognitiveDe
   chat: DEPTH_REACTIVE,
   a2a: DEPTH_REACTIVE,
   comment_response: DEPTH_REACTIVE,
+  group_chat: DEPTH_REACTIVE,
   review: DEPTH_REACTIVE,
   requirement_action: DEPTH_REACTIVE,
   task: DEPTH_DELIBERATIVE,

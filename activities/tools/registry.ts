@@ -14,8 +14,11 @@ import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
 import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
 import { agentSendMessage } from '../mailbox/tools';
+import { groupTools } from '../mailbox/group-tools';
+import type { ConversationScenario } from '../../workflows/rules/conversation';
 
-export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation';
+/** The scenarios of runs that offer tools: task rounds, background runs, and the conversation scenarios. */
+export type Scenario = 'task' | 'heartbeat' | 'reflection' | 'consolidation' | ConversationScenario;
 
 /** Every tool the worker knows, by name. Extended by other modules through `registerTools`. */
 const ALL_TOOLS = new Map<string, ToolSpec>();
@@ -26,6 +29,9 @@ const SCENARIO_TOOLS: Record<Scenario, Set<string>> = {
   heartbeat: new Set(),
   reflection: new Set(),
   consolidation: new Set(),
+  a2a: new Set(),
+  comment_response: new Set(),
+  group_chat: new Set(),
 };
 
 /** Every scenario the registry knows, for code and tests that must cover them all. */
@@ -65,6 +71,10 @@ export const TOOL_PERMISSIONS: Readonly<Record<string, PermissionFlag>> = {
   notify_user: 'contactHumans',
   request_user_approval: 'contactHumans',
   agent_send_message: 'messageAgents',
+  agent_send_group_message: 'messageAgents',
+  agent_list_group_chats: 'messageAgents',
+  agent_create_group_chat: 'messageAgents',
+  agent_list_colleagues: 'messageAgents',
   goal_create: 'manageGoals',
   goal_update: 'manageGoals',
 };
@@ -119,3 +129,10 @@ registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((
 registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 // Conversations (issue 11): agents message each other from chat.
 registerTools([agentSendMessage], ['chat']);
+// Conversation scenarios (seed D1 B19d–f): answering an agent, a comment thread or a group is
+// coordination, so these runs read and plan but do not write files or edit the agent's own files
+// (sustained work becomes a task); notify_user escalates to a human, as the seed's sections say.
+const CONVERSING: Scenario[] = ['a2a', 'comment_response', 'group_chat'];
+registerTools([fileRead, readToolOutput, ...memoryTools, ...memoryAliases, ...taskManagementTools, agentSendMessage, notifyUser], CONVERSING);
+// The seed's A2A group tools, wherever an agent converses.
+registerTools(groupTools, ['chat', ...CONVERSING]);

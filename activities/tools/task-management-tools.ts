@@ -26,6 +26,7 @@ import { agentConfig, findAgent } from '../store/agents';
 import { addDependencies, PRIORITY_RANK, recordNewTask, TaskGraphError } from '../store/task-graph';
 import { addTaskEvent, findTask } from '../store/tasks';
 import { ignoreGone, startTaskWorkflow } from '../task-graph';
+import { deliverAgentComment, deliverCommentMentions } from '../mailbox/mentions';
 import { defineTool, type ToolOutput } from './types';
 
 /** Seed D1 B14: descriptions in task lists are cut to 150 characters. */
@@ -229,7 +230,7 @@ export const taskUpdate = defineTool({
 
 export const taskComment = defineTool({
   name: 'task_comment',
-  description: "Comment on a task's thread. A running task's agent gets the comment in its next step.",
+  description: "Comment on a task's thread. The task's agent sees the comment in its next step and answers in the thread; so does each agent you @mention (by id).",
   schema: z.object({ task_id: taskId, text: z.string().min(1).max(TASK_COMMENT_MAX_CHARS) }).strict(),
   sideEffecting: true,
   summarize: (a) => `task_comment ${a.task_id}: ${a.text.slice(0, 80)}`,
@@ -237,13 +238,30 @@ export const taskComment = defineTool({
     const task = await findTask(ctx.db, args.task_id);
     if (!task) return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
     const from = agentCreator(ctx.agentId);
-    await addTaskEvent(ctx.db, task.id, 'comment-added', { text: args.text, from }, `comment:${ctx.sessionId}:${ctx.toolCallId}`);
-    // The agent's own running task already has the comment in its conversation.
-    const delivered =
-      task.id !== ctx.taskId && !(TERMINAL_STATES as readonly string[]).includes(task.state)
-        ? await ignoreGone(Context.current().client.workflow.getHandle(taskWorkflowId(task.id)).signal(commentSignal, { text: args.text, from }))
-        : false;
-    return { content: `Comment added to task ${task.id}${delivered ? `; ${task.agent_id} sees it in its next step` : ''}.` };
+    // The comment's id, the same for a retried call: it is delivered, and its mentions, once.
+    const commentId = `comment-${createHash('sha256').update(`${ctx.sessionId}\0${ctx.toolCallId}`).digest('hex').slice(0, 32)}`;
+    await addTaskEvent(ctx.db, task.id, 'comment-added', { text: args.text, from, commentId }, `comment:${ctx.sessionId}:${ctx.toolCallId}`);
+    const activity = Context.current();
+    const open = !(TERMINAL_STATES as readonly string[]).includes(task.state);
+    const done: string[] = [];
+    // Another agent's task: as a human's comment, through its assignee's mailbox, which forwards it to the
+    // running round and answers in the thread. Past the agents' comment budget, the round still sees it.
+    const itemId = task.agent_id !== ctx.agentId ? await deliverAgentComment(ctx.db, activity.client, activity.info.taskQueue, { taskId: task.id, assignee: task.agent_id, fromAgentId: ctx.agentId, text: args.text, commentId }) : undefined;
+    if (itemId) done.push(`${task.agent_id} sees it${open ? ' in its next step' : ''} and answers in the thread`);
+    // My own task, or the budget is used up: a running round gets it directly (my current round already has it).
+    else if (task.id !== ctx.taskId && open && (await ignoreGone(activity.client.workflow.getHandle(taskWorkflowId(task.id)).signal(commentSignal, { text: args.text, from })))) {
+      done.push(`${task.agent_id} sees it in its next step`);
+    }
+    // Every other agent it @mentions answers in the thread (not the author, not the assignee).
+    const mentioned = await deliverCommentMentions(ctx.db, activity.client, activity.info.taskQueue, {
+      taskId: task.id,
+      text: args.text,
+      from: { type: 'agent', id: ctx.agentId },
+      commentItemId: itemId ?? commentId,
+      skip: [task.agent_id],
+    });
+    if (mentioned.length) done.push(`asked ${mentioned.join(', ')} to answer in the thread`);
+    return { content: `Comment added to task ${task.id}${done.length ? `; ${done.join('; ')}` : ''}.` };
   },
 });
 

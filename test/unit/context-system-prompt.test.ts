@@ -62,7 +62,7 @@ describe('three tiers (D1 B1)', () => {
   });
 
   test('Tier 1 is scenario-free: identical for every scenario', () => {
-    const scenarios: PromptScenario[] = ['task', 'chat', 'heartbeat', 'reflection', 'consolidation', 'a2a', 'comment_response'];
+    const scenarios: PromptScenario[] = ['task', 'chat', 'heartbeat', 'reflection', 'consolidation', 'a2a', 'comment_response', 'group_chat'];
     const tier1s = new Set(scenarios.map((scenario) => tiers(buildSystemPrompt(inputs({ scenario })))[0]));
     expect(tier1s.size).toBe(1);
   });
@@ -250,6 +250,7 @@ describe('scenario section and operating loop (D1 B19, D2 §2.1)', () => {
     ['consolidation', 'Memory consolidation'],
     ['a2a', 'Agent-to-agent message'],
     ['comment_response', 'Comment response'],
+    ['group_chat', 'Group chat'],
   ])('%s has its own instructions with a communication-channel paragraph', (scenario, marker) => {
     const [, tier2] = tiers(buildSystemPrompt(inputs({ scenario })));
     expect(tier2).toContain(marker);

@@ -1,6 +1,7 @@
 import type { DeliverInput } from '../../workflows/agent-contract';
 import { deliveryProblem, interruptDecision, isStaleInformational, itemPriority, MAILBOX_TEXT_MAX_CHARS, mergeTarget, nextItem, type TriageItem } from '../../workflows/rules/mailbox';
 import { LOOP_BURST_CRITICAL, LOOP_REPEAT_CRITICAL, LOOP_REPEAT_WARNING, recordToolCall, type ToolCallSignature } from '../../workflows/rules/loop-detector';
+import { CONVERSATION_APPROVAL_REFUSAL, CONVERSATION_MAX_TOOL_ITERATIONS, CONVERSATION_SCENARIOS, conversationScenario, type ConversationScenario } from '../../workflows/rules/conversation';
 
 let n = 0;
 const item = (kind: TriageItem['kind'], fields: Partial<TriageItem> = {}): TriageItem => ({
@@ -89,5 +90,24 @@ describe('the tool-loop detector (seed D1-7)', () => {
     const history: ToolCallSignature[] = [];
     for (let i = 0; i < 50; i++) expect(recordToolCall(history, call(['file_read', 'file_write', 'memory_save'][i % 3]!, `{"i":${i}}`)).level).toBe('ok');
     expect(history.length).toBe(30);
+  });
+});
+
+describe('the scenario that answers an item (seed D1 B19)', () => {
+  test.each<[string, Parameters<typeof conversationScenario>[0], ConversationScenario]>([
+    ['a human in a direct channel', { kind: 'chat', from: { type: 'human' }, channel: 'dm:human:ann' }, 'chat'],
+    ['a mention outside a task', { kind: 'mention', from: { type: 'human' }, channel: 'dm:human:ann' }, 'chat'],
+    ["another agent's message", { kind: 'message', from: { type: 'agent' }, channel: 'dm:a2a:a:b' }, 'a2a'],
+    ['a task comment', { kind: 'comment', from: { type: 'human' }, channel: 'task:t1', taskId: 't1' }, 'comment_response'],
+    ["a mention in an agent's task comment", { kind: 'mention', from: { type: 'agent' }, channel: 'task:t1', taskId: 't1' }, 'comment_response'],
+    ["a human's group message", { kind: 'chat', from: { type: 'human' }, channel: 'group:release' }, 'group_chat'],
+    ["an agent's mention in a group", { kind: 'mention', from: { type: 'agent' }, channel: 'group:release' }, 'group_chat'],
+  ])('%s', (_name, item, scenario) => {
+    expect(conversationScenario(item)).toBe(scenario);
+  });
+
+  test('every conversation scenario has the seed’s safety cap of 200 tool iterations and its own refusal of risky calls', () => {
+    expect(CONVERSATION_SCENARIOS.map((s) => CONVERSATION_MAX_TOOL_ITERATIONS[s])).toEqual([200, 200, 200, 200]);
+    expect(new Set(CONVERSATION_SCENARIOS.map((s) => CONVERSATION_APPROVAL_REFUSAL[s])).size).toBe(CONVERSATION_SCENARIOS.length);
   });
 });

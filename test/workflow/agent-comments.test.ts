@@ -2,6 +2,7 @@ import { agentWorkflowId, ConversationClient } from '../../client/chat';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
 import { createHarness, type Harness } from '../support/harness';
+import { requestSystemText, requestToolNames } from '../support/requests';
 
 const STEPS = 3;
 
@@ -42,6 +43,13 @@ describe('a comment on a running task', () => {
     expect(answer.data).toEqual({ replyTo: itemId, from: agentId, text: 'Thanks: I will add a summary.' });
     // The round saw the comment in a later turn, as before.
     const taskRequests = h.llm.requests.filter((r) => !JSON.stringify(r.body.messages).includes('[COMMENT on task'));
+    // The answer ran in the comment_response scenario: its prompt section and tool set, not chat's.
+    const answerRequests = h.llm.requests.filter((r) => JSON.stringify(r.body.messages).includes('[COMMENT on task'));
+    expect(answerRequests).toHaveLength(1);
+    expect(requestSystemText(answerRequests[0]!)).toContain('### Comment response');
+    expect(requestSystemText(answerRequests[0]!)).not.toContain('### Chat');
+    expect(requestToolNames(answerRequests[0]!)).toEqual(expect.arrayContaining(['task_comment', 'notify_user']));
+    expect(requestToolNames(answerRequests[0]!)).not.toContain('file_write');
     expect(taskRequests.some((r) => JSON.stringify(r.body.messages).includes('[COMMENT from human:ann] please also add a summary'))).toBe(true);
     const item = (await conv.mailbox(agentId)).items.find((i) => i.itemId === itemId)!;
     expect(item).toMatchObject({ status: 'completed', result: 'seen by the running round; answered in the thread' });

@@ -3,6 +3,7 @@ import { agentDmChannel, agentWorkflowId, ConversationClient, type ChatEvent } f
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
 import { createHarness, type Harness } from '../support/harness';
+import { requestMessagesText, requestSystemText, requestToolNames } from '../support/requests';
 
 describe('agents message each other', () => {
   let h: Harness;
@@ -55,6 +56,28 @@ describe('agents message each other', () => {
       // Bob answered in his own session for the DM channel.
       const bobSession = await h.db.db.selectFrom('sessions').select('id').where('agent_id', '=', bob).execute();
       expect(bobSession.map((s) => s.id)).toEqual([`channel_${channel}_${bob}`]);
+
+      // Each answer ran in the a2a scenario (its prompt section and tool set), the human's chat in chat's.
+      const a2a = h.llm.requests.filter((r) => requestMessagesText(r).includes('[MESSAGE from agent'));
+      const chat = h.llm.requests.filter((r) => requestMessagesText(r).includes('ask bob'));
+      expect(a2a).toHaveLength(A2A_THREAD_MESSAGE_BUDGET);
+      for (const r of a2a) {
+        expect(requestSystemText(r)).toContain('### Agent-to-agent message');
+        expect(requestSystemText(r)).not.toContain('### Chat');
+        // The sender's identity, in Tier 3 (seed D1 E14).
+        expect(requestSystemText(r)).toMatch(new RegExp(`This message is from .+ \\(agent[^)]*, id (${alice}|${bob})\\)\\.`));
+        expect(requestToolNames(r)).toEqual(expect.arrayContaining(['agent_send_message', 'agent_send_group_message', 'notify_user', 'task_create']));
+        expect(requestToolNames(r)).not.toContain('file_write');
+        expect(requestToolNames(r)).not.toContain('edit_agent_file');
+      }
+      expect(chat.length).toBeGreaterThan(0);
+      for (const r of chat) {
+        expect(requestSystemText(r)).toContain('### Chat');
+        expect(requestSystemText(r)).not.toContain('### Agent-to-agent message');
+        expect(requestSystemText(r)).toContain('This message is from ann (human, id ann).');
+        expect(requestToolNames(r)).toEqual(expect.arrayContaining(['file_write', 'agent_send_message', 'agent_send_group_message']));
+        expect(requestToolNames(r)).not.toContain('notify_user');
+      }
     } finally {
       h.llm.setResponder(undefined);
     }

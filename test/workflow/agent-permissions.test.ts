@@ -66,6 +66,16 @@ describe('agent permissions', () => {
     expect(grantedPermissions({})).toEqual({ shell: true, writeFiles: true, manageTasks: true, contactHumans: true, messageAgents: true, manageGoals: true });
   }, 90_000);
 
+  test('messageAgents gates the A2A tools in every conversation scenario', () => {
+    const a2aTools = ['agent_send_message', 'agent_send_group_message', 'agent_list_group_chats', 'agent_create_group_chat', 'agent_list_colleagues'];
+    for (const scenario of ['chat', 'a2a', 'comment_response', 'group_chat'] as const) {
+      expect([...toolsForAgent(scenario, {}).keys()]).toEqual(expect.arrayContaining(a2aTools));
+      const withheld = [...toolsForAgent(scenario, { permissions: { messageAgents: false } }).keys()];
+      expect(withheld.filter((name) => a2aTools.includes(name))).toEqual([]);
+      expect(withheld).toContain('memory_search');
+    }
+  });
+
   test('an unknown permission flag is refused by the config schema', () => {
     const parsed = AgentConfigSchema.safeParse({ permissions: { shel: false } });
     expect(parsed.success).toBe(false);

@@ -17,6 +17,9 @@ import {
 } from '../../workflows/rules/harness';
 import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../../workflows/memory-tool-loop';
 import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
+import { agentMessageText, CONVERSATION_APPROVAL_REFUSAL, taskCommentText } from '../../workflows/rules/conversation';
+import { groupPrompt } from '../../workflows/rules/group';
+import { LOOP_WARNING_TEXT } from '../../workflows/rules/loop-detector';
 import { createHarness, type Harness } from '../support/harness';
 import { DATA_ID_PREFIXES, knownToolNames, NON_TOOL_WORDS, parameterNames, unofferedToolNames } from '../support/tool-mentions';
 
@@ -133,8 +136,24 @@ describe('tool names in prompts', () => {
           dailyReportPrompt({ day: '2026-11-30', tasksTouched: [{ title: 'Fix', state: 'completed' }], tokensToday: 10, previousReport: { day: '2026-11-29', content: 'Fine.' } }),
           dreamPrompt([{ id: 'obs_5f3a9c1d2e4b',  createdAt: new Date(), type: 'fact', tags: ['x'], content: 'A fact.' }] as never, 1, [{ title: 'K', content: 'k' }] as never),
         ];
+      // Conversation runs: the item as the model reads it, the harness's loop warning, the refusal of a risky call.
       case 'chat':
-        return [MEMORY_FLUSH_PROMPT];
+        return [MEMORY_FLUSH_PROMPT, LOOP_WARNING_TEXT, CONVERSATION_APPROVAL_REFUSAL.chat];
+      case 'a2a':
+        return [agentMessageText('peer', 'item-1', 'When do we ship?'), MEMORY_FLUSH_PROMPT, LOOP_WARNING_TEXT, CONVERSATION_APPROVAL_REFUSAL.a2a];
+      case 'comment_response':
+        return [taskCommentText(taskId, 'human:ann', 'item-1', 'Please add a test.'), MEMORY_FLUSH_PROMPT, LOOP_WARNING_TEXT, CONVERSATION_APPROVAL_REFUSAL.comment_response];
+      case 'group_chat': {
+        const members = [{ type: 'agent' as const, id: agentId }, { type: 'human' as const, id: 'ann' }];
+        const message = { id: 'm1', from: members[1]!, text: 'Shall we ship?' };
+        return [
+          groupPrompt({ group: 'release', agentId, members, message, targeted: true, recent: [{ from: members[1]!, text: 'hello' }] }),
+          groupPrompt({ group: 'release', agentId, members, message, targeted: false, recent: [] }),
+          MEMORY_FLUSH_PROMPT,
+          LOOP_WARNING_TEXT,
+          CONVERSATION_APPROVAL_REFUSAL.group_chat,
+        ];
+      }
     }
   }
 

@@ -63,7 +63,7 @@ describe('recorded workflow histories replay on the current code', () => {
     expect(WORKFLOW_TYPES).toEqual(expect.arrayContaining(['taskWorkflow', 'taskRoundWorkflow', 'agentWorkflow', 'chatRunWorkflow']));
   });
 
-  test('the current release is recorded: every workflow type, and every task scenario (approvals, revision, cancel, pause/resume, continue-as-new)', () => {
+  test('the current release is recorded: every workflow type, every task scenario (approvals, revision, cancel, pause/resume, continue-as-new) and the agent\'s preemption', () => {
     expect([...new Set(current.map(workflowType))].sort()).toEqual([...WORKFLOW_TYPES].sort());
     for (const scenario of TASK_SCENARIOS) expect(current.some((h) => h.name.startsWith(`${CURRENT_VERSION}/${scenario}--`))).toBe(true);
     const endings = (name: string) => current.filter((h) => h.name.startsWith(`${CURRENT_VERSION}/${name}`)).map((h) => h.history.events.at(-1)!.eventType);
@@ -72,6 +72,12 @@ describe('recorded workflow histories replay on the current code', () => {
     expect(endings('revision--round-2')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
     const approvalTask = current.find((h) => h.name === `${CURRENT_VERSION}/approval--task`)!.history.events.map((e) => e.eventType);
     expect(approvalTask).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
+    // The agent entity's preemption path: a running scenario run cancelled for a more urgent item, the
+    // item picked again later (a second run under the same workflow id).
+    const preempt = current.find((h) => h.name === `${CURRENT_VERSION}/preempt--agent`)!.history.events.map((e) => e.eventType);
+    expect(preempt).toEqual(expect.arrayContaining(['EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED', 'EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED']));
+    expect(endings('preempt--chat-run-1-run-1')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED']);
+    expect(endings('preempt--chat-run-1-run-2')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
   });
 
   test('older releases stay in the gate (the recorder never deletes them)', () => {

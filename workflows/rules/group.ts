@@ -95,7 +95,7 @@ export function groupRecipients(input: { from: GroupMember; text: string; depth:
   return { recipients, routing };
 }
 
-/** The text an agent receives: channel header, targeting, roster and recent context, then the message. */
+/** The per-message prefix an agent receives (seed E15): channel header, targeting, roster and recent context, then the message. */
 export function groupPrompt(input: {
   group: string;
   agentId: string;
@@ -111,7 +111,9 @@ export function groupPrompt(input: {
   const lines = [
     `[GROUP ${groupChannel(input.group)} · ${input.members.length} members · you are ${input.agentId} · message ${input.message.id} from ${input.message.from.type}:${input.message.from.id}]`,
     targeting,
-    `Members: ${roster}. Your answer is posted to the group; @mention an agent only when you need its answer.`,
+    // The static rules (silence by default, answers posted to the group, when to @mention) are in the
+    // group_chat scenario section of the system prompt, which is cached; only what varies is here.
+    `Members: ${roster}.`,
   ];
   if (input.recent.length > 0) {
     lines.push('Recent messages:');

@@ -25,6 +25,8 @@ import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
 import { PRIORITY_RANK } from './store/task-graph';
 import { grantedPermissions, type Scenario } from './tools/registry';
+import { loadPromptWorld } from './prompt-world';
+import { loadActivations, type Activations } from './store/skills';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;
@@ -76,9 +78,11 @@ export async function loadPromptInputs(
   now: Date,
   model: string,
   extra: Partial<PromptInputs> = {},
+  world: { sessionId?: string; activations?: Activations } = {},
 ): Promise<PromptInputs> {
   const config = agentConfig(agent);
-  const [own, boardCounts, events, runs, memory] = await Promise.all([
+  const activations = world.activations ?? (world.sessionId ? await loadActivations(db, world.sessionId, task?.id) : undefined);
+  const [own, boardCounts, events, runs, memory, found] = await Promise.all([
     // The board's top: open tasks by priority (urgent first), then the most recently updated.
     db
       .selectFrom('tasks')
@@ -117,7 +121,10 @@ export async function loadPromptInputs(
       .execute(),
     // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
     loadMemoryForPrompt(db, agent.id),
+    // Organisation, colleagues, skills, announcements, team status, attention (issue 12).
+    loadPromptWorld(db, agent, config, { scenario, task, ...(activations ? { activations } : {}) }),
   ]);
+  const { installedSkills, manager, capabilities, ...worldInputs } = found;
   return {
     scenario,
     agent: {
@@ -127,6 +134,9 @@ export async function loadPromptInputs(
       files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md },
       permissions: { canEditOwnFiles: config.canEditOwnFiles === true, ...grantedPermissions(config) },
       ...(config.position ? { position: config.position } : {}),
+      ...(capabilities ? { capabilities } : {}),
+      ...(installedSkills ? { installedSkills } : {}),
+      ...(manager ? { manager } : {}),
     },
     model,
     now,
@@ -144,6 +154,7 @@ export async function loadPromptInputs(
     recentActivity: events.reverse().map((e) => ({ at: e.created_at, type: e.type, detail: e.title })),
     recentRuns: runs.reverse().map((r) => ({ at: r.updated_at, kind: 'task', status: r.state, summary: `${r.title}${r.result_summary ? `: ${r.result_summary}` : ''}` })),
     tools,
+    ...worldInputs,
     ...extra,
   };
 }

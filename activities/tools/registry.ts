@@ -14,6 +14,7 @@ import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
 import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
 import { agentSendMessage } from '../mailbox/tools';
+import { createDiscoverTools } from './discover-tools';
 
 export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation';
 
@@ -75,13 +76,38 @@ export const TOOL_PERMISSIONS: Readonly<Record<string, PermissionFlag>> = {
  * model and builds the prompt from them; the ledger dispatches only these, so a call to a withheld tool
  * is answered "Unknown tool … Use only the tools you were given" and never runs.
  */
-export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'permissions'>): Map<string, ToolSpec> {
+export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'permissions'>, activated: ReadonlySet<string> = NO_ACTIVATIONS): Map<string, ToolSpec> {
   const tools = toolsForScenario(scenario);
+  // The tool selector (seed D1 F4): withheld tools join once discover_tools activated them.
+  for (const name of [...activated].sort()) {
+    const spec = DISCOVERABLE_TOOLS[scenario].has(name) ? ALL_TOOLS.get(name) : undefined;
+    if (spec && !tools.has(name)) tools.set(name, spec);
+  }
   for (const name of [...tools.keys()]) {
     const flag = TOOL_PERMISSIONS[name];
     if (flag && config.permissions?.[flag] === false) tools.delete(name);
   }
   return tools;
+}
+
+const NO_ACTIVATIONS: ReadonlySet<string> = new Set();
+
+/**
+ * The tool selector's discoverable group (seed D1 F4, "activated via discover_tools"): tools a scenario
+ * does not offer until the agent activates them with discover_tools. Permissions still apply.
+ */
+const DISCOVERABLE_TOOLS: Record<Scenario, Set<string>> = { task: new Set(), chat: new Set(), heartbeat: new Set(), reflection: new Set(), consolidation: new Set() };
+
+export function registerDiscoverableTools(tools: ToolSpec[], scenarios: Scenario[]): void {
+  for (const tool of tools) {
+    ALL_TOOLS.set(tool.name, tool);
+    for (const scenario of scenarios) if (!SCENARIO_TOOLS[scenario].has(tool.name)) DISCOVERABLE_TOOLS[scenario].add(tool.name);
+  }
+}
+
+/** The tools a scenario withholds until discover_tools activates them. */
+export function discoverableTools(scenario: Scenario): Map<string, ToolSpec> {
+  return new Map([...DISCOVERABLE_TOOLS[scenario]].sort().map((name) => [name, ALL_TOOLS.get(name)!]));
 }
 
 /** Every permission flag with its effective value (granted unless `false`), for the prompt's capability list. */
@@ -119,3 +145,15 @@ registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((
 registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 // Conversations (issue 11): agents message each other from chat.
 registerTools([agentSendMessage], ['chat']);
+// Skills and tool discovery (issue 12, seed D1 F4/B20): discover_tools in task and chat; goal tools
+// (heartbeat tools) are withheld there until discover_tools activates them.
+registerTools(
+  [
+    createDiscoverTools({
+      withheld: (scenario) => (scenario in DISCOVERABLE_TOOLS ? discoverableTools(scenario as Scenario) : new Map()),
+      permitted: (name, config) => !(TOOL_PERMISSIONS[name] && config.permissions?.[TOOL_PERMISSIONS[name]] === false),
+    }),
+  ],
+  ['task', 'chat'],
+);
+registerDiscoverableTools(goalTools, ['task', 'chat']);

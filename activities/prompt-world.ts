@@ -59,7 +59,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
           .limit(COLLEAGUES_FETCH_MAX)
           .execute()
       : [],
-    visibleSkills(db, agent.id),
+    visibleSkills(db, agent.id, org),
     db
       .selectFrom('announcements')
       .select(['text'])

@@ -452,6 +452,8 @@ export interface SkillsTable {
   body: string;
   /** Null: shared (any agent may discover it); else the agent whose folder holds it. */
   owner_agent_id: string | null;
+  /** An organisation folder's skill: only that organisation's agents see it. Null: everyone (or the owner). */
+  org: string | null;
   content_hash: string;
   updated_at: Timestamp;
 }

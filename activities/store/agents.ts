@@ -217,13 +217,13 @@ export async function upsertAgent(
       .executeTakeFirstOrThrow();
     // The agent folder's own skills (replacing what it held before), then the bindings: config `skills` + own.
     if (options.skills) {
-      await upsertSkills(trx, options.skills, agent.id);
+      await upsertSkills(trx, options.skills, { agentId: agent.id, org: null });
       const keep = options.skills.map((s) => s.name);
       await trx.deleteFrom('skills').where('owner_agent_id', '=', agent.id).$if(keep.length > 0, (q) => q.where('name', 'not in', keep)).execute();
     }
-    const missing = await syncSkillBindings(trx, agent.id, [...(agent.config?.skills ?? []), ...(await ownedSkillNames(trx, agent.id))]);
+    const missing = await syncSkillBindings(trx, agent.id, agent.config?.org, [...(agent.config?.skills ?? []), ...(await ownedSkillNames(trx, agent.id))]);
     if (missing.length) {
-      throw new InvalidAgentError(agent.id, [`config.skills: no shared skill named ${missing.map((m) => JSON.stringify(m)).join(', ')} (load the organisation or skills folder first)`]);
+      throw new InvalidAgentError(agent.id, [`config.skills: no skill visible to this agent named ${missing.map((m) => JSON.stringify(m)).join(', ')} (load the organisation or skills folder first)`]);
     }
     return saved;
   });

@@ -85,7 +85,7 @@ export async function upsertOrganisation(db: Kysely<Database>, org: Organisation
     if (org.users.length) {
       await trx.insertInto('user_profiles').values(org.users.map((u) => ({ org: org.name, handle: u.handle, name: u.name, profile_md: u.profile }))).execute();
     }
-    await upsertSkills(trx, org.skills, null);
+    await upsertSkills(trx, org.skills, { agentId: null, org: org.name });
   });
 }
 

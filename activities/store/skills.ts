@@ -11,15 +11,15 @@
  * ```
  *
  * Skills come from an agent folder's `skills/` (owned by that agent: only it sees them, and they are
- * bound to it) and from an organisation folder's `skills/` (shared: any agent may discover them; an
- * agent's config `skills: [...]` binds them). Bound skills are always in the agent's prompt (Active
+ * bound to it), from an organisation folder's `skills/` (the organisation's agents may discover them)
+ * and from a shared skills folder (every agent may); an agent's config `skills: [...]` binds them. Bound skills are always in the agent's prompt (Active
  * Skills, 200 characters of body until activated); `discover_tools` activates a skill for the session
  * and its task, which puts its whole body in the prompt.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Kysely, Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Transaction } from 'kysely';
 import type { Database } from '../../schema/database';
 
 /** Skill names: short, lowercase words joined by `-` or `_` (they appear in prompts and tool arguments). */
@@ -117,23 +117,33 @@ function skillHash(s: SkillDefinition): string {
   return createHash('sha256').update(JSON.stringify([s.name, s.category, s.description, s.body])).digest('hex');
 }
 
+/** Who a skill belongs to: one agent (its folder's skills), one organisation, or everyone (both null). */
+export interface SkillOwner {
+  agentId: string | null;
+  org: string | null;
+}
+
+function ownerText(o: SkillOwner): string {
+  if (o.agentId !== null) return `agent ${JSON.stringify(o.agentId)}`;
+  return o.org !== null ? `organisation ${JSON.stringify(o.org)}` : 'the shared skills';
+}
+
 /**
- * Creates or updates skills, shared (`owner` null) or owned by one agent. A skill name belongs to one
- * owner: redefining another owner's skill is refused, naming it, and nothing is written.
+ * Creates or updates skills of one owner. A skill name belongs to one owner: redefining another
+ * owner's skill is refused, naming it, and nothing is written.
  */
-export async function upsertSkills(db: Db, skills: readonly SkillDefinition[], owner: string | null): Promise<void> {
+export async function upsertSkills(db: Db, skills: readonly SkillDefinition[], owner: SkillOwner): Promise<void> {
   if (!skills.length) return;
-  const existing = await db.selectFrom('skills').select(['name', 'owner_agent_id']).where('name', 'in', skills.map((s) => s.name)).execute();
-  const clashes = existing.filter((e) => e.owner_agent_id !== owner);
+  const existing = await db.selectFrom('skills').select(['name', 'owner_agent_id', 'org']).where('name', 'in', skills.map((s) => s.name)).execute();
+  const clashes = existing.filter((e) => e.owner_agent_id !== owner.agentId || e.org !== owner.org);
   if (clashes.length) {
-    const who = (o: string | null) => (o === null ? 'the shared skills' : `agent ${JSON.stringify(o)}`);
     throw new InvalidSkillError(
-      owner === null ? 'shared skills' : `skills of agent ${JSON.stringify(owner)}`,
-      clashes.map((c) => `${JSON.stringify(c.name)} already belongs to ${who(c.owner_agent_id)}; rename one of them`),
+      `skills of ${ownerText(owner)}`,
+      clashes.map((c) => `${JSON.stringify(c.name)} already belongs to ${ownerText({ agentId: c.owner_agent_id, org: c.org })}; rename one of them`),
     );
   }
   for (const s of skills) {
-    const row = { name: s.name, category: s.category, description: s.description, body: s.body, owner_agent_id: owner, content_hash: skillHash(s) };
+    const row = { name: s.name, category: s.category, description: s.description, body: s.body, owner_agent_id: owner.agentId, org: owner.org, content_hash: skillHash(s) };
     await db
       .insertInto('skills')
       .values(row)
@@ -142,19 +152,23 @@ export async function upsertSkills(db: Db, skills: readonly SkillDefinition[], o
   }
 }
 
+/** Skills an agent may see: its own, its organisation's and the shared ones. */
+function visibleTo(agentId: string, org: string | undefined) {
+  return (eb: ExpressionBuilder<Database, 'skills'>) =>
+    eb.or([
+      eb('skills.owner_agent_id', '=', agentId),
+      eb.and([eb('skills.owner_agent_id', 'is', null), eb.or([eb('skills.org', 'is', null), ...(org ? [eb('skills.org', '=', org)] : [])])]),
+    ]);
+}
+
 /**
  * Binds exactly these skills to the agent (config `skills` plus the agent folder's own). Each must exist
- * and be shared or the agent's own; otherwise the whole upsert is refused with the missing names.
+ * and be visible to the agent (its own, its organisation's or shared); otherwise the whole upsert is refused with the missing names.
  */
-export async function syncSkillBindings(db: Db, agentId: string, names: readonly string[]): Promise<string[]> {
+export async function syncSkillBindings(db: Db, agentId: string, org: string | undefined, names: readonly string[]): Promise<string[]> {
   const wanted = [...new Set(names)].sort();
   if (wanted.length) {
-    const found = await db
-      .selectFrom('skills')
-      .select('name')
-      .where('name', 'in', wanted)
-      .where((eb) => eb.or([eb('owner_agent_id', 'is', null), eb('owner_agent_id', '=', agentId)]))
-      .execute();
+    const found = await db.selectFrom('skills').select('name').where('name', 'in', wanted).where(visibleTo(agentId, org)).execute();
     const missing = wanted.filter((n) => !found.some((f) => f.name === n));
     if (missing.length) return missing;
   }
@@ -202,13 +216,13 @@ export interface VisibleSkill extends SkillDefinition {
   bound: boolean;
 }
 
-/** Skills an agent may use: shared ones and its own, bound ones marked; by name (a stable order). */
-export async function visibleSkills(db: Db, agentId: string): Promise<VisibleSkill[]> {
+/** Skills an agent may use (its own, its organisation's, shared), bound ones marked; by name (a stable order). */
+export async function visibleSkills(db: Db, agentId: string, org: string | undefined): Promise<VisibleSkill[]> {
   const rows = await db
     .selectFrom('skills')
     .leftJoin('skill_bindings', (join) => join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agentId))
     .select(['skills.name', 'skills.category', 'skills.description', 'skills.body', 'skill_bindings.agent_id as bound_to'])
-    .where((eb) => eb.or([eb('skills.owner_agent_id', 'is', null), eb('skills.owner_agent_id', '=', agentId)]))
+    .where(visibleTo(agentId, org))
     .orderBy('skills.name')
     .limit(SKILL_CATALOGUE_FETCH_MAX)
     .execute();

@@ -68,7 +68,7 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
       const [agent, session, skills, active] = await Promise.all([
         findAgent(ctx.db, ctx.agentId),
         ctx.db.selectFrom('sessions').select('kind').where('id', '=', ctx.sessionId).executeTakeFirst(),
-        visibleSkills(ctx.db, ctx.agentId),
+        ctx.db.selectFrom('agents').select('config').where('id', '=', ctx.agentId).executeTakeFirst().then((a) => visibleSkills(ctx.db, ctx.agentId, (a?.config as { org?: string } | undefined)?.org)),
         loadActivations(ctx.db, ctx.sessionId, ctx.taskId),
       ]);
       const config = agent ? agentConfig(agent) : {};

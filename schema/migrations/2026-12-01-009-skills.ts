@@ -14,6 +14,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('body', 'text', (c) => c.notNull())
     // Null: a shared skill any agent may discover; else the agent whose folder holds it (only it sees it).
     .addColumn('owner_agent_id', 'text', (c) => c.references('agents.id').onDelete('cascade'))
+    // Set for an organisation folder's skills: only that organisation's agents see them (null: everyone).
+    .addColumn('org', 'text')
     .addColumn('content_hash', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();

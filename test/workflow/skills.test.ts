@@ -42,14 +42,20 @@ describe('skills and the prompt world', () => {
   test('a real run shows the organisation, colleagues, skills, announcements and attention; discover_tools activates a skill and a tool', async () => {
     const suffix = path.basename(root).replace(/[^a-z0-9]/gi, '').toLowerCase();
     const orgName = `acme${suffix}`;
+    // Skill names are global (the database persists across runs): one set per run.
+    const [csv, deploy, pdf, style] = ['csv-import', 'deploy-k8s', 'pdf-report', 'house-style'].map((n) => `${n}-${suffix}`) as [string, string, string, string];
     const orgDir = path.join(root, orgName);
     write(path.join(orgDir, 'CONTEXT.md'), 'Acme builds data pipelines for hospitals.');
     write(path.join(orgDir, 'ANNOUNCEMENTS.md'), 'Code freeze every Friday after 15:00.');
     write(path.join(orgDir, 'users', 'hana.md'), '# Hana Ito\nHead of data. Prefers short answers with numbers.');
-    write(path.join(orgDir, 'skills', 'csv-import', 'SKILL.md'), skill('csv-import', 'data', 'Import CSV files into the warehouse safely', 'Step 1: validate the header row. Step 2: load into staging.'));
-    write(path.join(orgDir, 'skills', 'deploy-k8s', 'SKILL.md'), skill('deploy-k8s', 'ops', 'Deploy services to kubernetes clusters', `Always run kubectl diff before apply. ROLLOUT-MARKER ${'Check the rollout status. '.repeat(20)}`));
-    write(path.join(orgDir, 'skills', 'pdf-report', 'SKILL.md'), skill('pdf-report', 'docs', 'Write PDF reports for management', 'Use the corporate template.'));
+    write(path.join(orgDir, 'skills', 'csv-import', 'SKILL.md'), skill(csv, 'data', 'Import CSV files into the warehouse safely', 'Step 1: validate the header row. Step 2: load into staging.'));
+    write(path.join(orgDir, 'skills', 'deploy-k8s', 'SKILL.md'), skill(deploy, 'ops', 'Deploy services to kubernetes clusters', `Always run kubectl diff before apply. ROLLOUT-MARKER ${'Check the rollout status. '.repeat(20)}`));
+    write(path.join(orgDir, 'skills', 'pdf-report', 'SKILL.md'), skill(pdf, 'docs', 'Write PDF reports for management', 'Use the corporate template.'));
     expect(await h.client.upsertOrganisationFromFolder(orgDir)).toEqual({ name: orgName, users: 1, skills: 3 });
+    // Skill names are global: a second organisation cannot take them.
+    const rival = path.join(root, `rival${suffix}`);
+    write(path.join(rival, 'skills', 'csv', 'SKILL.md'), skill(csv, 'data', 'Another CSV skill', 'x'));
+    await expect(h.client.upsertOrganisationFromFolder(rival)).rejects.toThrow(`"${csv}" already belongs to organisation "${orgName}"`);
 
     // A manager colleague with a task in progress, and the agent itself (its own skill in its folder).
     const managerId = `mgr-${suffix}`.slice(0, 60);
@@ -58,8 +64,8 @@ describe('skills and the prompt world', () => {
     const agentDir = path.join(root, 'ada');
     write(path.join(agentDir, 'SOUL.md'), 'You are Ada.');
     write(path.join(agentDir, 'AGENTS.md'), 'You import data.');
-    write(path.join(agentDir, 'agent.json'), JSON.stringify({ name: 'Ada', description: 'Data engineer', config: { org: orgName, skills: ['csv-import'], capabilities: 'SQL, Python, CSV wrangling', trust: { level: 'standard', description: 'Ask before deleting data.' } } }));
-    write(path.join(agentDir, 'skills', 'house-style', 'SKILL.md'), skill('house-style', 'writing', 'How Ada writes commit messages', 'Imperative mood, 50 characters.'));
+    write(path.join(agentDir, 'agent.json'), JSON.stringify({ name: 'Ada', description: 'Data engineer', config: { org: orgName, skills: [csv], capabilities: 'SQL, Python, CSV wrangling', trust: { level: 'standard', description: 'Ask before deleting data.' } } }));
+    write(path.join(agentDir, 'skills', 'house-style', 'SKILL.md'), skill(style, 'writing', 'How Ada writes commit messages', 'Imperative mood, 50 characters.'));
     const agentId = `ada-${suffix}`.slice(0, 60);
     await h.client.upsertAgentFromFolder(agentDir, { id: agentId, workspaceDir: h.workspaceDir });
 
@@ -73,7 +79,7 @@ describe('skills and the prompt world', () => {
       .execute();
 
     const taskId = agents.task([
-      toolTurn('discover_tools', { query: 'deploy kubernetes cluster', activate: ['deploy-k8s', 'goal_create'] }),
+      toolTurn('discover_tools', { query: 'deploy kubernetes cluster', activate: [deploy, 'goal_create'] }),
       toolTurn('goal_create', { title: 'Keep the importer green', criteria: 'No failed import for a week' }),
       submitTurn('done'),
     ]);
@@ -86,7 +92,7 @@ describe('skills and the prompt world', () => {
     const t3 = tier(first!, 2);
     expect(tier(first!, 0)).toContain('# Capabilities\nSQL, Python, CSV wrangling');
     expect(t2).toContain(`- Organisation: ${orgName}`);
-    expect(t2).toContain('- Installed skills: csv-import, house-style');
+    expect(t2).toContain(`- Installed skills: ${csv}, ${style}`);
     expect(t2).toContain(`- Your manager: Mia Manager (id ${managerId}, Engineering manager)`);
     expect(t2).toContain(`- Mia Manager (agent, id ${managerId}) — Engineering manager`);
     expect(t2).toContain('- Hana Ito (human, id hana)');
@@ -94,7 +100,7 @@ describe('skills and the prompt world', () => {
     expect(t2).toContain('### Team announcements & norms\nCode freeze every Friday after 15:00.');
     expect(t2).toContain('Prefers short answers with numbers.');
     expect(t2).toContain('Your trust level is standard.');
-    expect(t2).toContain('<skill name="csv-import">');
+    expect(t2).toContain(`<skill name="${csv}">`);
     expect(t2).toContain('User-provided reference material');
     expect(t2).not.toContain('ROLLOUT-MARKER');
     expect(t3).toContain('## System Announcements\n- Maintenance window tonight 22:00 UTC.');
@@ -102,8 +108,8 @@ describe('skills and the prompt world', () => {
     // The catalogue: skills not yet active, ranked by the task's words ("csv", "import"… match nothing
     // here, so name order), one line each, with the discover_tools hint.
     expect(t3).toContain('## Available Skills (activate with discover_tools)');
-    expect(t3).toContain('- **deploy-k8s** [ops]: Deploy services to kubernetes clusters');
-    expect(t3).not.toContain('- **csv-import**');
+    expect(t3).toContain(`- **${deploy}** [ops]: Deploy services to kubernetes clusters`);
+    expect(t3).not.toContain(`- **${csv}**`);
     expect(t3).toContain(`## Team Status\n- Mia Manager: working on "Plan the Q3 roadmap"`);
     expect(t3).toContain('## Your Attention State');
     expect(t3).toContain('Waiting in your mailbox: 1\n- chat: Can you check the importer logs?');
@@ -114,22 +120,26 @@ describe('skills and the prompt world', () => {
     // Step 2: discover_tools found and activated both; the skill's body is in Tier 2, the tool is offered.
     const [found] = lastToolResults(second!);
     expect(found!.isError).toBe(false);
-    expect(found!.text).toContain('- **deploy-k8s** [ops]: Deploy services to kubernetes clusters');
-    expect(found!.text).toContain('Activated: skill deploy-k8s');
+    expect(found!.text).toContain(`- **${deploy}** [ops]: Deploy services to kubernetes clusters`);
+    expect(found!.text).toContain(`Activated: skill ${deploy}`);
     expect(found!.text).toContain('tool goal_create (offered from your next step)');
     expect(tier(second!, 1)).toContain('ROLLOUT-MARKER');
-    expect(tier(second!, 2)).not.toContain('- **deploy-k8s**');
+    expect(tier(second!, 2)).not.toContain(`- **${deploy}**`);
     expect(toolNames(second!)).toContain('goal_create');
     // Every tool the prompt names is offered in this call.
     const offered = toolsForAgent('task', {}, new Set(['goal_create']));
     expect(toolNames(second!)).toEqual([...offered.keys()].sort());
     expect(unofferedToolNames(system(second!), new Set(offered.keys()), parameterNames(offered.values()))).toEqual([]);
 
+    // Tiers 1–2 stay cache-stable while nothing they show changes (Tier 2 changed once, at activation).
+    expect(tier(third!, 0)).toBe(tier(second!, 0));
+    expect(tier(third!, 1)).toBe(tier(second!, 1));
+
     // Step 3: the activated tool ran; activations are stored by task, so a later round (new session) keeps them.
     expect(lastToolResults(third!)[0]!.isError).toBe(false);
     expect(await h.db.db.selectFrom('goals').select('title').where('agent_id', '=', agentId).execute()).toEqual([{ title: 'Keep the importer green' }]);
     const later = await loadActivations(h.db.db, `task_${taskId}_r2`, taskId);
-    expect([...later.skills, ...later.tools].sort()).toEqual(['deploy-k8s', 'goal_create']);
+    expect([...later.skills, ...later.tools].sort()).toEqual([deploy, 'goal_create'].sort());
   }, 90_000);
 
   test('permissions win over discover_tools; unknown names and bad skills are refused in words', async () => {
@@ -148,7 +158,7 @@ describe('skills and the prompt world', () => {
 
     // An agent binding a skill nobody loaded: refused, and the agent is not created.
     await expect(h.client.upsertAgent({ id: 'unbound-skill-agent', name: 'U', files: { soul: 's', agents: 'a', heartbeat: '', tools: '' }, config: { skills: ['never-loaded'] }, workspaceDir: h.workspaceDir })).rejects.toThrow(
-      /config\.skills: no shared skill named "never-loaded"/,
+      /config\.skills: no skill visible to this agent named "never-loaded"/,
     );
     expect(await h.db.db.selectFrom('agents').select('id').where('id', '=', 'unbound-skill-agent').executeTakeFirst()).toBeUndefined();
     // A SKILL.md without front matter names its file and what is missing.

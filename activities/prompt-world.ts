@@ -13,7 +13,7 @@
  * | scope (the parent task of a subtask) | 2 | `tasks.parent_task_id` |
  * | system announcements (live, newest 5) | 3 | `announcements` |
  * | available skills (query-filtered, ≤ 30) | 3 | `skills` (shared and the agent's own, not yet active) |
- * | team status (colleagues' current task) | 3 | `tasks` |
+ * | team status (colleagues' current task), the board's team tasks (top 10) | 3 | `tasks` |
  * | attention state (focus, queue, last decisions, merged input) | 3 | `mailbox_items` |
  *
  * Tier 2 inputs are ordered by key (colleagues by id, people by handle, skills by name) and carry no
@@ -22,20 +22,29 @@
 import { sql, type Kysely } from 'kysely';
 import type { AgentRow, Database, TaskRow } from '../schema/database';
 import { MAILBOX_MERGE_SEPARATOR } from '../workflows/rules/mailbox';
-import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs } from './context';
+import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs, type PromptTask } from './context';
 import type { AgentConfig } from './store/agents';
 import { ANNOUNCEMENTS_SHOWN_MAX } from './store/organisations';
 import { visibleSkills, type Activations } from './store/skills';
+import { PRIORITY_RANK } from './store/task-graph';
 
 /** Colleagues read for the identity section: 10 are listed, the rest counted (seed D1 B13). */
 const COLLEAGUES_FETCH_MAX = 200;
 /** Human profiles read (the identity section lists 8; the profiles section shows them all, each ≤ 1,500 chars). */
 const HUMANS_FETCH_MAX = 50;
+/** Team tasks read for the board (it lists 10 and counts the rest, up to this many). */
+const TEAM_TASKS_FETCH_MAX = 100;
 /** Skills listed per colleague in the identity section. */
 const COLLEAGUE_SKILLS_MAX = 8;
 
+/** Open mailbox items read for the attention section: the queue's count is exact up to here (a mailbox holds far fewer). */
+const MAILBOX_OPEN_FETCH_MAX = 500;
+
 /** Mailbox triage decisions as the attention section names them; `pick` (agent idle) is not a decision. */
 const DECISION_KINDS: Record<string, AttentionDecisionKind> = { preempt: 'preempt', merge: 'merge', wait: 'continue', continue: 'continue' };
+
+/** Prompt inputs from the world, plus the parts that belong inside `agent` and the task board. */
+export type PromptWorld = Partial<PromptInputs> & { installedSkills?: string[]; manager?: { id: string; name: string; role?: string }; capabilities?: string; teamTasks?: PromptTask[] };
 
 export interface WorldContext {
   scenario: PromptInputs['scenario'];
@@ -43,7 +52,7 @@ export interface WorldContext {
   activations?: Activations;
 }
 
-export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, config: AgentConfig, context: WorldContext): Promise<Partial<PromptInputs> & { installedSkills?: string[]; manager?: { id: string; name: string; role?: string }; capabilities?: string }> {
+export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, config: AgentConfig, context: WorldContext): Promise<PromptWorld> {
   const org = config.org;
   const activations = context.activations ?? { skills: new Set<string>(), tools: new Set<string>() };
   const [organisation, people, colleagues, skills, announcements, mailbox, parent] = await Promise.all([
@@ -73,7 +82,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
   ]);
 
   const shownColleagues = colleagues.slice(0, SYSTEM_COLLEAGUES_MAX);
-  const [colleagueSkills, colleagueWork] = await Promise.all([
+  const [colleagueSkills, colleagueWork, teamTasks] = await Promise.all([
     shownColleagues.length
       ? db.selectFrom('skill_bindings').select(['agent_id', 'skill_name']).where('agent_id', 'in', shownColleagues.map((c) => c.id)).orderBy('skill_name').execute()
       : [],
@@ -84,6 +93,18 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
           .where('agent_id', 'in', shownColleagues.map((c) => c.id))
           .where('state', '=', 'in_progress')
           .orderBy('updated_at', 'desc')
+          .execute()
+      : [],
+    // The task board's team part (seed D1 B14: the team's top 10 open tasks by priority).
+    colleagues.length
+      ? db
+          .selectFrom('tasks')
+          .select(['id', 'title', 'priority', 'state', 'agent_id'])
+          .where('agent_id', 'in', colleagues.map((c) => c.id))
+          .where('state', 'in', ['pending', 'in_progress', 'blocked', 'review'])
+          .orderBy(PRIORITY_RANK)
+          .orderBy('updated_at', 'desc')
+          .limit(TEAM_TASKS_FETCH_MAX)
           .execute()
       : [],
   ]);
@@ -102,7 +123,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
     .map((s) => ({ name: s.name, description: s.description, body: s.body, expanded: activations.skills.has(s.name) }));
   const catalogue = skills.filter((s) => !s.bound && !activations.skills.has(s.name)).map((s) => ({ name: s.name, description: s.description, ...(s.category ? { category: s.category } : {}) }));
 
-  const world: Awaited<ReturnType<typeof loadPromptWorld>> = {};
+  const world: PromptWorld = {};
   if (config.capabilities?.trim()) world.capabilities = config.capabilities;
   if (org) {
     world.organisation = { name: org, ...(organisation?.context_md ? { context: organisation.context_md } : {}), ...(organisation?.announcements_md ? { announcements: organisation.announcements_md } : {}) };
@@ -124,6 +145,10 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
     });
   }
   if (mailbox) world.attention = mailbox;
+  if (teamTasks.length) {
+    const names = new Map(colleagues.map((c) => [c.id, c.name]));
+    world.teamTasks = teamTasks.map((t) => ({ id: t.id, title: t.title, priority: toPriority(t.priority), status: t.state, assignee: names.get(t.agent_id) ?? t.agent_id }));
+  }
   if (context.task) world.skillQuery = `${context.task.title} ${context.task.description}`;
   return world;
 }
@@ -134,18 +159,16 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
  * reasons, and what was merged into the current item. Undefined for an agent that never had mail.
  */
 async function loadAttention(db: Kysely<Database>, agentId: string): Promise<PromptAttention | undefined> {
-  const [focus, waiting, count, decisions] = await Promise.all([
-    db.selectFrom('mailbox_items').select(['id', 'kind', 'text', 'updated_at', 'merged_count']).where('agent_id', '=', agentId).where('status', '=', 'processing').orderBy('updated_at', 'desc').limit(1).executeTakeFirst(),
+  const [open, decisions] = await Promise.all([
     db
       .selectFrom('mailbox_items')
-      .select(['kind', 'text', 'priority'])
+      .select(['kind', 'text', 'priority', 'status', 'updated_at', 'merged_count'])
       .where('agent_id', '=', agentId)
-      .where('status', 'in', ['queued', 'deferred'])
+      .where('status', 'in', ['processing', 'queued', 'deferred'])
       .orderBy('priority')
       .orderBy('created_at')
-      .limit(SYSTEM_MAILBOX_QUEUE_ITEMS_MAX)
+      .limit(MAILBOX_OPEN_FETCH_MAX)
       .execute(),
-    db.selectFrom('mailbox_items').select((eb) => eb.fn.countAll<string>().as('n')).where('agent_id', '=', agentId).where('status', 'in', ['queued', 'deferred']).executeTakeFirstOrThrow(),
     db
       .selectFrom('mailbox_items')
       .select(['decision', 'reason', 'kind'])
@@ -156,6 +179,10 @@ async function loadAttention(db: Kysely<Database>, agentId: string): Promise<Pro
       .limit(SYSTEM_MAILBOX_DECISIONS_MAX)
       .execute(),
   ]);
+  const focus = open.filter((i) => i.status === 'processing').sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime())[0];
+  const queued = open.filter((i) => i.status !== 'processing');
+  const waiting = queued.slice(0, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX);
+  const count = { n: queued.length };
   const total = Number(count.n);
   if (!focus && total === 0 && decisions.length === 0) return undefined;
   const attention: PromptAttention = {
@@ -170,4 +197,8 @@ async function loadAttention(db: Kysely<Database>, agentId: string): Promise<Pro
     attention.decisions = decisions.reverse().map((d) => ({ decision: DECISION_KINDS[d.decision]!, reasoning: `${d.kind}: ${d.reason}` }));
   }
   return attention;
+}
+
+function toPriority(p: string): PromptTask['priority'] {
+  return (['critical', 'urgent', 'high', 'medium', 'low'] as const).find((x) => x === p) ?? 'medium';
 }

@@ -124,7 +124,7 @@ export async function loadPromptInputs(
     // Organisation, colleagues, skills, announcements, team status, attention (issue 12).
     loadPromptWorld(db, agent, config, { scenario, task, ...(activations ? { activations } : {}) }),
   ]);
-  const { installedSkills, manager, capabilities, ...worldInputs } = found;
+  const { installedSkills, manager, capabilities, teamTasks, ...worldInputs } = found;
   return {
     scenario,
     agent: {
@@ -150,6 +150,7 @@ export async function loadPromptInputs(
       ),
       myOpenTotal: Number(boardCounts.open),
       myClosedTotal: Number(boardCounts.closed),
+      ...(teamTasks ? { team: teamTasks } : {}),
     },
     recentActivity: events.reverse().map((e) => ({ at: e.created_at, type: e.type, detail: e.title })),
     recentRuns: runs.reverse().map((r) => ({ at: r.updated_at, kind: 'task', status: r.state, summary: `${r.title}${r.result_summary ? `: ${r.result_summary}` : ''}` })),

@@ -111,6 +111,7 @@ describe('skills and the prompt world', () => {
     expect(t3).toContain(`- **${deploy}** [ops]: Deploy services to kubernetes clusters`);
     expect(t3).not.toContain(`- **${csv}**`);
     expect(t3).toContain(`## Team Status\n- Mia Manager: working on "Plan the Q3 roadmap"`);
+    expect(t3).toContain(`### Team tasks (1)\n- [medium] Plan the Q3 roadmap (id t-${managerId}, assignee Mia Manager)`);
     expect(t3).toContain('## Your Attention State');
     expect(t3).toContain('Waiting in your mailbox: 1\n- chat: Can you check the importer logs?');
     expect(t3).toContain('- continue (kept working on the current item): chat: lower or equal priority');

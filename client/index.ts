@@ -164,7 +164,7 @@ export class AgentsClient {
   async upsertSkillsFromFolder(folder: string): Promise<{ skills: string[] }> {
     const skills = await readSkillsFolder(folder);
     if (!skills.length) throw new Error(`${folder} holds no <skill>/SKILL.md`);
-    await upsertSkills(this.db, skills, { agentId: null, org: null });
+    await upsertSkills(this.db, skills, 'shared');
     return { skills: skills.map((s) => s.name) };
   }
 

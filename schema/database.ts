@@ -446,14 +446,14 @@ export interface Database {
 
 /** A skill (SKILL.md): front matter name / description / category and the instructions body. */
 export interface SkillsTable {
+  /** 'agent:<id>', 'org:<name>' or 'shared': who sees the skill. A name is unique per scope. */
+  scope: string;
   name: string;
   category: Generated<string>;
   description: string;
   body: string;
-  /** Null: shared (any agent may discover it); else the agent whose folder holds it. */
+  /** Set for an agent's own skills (deleted with the agent). */
   owner_agent_id: string | null;
-  /** An organisation folder's skill: only that organisation's agents see it. Null: everyone (or the owner). */
-  org: string | null;
   content_hash: string;
   updated_at: Timestamp;
 }

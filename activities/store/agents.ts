@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AgentRow, Database } from '../../schema/database';
 import { identityIsSelfEdited } from './agent-seed';
-import { ownedSkillNames, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
+import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
 export const IDENTITY_FILES = {
@@ -217,9 +217,8 @@ export async function upsertAgent(
       .executeTakeFirstOrThrow();
     // The agent folder's own skills (replacing what it held before), then the bindings: config `skills` + own.
     if (options.skills) {
-      await upsertSkills(trx, options.skills, { agentId: agent.id, org: null });
-      const keep = options.skills.map((s) => s.name);
-      await trx.deleteFrom('skills').where('owner_agent_id', '=', agent.id).$if(keep.length > 0, (q) => q.where('name', 'not in', keep)).execute();
+      await upsertSkills(trx, options.skills, { agentId: agent.id });
+      await pruneSkills(trx, { agentId: agent.id }, options.skills.map((s) => s.name));
     }
     const missing = await syncSkillBindings(trx, agent.id, agent.config?.org, [...(agent.config?.skills ?? []), ...(await ownedSkillNames(trx, agent.id))]);
     if (missing.length) {

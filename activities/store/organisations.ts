@@ -5,7 +5,7 @@
  * - `ANNOUNCEMENTS.md`: team announcements and norms (Tier 2),
  * - `users/<handle>.md`: the humans the agents work with (Tier 2 "People You Work With" and the
  *   identity section's human team members); the first `# Heading` is the person's name,
- * - `skills/<skill>/SKILL.md`: shared skills any agent may discover (see skills.ts).
+ * - `skills/<skill>/SKILL.md`: skills the organisation's agents may discover and bind (see skills.ts).
  *
  * Agents join with `config.org`; the other agents of the organisation are their colleagues.
  * System announcements (Tier 3) are rows with an expiry, for one organisation or everyone.
@@ -14,7 +14,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import { readSkillsFolder, upsertSkills, type SkillDefinition } from './skills';
+import { pruneSkills, readSkillsFolder, upsertSkills, type SkillDefinition } from './skills';
 
 /** An organisation document is prompt text; longer belongs in a skill or the agents' knowledge. */
 export const ORG_DOCUMENT_MAX_CHARS = 32_000;
@@ -85,7 +85,8 @@ export async function upsertOrganisation(db: Kysely<Database>, org: Organisation
     if (org.users.length) {
       await trx.insertInto('user_profiles').values(org.users.map((u) => ({ org: org.name, handle: u.handle, name: u.name, profile_md: u.profile }))).execute();
     }
-    await upsertSkills(trx, org.skills, { agentId: null, org: org.name });
+    await upsertSkills(trx, org.skills, { org: org.name });
+    await pruneSkills(trx, { org: org.name }, org.skills.map((s) => s.name));
   });
 }
 

@@ -12,14 +12,15 @@
  *
  * Skills come from an agent folder's `skills/` (owned by that agent: only it sees them, and they are
  * bound to it), from an organisation folder's `skills/` (the organisation's agents may discover them)
- * and from a shared skills folder (every agent may); an agent's config `skills: [...]` binds them. Bound skills are always in the agent's prompt (Active
+ * and from a shared skills folder (every agent may); an agent's config `skills: [...]` binds them. A
+ * name is unique per owner; an agent's own skill shadows its organisation's, which shadows a shared one. Bound skills are always in the agent's prompt (Active
  * Skills, 200 characters of body until activated); `discover_tools` activates a skill for the session
  * and its task, which puts its whole body in the prompt.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ExpressionBuilder, Kysely, Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../schema/database';
 
 /** Skill names: short, lowercase words joined by `-` or `_` (they appear in prompts and tool arguments). */
@@ -117,48 +118,47 @@ function skillHash(s: SkillDefinition): string {
   return createHash('sha256').update(JSON.stringify([s.name, s.category, s.description, s.body])).digest('hex');
 }
 
-/** Who a skill belongs to: one agent (its folder's skills), one organisation, or everyone (both null). */
-export interface SkillOwner {
-  agentId: string | null;
-  org: string | null;
+/** Who a skill belongs to: one agent (its folder's skills), one organisation, or everyone. */
+export type SkillOwner = { agentId: string } | { org: string } | 'shared';
+
+export function skillScope(owner: SkillOwner): string {
+  if (owner === 'shared') return 'shared';
+  return 'agentId' in owner ? `agent:${owner.agentId}` : `org:${owner.org}`;
 }
 
-function ownerText(o: SkillOwner): string {
-  if (o.agentId !== null) return `agent ${JSON.stringify(o.agentId)}`;
-  return o.org !== null ? `organisation ${JSON.stringify(o.org)}` : 'the shared skills';
+/** The scopes an agent sees, most specific first: its own skills shadow its organisation's, which shadow shared ones. */
+export function visibleScopes(agentId: string, org: string | undefined): string[] {
+  return [`agent:${agentId}`, ...(org ? [`org:${org}`] : []), 'shared'];
 }
 
-/**
- * Creates or updates skills of one owner. A skill name belongs to one owner: redefining another
- * owner's skill is refused, naming it, and nothing is written.
- */
+/** Creates or updates skills of one owner (a name is unique per owner). */
 export async function upsertSkills(db: Db, skills: readonly SkillDefinition[], owner: SkillOwner): Promise<void> {
-  if (!skills.length) return;
-  const existing = await db.selectFrom('skills').select(['name', 'owner_agent_id', 'org']).where('name', 'in', skills.map((s) => s.name)).execute();
-  const clashes = existing.filter((e) => e.owner_agent_id !== owner.agentId || e.org !== owner.org);
-  if (clashes.length) {
-    throw new InvalidSkillError(
-      `skills of ${ownerText(owner)}`,
-      clashes.map((c) => `${JSON.stringify(c.name)} already belongs to ${ownerText({ agentId: c.owner_agent_id, org: c.org })}; rename one of them`),
-    );
-  }
+  const scope = skillScope(owner);
   for (const s of skills) {
-    const row = { name: s.name, category: s.category, description: s.description, body: s.body, owner_agent_id: owner.agentId, org: owner.org, content_hash: skillHash(s) };
+    const row = {
+      scope,
+      name: s.name,
+      category: s.category,
+      description: s.description,
+      body: s.body,
+      owner_agent_id: owner !== 'shared' && 'agentId' in owner ? owner.agentId : null,
+      content_hash: skillHash(s),
+    };
     await db
       .insertInto('skills')
       .values(row)
-      .onConflict((oc) => oc.column('name').doUpdateSet({ ...row, updated_at: new Date() }))
+      .onConflict((oc) => oc.columns(['scope', 'name']).doUpdateSet({ ...row, updated_at: new Date() }))
       .execute();
   }
 }
 
-/** Skills an agent may see: its own, its organisation's and the shared ones. */
-function visibleTo(agentId: string, org: string | undefined) {
-  return (eb: ExpressionBuilder<Database, 'skills'>) =>
-    eb.or([
-      eb('skills.owner_agent_id', '=', agentId),
-      eb.and([eb('skills.owner_agent_id', 'is', null), eb.or([eb('skills.org', 'is', null), ...(org ? [eb('skills.org', '=', org)] : [])])]),
-    ]);
+/** Removes the skills of one owner that are not in `keep` (a folder's skill was deleted). */
+export async function pruneSkills(db: Db, owner: SkillOwner, keep: readonly string[]): Promise<void> {
+  await db
+    .deleteFrom('skills')
+    .where('scope', '=', skillScope(owner))
+    .$if(keep.length > 0, (q) => q.where('name', 'not in', keep))
+    .execute();
 }
 
 /**
@@ -168,7 +168,7 @@ function visibleTo(agentId: string, org: string | undefined) {
 export async function syncSkillBindings(db: Db, agentId: string, org: string | undefined, names: readonly string[]): Promise<string[]> {
   const wanted = [...new Set(names)].sort();
   if (wanted.length) {
-    const found = await db.selectFrom('skills').select('name').where('name', 'in', wanted).where(visibleTo(agentId, org)).execute();
+    const found = await db.selectFrom('skills').select('name').where('name', 'in', wanted).where('scope', 'in', visibleScopes(agentId, org)).execute();
     const missing = wanted.filter((n) => !found.some((f) => f.name === n));
     if (missing.length) return missing;
   }
@@ -179,7 +179,7 @@ export async function syncSkillBindings(db: Db, agentId: string, org: string | u
 
 /** Names of the skills an agent's folder holds (owned by it). */
 export async function ownedSkillNames(db: Db, agentId: string): Promise<string[]> {
-  const rows = await db.selectFrom('skills').select('name').where('owner_agent_id', '=', agentId).orderBy('name').execute();
+  const rows = await db.selectFrom('skills').select('name').where('scope', '=', skillScope({ agentId })).orderBy('name').execute();
   return rows.map((r) => r.name);
 }
 
@@ -216,15 +216,27 @@ export interface VisibleSkill extends SkillDefinition {
   bound: boolean;
 }
 
-/** Skills an agent may use (its own, its organisation's, shared), bound ones marked; by name (a stable order). */
+/**
+ * Skills an agent may use (its own, its organisation's, shared), one per name (the most specific scope
+ * wins), bound ones marked; by name (a stable order).
+ */
 export async function visibleSkills(db: Db, agentId: string, org: string | undefined): Promise<VisibleSkill[]> {
-  const rows = await db
-    .selectFrom('skills')
-    .leftJoin('skill_bindings', (join) => join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agentId))
-    .select(['skills.name', 'skills.category', 'skills.description', 'skills.body', 'skill_bindings.agent_id as bound_to'])
-    .where(visibleTo(agentId, org))
-    .orderBy('skills.name')
-    .limit(SKILL_CATALOGUE_FETCH_MAX)
-    .execute();
-  return rows.map((r) => ({ name: r.name, category: r.category, description: r.description, body: r.body, bound: r.bound_to !== null }));
+  const scopes = visibleScopes(agentId, org);
+  const [rows, bindings] = await Promise.all([
+    db
+      .selectFrom('skills')
+      .select(['scope', 'name', 'category', 'description', 'body'])
+      .where('scope', 'in', scopes)
+      .orderBy('name')
+      .limit(SKILL_CATALOGUE_FETCH_MAX)
+      .execute(),
+    db.selectFrom('skill_bindings').select('skill_name').where('agent_id', '=', agentId).execute(),
+  ]);
+  const bound = new Set(bindings.map((b) => b.skill_name));
+  const byName = new Map<string, (typeof rows)[number]>();
+  for (const r of rows) {
+    const seen = byName.get(r.name);
+    if (!seen || scopes.indexOf(r.scope) < scopes.indexOf(seen.scope)) byName.set(r.name, r);
+  }
+  return [...byName.values()].map((r) => ({ name: r.name, category: r.category, description: r.description, body: r.body, bound: bound.has(r.name) }));
 }

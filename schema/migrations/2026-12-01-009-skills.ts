@@ -8,21 +8,26 @@ import { sql, type Kysely } from 'kysely';
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('skills')
-    .addColumn('name', 'text', (c) => c.primaryKey())
+    // Whose skill it is: 'agent:<id>' (an agent folder's skills/: only that agent sees them),
+    // 'org:<name>' (an organisation folder's skills/: that organisation's agents) or 'shared' (everyone).
+    // A name is unique per scope; where several visible scopes hold it, the most specific one wins.
+    .addColumn('scope', 'text', (c) => c.notNull())
+    .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('category', 'text', (c) => c.notNull().defaultTo(''))
     .addColumn('description', 'text', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())
-    // Null: a shared skill any agent may discover; else the agent whose folder holds it (only it sees it).
+    // Set for an agent's own skills, so that deleting the agent deletes them.
     .addColumn('owner_agent_id', 'text', (c) => c.references('agents.id').onDelete('cascade'))
-    // Set for an organisation folder's skills: only that organisation's agents see them (null: everyone).
-    .addColumn('org', 'text')
     .addColumn('content_hash', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addPrimaryKeyConstraint('skills_pk', ['scope', 'name'])
     .execute();
+  // Bound skills by name, resolved among the skills the agent sees when the prompt is built (and
+  // checked when the agent is upserted).
   await db.schema
     .createTable('skill_bindings')
     .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
-    .addColumn('skill_name', 'text', (c) => c.notNull().references('skills.name').onDelete('cascade'))
+    .addColumn('skill_name', 'text', (c) => c.notNull())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint('skill_bindings_pk', ['agent_id', 'skill_name'])
     .execute();

@@ -42,8 +42,7 @@ describe('skills and the prompt world', () => {
   test('a real run shows the organisation, colleagues, skills, announcements and attention; discover_tools activates a skill and a tool', async () => {
     const suffix = path.basename(root).replace(/[^a-z0-9]/gi, '').toLowerCase();
     const orgName = `acme${suffix}`;
-    // Skill names are global (the database persists across runs): one set per run.
-    const [csv, deploy, pdf, style] = ['csv-import', 'deploy-k8s', 'pdf-report', 'house-style'].map((n) => `${n}-${suffix}`) as [string, string, string, string];
+    const [csv, deploy, pdf, style] = ['csv-import', 'deploy-k8s', 'pdf-report', 'house-style'] as const;
     const orgDir = path.join(root, orgName);
     write(path.join(orgDir, 'CONTEXT.md'), 'Acme builds data pipelines for hospitals.');
     write(path.join(orgDir, 'ANNOUNCEMENTS.md'), 'Code freeze every Friday after 15:00.');
@@ -52,11 +51,10 @@ describe('skills and the prompt world', () => {
     write(path.join(orgDir, 'skills', 'deploy-k8s', 'SKILL.md'), skill(deploy, 'ops', 'Deploy services to kubernetes clusters', `Always run kubectl diff before apply. ROLLOUT-MARKER ${'Check the rollout status. '.repeat(20)}`));
     write(path.join(orgDir, 'skills', 'pdf-report', 'SKILL.md'), skill(pdf, 'docs', 'Write PDF reports for management', 'Use the corporate template.'));
     expect(await h.client.upsertOrganisationFromFolder(orgDir)).toEqual({ name: orgName, users: 1, skills: 3 });
-    // Skill names are global: a second organisation cannot take them.
+    // A name is unique per owner: another organisation may have its own csv-import, unseen by this one.
     const rival = path.join(root, `rival${suffix}`);
-    write(path.join(rival, 'skills', 'csv', 'SKILL.md'), skill(csv, 'data', 'Another CSV skill', 'x'));
-    await expect(h.client.upsertOrganisationFromFolder(rival)).rejects.toThrow(`"${csv}" already belongs to organisation "${orgName}"`);
-
+    write(path.join(rival, 'skills', 'csv', 'SKILL.md'), skill(csv, 'data', 'RIVAL-CSV skill', 'x'));
+    expect((await h.client.upsertOrganisationFromFolder(rival)).skills).toBe(1);
     // A manager colleague with a task in progress, and the agent itself (its own skill in its folder).
     const managerId = `mgr-${suffix}`.slice(0, 60);
     await h.client.upsertAgent({ id: managerId, name: 'Mia Manager', description: 'Engineering manager', files: { soul: 'Lead.', agents: 'Manage.', heartbeat: '', tools: '' }, config: { org: orgName, position: 'manager' }, workspaceDir: h.workspaceDir });
@@ -66,6 +64,8 @@ describe('skills and the prompt world', () => {
     write(path.join(agentDir, 'AGENTS.md'), 'You import data.');
     write(path.join(agentDir, 'agent.json'), JSON.stringify({ name: 'Ada', description: 'Data engineer', config: { org: orgName, skills: [csv], capabilities: 'SQL, Python, CSV wrangling', trust: { level: 'standard', description: 'Ask before deleting data.' } } }));
     write(path.join(agentDir, 'skills', 'house-style', 'SKILL.md'), skill(style, 'writing', 'How Ada writes commit messages', 'Imperative mood, 50 characters.'));
+    // The agent's own pdf-report shadows the organisation's.
+    write(path.join(agentDir, 'skills', 'pdf', 'SKILL.md'), skill(pdf, 'docs', 'ADA-PDF reports her way', 'Her template.'));
     const agentId = `ada-${suffix}`.slice(0, 60);
     await h.client.upsertAgentFromFolder(agentDir, { id: agentId, workspaceDir: h.workspaceDir });
 
@@ -92,7 +92,7 @@ describe('skills and the prompt world', () => {
     const t3 = tier(first!, 2);
     expect(tier(first!, 0)).toContain('# Capabilities\nSQL, Python, CSV wrangling');
     expect(t2).toContain(`- Organisation: ${orgName}`);
-    expect(t2).toContain(`- Installed skills: ${csv}, ${style}`);
+    expect(t2).toContain(`- Installed skills: ${csv}, ${style}, ${pdf}`);
     expect(t2).toContain(`- Your manager: Mia Manager (id ${managerId}, Engineering manager)`);
     expect(t2).toContain(`- Mia Manager (agent, id ${managerId}) — Engineering manager`);
     expect(t2).toContain('- Hana Ito (human, id hana)');
@@ -103,6 +103,9 @@ describe('skills and the prompt world', () => {
     expect(t2).toContain(`<skill name="${csv}">`);
     expect(t2).toContain('User-provided reference material');
     expect(t2).not.toContain('ROLLOUT-MARKER');
+    expect(t2).toContain('ADA-PDF reports her way');
+    expect(system(first!)).not.toContain('Write PDF reports for management');
+    expect(system(first!)).not.toContain('RIVAL-CSV');
     expect(t3).toContain('## System Announcements\n- Maintenance window tonight 22:00 UTC.');
     expect(t3).not.toContain('Expired notice.');
     // The catalogue: skills not yet active, ranked by the task's words ("csv", "import"… match nothing

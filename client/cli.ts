@@ -44,7 +44,7 @@ org
   .option('--name <name>', 'organisation name (default: the folder name)')
   .action(async (folder: string, opts: { name?: string }) => {
     const result = await (await open()).client.upsertOrganisationFromFolder(folder, opts.name ? { name: opts.name } : {});
-    console.log(`organisation ${result.name}: ${result.users} user profile(s), ${result.skills} shared skill(s)`);
+    console.log(`organisation ${result.name}: ${result.users} user profile(s), ${result.skills} skill(s)`);
   });
 org
   .command('announce <text>')

@@ -19,13 +19,14 @@
  * Tier 2 inputs are ordered by key (colleagues by id, people by handle, skills by name) and carry no
  * clock or counter, so Tiers 1–2 stay byte-identical until the data itself changes.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { AgentRow, Database, TaskRow } from '../schema/database';
 import { MAILBOX_MERGE_SEPARATOR } from '../workflows/rules/mailbox';
 import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs, type PromptTask } from './context';
 import type { AgentConfig } from './store/agents';
 import { ANNOUNCEMENTS_SHOWN_MAX } from './store/organisations';
-import { visibleSkills, type Activations } from './store/skills';
+import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations } from './store/skills';
 import { PRIORITY_RANK } from './store/task-graph';
 
 /** Colleagues read for the identity section: 10 are listed, the rest counted (seed D1 B13). */
@@ -55,59 +56,95 @@ export interface WorldContext {
 export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, config: AgentConfig, context: WorldContext): Promise<PromptWorld> {
   const org = config.org;
   const activations = context.activations ?? { skills: new Set<string>(), tools: new Set<string>() };
-  const [organisation, people, colleagues, skills, announcements, mailbox, parent] = await Promise.all([
-    org ? db.selectFrom('organisations').selectAll().where('name', '=', org).executeTakeFirst() : undefined,
-    org ? db.selectFrom('user_profiles').select(['handle', 'name', 'profile_md']).where('org', '=', org).orderBy('handle').limit(HUMANS_FETCH_MAX).execute() : [],
-    org
-      ? db
+  const scopes = visibleScopes(agent.id, org);
+  // One round trip: every part is a JSON subquery (an agent without an organisation skips those parts).
+  const orgName = org ?? '';
+  const colleaguesOf = (eb: ExpressionBuilder<Database, never>) =>
+    eb.selectFrom('agents').select('agents.id').where(sql<string>`agents.config->>'org'`, '=', orgName).where('agents.id', '!=', agent.id);
+  const row = await db
+    .selectNoFrom((eb) => [
+      jsonObjectFrom(eb.selectFrom('organisations').select(['context_md', 'announcements_md']).where('name', '=', orgName)).as('organisation'),
+      jsonArrayFrom(eb.selectFrom('user_profiles').select(['handle', 'name', 'profile_md']).where('org', '=', orgName).orderBy('handle').limit(HUMANS_FETCH_MAX)).as('people'),
+      jsonArrayFrom(
+        eb
           .selectFrom('agents')
           .select(['id', 'name', 'description', sql<string | null>`config->>'position'`.as('position')])
-          .where(sql<string>`config->>'org'`, '=', org)
+          .where(sql<string>`config->>'org'`, '=', orgName)
           .where('id', '!=', agent.id)
           .orderBy('id')
-          .limit(COLLEAGUES_FETCH_MAX)
-          .execute()
-      : [],
-    visibleSkills(db, agent.id, org),
-    db
-      .selectFrom('announcements')
-      .select(['text'])
-      .where((eb) => eb.or([eb('org', 'is', null), ...(org ? [eb('org', '=', org)] : [])]))
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
-      .orderBy('id', 'desc')
-      .limit(ANNOUNCEMENTS_SHOWN_MAX)
-      .execute(),
-    loadAttention(db, agent.id),
-    context.task?.parent_task_id ? db.selectFrom('tasks').select(['title', 'description']).where('id', '=', context.task.parent_task_id).executeTakeFirst() : undefined,
-  ]);
-
-  const shownColleagues = colleagues.slice(0, SYSTEM_COLLEAGUES_MAX);
-  const [colleagueSkills, colleagueWork, teamTasks] = await Promise.all([
-    shownColleagues.length
-      ? db.selectFrom('skill_bindings').select(['agent_id', 'skill_name']).where('agent_id', 'in', shownColleagues.map((c) => c.id)).orderBy('skill_name').execute()
-      : [],
-    shownColleagues.length
-      ? db
+          .limit(COLLEAGUES_FETCH_MAX),
+      ).as('colleagues'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('skills')
+          .leftJoin('skill_bindings', (join) => join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agent.id))
+          .select(['skills.scope', 'skills.name', 'skills.category', 'skills.description', 'skills.body', 'skill_bindings.agent_id as bound_to'])
+          .where('skills.scope', 'in', scopes)
+          .orderBy('skills.name')
+          .limit(SKILL_CATALOGUE_FETCH_MAX),
+      ).as('skills'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('announcements')
+          .select(['text'])
+          .where((w) => w.or([w('org', 'is', null), ...(org ? [w('org', '=', org)] : [])]))
+          .where((w) => w.or([w('expires_at', 'is', null), w('expires_at', '>', sql<Date>`now()`)]))
+          .orderBy('id', 'desc')
+          .limit(ANNOUNCEMENTS_SHOWN_MAX),
+      ).as('announcements'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('mailbox_items')
+          .select(['kind', 'text', 'priority', 'status', 'updated_at', 'merged_count'])
+          .where('agent_id', '=', agent.id)
+          .where('status', 'in', ['processing', 'queued', 'deferred'])
+          .orderBy('priority')
+          .orderBy('created_at')
+          .limit(MAILBOX_OPEN_FETCH_MAX),
+      ).as('mailbox'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('mailbox_items')
+          .select(['decision', 'reason', 'kind'])
+          .where('agent_id', '=', agent.id)
+          .where('decision', 'in', Object.keys(DECISION_KINDS))
+          .orderBy('updated_at', 'desc')
+          .orderBy('id')
+          .limit(SYSTEM_MAILBOX_DECISIONS_MAX),
+      ).as('decisions'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('skill_bindings')
+          .select(['agent_id', 'skill_name'])
+          .where('agent_id', 'in', colleaguesOf(eb).orderBy('agents.id').limit(SYSTEM_COLLEAGUES_MAX))
+          .orderBy('skill_name'),
+      ).as('colleagueSkills'),
+      jsonArrayFrom(
+        eb
           .selectFrom('tasks')
           .select(['agent_id', 'title'])
-          .where('agent_id', 'in', shownColleagues.map((c) => c.id))
+          .where('agent_id', 'in', colleaguesOf(eb).orderBy('agents.id').limit(SYSTEM_COLLEAGUES_MAX))
           .where('state', '=', 'in_progress')
-          .orderBy('updated_at', 'desc')
-          .execute()
-      : [],
-    // The task board's team part (seed D1 B14: the team's top 10 open tasks by priority).
-    colleagues.length
-      ? db
+          .orderBy('updated_at', 'desc'),
+      ).as('colleagueWork'),
+      // The task board's team part (seed D1 B14: the team's top 10 open tasks by priority).
+      jsonArrayFrom(
+        eb
           .selectFrom('tasks')
           .select(['id', 'title', 'priority', 'state', 'agent_id'])
-          .where('agent_id', 'in', colleagues.map((c) => c.id))
+          .where('agent_id', 'in', colleaguesOf(eb))
           .where('state', 'in', ['pending', 'in_progress', 'blocked', 'review'])
           .orderBy(PRIORITY_RANK)
           .orderBy('updated_at', 'desc')
-          .limit(TEAM_TASKS_FETCH_MAX)
-          .execute()
-      : [],
-  ]);
+          .limit(TEAM_TASKS_FETCH_MAX),
+      ).as('teamTasks'),
+      jsonObjectFrom(eb.selectFrom('tasks').select(['title', 'description']).where('id', '=', context.task?.parent_task_id ?? '')).as('parent'),
+    ])
+    .executeTakeFirstOrThrow();
+  const { organisation, people, colleagues, announcements, colleagueSkills, colleagueWork, teamTasks, parent } = row;
+  const skills = pickVisible(row.skills, scopes).map((r) => ({ ...r, bound: r.bound_to !== null }));
+  const mailbox = attentionFrom(row.mailbox.map((m) => ({ ...m, updated_at: new Date(m.updated_at) })), row.decisions);
+  const shownColleagues = colleagues.slice(0, SYSTEM_COLLEAGUES_MAX);
 
   const agentColleagues: PromptColleague[] = colleagues.map((c) => {
     const own = colleagueSkills.filter((s) => s.agent_id === c.id).map((s) => s.skill_name).slice(0, COLLEAGUE_SKILLS_MAX);
@@ -158,35 +195,15 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
  * renderer), what waits (count and the top 5 by priority), the last 5 triage decisions with their
  * reasons, and what was merged into the current item. Undefined for an agent that never had mail.
  */
-async function loadAttention(db: Kysely<Database>, agentId: string): Promise<PromptAttention | undefined> {
-  const [open, decisions] = await Promise.all([
-    db
-      .selectFrom('mailbox_items')
-      .select(['kind', 'text', 'priority', 'status', 'updated_at', 'merged_count'])
-      .where('agent_id', '=', agentId)
-      .where('status', 'in', ['processing', 'queued', 'deferred'])
-      .orderBy('priority')
-      .orderBy('created_at')
-      .limit(MAILBOX_OPEN_FETCH_MAX)
-      .execute(),
-    db
-      .selectFrom('mailbox_items')
-      .select(['decision', 'reason', 'kind'])
-      .where('agent_id', '=', agentId)
-      .where('decision', 'in', Object.keys(DECISION_KINDS))
-      .orderBy('updated_at', 'desc')
-      .orderBy('id')
-      .limit(SYSTEM_MAILBOX_DECISIONS_MAX)
-      .execute(),
-  ]);
+function attentionFrom(
+  open: Array<{ kind: string; text: string; priority: number; status: string; updated_at: Date; merged_count: number }>,
+  decisions: Array<{ decision: string; reason: string; kind: string }>,
+): PromptAttention | undefined {
   const focus = open.filter((i) => i.status === 'processing').sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime())[0];
   const queued = open.filter((i) => i.status !== 'processing');
-  const waiting = queued.slice(0, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX);
-  const count = { n: queued.length };
-  const total = Number(count.n);
-  if (!focus && total === 0 && decisions.length === 0) return undefined;
+  if (!focus && queued.length === 0 && decisions.length === 0) return undefined;
   const attention: PromptAttention = {
-    queue: { total, items: waiting.map((w) => ({ type: w.kind, summary: w.text, priority: w.priority })) },
+    queue: { total: queued.length, items: queued.slice(0, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX).map((w) => ({ type: w.kind, summary: w.text, priority: w.priority })) },
   };
   if (focus) {
     const [first, ...merged] = focus.text.split(MAILBOX_MERGE_SEPARATOR);
@@ -194,7 +211,7 @@ async function loadAttention(db: Kysely<Database>, agentId: string): Promise<Pro
     if (focus.merged_count > 0 && merged.length) attention.mergedContent = merged.join('\n');
   }
   if (decisions.length) {
-    attention.decisions = decisions.reverse().map((d) => ({ decision: DECISION_KINDS[d.decision]!, reasoning: `${d.kind}: ${d.reason}` }));
+    attention.decisions = [...decisions].reverse().map((d) => ({ decision: DECISION_KINDS[d.decision]!, reasoning: `${d.kind}: ${d.reason}` }));
   }
   return attention;
 }

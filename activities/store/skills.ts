@@ -222,21 +222,23 @@ export interface VisibleSkill extends SkillDefinition {
  */
 export async function visibleSkills(db: Db, agentId: string, org: string | undefined): Promise<VisibleSkill[]> {
   const scopes = visibleScopes(agentId, org);
-  const [rows, bindings] = await Promise.all([
-    db
-      .selectFrom('skills')
-      .select(['scope', 'name', 'category', 'description', 'body'])
-      .where('scope', 'in', scopes)
-      .orderBy('name')
-      .limit(SKILL_CATALOGUE_FETCH_MAX)
-      .execute(),
-    db.selectFrom('skill_bindings').select('skill_name').where('agent_id', '=', agentId).execute(),
-  ]);
-  const bound = new Set(bindings.map((b) => b.skill_name));
-  const byName = new Map<string, (typeof rows)[number]>();
+  const rows = await db
+    .selectFrom('skills')
+    .leftJoin('skill_bindings', (join) => join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agentId))
+    .select(['skills.scope', 'skills.name', 'skills.category', 'skills.description', 'skills.body', 'skill_bindings.agent_id as bound_to'])
+    .where('skills.scope', 'in', scopes)
+    .orderBy('skills.name')
+    .limit(SKILL_CATALOGUE_FETCH_MAX)
+    .execute();
+  return pickVisible(rows, scopes).map((r) => ({ name: r.name, category: r.category, description: r.description, body: r.body, bound: r.bound_to !== null }));
+}
+
+/** One skill per name, from the most specific scope (`scopes` most specific first); by name. */
+export function pickVisible<T extends { scope: string; name: string }>(rows: readonly T[], scopes: readonly string[]): T[] {
+  const byName = new Map<string, T>();
   for (const r of rows) {
     const seen = byName.get(r.name);
     if (!seen || scopes.indexOf(r.scope) < scopes.indexOf(seen.scope)) byName.set(r.name, r);
   }
-  return [...byName.values()].map((r) => ({ name: r.name, category: r.category, description: r.description, body: r.body, bound: bound.has(r.name) }));
+  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

@@ -44,6 +44,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('skill_activations_pk', ['session_id', 'kind', 'name'])
     .execute();
   await db.schema.createIndex('skill_activations_task_idx').on('skill_activations').column('task_id').execute();
+  // Colleagues are the agents of the same organisation (`config.org`), looked up on every LLM step.
+  await sql`create index agents_org_idx on agents ((config->>'org'))`.execute(db);
   await db.schema
     .createTable('organisations')
     .addColumn('name', 'text', (c) => c.primaryKey())
@@ -74,6 +76,7 @@ export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('announcements').ifExists().execute();
   await db.schema.dropTable('user_profiles').ifExists().execute();
   await db.schema.dropTable('organisations').ifExists().execute();
+  await db.schema.dropIndex('agents_org_idx').ifExists().execute();
   await db.schema.dropTable('skill_activations').ifExists().execute();
   await db.schema.dropTable('skill_bindings').ifExists().execute();
   await db.schema.dropTable('skills').ifExists().execute();

@@ -65,13 +65,13 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
     sideEffecting: false,
     summarize: (a) => `discover_tools: ${a.query}${a.activate?.length ? ` (activate ${a.activate.join(', ')})` : ''}`,
     run: async (input, ctx) => {
-      const [agent, session, skills, active] = await Promise.all([
-        findAgent(ctx.db, ctx.agentId),
+      const agent = await findAgent(ctx.db, ctx.agentId);
+      const config: AgentConfig = agent ? agentConfig(agent) : {};
+      const [session, skills, active] = await Promise.all([
         ctx.db.selectFrom('sessions').select('kind').where('id', '=', ctx.sessionId).executeTakeFirst(),
-        ctx.db.selectFrom('agents').select('config').where('id', '=', ctx.agentId).executeTakeFirst().then((a) => visibleSkills(ctx.db, ctx.agentId, (a?.config as { org?: string } | undefined)?.org)),
+        visibleSkills(ctx.db, ctx.agentId, config.org),
         loadActivations(ctx.db, ctx.sessionId, ctx.taskId),
       ]);
-      const config = agent ? agentConfig(agent) : {};
       const withheld = lookup.withheld(session?.kind ?? 'task');
       const keywords = relevanceKeywords(input.query);
       const wanted = new Set(input.activate ?? []);

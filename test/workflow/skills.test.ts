@@ -1,6 +1,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { buildSystemPrompt, systemPromptText } from '../../activities/context';
+import { loadPromptInputs } from '../../activities/prompt';
+import { findAgent } from '../../activities/store/agents';
 import { loadActivations } from '../../activities/store/skills';
 import { discoverableTools, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
@@ -159,6 +162,14 @@ describe('skills and the prompt world', () => {
     expect(result!.text).toContain('- goal_create: Set yourself a goal');
     expect(result!.text).toContain('(not permitted)');
     expect(toolNames(agents.requests(taskId)[1]!)).not.toContain('goal_create');
+
+    // D2 seg 8, scope context: a subtask's prompt carries its parent task as the scope of its work.
+    const parentId = `parent-${taskId}`;
+    await h.db.db.insertInto('tasks').values({ id: parentId, agent_id: restricted, title: 'Ship the importer', description: 'The importer loads every hospital export by Friday.', state: 'in_progress' }).execute();
+    await h.db.db.insertInto('tasks').values({ id: `child-${taskId}`, agent_id: restricted, title: 'Write the loader', description: 'loader', state: 'in_progress', parent_task_id: parentId }).execute();
+    const child = await h.db.db.selectFrom('tasks').selectAll().where('id', '=', `child-${taskId}`).executeTakeFirstOrThrow();
+    const inputs = await loadPromptInputs(h.db.db, (await findAgent(h.db.db, restricted))!, 'task', child, [], new Date(), 'claude-sonnet-4-5');
+    expect(systemPromptText(buildSystemPrompt(inputs))).toContain('## Scope (work: Ship the importer)\n<untrusted source="work-description">\nThe importer loads every hospital export by Friday.');
 
     // An agent binding a skill nobody loaded: refused, and the agent is not created.
     await expect(h.client.upsertAgent({ id: 'unbound-skill-agent', name: 'U', files: { soul: 's', agents: 'a', heartbeat: '', tools: '' }, config: { skills: ['never-loaded'] }, workspaceDir: h.workspaceDir })).rejects.toThrow(

@@ -9,6 +9,7 @@
  * | organisation: CONTEXT.md, team announcements & norms | 2 | `organisations` |
  * | people you work with (`users/*.md`) | 2 | `user_profiles` |
  * | trust level | 2 | `config.trust` |
+ * | environment (operating system, Node.js) | 2 | the worker process |
  * | active skills (bound: 200-char summary; activated: full body; ≤ 4,000 tokens) | 2 | `skill_bindings`, `skill_activations` |
  * | scope (the parent task of a subtask) | 2 | `tasks.parent_task_id` |
  * | system announcements (live, newest 5) | 3 | `announcements` |
@@ -19,6 +20,7 @@
  * Tier 2 inputs are ordered by key (colleagues by id, people by handle, skills by name) and carry no
  * clock or counter, so Tiers 1–2 stay byte-identical until the data itself changes.
  */
+import os from 'node:os';
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { AgentRow, Database, TaskRow } from '../schema/database';
@@ -43,6 +45,15 @@ const MAILBOX_OPEN_FETCH_MAX = 500;
 
 /** Mailbox triage decisions as the attention section names them; `pick` (agent idle) is not a decision. */
 const DECISION_KINDS: Record<string, AttentionDecisionKind> = { preempt: 'preempt', merge: 'merge', wait: 'continue', continue: 'continue' };
+
+/**
+ * Seed D1 B3 §13, the environment profile: what the agent's tools run on. Fixed per worker process, so
+ * Tier 2 stays stable (a worker upgrade changes it once).
+ */
+const WORKER_ENVIRONMENT: Readonly<Record<string, string>> = Object.freeze({
+  'operating system': `${os.type()} ${os.release().split('-')[0]} (${process.arch})`,
+  'node.js': process.version,
+});
 
 /** Prompt inputs from the world, plus the parts that belong inside `agent` and the task board. */
 export type PromptWorld = Partial<PromptInputs> & { installedSkills?: string[]; manager?: { id: string; name: string; role?: string }; capabilities?: string; teamTasks?: PromptTask[] };
@@ -160,7 +171,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
     .map((s) => ({ name: s.name, description: s.description, body: s.body, expanded: activations.skills.has(s.name) }));
   const catalogue = skills.filter((s) => !s.bound && !activations.skills.has(s.name)).map((s) => ({ name: s.name, description: s.description, ...(s.category ? { category: s.category } : {}) }));
 
-  const world: PromptWorld = {};
+  const world: PromptWorld = { environment: WORKER_ENVIRONMENT };
   if (config.capabilities?.trim()) world.capabilities = config.capabilities;
   if (org) {
     world.organisation = { name: org, ...(organisation?.context_md ? { context: organisation.context_md } : {}), ...(organisation?.announcements_md ? { announcements: organisation.announcements_md } : {}) };

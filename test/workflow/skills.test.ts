@@ -69,7 +69,7 @@ describe('skills and the prompt world', () => {
     write(path.join(agentDir, 'skills', 'house-style', 'SKILL.md'), skill(style, 'writing', 'How Ada writes commit messages', 'Imperative mood, 50 characters.'));
     // The agent's own pdf-report shadows the organisation's.
     write(path.join(agentDir, 'skills', 'pdf', 'SKILL.md'), skill(pdf, 'docs', 'ADA-PDF reports her way', 'Her template.'));
-    const agentId = `ada-${suffix}`.slice(0, 60);
+    const agentId = `skills-ada-${suffix}`.slice(0, 60);
     await h.client.upsertAgentFromFolder(agentDir, { id: agentId, workspaceDir: h.workspaceDir });
 
     await h.client.announce('Maintenance window tonight 22:00 UTC.', { org: orgName });
@@ -103,6 +103,7 @@ describe('skills and the prompt world', () => {
     expect(t2).toContain('### Team announcements & norms\nCode freeze every Friday after 15:00.');
     expect(t2).toContain('Prefers short answers with numbers.');
     expect(t2).toContain('Your trust level is standard.');
+    expect(t2).toContain(`## Environment\n- node.js: ${process.version}`);
     expect(t2).toContain(`<skill name="${csv}">`);
     expect(t2).toContain('User-provided reference material');
     expect(t2).not.toContain('ROLLOUT-MARKER');

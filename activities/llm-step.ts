@@ -84,7 +84,7 @@ const TEXT_PREVIEW_CHARS = 200;
  */
 export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepResult> {
   const key = assistantMessageKey(input.attempt, input.turn);
-  // Three independent reads in one round trip's time.
+  // Four independent reads in one round trip's time.
   const [agent, recorded, task, activations] = await Promise.all([
     findAgent(db, input.agentId),
     findMessage(db, input.sessionId, key),

@@ -68,7 +68,12 @@ export const SUMMARY_CALL_PREFIX = 'summary-';
 /** Hex digits of the prompt hash in the label: unique enough within one step. */
 const SUMMARY_CALL_HASH_CHARS = 16;
 
-/** Loads what the prompt shows about the agent's world (tasks, activity, runs) from PostgreSQL. */
+/**
+ * Loads what the prompt shows about the agent's world from PostgreSQL: tasks, activity, runs, memory,
+ * and (`prompt-world.ts`) its organisation, colleagues, skills, announcements and mailbox. `world`
+ * gives the discover_tools activations (or the session to read them from): activated skills are shown
+ * in full and leave the catalogue. `extra` overrides any field (e.g. `skillQuery` for chat runs).
+ */
 export async function loadPromptInputs(
   db: Kysely<Database>,
   agent: AgentRow,

@@ -5,7 +5,7 @@ import type { Database } from '../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harness';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
 import type { AgentRow, TaskRow } from '../schema/database';
-import type { ChatCallbacks, ChatRequest, ChatResult, ToolDefinition, ToolUseBlock } from './llm/types';
+import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, ToolDefinition, ToolUseBlock } from './llm/types';
 import { assembleContext, createSessionSummaryCache, loadPromptInputs, type AssembledContext } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from './context';
 import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from './llm/budget';
@@ -19,6 +19,7 @@ import { requestMemoryFlushIfDue } from './memory/flush';
 import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from './tools/registry';
 import { loadTaskNotes } from './tools/task-tools';
 import { unknownAgent } from './errors';
+import { loadActivations } from './store/skills';
 import { createStepStreamPublisher } from './streams/publisher';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
@@ -85,14 +86,16 @@ const TEXT_PREVIEW_CHARS = 200;
  */
 export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepResult> {
   const key = assistantMessageKey(input.attempt, input.turn);
-  // Three independent reads in one round trip's time.
-  const [agent, recorded, task] = await Promise.all([
+  // Four independent reads in one round trip's time.
+  const [agent, recorded, task, activations] = await Promise.all([
     findAgent(db, input.agentId),
     findMessage(db, input.sessionId, key),
     input.taskId ? findTask(db, input.taskId) : undefined,
+    // What discover_tools activated in this session or task: tools offered, skills shown in full.
+    loadActivations(db, input.sessionId, input.taskId),
   ]);
   if (!agent) throw unknownAgent(input.agentId);
-  const tools = toolsForAgent(input.scenario, agentConfig(agent));
+  const tools = toolsForAgent(input.scenario, agentConfig(agent), activations.tools);
   if (recorded) return replayRecorded(db, input, recorded.content, tools);
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
@@ -128,7 +131,10 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   };
   const sender = input.sender ? await senderIdentity(db, input.sender) : undefined;
   const assemble = async (): Promise<{ inputs: PromptInputs; context: AssembledContext }> => {
-    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model, sender ? { sender } : {});
+    // Skills relevance (seed D1 B20): a task's title and description (set by the loader), else the latest user message.
+    const query = task ? undefined : lastUserText(messages);
+    const extra = { ...(sender ? { sender } : {}), ...(query ? { skillQuery: query } : {}) };
+    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model, extra, { activations });
     const context = await assembleContext(router, inputs, messages, toolDefs, { summaryCache, signal, onSummarizerCall: recordAuxiliary });
     return { inputs, context };
   };
@@ -371,4 +377,18 @@ function activityContext(): Context | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Characters of the latest user message used as the skills query: its opening says what is asked. */
+const SKILL_QUERY_CHARS = 500;
+
+/** The latest user message's text (harness injections included), for the skills relevance filter. */
+function lastUserText(messages: readonly ChatMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'user') continue;
+    const text = (typeof m.content === 'string' ? m.content : m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')).trim();
+    if (text) return text.slice(0, SKILL_QUERY_CHARS);
+  }
+  return undefined;
 }

@@ -25,6 +25,8 @@ import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
 import { PRIORITY_RANK } from './store/task-graph';
 import { grantedPermissions, type Scenario } from './tools/registry';
+import { loadPromptWorld } from './prompt-world';
+import { loadActivations, type Activations } from './store/skills';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;
@@ -66,7 +68,12 @@ export const SUMMARY_CALL_PREFIX = 'summary-';
 /** Hex digits of the prompt hash in the label: unique enough within one step. */
 const SUMMARY_CALL_HASH_CHARS = 16;
 
-/** Loads what the prompt shows about the agent's world (tasks, activity, runs) from PostgreSQL. */
+/**
+ * Loads what the prompt shows about the agent's world from PostgreSQL: tasks, activity, runs, memory,
+ * and (`prompt-world.ts`) its organisation, colleagues, skills, announcements and mailbox. `world`
+ * gives the discover_tools activations (or the session to read them from): activated skills are shown
+ * in full and leave the catalogue. `extra` overrides any field (e.g. `skillQuery` for chat runs).
+ */
 export async function loadPromptInputs(
   db: Kysely<Database>,
   agent: AgentRow,
@@ -76,9 +83,11 @@ export async function loadPromptInputs(
   now: Date,
   model: string,
   extra: Partial<PromptInputs> = {},
+  world: { sessionId?: string; activations?: Activations } = {},
 ): Promise<PromptInputs> {
   const config = agentConfig(agent);
-  const [own, boardCounts, events, runs, memory] = await Promise.all([
+  const activations = world.activations ?? (world.sessionId ? await loadActivations(db, world.sessionId, task?.id) : undefined);
+  const [own, boardCounts, events, runs, memory, found] = await Promise.all([
     // The board's top: open tasks by priority (urgent first), then the most recently updated.
     db
       .selectFrom('tasks')
@@ -117,7 +126,10 @@ export async function loadPromptInputs(
       .execute(),
     // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
     loadMemoryForPrompt(db, agent.id),
+    // Organisation, colleagues, skills, announcements, team status, attention (issue 12).
+    loadPromptWorld(db, agent, config, { scenario, task, ...(activations ? { activations } : {}) }),
   ]);
+  const { installedSkills, manager, capabilities, teamTasks, ...worldInputs } = found;
   return {
     scenario,
     agent: {
@@ -127,6 +139,9 @@ export async function loadPromptInputs(
       files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md },
       permissions: { canEditOwnFiles: config.canEditOwnFiles === true, ...grantedPermissions(config) },
       ...(config.position ? { position: config.position } : {}),
+      ...(capabilities ? { capabilities } : {}),
+      ...(installedSkills ? { installedSkills } : {}),
+      ...(manager ? { manager } : {}),
     },
     model,
     now,
@@ -140,10 +155,12 @@ export async function loadPromptInputs(
       ),
       myOpenTotal: Number(boardCounts.open),
       myClosedTotal: Number(boardCounts.closed),
+      ...(teamTasks ? { team: teamTasks } : {}),
     },
     recentActivity: events.reverse().map((e) => ({ at: e.created_at, type: e.type, detail: e.title })),
     recentRuns: runs.reverse().map((r) => ({ at: r.updated_at, kind: 'task', status: r.state, summary: `${r.title}${r.result_summary ? `: ${r.result_summary}` : ''}` })),
     tools,
+    ...worldInputs,
     ...extra,
   };
 }

@@ -7,6 +7,7 @@ import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
 import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from './tools/execute';
 import { toolsForAgent, type Scenario } from './tools/registry';
 import { unknownAgent } from './errors';
+import { loadActivations } from './store/skills';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
 export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -46,7 +47,9 @@ export async function runToolWithLedger(
   const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
   const config = agentConfig(agent);
   try {
-    return await executeToolCall(input, toolsForAgent(input.scenario, config), {
+    // Tools discover_tools activated in this session or task are dispatched too (seed D1 F4).
+    const { tools: activated } = await loadActivations(db, input.sessionId, input.taskId);
+    return await executeToolCall(input, toolsForAgent(input.scenario, config, activated), {
       db,
       agentId: input.agentId,
       taskId: input.taskId,

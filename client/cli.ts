@@ -37,6 +37,30 @@ agent
     console.log(`agent ${result.id} (content hash ${result.contentHash.slice(0, 12)}), workspace ${result.workspaceDir}`);
   });
 
+const org = program.command('org').description('organisations: CONTEXT.md, announcements, users/*.md, shared skills');
+org
+  .command('upsert <folder>')
+  .description('create or update an organisation from a folder (CONTEXT.md, ANNOUNCEMENTS.md, users/*.md, skills/<name>/SKILL.md)')
+  .option('--name <name>', 'organisation name (default: the folder name)')
+  .action(async (folder: string, opts: { name?: string }) => {
+    const result = await (await open()).client.upsertOrganisationFromFolder(folder, opts.name ? { name: opts.name } : {});
+    console.log(`organisation ${result.name}: ${result.users} user profile(s), ${result.skills} skill(s)`);
+  });
+org
+  .command('announce <text>')
+  .description('post a system announcement to the agents of an organisation (or all agents)')
+  .option('--org <name>', 'only this organisation')
+  .option('--hours <n>', 'expires after this many hours')
+  .action(async (text: string, opts: { org?: string; hours?: string }) => {
+    const expiresAt = opts.hours ? new Date(Date.now() + Number(opts.hours) * 3_600_000) : undefined;
+    const { id } = await (await open()).client.announce(text, { ...(opts.org ? { org: opts.org } : {}), ...(expiresAt ? { expiresAt } : {}) });
+    console.log(`announcement ${id} posted`);
+  });
+program
+  .command('skills <folder>')
+  .description('create or update shared skills from a folder of <name>/SKILL.md')
+  .action(async (folder: string) => console.log(`skills: ${(await (await open()).client.upsertSkillsFromFolder(folder)).skills.join(', ')}`));
+
 const task = program.command('task').description('start, follow and steer tasks');
 task
   .command('start')

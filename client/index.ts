@@ -6,6 +6,8 @@ import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../schema/database';
 import { AGENT_ID_PATTERN, findAgent, IDENTITY_FILES, upsertAgent, type AgentConfig, type AgentDefinition } from '../activities/store/agents';
 import { findTask } from '../activities/store/tasks';
+import { readSkillsFolder, upsertSkills, type SkillDefinition } from '../activities/store/skills';
+import { postAnnouncement, readOrganisationFolder, upsertOrganisation } from '../activities/store/organisations';
 import { usageTotals, type UsageTotalsRow } from '../activities/llm/usage';
 import {
   AgentIdSearchAttribute,
@@ -111,8 +113,8 @@ export class AgentsClient {
    * rewrote itself with edit_agent_file are kept unless `force`; the returned hash says which files
    * are current.
    */
-  async upsertAgent(agent: AgentDefinition, options: { force?: boolean } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
-    const row = await upsertAgent(this.db, agent, { workspaceRoot: this.workspaceRoot, force: options.force });
+  async upsertAgent(agent: AgentDefinition, options: { force?: boolean; skills?: SkillDefinition[] } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+    const row = await upsertAgent(this.db, agent, { workspaceRoot: this.workspaceRoot, force: options.force, ...(options.skills ? { skills: options.skills } : {}) });
     return { id: row.id, contentHash: row.content_hash, workspaceDir: row.workspace_dir };
   }
 
@@ -133,6 +135,8 @@ export class AgentsClient {
       throw new Error(`${folder} has neither SOUL.md nor AGENTS.md: an agent needs at least one identity file`);
     }
     const meta = parseManifest(folder, manifest);
+    // The folder's own skills (`skills/<name>/SKILL.md`): bound to this agent and seen by it only.
+    const skills = await readSkillsFolder(path.join(folder, 'skills'));
     const id = options.id ?? path.basename(path.resolve(folder)).toLowerCase();
     if (!AGENT_ID_PATTERN.test(id)) throw new Error(`agent id ${JSON.stringify(id)} (from the folder name) is invalid; pass options.id`);
     return this.upsertAgent({
@@ -142,7 +146,31 @@ export class AgentsClient {
       files: { soul: soul ?? '', agents: agents ?? '', heartbeat: heartbeat ?? '', tools: tools ?? '' },
       config: { ...meta.config, ...options.config },
       workspaceDir: options.workspaceDir,
-    }, { force: options.force });
+    }, { force: options.force, skills });
+  }
+
+  /**
+   * Creates or updates an organisation from a folder: CONTEXT.md, ANNOUNCEMENTS.md, users/*.md and
+   * shared skills in skills/<name>/SKILL.md (see activities/store/organisations.ts). Agents join it
+   * with `config.org`; load it before agents whose config binds its skills.
+   */
+  async upsertOrganisationFromFolder(folder: string, options: { name?: string } = {}): Promise<{ name: string; users: number; skills: number }> {
+    const org = await readOrganisationFolder(folder, options.name);
+    await upsertOrganisation(this.db, org);
+    return { name: org.name, users: org.users.length, skills: org.skills.length };
+  }
+
+  /** Creates or updates shared skills from a folder of `<name>/SKILL.md` (any agent may discover them). */
+  async upsertSkillsFromFolder(folder: string): Promise<{ skills: string[] }> {
+    const skills = await readSkillsFolder(folder);
+    if (!skills.length) throw new Error(`${folder} holds no <skill>/SKILL.md`);
+    await upsertSkills(this.db, skills, 'shared');
+    return { skills: skills.map((s) => s.name) };
+  }
+
+  /** Posts a system announcement to every agent of `org` (or every agent) until `expiresAt`; Tier 3 of their prompts. */
+  async announce(text: string, options: { org?: string; expiresAt?: Date } = {}): Promise<{ id: string }> {
+    return { id: await postAnnouncement(this.db, { text, ...options }) };
   }
 
   /**

@@ -434,6 +434,70 @@ export interface Database {
   group_channels: GroupChannelsTable;
   group_members: GroupMembersTable;
   group_messages: GroupMessagesTable;
+  skills: SkillsTable;
+  skill_bindings: SkillBindingsTable;
+  skill_activations: SkillActivationsTable;
+  organisations: OrganisationsTable;
+  user_profiles: UserProfilesTable;
+  announcements: AnnouncementsTable;
+}
+
+// ---- skills and organisations (migration 009) ----------------------------------------------------
+
+/** A skill (SKILL.md): front matter name / description / category and the instructions body. */
+export interface SkillsTable {
+  /** 'agent:<id>', 'org:<name>' or 'shared': who sees the skill. A name is unique per scope. */
+  scope: string;
+  name: string;
+  category: Generated<string>;
+  description: string;
+  body: string;
+  /** Set for an agent's own skills (deleted with the agent). */
+  owner_agent_id: string | null;
+  content_hash: string;
+  updated_at: Timestamp;
+}
+
+/** Skills bound to an agent: always in its prompt (Active Skills, progressive disclosure). */
+export interface SkillBindingsTable {
+  agent_id: string;
+  skill_name: string;
+  created_at: CreatedAt;
+}
+
+/** What discover_tools activated in a session (and its task): a skill's full body, or a withheld tool. */
+export interface SkillActivationsTable {
+  session_id: string;
+  kind: 'skill' | 'tool';
+  name: string;
+  agent_id: string;
+  task_id: string | null;
+  created_at: CreatedAt;
+}
+
+/** An organisation folder: CONTEXT.md and ANNOUNCEMENTS.md (team announcements and norms). */
+export interface OrganisationsTable {
+  name: string;
+  context_md: Generated<string>;
+  announcements_md: Generated<string>;
+  updated_at: Timestamp;
+}
+
+/** `users/*.md` of an organisation folder: the humans the agents work with. */
+export interface UserProfilesTable {
+  org: string;
+  handle: string;
+  name: string;
+  profile_md: string;
+}
+
+/** System announcements (Tier 3), for one organisation or everyone, until they expire. */
+export interface AnnouncementsTable {
+  id: Generated<string>;
+  org: string | null;
+  text: string;
+  created_at: CreatedAt;
+  expires_at: Date | null;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

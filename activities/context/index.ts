@@ -6,7 +6,7 @@ export * from './budget';
 export * from './limits';
 export { buildSystemPrompt, systemPromptText } from './system-prompt';
 export type * from './prompt-types';
-export { filterSkillsByRelevance, LIGHTWEIGHT_SCENARIOS } from './sections-dynamic';
+export { filterSkillsByRelevance, LIGHTWEIGHT_SCENARIOS, relevanceKeywords, relevanceScore } from './sections-dynamic';
 export { buildRunUserMessage, type RunUserMessageInput } from './user-message';
 export { CHAT_PREAMBLE, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_USER_MESSAGE, TASK_PREAMBLE } from './prompt-text';
 export { prepareMessages, findTaskPrompt, cacheBreakpoint, stage1Cut } from './prepare-messages';

@@ -95,16 +95,24 @@ function notebookSection(inputs: PromptInputs): SegmentDraft | undefined {
   return { name: 'notebook', tier: 3, heading: '## Notebook', items, dropFrom: 'start', separator: '\n\n', shrinkOrder: SHRINK_ORDER.notebook };
 }
 
+/** D1 B20 (code): the query's keywords: lowercase words longer than 2 characters. */
+export function relevanceKeywords(query: string | undefined): Set<string> {
+  return new Set((query ?? '').toLowerCase().split(/[^\p{L}\p{N}_-]+/u).filter((w) => w.length >= SKILL_KEYWORD_MIN_CHARS));
+}
+
+/** D1 B20: how many of the keywords appear as words of the skill's name, category or description. */
+export function relevanceScore(skill: SkillSummary, keywords: ReadonlySet<string>): number {
+  const words = new Set(`${skill.name} ${skill.category ?? ''} ${skill.description}`.toLowerCase().split(/[^\p{L}\p{N}_-]+/u));
+  let score = 0;
+  for (const keyword of keywords) if (words.has(keyword)) score += 1;
+  return score;
+}
+
 /** D1 B20: keyword-overlap relevance (query words of ≥ 3 chars), stable for ties, top 30. */
-export function filterSkillsByRelevance(skills: readonly SkillSummary[], query: string | undefined, max = SYSTEM_SKILLS_CATALOGUE_MAX): SkillSummary[] {
-  const keywords = new Set((query ?? '').toLowerCase().split(/[^\p{L}\p{N}_-]+/u).filter((w) => w.length >= SKILL_KEYWORD_MIN_CHARS));
+export function filterSkillsByRelevance<T extends SkillSummary>(skills: readonly T[], query: string | undefined, max = SYSTEM_SKILLS_CATALOGUE_MAX): T[] {
+  const keywords = relevanceKeywords(query);
   if (keywords.size === 0) return skills.slice(0, max);
-  const scored = skills.map((skill, index) => {
-    const words = new Set(`${skill.name} ${skill.category ?? ''} ${skill.description}`.toLowerCase().split(/[^\p{L}\p{N}_-]+/u));
-    let score = 0;
-    for (const keyword of keywords) if (words.has(keyword)) score += 1;
-    return { skill, index, score };
-  });
+  const scored = skills.map((skill, index) => ({ skill, index, score: relevanceScore(skill, keywords) }));
   scored.sort((a, b) => b.score - a.score || a.index - b.index);
   return scored.slice(0, max).map((s) => s.skill);
 }

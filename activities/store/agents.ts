@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AgentRow, Database } from '../../schema/database';
 import { identityIsSelfEdited } from './agent-seed';
+import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
 export const IDENTITY_FILES = {
@@ -62,6 +63,18 @@ export const AgentConfigSchema = z
       .optional(),
     /** A manager gets the manager's responsibilities in its prompt and owes a daily report after 20:00 (seed D1 A17, B13). */
     position: z.enum(['manager', 'worker']).optional(),
+    /**
+     * The organisation the agent works in (an `upsertOrganisationFromFolder` name): its CONTEXT.md,
+     * announcements and users/*.md enter the prompt, and the other agents of the same organisation are
+     * the agent's colleagues (seed D1 B3, B13).
+     */
+    org: z.string().trim().min(1).max(120).optional(),
+    /** Free-text capabilities, shown in the prompt (seed D2 seg 3, `agents.capabilities`). */
+    capabilities: z.string().max(4_000).optional(),
+    /** The agent's trust level as shown in its prompt (seed D1 B3 §12); it grants nothing by itself. */
+    trust: z.object({ level: z.string().trim().min(1).max(60), description: z.string().max(2_000).optional() }).strict().optional(),
+    /** Shared skills bound to the agent (skill names); skills in the agent folder's `skills/` are bound too. */
+    skills: z.array(z.string().min(1).max(100)).max(100).optional(),
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
     /**
@@ -169,12 +182,13 @@ export async function ensureWorkspace(agentId: string, workspaceDir: string): Pr
  * Creates or updates an agent after validating it (`InvalidAgentError` names every problem). Its
  * workspace folder exists when this returns. Identity files the agent changed itself
  * (`edit_agent_file`) survive a re-upsert unless `force` (see agent-seed.ts); compare the returned
- * content hash with the definition's to tell which files are current.
+ * content hash with the definition's to tell which files are current. `skills` are the agent folder's
+ * own skills (they replace the ones it held); config `skills` bind shared ones (an unknown name is refused).
  */
 export async function upsertAgent(
   db: Kysely<Database>,
   input: AgentDefinition,
-  options: { workspaceRoot?: string; force?: boolean } = {},
+  options: { workspaceRoot?: string; force?: boolean; skills?: SkillDefinition[] } = {},
 ): Promise<AgentRow> {
   const agent = parseAgentDefinition(input);
   const workspaceDir = resolveWorkspaceDir(agent.id, agent.workspaceDir, options.workspaceRoot);
@@ -195,12 +209,22 @@ export async function upsertAgent(
     await trx.selectFrom('agents').select('id').where('id', '=', agent.id).forUpdate().executeTakeFirst();
     const keepIdentity = !options.force && (await identityIsSelfEdited(trx, agent.id));
     const { soul_md: _s, agents_md: _a, heartbeat_md: _h, tools_md: _t, content_hash: _c, ...rest } = row;
-    return trx
+    const saved = await trx
       .insertInto('agents')
       .values(row)
       .onConflict((oc) => oc.column('id').doUpdateSet({ ...(keepIdentity ? rest : row), updated_at: new Date() }))
       .returningAll()
       .executeTakeFirstOrThrow();
+    // The agent folder's own skills (replacing what it held before), then the bindings: config `skills` + own.
+    if (options.skills) {
+      await upsertSkills(trx, options.skills, { agentId: agent.id });
+      await pruneSkills(trx, { agentId: agent.id }, options.skills.map((s) => s.name));
+    }
+    const missing = await syncSkillBindings(trx, agent.id, agent.config?.org, [...(agent.config?.skills ?? []), ...(await ownedSkillNames(trx, agent.id))]);
+    if (missing.length) {
+      throw new InvalidAgentError(agent.id, [`config.skills: no skill visible to this agent named ${missing.map((m) => JSON.stringify(m)).join(', ')} (load the organisation or skills folder first)`]);
+    }
+    return saved;
   });
 }
 

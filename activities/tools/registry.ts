@@ -16,6 +16,7 @@ import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
 import { agentSendMessage } from '../mailbox/tools';
 import { groupTools } from '../mailbox/group-tools';
 import type { ConversationScenario } from '../../workflows/rules/conversation';
+import { createDiscoverTools } from './discover-tools';
 
 /** The scenarios of runs that offer tools: task rounds, background runs, and the conversation scenarios. */
 export type Scenario = 'task' | 'heartbeat' | 'reflection' | 'consolidation' | ConversationScenario;
@@ -85,13 +86,38 @@ export const TOOL_PERMISSIONS: Readonly<Record<string, PermissionFlag>> = {
  * model and builds the prompt from them; the ledger dispatches only these, so a call to a withheld tool
  * is answered "Unknown tool … Use only the tools you were given" and never runs.
  */
-export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'permissions'>): Map<string, ToolSpec> {
+export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'permissions'>, activated: ReadonlySet<string> = NO_ACTIVATIONS): Map<string, ToolSpec> {
   const tools = toolsForScenario(scenario);
+  // The tool selector (seed D1 F4): withheld tools join once discover_tools activated them.
+  for (const name of [...activated].sort()) {
+    const spec = DISCOVERABLE_TOOLS[scenario].has(name) ? ALL_TOOLS.get(name) : undefined;
+    if (spec && !tools.has(name)) tools.set(name, spec);
+  }
   for (const name of [...tools.keys()]) {
     const flag = TOOL_PERMISSIONS[name];
     if (flag && config.permissions?.[flag] === false) tools.delete(name);
   }
   return tools;
+}
+
+const NO_ACTIVATIONS: ReadonlySet<string> = new Set();
+
+/**
+ * The tool selector's discoverable group (seed D1 F4, "activated via discover_tools"): tools a scenario
+ * does not offer until the agent activates them with discover_tools. Permissions still apply.
+ */
+const DISCOVERABLE_TOOLS = Object.fromEntries(SCENARIOS.map((scenario) => [scenario, new Set<string>()])) as Record<Scenario, Set<string>>;
+
+export function registerDiscoverableTools(tools: ToolSpec[], scenarios: Scenario[]): void {
+  for (const tool of tools) {
+    ALL_TOOLS.set(tool.name, tool);
+    for (const scenario of scenarios) if (!SCENARIO_TOOLS[scenario].has(tool.name)) DISCOVERABLE_TOOLS[scenario].add(tool.name);
+  }
+}
+
+/** The tools a scenario withholds until discover_tools activates them. */
+export function discoverableTools(scenario: Scenario): Map<string, ToolSpec> {
+  return new Map([...DISCOVERABLE_TOOLS[scenario]].sort().map((name) => [name, ALL_TOOLS.get(name)!]));
 }
 
 /** Every permission flag with its effective value (granted unless `false`), for the prompt's capability list. */
@@ -136,3 +162,15 @@ const CONVERSING: Scenario[] = ['a2a', 'comment_response', 'group_chat'];
 registerTools([fileRead, readToolOutput, ...memoryTools, ...memoryAliases, ...taskManagementTools, agentSendMessage, notifyUser], CONVERSING);
 // The seed's A2A group tools, wherever an agent converses.
 registerTools(groupTools, ['chat', ...CONVERSING]);
+// Skills and tool discovery (issue 12, seed D1 F4/B20): discover_tools in task and chat; goal tools
+// (heartbeat tools) are withheld there until discover_tools activates them.
+registerTools(
+  [
+    createDiscoverTools({
+      withheld: (scenario) => (scenario in DISCOVERABLE_TOOLS ? discoverableTools(scenario as Scenario) : new Map()),
+      permitted: (name, config) => !(TOOL_PERMISSIONS[name] && config.permissions?.[TOOL_PERMISSIONS[name]] === false),
+    }),
+  ],
+  ['task', 'chat'],
+);
+registerDiscoverableTools(goalTools, ['task', 'chat']);

@@ -7,6 +7,7 @@ import * as api from './2026-12-01-004-api';
 import * as taskGraph from './2026-12-01-005-task-graph';
 import * as conversations from './2026-12-01-006-conversations';
 import * as groupChat from './2026-12-01-007-group-chat';
+import * as skills from './2026-12-01-009-skills';
 
 /**
  * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-01-005-task-graph': taskGraph,
   '2026-12-01-006-conversations': conversations,
   '2026-12-01-007-group-chat': groupChat,
+  '2026-12-01-009-skills': skills,
 };

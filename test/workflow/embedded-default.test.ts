@@ -51,6 +51,7 @@ describe('the embedded default database serves every process', () => {
     const record = JSON.parse(readFileSync(serverRecordPath(path.join(dataDir, 'pglite')), 'utf8')) as { pid: number; url: string };
     expect(record.pid).toBe(worker.child.pid);
 
+    expect(await cli('org', 'upsert', 'examples/orgs/demo')).toContain('organisation demo: 1 user profile(s), 1 skill(s)');
     expect(await cli('agent', 'upsert', 'examples/agents/scribe', '--id', 'scribe')).toContain(`workspace ${path.join(dataDir, 'workspaces', 'scribe')}`);
     expect(existsSync(path.join(dataDir, 'workspaces', 'scribe'))).toBe(true);
     const output = await cli('task', 'start', '--agent', 'scribe', '--title', 'Plan a guide', '--description', 'write plan.md', '--follow');

@@ -5,6 +5,7 @@ import { createMemoryActivities } from '../../activities/memory';
 import { dailyReportPrompt, dreamPrompt, heartbeatPrompt, reflectionPrompt } from '../../activities/memory/prompts';
 import { loadPromptInputs } from '../../activities/prompt';
 import { findAgent } from '../../activities/store/agents';
+import { postAnnouncement, upsertOrganisation } from '../../activities/store/organisations';
 import { findMessage } from '../../activities/store/sessions';
 import { allRegisteredTools, SCENARIOS, toolDefinitions, toolsForScenario, type Scenario } from '../../activities/tools/registry';
 import {
@@ -36,8 +37,27 @@ describe('tool names in prompts', () => {
   let taskId: string;
   beforeAll(async () => {
     h = await createHarness();
-    agentId = await h.createAgent();
     const db = h.db.db;
+    // The agent's world from real rows (issue 12): an organisation with people and shared skills, a
+    // bound skill, a colleague, an announcement and a mailbox item, so those sections render too.
+    const org = `ptn-${randomUUID().slice(0, 8)}`;
+    await upsertOrganisation(db, {
+      name: org,
+      context: 'We build parsers.',
+      announcements: 'Release on Friday.',
+      users: [{ handle: 'hana', name: 'Hana', profile: 'Prefers short answers.' }],
+      skills: [
+        { name: `${org}-csv`, category: 'data', description: 'Parse CSV files', body: 'Check the header first.' },
+        { name: `${org}-deploy`, category: 'ops', description: 'Deploy the parser service', body: 'Run the smoke test after.' },
+      ],
+    });
+    await h.createAgent({ org, position: 'manager' });
+    agentId = await h.createAgent({ org, skills: [`${org}-csv`], capabilities: 'Parsing', trust: { level: 'standard' } });
+    await postAnnouncement(db, { text: 'Maintenance tonight.', org });
+    await db
+      .insertInto('mailbox_items')
+      .values({ id: randomUUID(), agent_id: agentId, kind: 'chat', from_type: 'human', from_id: 'hana', channel: 'dm:hana', text: 'A question', thread_id: 'th', priority: 2, status: 'queued', decision: 'wait', reason: 'waits' })
+      .execute();
     // Enough state that every data-driven section renders: > 15 open tasks (overflow hint), closed
     // ones (count), a failed and a blocked one (heartbeat recovery), notebook and knowledge.
     const rows = Array.from({ length: 20 }, (_, i) => ({
@@ -171,6 +191,12 @@ describe('tool names in prompts', () => {
       ...(await scenarioUserPrompts(scenario, offered)),
     ];
     expect(texts[0]).toContain(scenario === 'heartbeat' ? '### Heartbeat check-in' : '## Current Scenario');
+    // The real world sections rendered (so the check covers them), and discover_tools is named exactly where offered.
+    expect(texts[0]).toContain('## Available Skills');
+    expect(texts[0]).toContain('### Colleagues');
+    expect(texts[0]).toContain('## Your Attention State');
+    expect(texts[0]!.includes('discover_tools')).toBe(offered.has('discover_tools'));
+    expect(offered.has('discover_tools')).toBe(scenario === 'task' || scenario === 'chat');
     const problems = texts.flatMap((text) => unofferedToolNames(text, offered, params).map((name) => `${name} in: …${text.slice(Math.max(0, text.indexOf(name) - 80), text.indexOf(name) + 40)}…`));
     expect(problems).toEqual([]);
   });

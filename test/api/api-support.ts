@@ -107,3 +107,8 @@ export function readSse(url: string, token: string, headers: Record<string, stri
     close: () => controller.abort(),
   };
 }
+
+/** The secret part of a `da_<id>_<secret>` token (the secret itself may contain `_`). */
+export function tokenSecret(token: string): string {
+  return token.slice('da_'.length + 12 + 1);
+}

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createHarness, type Harness } from '../support/harness';
-import { startTestApi, type TestApi } from './api-support';
+import { startTestApi, tokenSecret, type TestApi } from './api-support';
 
 const run = promisify(execFile);
 
@@ -36,9 +36,9 @@ describe('agents token create | list | revoke', () => {
 
     const listed = await cli('token', 'list');
     expect(listed).toMatch(new RegExp(`service\\s+${name}`));
-    expect(listed).not.toContain(token!.split('_')[2]!);
+    expect(listed).not.toContain(tokenSecret(token!));
     const row = await h.db.db.selectFrom('api_tokens').selectAll().where('name', '=', name).executeTakeFirstOrThrow();
-    expect(JSON.stringify(row)).not.toContain(token!.split('_')[2]!);
+    expect(JSON.stringify(row)).not.toContain(tokenSecret(token!));
     expect(row.token_hash).toMatch(/^[0-9a-f]{64}$/);
 
     await expect(cli('token', 'create', name, '--scope', 'read')).rejects.toThrow(/already exists/);

@@ -14,8 +14,9 @@ import { memoryAliases, memoryTools } from '../memory/tools';
 import { editAgentFile } from '../memory/self-edit';
 import { isHeartbeatTool } from '../../workflows/rules/heartbeat-rules';
 import { agentSendMessage } from '../mailbox/tools';
+import { subagentTools } from './subagent-tools';
 
-export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation';
+export type Scenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' | 'subagent';
 
 /** Every tool the worker knows, by name. Extended by other modules through `registerTools`. */
 const ALL_TOOLS = new Map<string, ToolSpec>();
@@ -26,6 +27,7 @@ const SCENARIO_TOOLS: Record<Scenario, Set<string>> = {
   heartbeat: new Set(),
   reflection: new Set(),
   consolidation: new Set(),
+  subagent: new Set(),
 };
 
 /** Every scenario the registry knows, for code and tests that must cover them all. */
@@ -119,3 +121,11 @@ registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((
 registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 // Conversations (issue 11): agents message each other from chat.
 registerTools([agentSendMessage], ['chat']);
+
+// Sub-agents (issue 12): the task round spawns them (it runs them as child workflows); chat does not,
+// since its run workflow cannot. A sub-agent works with files, the shell and memory reads under the same
+// governance, and can neither spawn further sub-agents nor submit the task.
+registerTools(subagentTools, ['task']);
+/** Memory tools a sub-agent may use: reads only; what is worth keeping is the parent's call. */
+const SUBAGENT_MEMORY_TOOLS = new Set(['memory_search']);
+registerTools([fileRead, fileWrite, readToolOutput, shellExecute, ...memoryTools.filter((t) => SUBAGENT_MEMORY_TOOLS.has(t.name))], ['subagent']);

@@ -16,6 +16,7 @@ import {
   taskPromptText,
 } from '../../workflows/rules/harness';
 import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../../workflows/memory-tool-loop';
+import { formatSubagentReports, subagentOpeningText } from '../../workflows/rules/subagents';
 import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
 import { createHarness, type Harness } from '../support/harness';
 import { DATA_ID_PREFIXES, knownToolNames, NON_TOOL_WORDS, parameterNames, unofferedToolNames } from '../support/tool-mentions';
@@ -100,6 +101,10 @@ describe('tool names in prompts', () => {
           CONTINUATION_PROMPT,
           INTERRUPTED_RETRY_TEXT,
           MEMORY_FLUSH_PROMPT,
+          formatSubagentReports([
+            { workflowId: 'task-x-r1-sub-1', task: 'Read the parser', status: 'completed', result: 'It drops lines.', iterations: 2, capped: false, costUsd: 0 },
+            { workflowId: 'task-x-r1-sub-2', task: 'Read the lexer', status: 'failed', error: 'provider error', costUsd: 0 },
+          ]),
         ];
       case 'heartbeat': {
         // The real activity, over the rows above (failed and blocked tasks, quality signal)…
@@ -135,6 +140,8 @@ describe('tool names in prompts', () => {
         ];
       case 'chat':
         return [MEMORY_FLUSH_PROMPT];
+      case 'subagent':
+        return [subagentOpeningText({ task: 'Read the parser.', context: 'It is in src/parser.ts.' }, { workflowId: 'task-x-r1', taskId }), NO_APPROVAL_IN_BACKGROUND_RUNS];
     }
   }
 

@@ -202,6 +202,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         }
         toolIterations += 1;
         if (submission !== undefined) {
+          if (spawner.accounting()) await report('awaiting-review', true); // the final spend per node
           details('awaiting-review');
           return { kind: 'submitted', summary: submission, usage, iterations: toolIterations, ...undelivered() };
         }
@@ -218,6 +219,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         injections.push(finalCriticalReminderText(input.taskId));
         continue;
       }
+      if (spawner.accounting()) await report('finished', true);
       details('finished');
       return { kind: 'not-submitted', usage, iterations: toolIterations, lastText: step.textPreview, ...undelivered() };
     }
@@ -236,6 +238,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         { ...base, workflowResult: { content: spawned.content, isError: spawned.isError } },
       ]);
       if (spawned.stopped) throw spawner.stoppedFailure();
+      await report('running-tool', true); // the status shows each sub-agent's spend
       return recorded;
     }
     if (first.kind !== 'approval-required') return first;

@@ -7,7 +7,6 @@ import {
   ParentClosePolicy,
   setHandler,
   startChild,
-  workflowInfo,
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { ExecuteToolResult } from '../activities/tools/execute';
@@ -59,6 +58,8 @@ export interface SpawnOutcome {
  * Without a limit the handlers only account spend; no command changes.
  */
 export function createSubagentSpawner(options: {
+  /** The round's workflow id, from its input (replays under another id must start the same children). */
+  workflowId: string;
   agentId: string;
   taskId: string;
   limitUsd: number | null;
@@ -66,7 +67,7 @@ export function createSubagentSpawner(options: {
   /** Tells the task workflow (and the status query) that the tree holds or runs again. */
   onHeldChange: (held: boolean) => Promise<void>;
 }) {
-  const self = workflowInfo().workflowId;
+  const self = options.workflowId;
   let started = options.carry?.started ?? 0;
   let limitUsd = options.carry?.limitUsd ?? options.limitUsd;
   let ownSpentUsd = options.carry?.ownSpentUsd ?? 0;

@@ -1,4 +1,4 @@
-import { ApplicationFailure, condition, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, condition, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
 import { runToolLoop } from './memory-tool-loop';
@@ -15,6 +15,7 @@ import {
   budgetQuery,
   SUBAGENT_FAILED_TYPE,
   subagentSpendSignal,
+  subagentWorkflowId,
   type SubagentWorkflowInput,
   type SubagentWorkflowResult,
 } from './subagent-contract';
@@ -39,7 +40,7 @@ const store = proxyActivities<Activities>({
  * LLM call or shell command.
  */
 export async function subagentWorkflow(input: SubagentWorkflowInput): Promise<SubagentWorkflowResult> {
-  const self = workflowInfo().workflowId;
+  const self = subagentWorkflowId(input.parentWorkflowId, input.n);
   let limitUsd = input.budgetUsd ?? null;
   let held = false;
   let usage: UsageTotals = ZERO_USAGE_TOTALS;

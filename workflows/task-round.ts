@@ -21,6 +21,7 @@ import {
   approvalDecisionSignal,
   commentSignal,
   roundProgressSignal,
+  roundWorkflowId,
   ZERO_USAGE_TOTALS,
   type ApprovalDecision,
   type PendingApproval,
@@ -104,6 +105,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 
   // Sub-agents and the tree's cost governor; without a budget and without spawn calls it adds no command.
   const spawner = createSubagentSpawner({
+    workflowId: roundWorkflowId(input.taskId, input.round),
     agentId: input.agentId,
     taskId: input.taskId,
     limitUsd: input.budgetUsd ?? null,

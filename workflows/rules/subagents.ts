@@ -97,13 +97,17 @@ export interface BudgetNode {
   state: 'running' | 'held' | 'completed' | 'failed' | 'stopped';
 }
 
+/** Shares of the remaining budget the parent keeps when it hands shares to children: it must still read their results and finish. */
+export const PARENT_RESERVED_SHARES = 1;
+
 /**
- * Each of `children` new sub-agents may spend an equal share of what the tree has left, so together
- * they can never take the tree past its limit. Without a limit there is no share (null).
+ * Each of `children` sub-agents may spend an equal share of what the tree has left, one share kept for
+ * the parent, so together they can never take the tree past its limit. Without a limit there is no
+ * share (null).
  */
 export function childBudgetShare(limitUsd: number | null, treeSpentUsd: number, children: number): number | null {
   if (limitUsd === null) return null;
-  return Math.max(0, limitUsd - treeSpentUsd) / Math.max(1, children);
+  return Math.max(0, limitUsd - treeSpentUsd) / (Math.max(0, children) + PARENT_RESERVED_SHARES);
 }
 
 /** Total spend of the tree: the round's own calls plus every sub-agent's. */

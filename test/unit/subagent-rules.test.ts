@@ -1,3 +1,4 @@
+import { describeBudget } from '../../client/budget-commands';
 import { spawnSubagents } from '../../activities/tools/subagent-tools';
 import {
   budgetReached,
@@ -52,5 +53,25 @@ describe('sub-agent rules (seed D1-5)', () => {
     expect(spawnSubagents.schema.safeParse({ subagents: [{ task: 'a', context: 'b'.repeat(SUBAGENT_BRIEF_MAX_CHARS) }] }).success).toBe(false);
     expect(subagentBriefs('spawn_subagent', { task: 'a', context: ' ' })).toEqual([{ task: 'a' }]);
     expect(subagentBriefs('spawn_subagents', { subagents: [{ task: 'a' }, { task: 'b', context: 'c' }] })).toEqual([{ task: 'a' }, { task: 'b', context: 'c' }]);
+  });
+});
+
+describe('the CLI view of a tree budget', () => {
+  test('one line for the tree, one per node, and the hold is called out', () => {
+    const text = describeBudget({
+      limitUsd: 0.5,
+      spentUsd: 2.25,
+      held: true,
+      nodes: [
+        { workflowId: 'task-t-r1', spentUsd: 0.25, limitUsd: 0.5, state: 'held' },
+        { workflowId: 'task-t-r1-sub-1', spentUsd: 2, limitUsd: 0.15, state: 'held' },
+      ],
+    });
+    expect(text.split('\n')).toEqual([
+      'tree: $2.2500 spent of $0.5000 · HELD: waiting for a budget decision',
+      '  task-t-r1: $0.2500 (cap $0.5000) · held',
+      '  task-t-r1-sub-1: $2.0000 (cap $0.1500) · held',
+    ]);
+    expect(describeBudget({ limitUsd: null, spentUsd: 0, held: false, nodes: [] })).toBe('tree: $0.0000 spent of no limit');
   });
 });

@@ -31,9 +31,8 @@ describe('sub-agents', () => {
   const children = new Map<string, Script>();
   const seen = new Map<string, RecordedRequest[]>();
 
-  beforeAll(async () => {
-    h = await createHarness();
-    h.llm.setResponder((request) => {
+  /** Parent requests go to the parent's script (by task id), children's to theirs (by the key in their task). */
+  const route = (request: RecordedRequest): ScriptedResponse => {
       if (!offersTools(request)) return textTurn('Summary: work in progress.');
       const messages = JSON.stringify(request.body.messages ?? '');
       // The parent's conversation names its children's tasks too: the task marker decides first.
@@ -44,7 +43,11 @@ describe('sub-agents', () => {
       list.push(request);
       seen.set(key, list);
       return script(list.length - 1, request);
-    });
+  };
+
+  beforeAll(async () => {
+    h = await createHarness();
+    h.llm.setResponder(route);
     await h.startWorker();
   });
   afterAll(async () => h.close());
@@ -60,11 +63,11 @@ describe('sub-agents', () => {
   }
 
   /** A parent task: spawns the given sub-agents on its first turn, then submits. */
-  async function startParent(spawn: { tool: string; input: unknown }, options: { costBudgetUsd?: number } = {}) {
+  async function startParent(spawn: { tool: string; input: unknown }, options: { costBudgetUsd?: number } = {}, on = h) {
     const taskId = randomUUID();
     parents.set(taskId, (index) => (index === 0 ? toolTurn(spawn.tool, spawn.input) : submitTurn('delegated and done')));
-    const agentId = await h.createAgent();
-    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Delegate', description: 'Delegate the work to sub-agents.', ...options });
+    const agentId = await on.createAgent();
+    const { handle } = await on.client.startTask({ agentId, taskId, title: 'Delegate', description: 'Delegate the work to sub-agents.', ...options });
     return { taskId, handle, round: roundWorkflowId(taskId, 1) };
   }
 
@@ -142,6 +145,27 @@ describe('sub-agents', () => {
       const state = how === 'cancel' ? 'cancelled' : 'blocked';
       await eventually(async () => (await h.client.getTaskRow(parent.taskId)).state === state, `the task to be ${state}`, 5_000);
       if (how === 'pause') await parent.handle.cancel();
+    }
+  });
+
+  test('a worker that stops while the sub-agents run: the next worker replays the round and spawns nobody twice', async () => {
+    const own = await createHarness();
+    own.llm.setResponder(route);
+    try {
+      const { briefs, keys } = childBriefs(3, (i) => () => ({ ...textTurn(`Survivor ${i}.`), chunkDelayMs: CHILD_CHUNK_DELAY_MS }));
+      const first = await own.startWorker();
+      const parent = await startParent({ tool: 'spawn_subagents', input: { subagents: briefs } }, {}, own);
+      await eventually(() => keys.every((k) => requestsOf(k).length >= 1), 'every child to ask the model');
+      first.shutdown(); // in-flight LLM calls are cancelled; the next worker has no cached workflow state
+      await own.startWorker();
+      const done = await own.waitForStatus(parent.taskId, (s) => s.state === 'review', 90_000);
+      expect(done.state).toBe('review');
+      expect(lastToolResults(requestsOf(parent.taskId)[1]!)[0]!.text).toContain('3 sub-agents finished: 3 completed, 0 failed.');
+      await expect(own.temporal.workflow.getHandle(subagentWorkflowId(parent.round, 4)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      const ledger = await own.db.db.selectFrom('tool_calls').select(['status', 'executions']).where('task_id', '=', parent.taskId).where('tool', '=', 'spawn_subagents').execute();
+      expect(ledger).toEqual([{ status: 'completed', executions: 1 }]);
+    } finally {
+      await own.close();
     }
   });
 

@@ -2,6 +2,7 @@ import type { ActivityDeps } from './index';
 import { findMessage } from './store/sessions';
 import { assistantMessageKey } from './tools/execute';
 import type { TextBlock } from './llm/types';
+import { usageTotals } from './llm/usage';
 
 /** Activities of the sub-agent workflow. */
 export function createSubagentActivities(deps: ActivityDeps) {
@@ -16,6 +17,11 @@ export function createSubagentActivities(deps: ActivityDeps) {
         .join('\n')
         .trim();
       return text.slice(0, input.maxChars);
+    },
+
+    /** What a task's LLM calls cost so far, sub-agents included: what a new round's tree has already spent. */
+    async taskCostUsd(input: { taskId: string }): Promise<number> {
+      return (await usageTotals(db, { taskId: input.taskId })).costUsd;
     },
   };
 }

@@ -45,7 +45,7 @@ task
   .requiredOption('--title <title>', 'task title')
   .option('--description <text>', 'what to do', '')
   .option('--follow', 'print progress until the task reaches review or ends')
-  .option('--budget <usd>', "cost budget of each round's tree (its LLM calls and its sub-agents'), in USD", Number)
+  .option('--budget <usd>', "the task's cost budget in USD (its LLM calls and its sub-agents'); reaching it waits for a decision", Number)
   .action(async (opts: { agent: string; title: string; description: string; follow?: boolean; budget?: number }) => {
     const { client } = await open();
     const { taskId, workflowId } = await client.startTask({

@@ -78,7 +78,7 @@ export interface StartTaskOptions {
   createdBy?: string;
   /** How long a tool call waits for a human decision (default 24 h). */
   approvalTimeoutMs?: number;
-  /** Cost budget in USD of each round's tree (its LLM calls and its sub-agents'); reaching it waits for `decideBudget`. */
+  /** The task's cost budget in USD (its LLM calls and its sub-agents'); reaching it waits for `decideBudget`. */
   costBudgetUsd?: number;
 }
 

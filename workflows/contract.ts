@@ -147,8 +147,8 @@ export interface TaskWorkflowInput {
   /** How long a tool call waits for a human decision (default 24 h). */
   approvalTimeoutMs?: number;
   /**
-   * Cost budget in USD of each round's tree (the round's LLM calls plus its sub-agents'). Reaching it
-   * holds the tree until a `budgetDecision` (raise or stop). Absent: no limit.
+   * Cost budget of the task in USD: every round's LLM calls plus its sub-agents'. Reaching it holds the
+   * running round's tree until a `budgetDecision` (raise or stop). Absent: no limit.
    */
   costBudgetUsd?: number;
   /** Carried over continue-as-new; absent on the first run. */
@@ -219,8 +219,10 @@ export interface RoundWorkflowInput {
   revisionFeedback?: string;
   /** Human comments received between attempts: merged into the attempt's first LLM turn. */
   comments?: TaskComment[];
-  /** The tree's cost budget in USD (see `TaskWorkflowInput.costBudgetUsd`). */
+  /** The task's cost budget in USD (see `TaskWorkflowInput.costBudgetUsd`). */
   budgetUsd?: number;
+  /** What the task's earlier rounds and attempts spent: it counts against `budgetUsd`. */
+  budgetSpentBeforeUsd?: number;
   /** Carried over continue-as-new. */
   carry?: RoundCarry;
 }

@@ -52,7 +52,10 @@ export interface BudgetDecision {
 }
 export const budgetDecisionSignal = defineSignal<[BudgetDecision]>('budgetDecision');
 
-/** The tree's spend: per node (the round and each sub-agent, by workflow id) and in total. */
+/**
+ * The task's spend: per node (the round and each sub-agent, by workflow id; earlier rounds and attempts
+ * as one node `task-{taskId}`) and in total.
+ */
 export interface BudgetReport {
   /** The tree's limit in USD; null when the task has no budget (spend is still accounted). */
   limitUsd: number | null;

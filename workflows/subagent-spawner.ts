@@ -10,7 +10,7 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { ExecuteToolResult } from '../activities/tools/execute';
-import { addUsage, AgentIdSearchAttribute, TaskIdSearchAttribute, ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
+import { addUsage, AgentIdSearchAttribute, TaskIdSearchAttribute, taskWorkflowId, ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
 import { failureChain, failureMessage } from './rules/failures';
 import {
   budgetReached,
@@ -63,6 +63,8 @@ export function createSubagentSpawner(options: {
   agentId: string;
   taskId: string;
   limitUsd: number | null;
+  /** What the task's earlier rounds and attempts spent (shown as the node `task-{taskId}`). */
+  spentBeforeUsd: number;
   carry?: SubagentCarry;
   /** Tells the task workflow (and the status query) that the tree holds or runs again. */
   onHeldChange: (held: boolean) => Promise<void>;
@@ -77,12 +79,13 @@ export function createSubagentSpawner(options: {
   let stopped = false;
   let stopScope: CancellationScope | undefined;
 
-  const total = (): number => ownSpentUsd + treeSpentUsd([...nodes.values()]);
+  const earlier: BudgetNode[] = options.spentBeforeUsd > 0 ? [{ workflowId: taskWorkflowId(options.taskId), spentUsd: options.spentBeforeUsd, limitUsd: null, state: 'completed' }] : [];
+  const total = (): number => options.spentBeforeUsd + ownSpentUsd + treeSpentUsd([...nodes.values()]);
   const report = (): BudgetReport => ({
     limitUsd,
     spentUsd: total(),
     held,
-    nodes: [{ workflowId: self, spentUsd: ownSpentUsd, limitUsd, state: held ? 'held' : 'running' }, ...nodes.values()],
+    nodes: [...earlier, { workflowId: self, spentUsd: ownSpentUsd, limitUsd, state: held ? 'held' : 'running' }, ...nodes.values()],
   });
 
   const signalChildren = async (limitFor: (id: string) => number | undefined, hold: boolean): Promise<void> => {

@@ -109,6 +109,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     agentId: input.agentId,
     taskId: input.taskId,
     limitUsd: input.budgetUsd ?? null,
+    spentBeforeUsd: input.budgetSpentBeforeUsd ?? 0,
     carry: carry?.subagents,
     onHeldChange: (held) => report(held ? 'awaiting-budget' : 'thinking', true),
   });

@@ -463,6 +463,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       roundScope = new CancellationScope();
       try {
         return await roundScope.run(async () => {
+          // With a budget: what earlier rounds and attempts spent (recorded calls, sub-agents included) counts.
+          const spentBefore = input.costBudgetUsd !== undefined ? await store.taskCostUsd({ taskId }) : undefined;
           const forAttempt = queuedComments.splice(0);
           child = await startChild(taskRoundWorkflow, {
             workflowId: roundWorkflowId(taskId, round),
@@ -478,7 +480,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
                 parentWorkflowId: workflowInfo().workflowId,
                 revisionFeedback,
                 comments: forAttempt,
-                ...(input.costBudgetUsd !== undefined ? { budgetUsd: input.costBudgetUsd } : {}),
+                ...(input.costBudgetUsd !== undefined ? { budgetUsd: input.costBudgetUsd, budgetSpentBeforeUsd: spentBefore } : {}),
                 carry: undefined,
               },
             ],

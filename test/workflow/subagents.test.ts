@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
-import { pauseSignal, roundWorkflowId } from '../../workflows/contract';
+import { pauseSignal, resumeSignal, roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import { subagentWorkflowId } from '../../workflows/subagent-contract';
 import { SUBAGENT_MAX_PARALLEL } from '../../workflows/rules/subagents';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
@@ -205,6 +205,33 @@ describe('sub-agents', () => {
       expect(done.usage.costUsd).toBeCloseTo(recorded, 4);
       expect(done.budget!.held).toBe(false);
       expect(done.budget!.limitUsd).toBe(1_000);
+    });
+
+    test("the round's own calls count too, and an attempt after a pause starts with what earlier attempts spent", async () => {
+      const taskId = randomUUID();
+      parents.set(taskId, (index) => (index === 0 ? { ...toolTurn('file_read', { path: 'missing.txt' }), usage: EXPENSIVE_USAGE } : submitTurn('done within the raised budget')));
+      const agentId = await h.createAgent();
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Expensive', description: 'one expensive step', costBudgetUsd: 0.5 });
+      const round = roundWorkflowId(taskId, 1);
+      const held = await h.waitForStatus(taskId, (s) => s.phase === 'awaiting-budget', 60_000);
+      expect(held.budget!.nodes.map((n) => [n.workflowId, n.state])).toEqual([[round, 'held']]);
+      expect(requestsOf(taskId)).toHaveLength(1);
+
+      await handle.signal(pauseSignal, {});
+      await h.waitForStatus(taskId, (s) => s.state === 'blocked');
+      await handle.signal(resumeSignal);
+      // The new attempt holds before its first call: the first attempt's spend counts against the budget.
+      const again = await h.waitForStatus(taskId, (s) => s.state === 'in_progress' && s.phase === 'awaiting-budget' && s.budget!.nodes[0]!.workflowId === taskWorkflowId(taskId), 30_000);
+      expect(again.budget!.nodes.map((n) => [n.workflowId, n.state])).toEqual([
+        [taskWorkflowId(taskId), 'completed'],
+        [round, 'held'],
+      ]);
+      expect(again.budget!.nodes[0]!.spentUsd).toBeGreaterThanOrEqual(1);
+      expect(requestsOf(taskId)).toHaveLength(1);
+
+      await h.client.decideBudget(taskId, { decision: 'raise', newLimitUsd: 1_000 });
+      await h.waitForStatus(taskId, (s) => s.state === 'review', 30_000);
+      expect(requestsOf(taskId)).toHaveLength(2);
     });
 
     test('a stop decision cancels the children and fails the task with BudgetStopped', async () => {

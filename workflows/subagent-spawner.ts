@@ -165,6 +165,10 @@ export function createSubagentSpawner(options: {
       return { started, limitUsd, ownSpentUsd, nodes: [...nodes.values()] };
     },
     report,
+    /** True while a spawn call's sub-agents run. */
+    spawning(): boolean {
+      return stopScope !== undefined;
+    },
     /** True once the round has a limit or sub-agents: its progress reports then carry the budget. */
     accounting(): boolean {
       return limitUsd !== null || started > 0;

@@ -111,7 +111,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     limitUsd: input.budgetUsd ?? null,
     spentBeforeUsd: input.budgetSpentBeforeUsd ?? 0,
     carry: carry?.subagents,
-    onHeldChange: (held) => report(held ? 'awaiting-budget' : 'thinking', true),
+    onHeldChange: (held) => report(held ? 'awaiting-budget' : spawner.spawning() ? 'running-tool' : 'thinking', true),
   });
 
   const details = (phase: TaskPhase, extra = ''): void =>

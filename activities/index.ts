@@ -11,6 +11,7 @@ import { assistantMessageKey, type ExecuteToolInput } from './tools/execute';
 import type { Scenario } from './tools/registry';
 import { runStepWithTools, runToolWithLedger } from './step-with-tools';
 import type { ToolUseBlock } from './llm/types';
+import { createSubagentActivities } from './subagents';
 import { createMemoryActivities } from './memory/activities';
 import { startGates, type StartGates } from './store/task-graph';
 import { applyPropagation, planPropagation } from './task-graph';
@@ -37,6 +38,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createStreamActivities(deps),
     /** The agent's mailbox and chat turns (issue 11). */
     ...createMailboxActivities(deps),
+    /** Sub-agents (issue 12): the final answer a sub-agent gives its parent. */
+    ...createSubagentActivities(deps),
 
     /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
     async llmStep(input: LlmStepInput) {

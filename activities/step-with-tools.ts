@@ -19,12 +19,14 @@ export interface DeferredToolCall {
   summary: string;
   /** Set on the first deferred call: governance asked for approval (the ledger has no row yet). */
   approval?: Extract<ExecuteToolResult, { kind: 'approval-required' }>;
+  /** Set on the first deferred call: a tool that runs in the workflow (sub-agents), validated, not yet run. */
+  inWorkflow?: Extract<ExecuteToolResult, { kind: 'run-in-workflow' }>;
 }
 
 export interface StepWithToolsResult extends LlmStepResult {
   /** The calls this step ran, in the model's order, with their ledger outcome (previews only). */
   toolResults: Array<{ id: string; summary: string; result: Extract<ExecuteToolResult, { kind: 'done' }> }>;
-  /** The first call that needs approval and every call after it, in order; empty when all ran. */
+  /** The first call that needs approval (or runs in the workflow) and every call after it, in order; empty when all ran. */
   deferred: DeferredToolCall[];
 }
 
@@ -91,6 +93,7 @@ export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter,
       { turn: input.turn, tool: call.name, summary: call.summary },
     );
     if (result.kind === 'approval-required') deferred.push({ ...call, approval: result });
+    else if (result.kind === 'run-in-workflow') deferred.push({ ...call, inWorkflow: result });
     else toolResults.push({ id: call.id, summary: call.summary, result });
   }
   return { ...step, toolResults, deferred };

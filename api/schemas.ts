@@ -92,17 +92,26 @@ export const UsageResponse = UsageTotalsSchema.extend({ calls: z.number() });
 export const UsageQuery = z.object({ since: z.iso.datetime({ offset: true, message: 'since must be an ISO 8601 date-time, e.g. 2026-12-01T00:00:00Z' }).optional() }).strict();
 
 export const PendingApprovalSchema = z.object({ requestId: z.string(), tool: z.string(), summary: z.string(), requestedAt: z.string() });
+export const BudgetReportSchema = z.object({
+  limitUsd: z.number().nullable(),
+  spentUsd: z.number(),
+  held: z.boolean(),
+  nodes: z.array(
+    z.object({ workflowId: z.string(), spentUsd: z.number(), limitUsd: z.number().nullable(), state: z.enum(['running', 'held', 'completed', 'failed', 'stopped']) }),
+  ),
+});
 export const TaskStatusSchema = z.object({
   taskId: z.string(),
   agentId: z.string(),
   state: z.enum(TASK_STATES),
   round: z.number(),
   iteration: z.number(),
-  phase: z.enum(['starting', 'thinking', 'running-tool', 'awaiting-approval', 'awaiting-review', 'paused', 'reflecting', 'finished']),
+  phase: z.enum(['starting', 'thinking', 'running-tool', 'awaiting-approval', 'awaiting-review', 'awaiting-budget', 'paused', 'reflecting', 'finished']),
   pendingApprovals: z.array(PendingApprovalSchema),
   usage: UsageTotalsSchema,
   lastError: z.string().optional(),
   submission: z.string().optional(),
+  budget: BudgetReportSchema.optional(),
 });
 
 export const TaskEventSchema = z.object({ seq: z.number(), type: z.string(), data: z.record(z.string(), z.unknown()), createdAt: z.string() });

@@ -10,6 +10,7 @@ import { addTaskAdminCommands } from './task-admin-commands';
 import { RecurringTasks } from './recurring-tasks';
 import { addRecurringTaskCommands } from './recurring-task-commands';
 import { addTokenCommands } from './token-commands';
+import { addBudgetCommands } from './budget-commands';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -68,9 +69,15 @@ task
   .requiredOption('--title <title>', 'task title')
   .option('--description <text>', 'what to do', '')
   .option('--follow', 'print progress until the task reaches review or ends')
-  .action(async (opts: { agent: string; title: string; description: string; follow?: boolean }) => {
+  .option('--budget <usd>', "the task's cost budget in USD (its LLM calls and its sub-agents'); reaching it waits for a decision", Number)
+  .action(async (opts: { agent: string; title: string; description: string; follow?: boolean; budget?: number }) => {
     const { client } = await open();
-    const { taskId, workflowId } = await client.startTask({ agentId: opts.agent, title: opts.title, description: opts.description || opts.title });
+    const { taskId, workflowId } = await client.startTask({
+      agentId: opts.agent,
+      title: opts.title,
+      description: opts.description || opts.title,
+      ...(opts.budget !== undefined ? { costBudgetUsd: opts.budget } : {}),
+    });
     const links = uiLinks(taskId, opts.agent);
     console.log(`task ${taskId} started as workflow ${workflowId}\n  Temporal UI: ${links.task}`);
     if (opts.follow) await printProgress(client, taskId);
@@ -112,6 +119,7 @@ task
     await (await open()).client.review(taskId, { decision: 'revise', feedback: opts.feedback, decidedBy: opts.by });
     console.log(`revision requested for task ${taskId}`);
   });
+addBudgetCommands(task, open);
 task.command('comment <taskId> <text>').action(async (taskId: string, text: string) => {
   await (await open()).client.comment(taskId, text, process.env.USER);
   console.log('comment sent');

@@ -32,6 +32,7 @@ import {
 } from '../workflows/contract';
 import { taskInputProblem } from '../workflows/rules/task-input';
 import type { taskWorkflow } from '../workflows/task';
+import { budgetDecisionSignal, budgetQuery, type BudgetDecision, type BudgetReport } from '../workflows/subagent-contract';
 
 export * from '../workflows/contract';
 export type { AgentConfig, AgentDefinition } from '../activities/store/agents';
@@ -79,6 +80,8 @@ export interface StartTaskOptions {
   createdBy?: string;
   /** How long a tool call waits for a human decision (default 24 h). */
   approvalTimeoutMs?: number;
+  /** The task's cost budget in USD (its LLM calls and its sub-agents'); reaching it waits for `decideBudget`. */
+  costBudgetUsd?: number;
 }
 
 export interface TaskEvent {
@@ -192,6 +195,7 @@ export class AgentsClient {
       priority: options.priority,
       createdBy: options.createdBy,
       approvalTimeoutMs: options.approvalTimeoutMs,
+      ...(options.costBudgetUsd !== undefined ? { costBudgetUsd: options.costBudgetUsd } : {}),
     };
     const problem = taskInputProblem(input, taskId);
     if (problem) throw new Error(problem);
@@ -275,6 +279,22 @@ export class AgentsClient {
 
   async resume(taskId: string): Promise<void> {
     await this.handle(taskId).signal(resumeSignal);
+  }
+
+  /** The tree's spend (the round and each sub-agent, and in total) as the round last reported it. */
+  async getBudget(taskId: string): Promise<BudgetReport> {
+    return this.handle(taskId).query(budgetQuery);
+  }
+
+  /**
+   * Answers a tree that holds at its cost budget: `raise` (with `newLimitUsd` above what was spent)
+   * lets every node continue; `stop` cancels the sub-agents and fails the task (`BudgetStopped`).
+   */
+  async decideBudget(taskId: string, decision: BudgetDecision): Promise<void> {
+    if (decision.decision === 'raise' && !(typeof decision.newLimitUsd === 'number' && decision.newLimitUsd > 0)) {
+      throw new Error('a raise needs newLimitUsd: the new limit in USD, above what the task has spent');
+    }
+    await this.handle(taskId).signal(budgetDecisionSignal, decision);
   }
 
   async comment(taskId: string, text: string, from?: string): Promise<void> {

@@ -28,7 +28,9 @@ import { openDatabase } from '../activities/store/db';
 import { pauseSignal, reflectionWorkflowId, resumeSignal, roundWorkflowId, taskWorkflowId } from '../workflows/contract';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../test/support/harness';
 import { agentWorkflowId, chatRunWorkflowId, ConversationClient } from '../client/chat';
-import { ScriptedAgents } from '../test/workflow/task-support';
+import { isReflection, offersTools, ScriptedAgents } from '../test/workflow/task-support';
+import { subagentWorkflowId } from '../workflows/subagent-contract';
+import { randomUUID } from 'node:crypto';
 
 /** Small enough that a dozen tool iterations make the round continue as new; larger than the other scenarios' runs. */
 const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 100;
@@ -208,6 +210,31 @@ const SCENARIOS: Record<string, Scenario> = {
       return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1)];
     },
   },
+  subagents: {
+    description: 'a task with a cost budget spawns 2 sub-agents in parallel (spend reports, the aggregated result through the ledger), submits, accepted',
+    async run(h) {
+      const agentId = await h.createAgent();
+      const taskId = randomUUID();
+      let parentTurns = 0;
+      h.llm.setResponder((r) => {
+        const messages = JSON.stringify(r.body.messages ?? '');
+        if (!offersTools(r) || isReflection(r)) return textTurn('Nothing to add.');
+        if (messages.includes('[TASK EXECUTION')) {
+          parentTurns += 1;
+          return parentTurns === 1
+            ? toolTurn('spawn_subagents', { subagents: [{ task: 'Read the README' }, { task: 'Read the changelog', context: 'It is CHANGELOG.md' }] })
+            : submitTurn('delegated');
+        }
+        return textTurn('Sub-agent finding: nothing unusual.');
+      });
+      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Delegate', description: 'two sub-agents', costBudgetUsd: 100 });
+      await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
+      await h.client.review(taskId, { decision: 'accept' });
+      await handle.result();
+      const round = roundWorkflowId(taskId, 1);
+      return [taskWorkflowId(taskId), round, subagentWorkflowId(round, 1), subagentWorkflowId(round, 2)];
+    },
+  },
 };
 
 async function main(): Promise<void> {
@@ -269,7 +296,10 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
   for await (const run of h.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run);
   runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
   const round = /^task-.*-r(\d+)$/.exec(workflowId);
-  const label = round
+  const sub = /-sub-(\d+)$/.exec(workflowId);
+  const label = sub
+    ? `sub-${sub[1]}`
+    : round
     ? `round-${round[1]}`
     : workflowId.startsWith('agent-')
       ? /-chat-/.test(workflowId) ? `chat-run-${++chatRuns}` : 'agent'

@@ -6,6 +6,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { TaskState } from './rules/task-state';
+import type { BudgetReport, SubagentCarry } from './subagent-contract';
 
 export const DEFAULT_TASK_QUEUE = 'agents';
 export const DEFAULT_NAMESPACE = 'default';
@@ -96,6 +97,7 @@ export type TaskPhase =
   | 'running-tool'
   | 'awaiting-approval'
   | 'awaiting-review'
+  | 'awaiting-budget'
   | 'paused'
   | 'reflecting'
   | 'finished';
@@ -112,6 +114,8 @@ export interface TaskStatus {
   lastError?: string;
   /** The summary the agent gave with `task_submit_review`, once it has. */
   submission?: string;
+  /** With a cost budget or sub-agents: the tree's spend per node and in total, as the round last reported it. */
+  budget?: BudgetReport;
 }
 
 export const statusQuery = defineQuery<TaskStatus>('status');
@@ -142,6 +146,11 @@ export interface TaskWorkflowInput {
   createdBy?: string;
   /** How long a tool call waits for a human decision (default 24 h). */
   approvalTimeoutMs?: number;
+  /**
+   * Cost budget of the task in USD: every round's LLM calls plus its sub-agents'. Reaching it holds the
+   * running round's tree until a `budgetDecision` (raise or stop). Absent: no limit.
+   */
+  costBudgetUsd?: number;
   /** Carried over continue-as-new; absent on the first run. */
   carry?: TaskCarry;
   /**
@@ -210,6 +219,10 @@ export interface RoundWorkflowInput {
   revisionFeedback?: string;
   /** Human comments received between attempts: merged into the attempt's first LLM turn. */
   comments?: TaskComment[];
+  /** The task's cost budget in USD (see `TaskWorkflowInput.costBudgetUsd`). */
+  budgetUsd?: number;
+  /** What the task's earlier rounds and attempts spent: it counts against `budgetUsd`. */
+  budgetSpentBeforeUsd?: number;
   /** Carried over continue-as-new. */
   carry?: RoundCarry;
 }
@@ -222,6 +235,8 @@ export interface RoundCarry {
   usage: UsageTotals;
   comments: TaskComment[];
   approvalDecisions: ApprovalDecision[];
+  /** Sub-agents started so far and the tree's spend (absent in runs that had neither). */
+  subagents?: SubagentCarry;
 }
 
 export type RoundOutcome = (
@@ -239,6 +254,7 @@ export interface RoundProgress {
   phase: TaskPhase;
   usage: UsageTotals;
   pendingApprovals: PendingApproval[];
+  budget?: BudgetReport;
 }
 export const roundProgressSignal = defineSignal<[RoundProgress]>('roundProgress');
 

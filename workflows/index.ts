@@ -7,3 +7,4 @@ export { postTaskReflectionWorkflow } from './reflection';
 export { streamPruneWorkflow } from './stream-prune';
 export { agentWorkflow } from './agent';
 export { chatRunWorkflow } from './scenario-run';
+export { subagentWorkflow } from './subagent';

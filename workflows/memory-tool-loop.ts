@@ -22,6 +22,14 @@ export interface ToolLoopOptions {
   /** Retry policy of the LLM step (heartbeats: 3 retries from 3 s, seed D1 E13). */
   llmOptions: ActivityOptions;
   label: string;
+  /** Counted in this task's cost (sub-agents). */
+  taskId?: string;
+  /** User messages that open the session on the first turn (a sub-agent's brief). */
+  opening?: string[];
+  /** Awaited before every LLM step (a sub-agent holds here while its tree's budget waits for a human). */
+  beforeStep?: () => Promise<void>;
+  /** Told the run's usage so far after every LLM step. */
+  afterStep?: (usage: UsageTotals) => Promise<void>;
 }
 
 export interface ToolLoopResult {
@@ -47,18 +55,24 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   let usage = ZERO_USAGE_TOTALS;
   for (;;) {
     setCurrentDetails(`${options.label} · turn ${turn} · ${toolIterations} tool iterations`);
+    await options.beforeStep?.();
+    const extra = {
+      ...(options.taskId ? { taskId: options.taskId } : {}),
+      ...(turn === 0 && options.opening ? { injections: options.opening } : {}),
+    };
     const step = await llm.llmStep.executeWithOptions(
       { summary: `${options.label} · turn ${turn}` },
-      [{ agentId: options.agentId, sessionId: options.sessionId, scenario: options.scenario, attempt: 1, turn }],
+      [{ agentId: options.agentId, sessionId: options.sessionId, scenario: options.scenario, attempt: 1, turn, ...extra }],
     );
     usage = addUsage(usage, step.usage);
+    await options.afterStep?.(usage);
     const stepTurn = turn;
     turn += 1;
     if (step.toolCalls.length === 0) {
       return { toolIterations, lastTurn: stepTurn, lastText: step.textPreview, capped: false, usage };
     }
     for (const call of step.toolCalls) {
-      const base = { agentId: options.agentId, sessionId: options.sessionId, attempt: 1, turn: stepTurn, toolCallId: call.id, scenario: options.scenario };
+      const base = { agentId: options.agentId, sessionId: options.sessionId, attempt: 1, turn: stepTurn, toolCallId: call.id, scenario: options.scenario, ...(options.taskId ? { taskId: options.taskId } : {}) };
       const result = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
       if (result.kind === 'approval-required') {
         await tools.executeTool.executeWithOptions({ summary: `${call.summary} (declined)` }, [

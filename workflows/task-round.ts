@@ -21,6 +21,7 @@ import {
   approvalDecisionSignal,
   commentSignal,
   roundProgressSignal,
+  roundWorkflowId,
   ZERO_USAGE_TOTALS,
   type ApprovalDecision,
   type PendingApproval,
@@ -40,6 +41,7 @@ import {
   shouldContinueAsNew,
 } from './rules/harness';
 import { formatTokens } from './rules/format';
+import { createSubagentSpawner } from './subagent-spawner';
 
 /** LLM calls: retried by Temporal (SDK retries are off); non-retryable provider errors stop at once. */
 const llm = proxyActivities<Activities>({
@@ -101,6 +103,17 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   });
   setHandler(commentSignal, (c) => void comments.push(c));
 
+  // Sub-agents and the tree's cost governor; without a budget and without spawn calls it adds no command.
+  const spawner = createSubagentSpawner({
+    workflowId: roundWorkflowId(input.taskId, input.round),
+    agentId: input.agentId,
+    taskId: input.taskId,
+    limitUsd: input.budgetUsd ?? null,
+    spentBeforeUsd: input.budgetSpentBeforeUsd ?? 0,
+    carry: carry?.subagents,
+    onHeldChange: (held) => report(held ? 'awaiting-budget' : spawner.spawning() ? 'running-tool' : 'thinking', true),
+  });
+
   const details = (phase: TaskPhase, extra = ''): void =>
     setCurrentDetails(`round ${input.round} · attempt ${input.attempt} · iteration ${toolIterations} · ${phase}${extra}`);
 
@@ -117,6 +130,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         phase,
         usage,
         pendingApprovals: [...pending.values()],
+        ...(spawner.accounting() ? { budget: spawner.report() } : {}),
       });
     } catch (error) {
       log.warn('could not report progress to the task workflow', { error: String(error) });
@@ -157,10 +171,12 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
             // Nothing is pending at the top of the loop, and the task workflow forwards decisions only
             // for pending requests: every decision received so far has been used.
             approvalDecisions: [],
+            ...(spawner.accounting() ? { subagents: spawner.carry() } : {}),
           },
         });
       }
       await report('thinking');
+      await spawner.beforeLlmCall();
       injections.push(...drainComments(comments));
       const stepInput = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, scenario: 'task' as const, attempt: input.attempt, turn, opening, injections };
       const step: LlmStepResult | StepWithToolsResult = fusedLoop
@@ -171,6 +187,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       opening = undefined;
       injections = [];
       usage = addUsage(usage, step.usage);
+      spawner.addOwnSpend(step.usage.costUsd);
       details('thinking', ` · llm ${step.model} · ${formatTokens(step.usage.inputTokens + step.usage.cacheReadTokens)} in / ${formatTokens(step.usage.outputTokens)} out`);
 
       if (step.toolCalls.length > 0) {
@@ -183,11 +200,12 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         // Sequentially, in the model's order (seed D1-4: task execution runs tools one by one).
         const toRun: DeferredToolCall[] = fusedStep ? fusedStep.deferred : step.toolCalls;
         for (const call of toRun) {
-          const result = await runTool(call, stepTurn, call.approval);
+          const result = await runTool(call, stepTurn, call.approval ?? call.inWorkflow);
           if (result.kind === 'done' && result.submission !== undefined) submission = result.submission;
         }
         toolIterations += 1;
         if (submission !== undefined) {
+          if (spawner.accounting()) await report('awaiting-review', true); // the final spend per node
           details('awaiting-review');
           return { kind: 'submitted', summary: submission, usage, iterations: toolIterations, ...undelivered() };
         }
@@ -204,6 +222,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         injections.push(finalCriticalReminderText(input.taskId));
         continue;
       }
+      if (spawner.accounting()) await report('finished', true);
       details('finished');
       return { kind: 'not-submitted', usage, iterations: toolIterations, lastText: step.textPreview, ...undelivered() };
     }
@@ -214,6 +233,17 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     await report('running-tool');
     const base = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: stepTurn, toolCallId: call.id, scenario: 'task' as const };
     const first = known ?? (await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]));
+    if (first.kind === 'run-in-workflow') {
+      // Sub-agents: child workflows; their aggregated result is recorded through the ledger like any result.
+      const spawned = await spawner.run(first);
+      usage = addUsage(usage, spawned.usage);
+      const recorded = await tools.executeTool.executeWithOptions({ summary: `${call.summary} (result)` }, [
+        { ...base, workflowResult: { content: spawned.content, isError: spawned.isError } },
+      ]);
+      if (spawned.stopped) throw spawner.stoppedFailure();
+      await report('running-tool', true); // the status shows each sub-agent's spend
+      return recorded;
+    }
     if (first.kind !== 'approval-required') return first;
 
     const { requestId } = first;

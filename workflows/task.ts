@@ -66,6 +66,7 @@ import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { postTaskReflectionWorkflow } from './reflection';
 import { passStartGates, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
+import { budgetDecisionSignal, budgetQuery, type BudgetReport } from './subagent-contract';
 
 const store = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -117,6 +118,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   let roundScope: CancellationScope | undefined;
   let pauseRequested = false;
   let resumeRequested = false;
+  /** The round's tree budget as it last reported it (with a cost budget or sub-agents). */
+  let budget: BudgetReport | undefined;
 
   const showDetails = (): void => setCurrentDetails(`task ${taskId} · ${state} · round ${round} · iteration ${iteration} · ${phase}`);
 
@@ -131,12 +134,27 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     usage: addUsage(usage, roundUsage),
     ...(lastError ? { lastError } : {}),
     ...(submission ? { submission } : {}),
+    ...(budget ? { budget } : {}),
   }));
+  setHandler(budgetQuery, (): BudgetReport => budget ?? { limitUsd: input.costBudgetUsd ?? null, spentUsd: addUsage(usage, roundUsage).costUsd, held: false, nodes: [] });
+  /** A human's answer when the round's tree reached its cost budget: the round applies it. */
+  setHandler(budgetDecisionSignal, async (decision) => {
+    if (!child) {
+      log.warn('budgetDecision ignored: no round is running');
+      return;
+    }
+    try {
+      await child.signal(budgetDecisionSignal, decision);
+    } catch (error) {
+      log.warn('could not forward a budget decision to the round', { error: String(error) });
+    }
+  });
   setHandler(roundProgressSignal, (p) => {
     if (p.round !== round || state !== 'in_progress') return;
     iteration = p.iteration;
     phase = p.phase;
     roundUsage = p.usage;
+    if (p.budget) budget = p.budget;
     pendingApprovals = p.pendingApprovals.filter((a) => !decided.has(a.requestId));
     showDetails();
   });
@@ -445,6 +463,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       roundScope = new CancellationScope();
       try {
         return await roundScope.run(async () => {
+          // With a budget: what earlier rounds and attempts spent (recorded calls, sub-agents included) counts.
+          const spentBefore = input.costBudgetUsd !== undefined ? await store.taskCostUsd({ taskId }) : undefined;
           const forAttempt = queuedComments.splice(0);
           child = await startChild(taskRoundWorkflow, {
             workflowId: roundWorkflowId(taskId, round),
@@ -460,6 +480,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
                 parentWorkflowId: workflowInfo().workflowId,
                 revisionFeedback,
                 comments: forAttempt,
+                ...(input.costBudgetUsd !== undefined ? { budgetUsd: input.costBudgetUsd, budgetSpentBeforeUsd: spentBefore } : {}),
                 carry: undefined,
               },
             ],

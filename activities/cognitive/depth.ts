@@ -38,7 +38,8 @@ export type CognitiveScenario =
   | 'comment_response'
   | 'group_chat'
   | 'review'
-  | 'requirement_action';
+  | 'requirement_action'
+  | 'subagent';
 
 /** Seed D1 A8: the depth each scenario starts from. */
 export const SCENARIO_BASE_DEPTH: Readonly<Record<CognitiveScenario, CognitiveDepth>> = {
@@ -53,6 +54,8 @@ export const SCENARIO_BASE_DEPTH: Readonly<Record<CognitiveScenario, CognitiveDe
   review: DEPTH_REACTIVE,
   requirement_action: DEPTH_REACTIVE,
   task: DEPTH_DELIBERATIVE,
+  // A sub-agent's brief is already a prepared piece of work; it never runs the preparation pipeline.
+  subagent: DEPTH_REACTIVE,
 };
 
 export interface DepthSignals {

@@ -87,6 +87,7 @@ export const SCENARIO_INSTRUCTIONS: Record<PromptScenario, readonly PromptLine[]
     "Communication channel: your output is visible in the task's execution log, not to a person in real time.",
     withTools('notify_user', 'Use notify_user only for critical updates.'),
     withTools('agent_send_message', 'Use agent_send_message to reach agents.'),
+    withTools(['spawn_subagent', 'spawn_subagents'], 'Delegate independent, self-contained pieces of work with spawn_subagent, or spawn_subagents for up to 10 in parallel; each returns a short answer to your tool call.'),
   ],
   chat: [
     '### Chat',
@@ -123,6 +124,11 @@ export const SCENARIO_INSTRUCTIONS: Record<PromptScenario, readonly PromptLine[]
     withTools('task_create', 'Work that needs more than a short answer becomes a task (task_create).'),
     'Communication channel: only the peer agent sees your reply. Reply directly: your answer goes back to the sender on the same thread. A thread carries only a few messages, so answer exactly [NO_RESPONSE] when nothing more needs saying.',
     withTools('notify_user', 'Use notify_user to escalate to a human.'),
+  ],
+  subagent: [
+    '### Sub-agent',
+    'You are a sub-agent: a parent agent gave you one self-contained piece of work, in the first message. Work on it alone; nobody can answer questions while you work.',
+    'Communication channel: only your final reply (plain text, no tool call) reaches the parent agent, and only its first 500 characters: put the answer first.',
   ],
   comment_response: [
     '### Comment response',

@@ -9,7 +9,7 @@
 import type { SystemSegment, ToolDefinition } from '../llm/types';
 import type { Instant } from './quantize';
 
-export type PromptScenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' | 'a2a' | 'comment_response' | 'group_chat';
+export type PromptScenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' | 'a2a' | 'comment_response' | 'group_chat' | 'subagent';
 
 export interface AgentFiles {
   /** SOUL.md: identity and persona (D2 seg 1, required). */

@@ -28,6 +28,8 @@ export interface ExecuteToolInput {
   turn: number;
   toolCallId: string;
   approval?: ApprovalOutcome;
+  /** The outcome of a tool that runs in the workflow (`runsInWorkflow`), to record in the ledger. */
+  workflowResult?: { content: string; isError: boolean };
 }
 
 export type ExecuteToolResult =
@@ -46,7 +48,9 @@ export type ExecuteToolResult =
       /** How many secret values were cut out of the result before it was stored (absent: none). */
       redactions?: number;
     }
-  | { kind: 'approval-required'; tool: string; summary: string; reason: string; requestId: string };
+  | { kind: 'approval-required'; tool: string; summary: string; reason: string; requestId: string }
+  /** A valid call of a tool that runs in the workflow (sub-agents): nothing ran and nothing was recorded yet. */
+  | { kind: 'run-in-workflow'; tool: string; summary: string; args: unknown };
 
 export function approvalRequestId(sessionId: string, toolCallId: string): string {
   return `${sessionId}:${toolCallId}`;
@@ -91,7 +95,7 @@ export async function executeToolCall(
     await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
     return done(call.name, ledger.result ?? '', ledger.is_error, { replayed: true });
   }
-  if (ledger && ledger.side_effecting) {
+  if (ledger && ledger.side_effecting && !input.workflowResult) {
     const text =
       `Tool call ${call.name} was interrupted: the worker stopped while it was running, so its outcome is unknown. ` +
       `It was NOT run again. Check its effect (for example read the file or run a read-only command) before retrying it.`;
@@ -132,6 +136,8 @@ export async function executeToolCall(
     }
   }
 
+  if (spec!.runsInWorkflow && !input.workflowResult) return { kind: 'run-in-workflow', tool: call.name, summary, args };
+
   await db
     .insertInto('tool_calls')
     .values({
@@ -151,7 +157,7 @@ export async function executeToolCall(
 
   let output: ToolOutput;
   try {
-    output = await spec!.run(args, toolCtx);
+    output = input.workflowResult && spec!.runsInWorkflow ? input.workflowResult : await spec!.run(args, toolCtx);
   } catch (error) {
     if (ctx.signal.aborted) throw error;
     output = { content: `${call.name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };

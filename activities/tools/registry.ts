@@ -17,9 +17,10 @@ import { agentSendMessage } from '../mailbox/tools';
 import { groupTools } from '../mailbox/group-tools';
 import type { ConversationScenario } from '../../workflows/rules/conversation';
 import { createDiscoverTools } from './discover-tools';
+import { subagentTools } from './subagent-tools';
 
-/** The scenarios of runs that offer tools: task rounds, background runs, and the conversation scenarios. */
-export type Scenario = 'task' | 'heartbeat' | 'reflection' | 'consolidation' | ConversationScenario;
+/** The scenarios of runs that offer tools: task rounds, sub-agents, background runs, and the conversation scenarios. */
+export type Scenario = 'task' | 'heartbeat' | 'reflection' | 'consolidation' | 'subagent' | ConversationScenario;
 
 /** Every tool the worker knows, by name. Extended by other modules through `registerTools`. */
 const ALL_TOOLS = new Map<string, ToolSpec>();
@@ -33,6 +34,7 @@ const SCENARIO_TOOLS: Record<Scenario, Set<string>> = {
   a2a: new Set(),
   comment_response: new Set(),
   group_chat: new Set(),
+  subagent: new Set(),
 };
 
 /** Every scenario the registry knows, for code and tests that must cover them all. */
@@ -174,3 +176,11 @@ registerTools(
   ['task', 'chat'],
 );
 registerDiscoverableTools(goalTools, ['task', 'chat']);
+
+// Sub-agents (issue 12): the task round spawns them (it runs them as child workflows); chat does not,
+// since its run workflow cannot. A sub-agent works with files, the shell and memory reads under the same
+// governance, and can neither spawn further sub-agents nor submit the task.
+registerTools(subagentTools, ['task']);
+/** Memory tools a sub-agent may use: reads only; what is worth keeping is the parent's call. */
+const SUBAGENT_MEMORY_TOOLS = new Set(['memory_search']);
+registerTools([fileRead, fileWrite, readToolOutput, shellExecute, ...memoryTools.filter((t) => SUBAGENT_MEMORY_TOOLS.has(t.name))], ['subagent']);

@@ -43,6 +43,11 @@ export interface ToolSpec<S extends z.ZodType = z.ZodType> {
    * (the worker died mid-run) is reported as interrupted instead of being run again.
    */
   sideEffecting: boolean;
+  /**
+   * Runs in the workflow, not in an activity (sub-agents are child workflows): the ledger returns the
+   * validated call as `run-in-workflow` and the workflow records its result with `workflowResult`.
+   */
+  runsInWorkflow?: boolean;
   /** Default: allow. */
   govern?: (args: z.infer<S>, ctx: ToolContext) => Promise<GovernanceDecision> | GovernanceDecision;
   /** One-line, human-readable description of the call, for approvals and activity summaries. */

@@ -16,9 +16,9 @@ describe('cognitive depth selection (seed D1 A8)', () => {
     expect(selectCognitiveDepth(calm('heartbeat'))).toBe(0);
     expect(selectCognitiveDepth(calm('consolidation'))).toBe(0);
     expect(selectCognitiveDepth(calm('reflection'))).toBe(0);
-    for (const s of ['chat', 'a2a', 'comment_response', 'group_chat', 'review', 'requirement_action'] as const) expect(selectCognitiveDepth(calm(s))).toBe(1);
+    for (const s of ['chat', 'a2a', 'comment_response', 'group_chat', 'review', 'requirement_action', 'subagent'] as const) expect(selectCognitiveDepth(calm(s))).toBe(1);
     expect(selectCognitiveDepth(calm('task'))).toBe(2);
-    expect(Object.keys(SCENARIO_BASE_DEPTH)).toHaveLength(10);
+    expect(Object.keys(SCENARIO_BASE_DEPTH)).toHaveLength(11);
   });
 
   test('D0 → D1 when the agent has failed tasks', () => {

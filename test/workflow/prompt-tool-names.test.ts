@@ -17,6 +17,7 @@ import {
   taskPromptText,
 } from '../../workflows/rules/harness';
 import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../../workflows/memory-tool-loop';
+import { formatSubagentReports, subagentOpeningText } from '../../workflows/rules/subagents';
 import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
 import { agentMessageText, CONVERSATION_APPROVAL_REFUSAL, taskCommentText } from '../../workflows/rules/conversation';
 import { groupPrompt } from '../../workflows/rules/group';
@@ -123,6 +124,10 @@ describe('tool names in prompts', () => {
           CONTINUATION_PROMPT,
           INTERRUPTED_RETRY_TEXT,
           MEMORY_FLUSH_PROMPT,
+          formatSubagentReports([
+            { workflowId: 'task-x-r1-sub-1', task: 'Read the parser', status: 'completed', result: 'It drops lines.', iterations: 2, capped: false, costUsd: 0 },
+            { workflowId: 'task-x-r1-sub-2', task: 'Read the lexer', status: 'failed', error: 'provider error', costUsd: 0 },
+          ]),
         ];
       case 'heartbeat': {
         // The real activity, over the rows above (failed and blocked tasks, quality signal)…
@@ -174,6 +179,8 @@ describe('tool names in prompts', () => {
           CONVERSATION_APPROVAL_REFUSAL.group_chat,
         ];
       }
+      case 'subagent':
+        return [subagentOpeningText({ task: 'Read the parser.', context: 'It is in src/parser.ts.' }, { workflowId: 'task-x-r1', taskId }), NO_APPROVAL_IN_BACKGROUND_RUNS];
     }
   }
 

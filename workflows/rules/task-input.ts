@@ -29,6 +29,9 @@ export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, 
   if (input.approvalTimeoutMs !== undefined && !(Number.isFinite(input.approvalTimeoutMs) && input.approvalTimeoutMs > 0)) {
     return 'approvalTimeoutMs must be a positive number of milliseconds';
   }
+  if (input.costBudgetUsd !== undefined && !(typeof input.costBudgetUsd === 'number' && Number.isFinite(input.costBudgetUsd) && input.costBudgetUsd > 0)) {
+    return 'costBudgetUsd must be a positive number of US dollars';
+  }
   if (input.carry !== undefined) {
     // Only the workflow itself writes a carry, when it continues as new in one of these two states.
     const carry = input.carry as Partial<NonNullable<TaskWorkflowInput['carry']>> | null;

@@ -1,0 +1,121 @@
+/**
+ * Sub-agents (seed D1-5): the limits, how a spawn's iteration allowance and a parent's remaining
+ * budget are shared among its children, and the text the parent's tool call gets back. Pure; used by
+ * the round workflow, the sub-agent workflow, the tools and the tests.
+ */
+
+/** At most this many sub-agents run at once from one call (seed D1-5); more is a tool error and nothing starts. */
+export const SUBAGENT_MAX_PARALLEL = 10;
+/** LLM retries of a sub-agent's step after the first attempt (seed D1-5): 1 + 2 = 3 attempts. */
+export const SUBAGENT_MAX_LLM_RETRIES = 2;
+/** First retry delay of a sub-agent's LLM step, doubling after (seed D1-5). */
+export const SUBAGENT_RETRY_BASE_MS = 2_000;
+/** The task as the parent's result and the UI show it (seed D1-5). */
+export const SUBAGENT_TASK_PREVIEW_CHARS = 500;
+/** A sub-agent's last reasoning text when it stops at its iteration cap (seed D1-5 "thinking" preview). */
+export const SUBAGENT_THINKING_PREVIEW_CHARS = 1_000;
+/** A finished sub-agent's answer as the parent's tool result carries it (seed D1-5). */
+export const SUBAGENT_RESULT_PREVIEW_CHARS = 500;
+/** A failed sub-agent's error as the parent's tool result carries it (seed D1-5). */
+export const SUBAGENT_ERROR_PREVIEW_CHARS = 500;
+/** The whole aggregated result of one spawn call, as one tool-result entry (seed D1-5's log entry). */
+export const SUBAGENT_LOG_ENTRY_CHARS = 10_000;
+/** Tool iterations of all sub-agents of one call together (MH's SUBAGENT_MAX_AGGREGATE_ITERATIONS). */
+export const SUBAGENT_MAX_AGGREGATE_ITERATIONS = 100;
+/** Tool iterations of one sub-agent at most, even alone: as many as a heartbeat gets (seed D1 E8). */
+export const SUBAGENT_MAX_TOOL_ITERATIONS = 30;
+/**
+ * Task plus context of one sub-agent, in characters: both travel in the child workflow's input, so ten
+ * of them stay far below Temporal's 2 MB payload limit (and its 256 KB warning).
+ */
+export const SUBAGENT_BRIEF_MAX_CHARS = 10_000;
+
+/** Each child's share of the aggregate iteration allowance (at least 1, at most the single cap). */
+export function subagentIterationCap(children: number): number {
+  return Math.max(1, Math.min(SUBAGENT_MAX_TOOL_ITERATIONS, Math.floor(SUBAGENT_MAX_AGGREGATE_ITERATIONS / Math.max(1, children))));
+}
+
+/** What one sub-agent is asked to do. */
+export interface SubagentBrief {
+  task: string;
+  context?: string;
+}
+
+/** The briefs of a validated spawn call (`spawn_subagent` or `spawn_subagents`), in order. */
+export function subagentBriefs(tool: string, args: unknown): SubagentBrief[] {
+  const list = tool === 'spawn_subagents' ? (args as { subagents: SubagentBrief[] }).subagents : [args as SubagentBrief];
+  return list.map((b) => ({ task: b.task, ...(b.context?.trim() ? { context: b.context } : {}) }));
+}
+
+/** One child's outcome as the parent's tool result reports it. */
+export type SubagentReport =
+  | { workflowId: string; task: string; status: 'completed'; result: string; iterations: number; capped: boolean; costUsd: number }
+  | { workflowId: string; task: string; status: 'failed' | 'stopped'; error: string; costUsd: number };
+
+/** The opening user message of a sub-agent's session. */
+export function subagentOpeningText(brief: SubagentBrief, parent: { workflowId: string; taskId?: string }): string {
+  const header = `[SUB-AGENT TASK — from ${parent.workflowId}${parent.taskId ? `, task ${parent.taskId}` : ''}]`;
+  const context = brief.context?.trim() ? `\n\n## Context from the parent agent\n${brief.context.trim()}` : '';
+  return (
+    `${header}\n${brief.task.trim()}${context}\n\n` +
+    'Work on this alone with the tools you have. Nobody can answer questions while you work. ' +
+    'When you are done, reply with your findings or result as plain text and no tool call: that reply is what the parent agent receives (its first 500 characters).'
+  );
+}
+
+/**
+ * The parent's tool result for one spawn call: one entry per child in call order, the answer
+ * (500 chars) or the error (500 chars), the whole entry cut at SUBAGENT_LOG_ENTRY_CHARS.
+ */
+export function formatSubagentReports(reports: SubagentReport[]): string {
+  const failed = reports.filter((r) => r.status !== 'completed').length;
+  const lines = [`${reports.length} sub-agent${reports.length === 1 ? '' : 's'} finished: ${reports.length - failed} completed, ${failed} failed.`];
+  reports.forEach((r, i) => {
+    lines.push('', `### Sub-agent ${i + 1} (${r.workflowId}): ${r.status}`, `Task: ${preview(r.task, SUBAGENT_TASK_PREVIEW_CHARS)}`);
+    if (r.status === 'completed') {
+      lines.push(`Result${r.capped ? ` (stopped at its cap of ${r.iterations} tool iterations)` : ''}: ${preview(r.result, r.capped ? SUBAGENT_THINKING_PREVIEW_CHARS : SUBAGENT_RESULT_PREVIEW_CHARS) || '(no text)'}`);
+    } else {
+      lines.push(`Error: ${preview(r.error, SUBAGENT_ERROR_PREVIEW_CHARS)}`);
+    }
+  });
+  return preview(lines.join('\n'), SUBAGENT_LOG_ENTRY_CHARS);
+}
+
+function preview(text: string, max: number): string {
+  const t = text.trim();
+  return t.length <= max ? t : `${t.slice(0, max - 1)}…`;
+}
+
+// ---- the cost governor down the tree -------------------------------------------------------------
+
+/** Spend of one node of a task's tree (the round or one sub-agent), by workflow id. */
+export interface BudgetNode {
+  workflowId: string;
+  spentUsd: number;
+  /** The node's own cap: the tree's limit for the round, a share of what remained for a child. */
+  limitUsd: number | null;
+  state: 'running' | 'held' | 'completed' | 'failed' | 'stopped';
+}
+
+/** Shares of the remaining budget the parent keeps when it hands shares to children: it must still read their results and finish. */
+export const PARENT_RESERVED_SHARES = 1;
+
+/**
+ * Each of `children` sub-agents may spend an equal share of what the tree has left, one share kept for
+ * the parent, so together they can never take the tree past its limit. Without a limit there is no
+ * share (null).
+ */
+export function childBudgetShare(limitUsd: number | null, treeSpentUsd: number, children: number): number | null {
+  if (limitUsd === null) return null;
+  return Math.max(0, limitUsd - treeSpentUsd) / (Math.max(0, children) + PARENT_RESERVED_SHARES);
+}
+
+/** Total spend of the tree: the round's own calls plus every sub-agent's. */
+export function treeSpentUsd(nodes: readonly BudgetNode[]): number {
+  return nodes.reduce((sum, n) => sum + n.spentUsd, 0);
+}
+
+/** True when the tree has reached its limit: no node may start another LLM call until a human decides. */
+export function budgetReached(limitUsd: number | null, spentUsd: number): boolean {
+  return limitUsd !== null && spentUsd >= limitUsd;
+}

@@ -45,7 +45,9 @@ describe('what a loop iteration costs', () => {
     expect(workflowTasks).toBe(calls + 1);
     // The run carries the patch markers, so a later change of the loop can tell its history apart.
     const markers = round!.filter((e) => e.markerRecordedEventAttributes);
-    expect(markers.map((m) => markerPatchIds(m).join())).toEqual([`"${FUSED_STEP_PATCH_ID}"`, `"${NO_START_REPORT_PATCH_ID}"`]);
+    expect(markers).toHaveLength(2);
+    expect(markerPatchIds(markers[0]!).join()).toContain(`"${FUSED_STEP_PATCH_ID}"`);
+    expect(markerPatchIds(markers[1]!).join()).toContain(`"${NO_START_REPORT_PATCH_ID}"`);
 
     // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.
     const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];

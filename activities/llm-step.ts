@@ -1,19 +1,19 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harness';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
 import type { AgentRow, TaskRow } from '../schema/database';
-import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, ToolDefinition, ToolUseBlock } from './llm/types';
+import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, ContentBlock, ToolDefinition, ToolUseBlock } from './llm/types';
 import { assembleContext, createSessionSummaryCache, loadPromptInputs, type AssembledContext } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from './context';
 import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from './llm/budget';
-import { auxiliaryCallKey, recordLlmCall, usageTotals } from './llm/usage';
+import { auxiliaryCallKey, llmCallInsert, recordLlmCall, usageTotals } from './llm/usage';
 import { evaluatePreparedContext, loadDepthSignals, prepareCognitiveContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
 import { agentConfig, findAgent, type AgentConfig } from './store/agents';
-import { appendMessage, ensureSession, findMessage, SessionMessageCache } from './store/sessions';
-import { addTaskEvent, findTask } from './store/tasks';
+import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from './store/sessions';
+import { addTaskEvent, findTask, taskEventInsert } from './store/tasks';
 import { assistantMessageKey } from './tools/execute';
 import { requestMemoryFlushIfDue } from './memory/flush';
 import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from './tools/registry';
@@ -85,6 +85,19 @@ const TEXT_PREVIEW_CHARS = 200;
  * history; its `usage` covers the main call and the auxiliary calls made for it (summaries, preparation).
  */
 export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepResult> {
+  return (await runLlmStepWithReply(db, router, input, clock)).step;
+}
+
+/** What the step knows beyond its result: the reply as stored and the agent row it ran with. */
+export interface LlmStepReply {
+  step: LlmStepResult;
+  /** The assistant message's content blocks as stored (the tool calls the fused step runs without reading them back); empty when unknown. */
+  content: ContentBlock[];
+  agent: AgentRow;
+}
+
+/** `runLlmStep`, also returning the stored reply and the agent (for the fused step; never enters workflow history). */
+export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepReply> {
   const key = assistantMessageKey(input.attempt, input.turn);
   // Four independent reads in one round trip's time.
   const [agent, recorded, task, activations] = await Promise.all([
@@ -96,7 +109,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
   ]);
   if (!agent) throw unknownAgent(input.agentId);
   const tools = toolsForAgent(input.scenario, agentConfig(agent), activations.tools);
-  if (recorded) return replayRecorded(db, input, recorded.content, tools);
+  if (recorded) return { step: await replayRecorded(db, input, recorded.content, tools), content: recorded.content, agent };
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
   if (!sessionMessages.has(input.sessionId)) await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
@@ -189,21 +202,25 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
     if (reported > 0) calibrate(result.model, estimated, reported);
   }
 
-  let mainCost = 0;
-  await db.transaction().execute(async (trx) => {
-    await appendMessage(trx, input.sessionId, key, { role: 'assistant', content: result.content });
-    const cost = (mainCost = await recordLlmCall(trx, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: key, result, durationMs: Date.now() - started }));
-    if (input.taskId) {
-      const { usage: u } = result;
-      await addTaskEvent(
-        trx,
+  // The reply, its usage row and the task event: one atomic statement (one round trip), each part
+  // idempotent by its key, so a retry after a lost answer writes nothing twice.
+  const { query: callInsert, cost: mainCost } = llmCallInsert(db, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: key, result, durationMs: Date.now() - started });
+  const { usage: u } = result;
+  const taskEvent = input.taskId
+    ? taskEventInsert(
+        db,
         input.taskId,
         'llm-call-finished',
-        { provider: result.provider, model: result.model, stopReason: result.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens, cacheReadTokens: u.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens, costUsd: cost },
+        { provider: result.provider, model: result.model, stopReason: result.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens, cacheReadTokens: u.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens, costUsd: mainCost },
         `llm:${input.sessionId}:${key}`,
-      );
-    }
-  });
+      )
+    : undefined;
+  const { rows: written } = await sql<{ inserted: boolean }>`with reply as (${appendMessageQuery(db, input.sessionId, key, { role: 'assistant', content: result.content })}), usage as (${callInsert})${
+    taskEvent ? sql`, event as (${taskEvent})` : sql``
+  } select exists (select 1 from reply) as inserted`.execute(db);
+  // Another attempt of this step stored its reply first (a zombie): ours is not the conversation's, so
+  // the tools read theirs back by id (as the executeTool activity does) instead of running ours.
+  const stored = written[0]?.inserted === true ? result.content : [];
   await publisher.finish({ stopReason: result.stopReason, toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])) });
   if (cognitive) await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
 
@@ -218,7 +235,7 @@ export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input
       await addTaskEvent(db, input.taskId, 'budget-threshold-crossed', { percent, limitUsd: spent.limit, spentUsd: after }, `budget:${spent.periodStart}:${percent}`);
     }
   }
-  return summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false);
+  return { step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false), content: stored, agent };
 }
 
 /** A sender as the prompt names it: an agent by its name and description, anyone else by id. */

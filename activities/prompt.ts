@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { AgentRow, Database, TaskRow } from '../schema/database';
 import {
   buildSummarizerPrompt,
@@ -20,7 +21,8 @@ import {
 } from './context';
 import { lookupModel } from './llm/catalog';
 import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from './llm/types';
-import { loadMemoryForPrompt } from './memory';
+import { capKnowledge, knowledgeQuery, notebookQuery } from './memory/store';
+import { KNOWLEDGE_PROMPT_MAX_CHARS } from '../workflows/rules/memory-limits';
 import type { ChatRouter } from './llm-step';
 import { agentConfig } from './store/agents';
 import { PRIORITY_RANK } from './store/task-graph';
@@ -87,49 +89,68 @@ export async function loadPromptInputs(
 ): Promise<PromptInputs> {
   const config = agentConfig(agent);
   const activations = world.activations ?? (world.sessionId ? await loadActivations(db, world.sessionId, task?.id) : undefined);
-  const [own, boardCounts, events, runs, memory, found] = await Promise.all([
-    // The board's top: open tasks by priority (urgent first), then the most recently updated.
+  // The agent's own board, activity, runs and memory in one statement (each list a JSON array in the
+  // order its subquery sorts, so timestamps arrive as ISO strings), beside the organisation's world
+  // (colleagues, skills, announcements, team status, attention), also one statement.
+  const [rows, found] = await Promise.all([
     db
-      .selectFrom('tasks')
-      .select(['id', 'title', 'priority', 'state', 'description'])
-      .where('agent_id', '=', agent.id)
-      .where('state', 'in', OPEN_TASK_STATES)
-      .orderBy(PRIORITY_RANK)
-      .orderBy('updated_at', 'desc')
-      .limit(TASK_BOARD_FETCH)
-      .execute(),
-    // …and the counts the board shows beyond it: open tasks in all (overflow hint) and closed ones.
-    db
-      .selectFrom('tasks')
-      .select((eb) => [
-        eb.fn.count<string>(eb.case().when('state', 'in', OPEN_TASK_STATES).then(1).end()).as('open'),
-        eb.fn.count<string>(eb.case().when('state', 'not in', OPEN_TASK_STATES).then(1).end()).as('closed'),
+      .selectNoFrom((eb) => [
+        // The board's top: open tasks by priority (urgent first), then the most recently updated.
+        jsonArrayFrom(
+          eb
+            .selectFrom('tasks')
+            .select(['id', 'title', 'priority', 'state', 'description'])
+            .where('agent_id', '=', agent.id)
+            .where('state', 'in', OPEN_TASK_STATES)
+            .orderBy(PRIORITY_RANK)
+            .orderBy('updated_at', 'desc')
+            .limit(TASK_BOARD_FETCH),
+        ).as('own'),
+        // …and the counts the board shows beyond it: open tasks in all (overflow hint) and closed ones.
+        jsonObjectFrom(
+          eb
+            .selectFrom('tasks')
+            .select((c) => [
+              c.fn.count<string>(c.case().when('state', 'in', OPEN_TASK_STATES).then(1).end()).as('open'),
+              c.fn.count<string>(c.case().when('state', 'not in', OPEN_TASK_STATES).then(1).end()).as('closed'),
+            ])
+            .where('agent_id', '=', agent.id),
+        ).as('boardCounts'),
+        jsonArrayFrom(
+          eb
+            .selectFrom('task_events')
+            .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
+            .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
+            .where('tasks.agent_id', '=', agent.id)
+            .where('task_events.type', 'in', ['task-created', 'state-changed', 'review-submitted', 'approval-decided', 'note-added'])
+            .orderBy('task_events.id', 'desc')
+            .limit(RECENT_ACTIVITY_FETCH),
+        ).as('events'),
+        jsonArrayFrom(
+          eb
+            .selectFrom('tasks')
+            .select(['title', 'state', 'result_summary', 'updated_at'])
+            .where('agent_id', '=', agent.id)
+            .where('state', 'in', ['completed', 'failed', 'cancelled', 'review'])
+            .orderBy('updated_at', 'desc')
+            .limit(RECENT_RUNS_FETCH),
+        ).as('runs'),
+        // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
+        jsonArrayFrom(knowledgeQuery(db, agent.id)).as('knowledge'),
+        jsonArrayFrom(notebookQuery(db, agent.id)).as('notebook'),
       ])
-      .where('agent_id', '=', agent.id)
       .executeTakeFirstOrThrow(),
-    db
-      .selectFrom('task_events')
-      .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
-      .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
-      .where('tasks.agent_id', '=', agent.id)
-      .where('task_events.type', 'in', ['task-created', 'state-changed', 'review-submitted', 'approval-decided', 'note-added'])
-      .orderBy('task_events.id', 'desc')
-      .limit(RECENT_ACTIVITY_FETCH)
-      .execute(),
-    db
-      .selectFrom('tasks')
-      .select(['title', 'state', 'result_summary', 'updated_at'])
-      .where('agent_id', '=', agent.id)
-      .where('state', 'in', ['completed', 'failed', 'cancelled', 'review'])
-      .orderBy('updated_at', 'desc')
-      .limit(RECENT_RUNS_FETCH)
-      .execute(),
-    // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
-    loadMemoryForPrompt(db, agent.id),
-    // Organisation, colleagues, skills, announcements, team status, attention (issue 12).
     loadPromptWorld(db, agent, config, { scenario, task, ...(activations ? { activations } : {}) }),
   ]);
   const { installedSkills, manager, capabilities, teamTasks, ...worldInputs } = found;
+  const own = rows.own;
+  const boardCounts = rows.boardCounts ?? { open: 0, closed: 0 };
+  const events = rows.events.map((e) => ({ ...e, created_at: new Date(e.created_at) }));
+  const runs = rows.runs.map((r) => ({ ...r, updated_at: new Date(r.updated_at) }));
+  const memory = {
+    knowledge: capKnowledge(rows.knowledge, KNOWLEDGE_PROMPT_MAX_CHARS),
+    notebook: rows.notebook.map((n) => ({ key: n.key, content: n.content, tag: n.tag, updatedAt: new Date(n.updated_at) })),
+  };
   return {
     scenario,
     agent: {

@@ -1,8 +1,9 @@
 import { Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
-import type { Database } from '../schema/database';
+import type { AgentRow, Database } from '../schema/database';
+import type { ToolUseBlock } from './llm/types';
 import type { ChatRouter, LlmStepInput, LlmStepResult } from './llm-step';
-import { runLlmStep } from './llm-step';
+import { runLlmStepWithReply } from './llm-step';
 import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
 import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from './tools/execute';
 import { toolsForAgent, type Scenario } from './tools/registry';
@@ -39,8 +40,10 @@ export async function runToolWithLedger(
   db: Kysely<Database>,
   input: ExecuteToolInput & { scenario: Scenario },
   heartbeatDetails?: unknown,
+  /** What the fused step already holds: the agent row it ran with and the call as stored (not read again). */
+  known?: { agent: AgentRow; call: ToolUseBlock },
 ): Promise<ExecuteToolResult> {
-  const agent = await findAgent(db, input.agentId);
+  const agent = known?.agent ?? (await findAgent(db, input.agentId));
   if (!agent) throw unknownAgent(input.agentId);
   // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
   await ensureWorkspace(agent.id, agent.workspace_dir);
@@ -60,7 +63,7 @@ export async function runToolWithLedger(
       signal: ctx?.cancellationSignal ?? new AbortController().signal,
       agentConfig: config,
       heartbeat: beat,
-    });
+    }, known?.call);
   } finally {
     clearInterval(heartbeat);
   }
@@ -79,7 +82,8 @@ export async function runToolWithLedger(
  * Temporal UI shows what a long step is doing; the result lists every call with its summary and preview.
  */
 export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock?: () => Date): Promise<StepWithToolsResult> {
-  const step = await runLlmStep(db, router, input, clock);
+  const { step, content, agent } = await runLlmStepWithReply(db, router, input, clock);
+  const stored = new Map(content.flatMap((b) => (b.type === 'tool_use' ? [[b.id, b] as const] : [])));
   const toolResults: StepWithToolsResult['toolResults'] = [];
   const deferred: DeferredToolCall[] = [];
   for (const call of step.toolCalls) {
@@ -91,6 +95,7 @@ export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter,
       db,
       { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: input.turn, toolCallId: call.id, scenario: input.scenario },
       { turn: input.turn, tool: call.name, summary: call.summary },
+      stored.has(call.id) ? { agent, call: stored.get(call.id)! } : undefined,
     );
     if (result.kind === 'approval-required') deferred.push({ ...call, approval: result });
     else if (result.kind === 'run-in-workflow') deferred.push({ ...call, inWorkflow: result });

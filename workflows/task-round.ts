@@ -34,6 +34,7 @@ import {
   CONTINUATION_PROMPT,
   FUSED_STEP_PATCH_ID,
   finalCriticalReminderText,
+  NO_START_REPORT_PATCH_ID,
   injectionsAfterToolIteration,
   phaseReportDue,
   progressReportDue,
@@ -97,6 +98,8 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   // Runs started before the fused step take the old path (two activities per iteration, progress
   // signals every few iterations), so their histories replay unchanged. Decided before any command.
   const fusedLoop = patched(FUSED_STEP_PATCH_ID);
+  // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH_ID).
+  if (fusedLoop && !carry && patched(NO_START_REPORT_PATCH_ID)) lastReportedIteration = toolIterations;
 
   setHandler(approvalDecisionSignal, (d) => {
     if (!decisions.has(d.requestId)) decisions.set(d.requestId, d);

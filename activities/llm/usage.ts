@@ -44,8 +44,15 @@ export function auxiliaryCallKey(stepKey: string, purpose: string): string {
 
 /** Records one provider call with its cost (list prices); idempotent by (session, key). Returns the cost. */
 export async function recordLlmCall(db: Db, call: LlmCallRecord): Promise<number> {
+  const { query, cost } = llmCallInsert(db, call);
+  await query.execute();
+  return cost;
+}
+
+/** `recordLlmCall`'s statement, not run (to combine it with other writes in one statement), and the cost it records. */
+export function llmCallInsert(db: Db, call: LlmCallRecord) {
   const cost = costUsd(call.result.usage, call.result.model);
-  await db
+  const query = db
     .insertInto('llm_calls')
     .values({
       agent_id: call.agentId,
@@ -62,9 +69,8 @@ export async function recordLlmCall(db: Db, call: LlmCallRecord): Promise<number
       duration_ms: Math.round(call.durationMs),
       stop_reason: call.result.stopReason,
     })
-    .onConflict((oc) => oc.columns(['session_id', 'idem_key']).doNothing())
-    .execute();
-  return cost;
+    .onConflict((oc) => oc.columns(['session_id', 'idem_key']).doNothing());
+  return { query, cost };
 }
 
 /** Whether a call with this key was already recorded in the session (an activity retry). */

@@ -124,14 +124,13 @@ export async function clearNotebook(db: Kysely<Database>, agentId: string, key?:
 }
 
 export async function listNotebook(db: Db, agentId: string): Promise<NotebookEntry[]> {
-  const rows = await db
-    .selectFrom('memory_notebook')
-    .select(['key', 'content', 'tag', 'updated_at'])
-    .where('agent_id', '=', agentId)
-    .orderBy('updated_at', 'desc')
-    .orderBy('key')
-    .execute();
+  const rows = await notebookQuery(db, agentId).execute();
   return rows.map((r) => ({ key: r.key, content: r.content, tag: r.tag, updatedAt: r.updated_at }));
+}
+
+/** `listNotebook`'s query, not run (the prompt loads it with the rest of its inputs in one statement). */
+export function notebookQuery(db: Db, agentId: string) {
+  return db.selectFrom('memory_notebook').select(['key', 'content', 'tag', 'updated_at']).where('agent_id', '=', agentId).orderBy('updated_at', 'desc').orderBy('key');
 }
 
 // ---- observations ------------------------------------------------------------------------------
@@ -226,8 +225,13 @@ export function normaliseSectionTitle(title: string): string {
 }
 
 export async function listKnowledge(db: Db, agentId: string): Promise<KnowledgeSection[]> {
-  const rows = await db.selectFrom('memory_knowledge').select(['title', 'content']).where('agent_id', '=', agentId).orderBy('position').execute();
+  const rows = await knowledgeQuery(db, agentId).execute();
   return rows.map((r) => ({ title: r.title, content: r.content }));
+}
+
+/** `listKnowledge`'s query, not run (the prompt loads it with the rest of its inputs in one statement). */
+export function knowledgeQuery(db: Db, agentId: string) {
+  return db.selectFrom('memory_knowledge').select(['title', 'content']).where('agent_id', '=', agentId).orderBy('position');
 }
 
 /**

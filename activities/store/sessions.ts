@@ -23,7 +23,16 @@ export async function appendMessage(
   idemKey: string,
   message: ChatMessage,
 ): Promise<boolean> {
-  const inserted = await db
+  const inserted = await appendMessageQuery(db, sessionId, idemKey, message).executeTakeFirst();
+  return inserted !== undefined;
+}
+
+/**
+ * `appendMessage`'s statement, not run: to combine it with other writes in one statement (one round
+ * trip) as a data-modifying CTE. Returns the new row's id, or no row when the key existed.
+ */
+export function appendMessageQuery(db: Kysely<Database>, sessionId: string, idemKey: string, message: ChatMessage) {
+  return db
     .insertInto('messages')
     .values({
       session_id: sessionId,
@@ -33,9 +42,7 @@ export async function appendMessage(
       content: JSON.stringify(message.content),
     })
     .onConflict((oc) => oc.columns(['session_id', 'idem_key']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  return inserted !== undefined;
+    .returning('id');
 }
 
 export async function loadMessages(db: Kysely<Database>, sessionId: string): Promise<ChatMessage[]> {

@@ -27,11 +27,15 @@ export async function addTaskEvent(
   data: Record<string, unknown> = {},
   idemKey?: string,
 ): Promise<void> {
-  await db
+  await taskEventInsert(db, taskId, type, data, idemKey).execute();
+}
+
+/** `addTaskEvent`'s statement, not run (to combine it with other writes in one statement). */
+export function taskEventInsert(db: Kysely<Database>, taskId: string, type: string, data: Record<string, unknown> = {}, idemKey?: string) {
+  return db
     .insertInto('task_events')
     .values({ task_id: taskId, type, data: JSON.stringify(data), idem_key: idemKey ?? null })
-    .onConflict((oc) => oc.columns(['task_id', 'idem_key']).doNothing())
-    .execute();
+    .onConflict((oc) => oc.columns(['task_id', 'idem_key']).doNothing());
 }
 
 export async function updateTaskState(

@@ -100,7 +100,9 @@ export class StepStreamPublisher {
 
   private async rewindSuperseded(startData?: Record<string, unknown>): Promise<void> {
     const producer = { attempt: this.attempt, part: this.part };
-    const superseded = await supersededOutput(this.db, this.owner.streamId, this.stepKey, producer).catch(() => undefined);
+    // Nothing precedes the first part of the first attempt: no output to supersede, no query.
+    const first = producer.attempt <= 1 && producer.part === 0;
+    const superseded = first ? undefined : await supersededOutput(this.db, this.owner.streamId, this.stepKey, producer).catch(() => undefined);
     const events: NewStreamEvent[] = [];
     if (superseded) {
       events.push({ kind: 'rewind', stepKey: this.stepKey, ...producer, data: { supersededChars: superseded.chars, fromSeq: superseded.fromSeq, toSeq: superseded.toSeq } });

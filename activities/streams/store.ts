@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import { STREAM_NOTIFY_CHANNEL, type StreamEvent, type StreamEventKind } from '../../workflows/stream-contract';
 
@@ -23,46 +23,31 @@ export interface StreamOwner {
 export const STREAM_READ_PAGE_MAX = 500;
 
 /**
- * Appends events to a stream in one transaction: reserves their sequence numbers on `stream_heads`
- * (a row lock, so concurrent writers to one stream get ordered, gap-free numbers), inserts the rows
- * and NOTIFYs `agent_progress` with `{ streamId, seq }`, which PostgreSQL delivers only on commit, so
- * a listener's catch-up query always finds the rows. Returns the sequence numbers assigned.
+ * Appends events to a stream atomically, in one statement (one round trip): reserves their sequence
+ * numbers on `stream_heads` (a row lock, so concurrent writers to one stream get ordered, gap-free
+ * numbers), inserts the rows and NOTIFYs `agent_progress` with `{ streamId, seq }`, which PostgreSQL
+ * delivers only on commit, so a listener's catch-up query always finds the rows. Returns the sequence
+ * numbers assigned.
  */
 export async function appendStreamEvents(db: Kysely<Database>, owner: StreamOwner, events: NewStreamEvent[]): Promise<number[]> {
   if (events.length === 0) return [];
-  return db.transaction().execute(async (trx) => {
-    const last = await reserveSequence(trx, owner.streamId, events.length);
-    const first = last - events.length + 1;
-    await trx
-      .insertInto('stream_events')
-      .values(
-        events.map((e, i) => ({
-          stream_id: owner.streamId,
-          seq: first + i,
-          kind: e.kind,
-          step_key: e.stepKey ?? null,
-          attempt: e.attempt ?? 1,
-          part: e.part ?? 0,
-          text: e.text ?? null,
-          data: e.data ? JSON.stringify(e.data) : null,
-          agent_id: owner.agentId ?? null,
-          task_id: owner.taskId ?? null,
-        })),
-      )
-      .execute();
-    await sql`select pg_notify(${STREAM_NOTIFY_CHANNEL}, ${JSON.stringify({ streamId: owner.streamId, seq: last })})`.execute(trx);
-    return events.map((_, i) => first + i);
-  });
-}
-
-async function reserveSequence(trx: Transaction<Database>, streamId: string, count: number): Promise<number> {
-  const row = await trx
-    .insertInto('stream_heads')
-    .values({ stream_id: streamId, last_seq: count })
-    .onConflict((oc) => oc.column('stream_id').doUpdateSet({ last_seq: sql<number>`stream_heads.last_seq + ${count}`, updated_at: sql<Date>`now()` }))
-    .returning('last_seq')
-    .executeTakeFirstOrThrow();
-  return row.last_seq;
+  const n = events.length;
+  const rows = JSON.stringify(
+    events.map((e, i) => ({ i: i + 1, kind: e.kind, step_key: e.stepKey ?? null, attempt: e.attempt ?? 1, part: e.part ?? 0, text: e.text ?? null, data: e.data ?? null })),
+  );
+  const { rows: result } = await sql<{ last_seq: number }>`
+    with head as (
+      insert into stream_heads (stream_id, last_seq) values (${owner.streamId}, ${n})
+      on conflict (stream_id) do update set last_seq = stream_heads.last_seq + ${n}, updated_at = now()
+      returning last_seq
+    ), inserted as (
+      insert into stream_events (stream_id, seq, kind, step_key, attempt, part, text, data, agent_id, task_id)
+      select ${owner.streamId}, head.last_seq - ${n} + e.i, e.kind, e.step_key, e.attempt, e.part, e.text, e.data, ${owner.agentId ?? null}, ${owner.taskId ?? null}
+      from head cross join jsonb_to_recordset(${rows}::jsonb) as e(i integer, kind text, step_key text, attempt integer, part integer, text text, data jsonb)
+    )
+    select head.last_seq, pg_notify(${STREAM_NOTIFY_CHANNEL}, json_build_object('streamId', ${owner.streamId}::text, 'seq', head.last_seq)::text) from head`.execute(db);
+  const last = result[0]!.last_seq;
+  return events.map((_, i) => last - n + 1 + i);
 }
 
 /** Events of a stream after `afterSeq`, in order, at most `limit` (capped at STREAM_READ_PAGE_MAX). */

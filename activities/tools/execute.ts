@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { TOOL_RESULT_OFFLOAD_CHARS, TOOL_RESULT_PREVIEW_CHARS } from '../../workflows/rules/harness';
-import { appendMessage, findMessage } from '../store/sessions';
+import { sql } from 'kysely';
+import { appendMessage, appendMessageQuery, findMessage } from '../store/sessions';
 import type { ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
@@ -80,9 +81,11 @@ export async function executeToolCall(
   input: ExecuteToolInput,
   tools: ReadonlyMap<string, ToolSpec>,
   ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
+  /** The call as stored in its assistant message, when the caller has it (the fused step): not read again. */
+  known?: ToolUseBlock,
 ): Promise<ExecuteToolResult> {
   const { db, sessionId } = ctx;
-  const call = await loadToolCall(ctx, input.attempt, input.turn, input.toolCallId);
+  const call = known && known.id === input.toolCallId ? known : await loadToolCall(ctx, input.attempt, input.turn, input.toolCallId);
   const spec = tools.get(call.name);
 
   const ledger = await db
@@ -216,19 +219,18 @@ async function recordWithoutRunning(
   return done(call.name, text, isError);
 }
 
+/** Records the result in the ledger and appends it to the session: one atomic statement (one round trip). */
 async function finish(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean, redactions = 0): Promise<void> {
-  await ctx.db.transaction().execute(async (trx) => {
-    await trx
-      .updateTable('tool_calls')
-      .set({ status: isError ? 'failed' : 'completed', result: content, is_error: isError, completed_at: new Date(), redactions })
-      .where('session_id', '=', ctx.sessionId)
-      .where('tool_call_id', '=', toolCallId)
-      .execute();
-    await appendMessage(trx, ctx.sessionId, toolResultKey(toolCallId), {
-      role: 'user',
-      content: [{ type: 'tool_result', toolUseId: toolCallId, content, isError }],
-    });
+  const ledger = ctx.db
+    .updateTable('tool_calls')
+    .set({ status: isError ? 'failed' : 'completed', result: content, is_error: isError, completed_at: new Date(), redactions })
+    .where('session_id', '=', ctx.sessionId)
+    .where('tool_call_id', '=', toolCallId);
+  const message = appendMessageQuery(ctx.db, ctx.sessionId, toolResultKey(toolCallId), {
+    role: 'user',
+    content: [{ type: 'tool_result', toolUseId: toolCallId, content, isError }],
   });
+  await sql`with ledger as (${ledger}), message as (${message}) select 1`.execute(ctx.db);
 }
 
 async function appendResult(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean): Promise<void> {

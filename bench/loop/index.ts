@@ -22,7 +22,8 @@ import { startFakeLlmServer, type FakeLlmServer } from '../../test/fake-llm';
 import { quietLogger } from '../../test/support/quiet-logger';
 import { runCacheShare } from './cache-share';
 import { runInProcessTask } from './in-process';
-import { sum, taskFigures, ZERO_FIGURES, type HistoryFigures } from './history';
+import { analyse, sum, taskFigures, ZERO_FIGURES, type HistoryFigures } from './history';
+import type { FloorInput } from './floor/workflows';
 import { cpuSeconds, loadAverage, sampleRss } from './proc';
 import { ScriptedTasks } from './scenario';
 import { DEV_SERVER_ARGS, startDevServer, startWorkerProcess, stopProcess } from './services';
@@ -55,6 +56,14 @@ const QUICK_SCENARIOS: Scenario[] = [
   { name: 'quick: 10 tasks at once × 4 calls, 200 ms', tasks: 10, calls: 4, answerMs: 200, sequential: false },
 ];
 
+/** BENCH_LOOP_FLOOR=0: skip the Temporal floor rows (quicker A/B runs of the product's loop). */
+const FLOOR = process.env.BENCH_LOOP_FLOOR !== '0';
+const FLOOR_KINDS: Array<FloorInput['kind']> = ['regular', 'local'];
+const FLOOR_LABEL: Record<FloorInput['kind'], string> = {
+  regular: 'Temporal floor: bare workflow, 1 no-op activity / iteration',
+  local: 'Temporal floor: bare workflow, 1 no-op local activity / iteration',
+};
+
 interface RunFigures {
   wallMs: number;
   served: number;
@@ -74,6 +83,8 @@ interface Bench {
   server?: ChildProcess;
   workspace: string;
   router: LlmRouter;
+  /** The task queue of the bench-only floor worker (in the worker process). */
+  floorQueue: string;
 }
 
 async function main(): Promise<void> {
@@ -94,21 +105,25 @@ async function main(): Promise<void> {
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'da-bench-'));
   const bundlePath = path.join(workspace, 'workflow-bundle.js');
   writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger })).code);
+  const floorBundlePath = path.join(workspace, 'floor-bundle.js');
+  writeFileSync(floorBundlePath, (await bundleWorkflowCode({ workflowsPath: require.resolve('./floor/workflows'), logger: quietLogger })).code);
   const worker = await startWorkerProcess({
     DATABASE_URL: databaseUrl,
     BENCH_TEMPORAL_ADDRESS: address,
     BENCH_FAKE_URL: fake.url,
     BENCH_TASK_QUEUE: taskQueue,
     BENCH_WORKFLOW_BUNDLE: bundlePath,
+    BENCH_FLOOR_BUNDLE: floorBundlePath,
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => [k, v ?? ''])),
   });
   const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }], createProvider);
-  const bench: Bench = { db, fake, scripts, agents, temporal, worker, server: own?.process, workspace, router };
+  const bench: Bench = { db, fake, scripts, agents, temporal, worker, server: own?.process, workspace, router, floorQueue: `${taskQueue}-floor` };
   const rows: string[] = [];
   try {
     log('warm-up');
     await runDurable(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, false);
     await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false });
+    if (FLOOR) for (const kind of FLOOR_KINDS) await runFloor(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, kind, false);
     const only = process.env.BENCH_LOOP_ONLY; // e.g. "3": the third run only (A/B of one setting)
     const scenarios = (process.env.BENCH_LOOP_QUICK ? QUICK_SCENARIOS : SCENARIOS).filter((_, i) => !only || only.split(',').includes(String(i + 1)));
     for (const scenario of scenarios) {
@@ -116,6 +131,7 @@ async function main(): Promise<void> {
       const inProcess = await runInProcess(bench, scenario);
       const durable = await runDurable(bench, scenario, true);
       rows.push(...tableRows(scenario, durable, inProcess));
+      if (FLOOR) for (const kind of FLOOR_KINDS) rows.push(floorRow(scenario, kind, await runFloor(bench, scenario, kind, true), inProcess));
     }
     log('cacheable input share (paced clock)');
     const cache = await runCacheShare(db.db, router, scripts, workspace);
@@ -239,6 +255,34 @@ async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): P
   return { wallMs, served: bench.scripts.served(ids), expected: scenario.tasks * scenario.calls, cpu, rssMb, history };
 }
 
+/**
+ * The Temporal floor for a run shape: the bench-only workflow (bench/loop/floor) with the same number
+ * of workflows and iterations, each iteration one no-op activity that waits the fake's answer time.
+ */
+async function runFloor(bench: Bench, scenario: Scenario, kind: FloorInput['kind'], measure: boolean): Promise<RunFigures> {
+  const ids = Array.from({ length: scenario.tasks }, () => `bench-floor-${kind}-${randomUUID().slice(0, 8)}`);
+  const input: FloorInput = { iterations: scenario.calls, delayMs: scenario.answerMs, kind };
+  const run = (workflowId: string) => bench.temporal.workflow.execute('floorLoopWorkflow', { taskQueue: bench.floorQueue, workflowId, args: [input] });
+  const rss = sampleRss(bench.worker.pid!);
+  const cpuBefore = await cpuSnapshot(bench);
+  const t0 = performance.now();
+  if (scenario.sequential) for (const id of ids) await run(id);
+  else await Promise.all(ids.map(run));
+  const wallMs = performance.now() - t0;
+  const cpu = cpuDelta(cpuBefore, await cpuSnapshot(bench));
+  const rssMb = rss.stop();
+  let history: RunFigures['history'];
+  if (measure) {
+    const sample = ids.slice(0, HISTORY_SAMPLE);
+    let total = ZERO_FIGURES;
+    for (const id of sample) total = sum(total, analyse((await bench.temporal.workflow.getHandle(id).fetchHistory()).events ?? []));
+    const iterations = sample.length * scenario.calls;
+    history = { perIteration: scale(total, 1 / iterations), sampledIterations: iterations };
+  }
+  const expected = scenario.tasks * scenario.calls;
+  return { wallMs, served: expected, expected, cpu, rssMb, history };
+}
+
 async function runInProcess(bench: Bench, scenario: Scenario): Promise<RunFigures> {
   const tasks = await createTasks(bench, scenario, 'p');
   for (const t of tasks) {
@@ -259,20 +303,31 @@ function scale(f: HistoryFigures, k: number): HistoryFigures {
 
 const fmt = (n: number | undefined, digits = 1) => (n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(digits));
 
-function tableRows(scenario: Scenario, durable: RunFigures, inProcess: RunFigures): string[] {
-  const perIteration = (r: RunFigures) => r.wallMs / r.served;
-  const cpu = (r: RunFigures) =>
-    Object.entries(r.cpu)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k} ${fmt(v)}`)
-      .join(' · ');
-  const h = durable.history?.perIteration;
+const perIteration = (r: RunFigures) => r.wallMs / r.served;
+const cpuText = (r: RunFigures) =>
+  Object.entries(r.cpu)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k} ${fmt(v)}`)
+    .join(' · ');
+
+/** A measured row: wall time, per-iteration history figures, CPU and RSS. */
+function measuredRow(scenario: Scenario, system: string, r: RunFigures, inProcess: RunFigures): string {
+  const h = r.history?.perIteration;
   const wftLatency = h && h.workflowTasks > 0 ? `${fmt(h.wftScheduleToStart / h.workflowTasks)} + ${fmt(h.wftStartToComplete / h.workflowTasks)}` : '–';
   const activity = h && h.activities > 0 ? `${fmt(h.activityStartToClose)} (wait ${fmt(h.activityScheduleToStart / h.activities)})` : '–';
+  return `| ${scenario.name} | ${system} | ${fmt(r.wallMs / 1_000, 2)} | ${r.served}/${r.expected} | ${fmt(perIteration(r))} | ${fmt(r.wallMs / inProcess.wallMs, 2)}× | ${fmt(h?.events)} | ${fmt(h?.workflowTasks, 2)} | ${wftLatency} | ${fmt(h?.activities, 2)} | ${activity} | ${cpuText(r)} | ${fmt(r.rssMb, 0)} |`;
+}
+
+function tableRows(scenario: Scenario, durable: RunFigures, inProcess: RunFigures): string[] {
   return [
-    `| ${scenario.name} | durable-agents | ${fmt(durable.wallMs / 1_000, 2)} | ${durable.served}/${durable.expected} | ${fmt(perIteration(durable))} | ${fmt(durable.wallMs / inProcess.wallMs, 2)}× | ${fmt(h?.events)} | ${fmt(h?.workflowTasks, 2)} | ${wftLatency} | ${fmt(h?.activities, 2)} | ${activity} | ${cpu(durable)} | ${fmt(durable.rssMb, 0)} |`,
-    `| ${scenario.name} | in-process loop + PostgreSQL | ${fmt(inProcess.wallMs / 1_000, 2)} | ${inProcess.served}/${inProcess.expected} | ${fmt(perIteration(inProcess))} | 1× | – | – | – | – | – | ${cpu(inProcess)} | – |`,
+    measuredRow(scenario, 'durable-agents', durable, inProcess),
+    `| ${scenario.name} | in-process loop + PostgreSQL | ${fmt(inProcess.wallMs / 1_000, 2)} | ${inProcess.served}/${inProcess.expected} | ${fmt(perIteration(inProcess))} | 1× | – | – | – | – | – | ${cpuText(inProcess)} | – |`,
   ];
+}
+
+/** A floor row ("LLM calls served" is the iterations run: there is no LLM call). */
+function floorRow(scenario: Scenario, kind: FloorInput['kind'], floor: RunFigures, inProcess: RunFigures): string {
+  return measuredRow(scenario, FLOOR_LABEL[kind], floor, inProcess);
 }
 
 function report(rows: string[], cache: string[], address: string, ownServer: boolean, seconds: number): string {
@@ -282,7 +337,7 @@ function report(rows: string[], cache: string[], address: string, ownServer: boo
     `Node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? 'unknown'}), ${new Date().toISOString().slice(0, 16)} UTC, load average at the end ${loadAverage()}.`,
     `Temporal: ${ownServer ? `own dev server (\`temporal server start-dev ${DEV_SERVER_ARGS.join(' ')}\`)` : `existing server at ${address}`}; PostgreSQL: DATABASE_URL; the fake Anthropic server and the driver run in the bench process, the worker in its own.`,
     '',
-    'Every LLM call of a task: one `file_write` (a real file in the agent workspace), the last one `task_submit_review`. "ms / iteration" is wall time over LLM calls the fake served. "ratio" is wall time against the in-process loop. History figures (sampled: up to 20 tasks per run, task workflow + round) are per iteration: events, workflow tasks (WFT) with their mean schedule-to-start + run time in ms, activities with the time inside them per iteration (and their mean schedule-to-start). CPU is seconds used by each process during the run.',
+    'Every LLM call of a task: one `file_write` (a real file in the agent workspace), the last one `task_submit_review`. "ms / iteration" is wall time over LLM calls the fake served. The Temporal floor rows run a bare bench-only workflow (bench/loop/floor, its own worker in the worker process, same server) with the same number of workflows and iterations, each iteration one no-op activity (regular or local) that waits the fake\'s answer time; there "LLM calls served" counts iterations. "ratio" is wall time against the in-process loop. History figures (sampled: up to 20 tasks per run, task workflow + round) are per iteration: events, workflow tasks (WFT) with their mean schedule-to-start + run time in ms, activities with the time inside them per iteration (and their mean schedule-to-start). CPU is seconds used by each process during the run.',
     '',
     '| run | system | wall (s) | LLM calls served | ms / iteration | ratio | events / iteration | WFT / iteration | WFT latency (ms) | activities / iteration | activity ms / iteration | CPU (s) | worker RSS peak (MB) |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |',

@@ -1,40 +1,74 @@
 /**
  * `tsx bench/loop/profile-step.ts [calls]`: runs the fused step in process (no Temporal) against the
- * fake provider and prints the mean time per call, for profiling the step with `node --cpu-prof`.
- * Needs DATABASE_URL.
+ * fake provider and prints the mean time, the number of database queries and the process's CPU time per call, for profiling
+ * the step (PROFILE_CPU=<file>). PROFILE_SQL=1 also prints the statements of the 21st call. Needs
+ * DATABASE_URL.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../../schema/database';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
-import { openDatabase } from '../../activities/store/db';
 import { upsertAgent } from '../../activities/store/agents';
+import { migrateToLatest } from '../../schema/migrate';
 import { runStepWithTools } from '../../activities/step-with-tools';
 import { startFakeLlmServer } from '../../test/fake-llm';
 import { ScriptedTasks } from './scenario';
 
 async function main(): Promise<void> {
   const calls = Number(process.argv[2] ?? 41);
-  const db = await openDatabase({ url: process.env.DATABASE_URL! });
+  let statements: string[] = [];
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL!, max: 10 }) }),
+    log: (event) => void statements.push(event.query.sql.replace(/\s+/g, ' ').slice(0, 160)),
+  });
+  await migrateToLatest(db);
   const fake = await startFakeLlmServer();
   const scripts = new ScriptedTasks(fake);
   const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }], createProvider);
   const agentId = `bench-prof-${randomUUID().slice(0, 8)}`;
-  await upsertAgent(db.db, { id: agentId, name: 'Profile agent', files: { soul: 'Careful.', agents: 'Use tools.', heartbeat: '', tools: '' }, config: {}, workspaceDir: mkdtempSync(`${os.tmpdir()}/da-prof-`) });
+  await upsertAgent(db, { id: agentId, name: 'Profile agent', files: { soul: 'Careful.', agents: 'Use tools.', heartbeat: '', tools: '' }, config: {}, workspaceDir: mkdtempSync(`${os.tmpdir()}/da-prof-`) });
   const taskId = randomUUID();
-  await db.db.insertInto('tasks').values({ id: taskId, agent_id: agentId, title: 'Write the report', description: 'Write it.', state: 'in_progress', priority: 'medium' }).execute();
+  await db.insertInto('tasks').values({ id: taskId, agent_id: agentId, title: 'Write the report', description: 'Write it.', state: 'in_progress', priority: 'medium' }).execute();
   scripts.add(taskId, { calls, answerMs: 0 });
   const times: number[] = [];
+  const cpu: number[] = [];
+  const queries: number[] = [];
+  let middle: string[] = [];
+  // PROFILE_CPU=<file>: a V8 CPU profile of the calls after the first 5 (startup and warm-up left out).
+  const inspector = process.env.PROFILE_CPU ? new Session() : undefined;
+  inspector?.connect();
   for (let turn = 0; turn < calls; turn += 1) {
+    if (turn === 5 && inspector) {
+      await inspector.post('Profiler.enable');
+      await inspector.post('Profiler.start');
+    }
+    statements = [];
     const t0 = performance.now();
-    await runStepWithTools(db.db, router, { agentId, taskId, sessionId: `prof_${taskId}`, scenario: 'task', attempt: 1, turn, ...(turn === 0 ? { opening: {} } : {}) });
+    const c0 = process.cpuUsage();
+    await runStepWithTools(db, router, { agentId, taskId, sessionId: `prof_${taskId}`, scenario: 'task', attempt: 1, turn, ...(turn === 0 ? { opening: {} } : {}) });
     times.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1_000);
+    queries.push(statements.length);
+    if (turn === 20) middle = statements;
   }
+  if (inspector) writeFileSync(process.env.PROFILE_CPU!, JSON.stringify((await inspector.post('Profiler.stop')).profile));
   const warm = times.slice(5).sort((a, b) => a - b);
-  process.stdout.write(`calls ${calls}; first ${times[0]!.toFixed(1)} ms; median (after 5) ${warm[Math.floor(warm.length / 2)]!.toFixed(1)} ms; mean ${(warm.reduce((a, b) => a + b, 0) / warm.length).toFixed(1)} ms\n`);
+  const warmQueries = queries.slice(5, -1);
+  const warmCpu = cpu.slice(5, -1);
+  process.stdout.write(
+    `calls ${calls}; first ${times[0]!.toFixed(1)} ms; median (after 5) ${warm[Math.floor(warm.length / 2)]!.toFixed(1)} ms; mean ${(warm.reduce((a, b) => a + b, 0) / warm.length).toFixed(1)} ms; ` +
+      `queries per call (after 5, without the last) ${(warmQueries.reduce((a, b) => a + b, 0) / warmQueries.length).toFixed(1)}; ` +
+      `this process's CPU per call ${(warmCpu.reduce((a, b) => a + b, 0) / warmCpu.length).toFixed(1)} ms\n`,
+  );
+  if (process.env.PROFILE_SQL) process.stdout.write(`${middle.join('\n')}\n`);
   await fake.close();
-  await db.close();
+  await db.destroy();
 }
 
 main().catch((error: unknown) => {

@@ -1,13 +1,15 @@
 /**
  * The bench's worker process: the product's own `createAgentWorker` with the Anthropic provider pointed
- * at the bench's fake server. A separate process so that its CPU and RSS are measured apart from the
- * driver. Prints `ready` once it polls.
+ * at the bench's fake server, and beside it a bench-only worker for the Temporal floor workflow (its
+ * own task queue, `<queue>-floor`). A separate process so that its CPU and RSS are measured apart from
+ * the driver. Prints `ready` once both poll.
  */
-import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { NativeConnection, Runtime, DefaultLogger, Worker } from '@temporalio/worker';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import { openDatabase } from '../../activities/store/db';
-import { createAgentWorker } from '../../worker/create-worker';
+import { createAgentWorker, MAX_CONCURRENT_ACTIVITIES } from '../../worker/create-worker';
+import { floorActivities } from './floor/activities';
 import { workerTuning } from './tuning';
 
 async function main(): Promise<void> {
@@ -25,9 +27,23 @@ async function main(): Promise<void> {
     workflowBundle: { codePath: env.BENCH_WORKFLOW_BUNDLE! },
     overrides: workerTuning(env),
   });
-  const running = worker.run();
+  // The floor worker gets the product worker's activity slots (and as many local-activity slots).
+  const floor = await Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue: `${env.BENCH_TASK_QUEUE!}-floor`,
+    workflowBundle: { codePath: env.BENCH_FLOOR_BUNDLE! },
+    activities: floorActivities,
+    maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_ACTIVITIES,
+    ...workerTuning(env),
+  });
+  const running = Promise.all([worker.run(), floor.run()]);
   process.stdout.write('ready\n');
-  process.on('SIGTERM', () => worker.shutdown());
+  process.on('SIGTERM', () => {
+    worker.shutdown();
+    floor.shutdown();
+  });
   await running;
   await connection.close();
   await database.close();

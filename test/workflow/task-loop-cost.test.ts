@@ -1,7 +1,8 @@
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
-import { FUSED_STEP_PATCH_ID } from '../../workflows/rules/harness';
+import { LOCAL_TASK_STORE_PATCH_ID } from '../../workflows/task';
+import { FUSED_STEP_PATCH_ID, NO_START_REPORT_PATCH_ID } from '../../workflows/rules/harness';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
 import { activitySummaries, historiesOfAllRuns, toolCallSummaries } from './task-support';
@@ -25,7 +26,7 @@ describe('what a loop iteration costs', () => {
   });
   afterAll(async () => h.close());
 
-  test('one activity and one workflow task per iteration; every LLM and tool call named in history; no per-iteration signals', async () => {
+  test('one activity and one workflow task per iteration; every LLM and tool call named in history; no signals to the task workflow', async () => {
     h.llm.enqueue(
       ...Array.from({ length: ITERATIONS }, (_, i) => toolTurn('file_write', { path: `cost/${i}.txt`, content: `part ${i}` })),
       submitTurn('wrote the parts'),
@@ -41,16 +42,21 @@ describe('what a loop iteration costs', () => {
     expect(activitySummaries(round!).every((s) => /^llm .+ \+ tools · round 1 turn \d+$/.test(s))).toBe(true);
     expect(toolCallSummaries(round!)).toEqual([...Array.from({ length: ITERATIONS }, (_, i) => `file_write cost/${i}.txt (${`part ${i}`.length} chars)`), 'task_submit_review: wrote the parts']);
     const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
-    // One per iteration, plus the first (start) and the one that completes the round.
-    expect(workflowTasks).toBeLessThanOrEqual(calls + 2);
-    // The run carries the patch marker, so a later change of the loop can tell its history apart.
+    // One per iteration, plus the first (start): the last step's completion completes the round.
+    expect(workflowTasks).toBe(calls + 1);
+    // The run carries the patch markers, so a later change of the loop can tell its history apart.
     const markers = round!.filter((e) => e.markerRecordedEventAttributes);
-    expect(markers).toHaveLength(1);
+    expect(markers).toHaveLength(2);
     expect(markerPatchIds(markers[0]!).join()).toContain(`"${FUSED_STEP_PATCH_ID}"`);
+    expect(markerPatchIds(markers[1]!).join()).toContain(`"${NO_START_REPORT_PATCH_ID}"`);
 
-    // The round told its task workflow once (its first phase), not every few iterations.
+    // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.
     const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
-    expect(task.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'roundProgress')).toHaveLength(1);
+    expect(task.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'roundProgress')).toHaveLength(0);
+    // The task's own bookkeeping (load, state moves) ran as local activities: only the start gates went through the server.
+    expect(task.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name)).toEqual(['taskStartGates']);
+    const taskPatches = task.filter((e) => e.markerRecordedEventAttributes).map((m) => markerPatchIds(m).join());
+    expect(taskPatches.some((ids) => ids.includes(`"${LOCAL_TASK_STORE_PATCH_ID}"`))).toBe(true);
     // Exactly once: one ledger row per call, each run once.
     const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'executions']).where('task_id', '=', taskId).execute();
     expect(ledger).toHaveLength(calls);

@@ -18,6 +18,7 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import { MAILBOX_STORE_LOCAL, MESSAGING } from './activity-options';
 import type { Activities } from '../activities';
 import type { MailboxItemChange, MailboxItemRecord } from '../activities/mailbox/activities';
 import {
@@ -53,19 +54,8 @@ import { agentMessageText, conversationScenario, taskCommentText } from './rules
 import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 
-/**
- * Mailbox bookkeeping: short database writes on the path of every chat, so local activities (no
- * task-queue round trip each: a delivery is stored and triaged in one workflow task).
- */
-const store = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['UnknownAgent', 'UnknownTask'] },
-});
-/** Replies go to another agent's workflow through the Temporal client: a regular activity. */
-const messaging = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
-});
+const store = proxyLocalActivities<Activities>({ ...MAILBOX_STORE_LOCAL, retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: ['UnknownAgent', 'UnknownTask'] } });
+const messaging = proxyActivities<Activities>(MESSAGING);
 
 /** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
 export const AGENT_MAX_HISTORY_EVENTS_PER_RUN = 5_000;

@@ -1,4 +1,5 @@
 import { log, proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { BACKGROUND_LLM, CONSOLIDATION_STORE } from './activity-options';
 import type { Activities } from '../activities';
 import {
   AgentIdSearchAttribute,
@@ -7,16 +8,8 @@ import {
   type ConsolidationWorkflowResult,
 } from './contract';
 
-const store = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
-/** No tools are offered in the consolidation scenario: each phase is one LLM call. */
-const llm = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 8 },
-});
+const store = proxyActivities<Activities>(CONSOLIDATION_STORE);
+const llm = proxyActivities<Activities>(BACKGROUND_LLM);
 
 /**
  * Daily memory maintenance of an agent (seed D1 A17, A20, E17, E19), started by the daily Temporal

@@ -1,4 +1,5 @@
 import { log, proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { HEARTBEAT_LLM, STORE } from './activity-options';
 import type { Activities } from '../activities';
 import {
   AgentIdSearchAttribute,
@@ -8,13 +9,10 @@ import {
   type HeartbeatWorkflowResult,
 } from './contract';
 import { HEARTBEAT_MAX_TOOL_ITERATIONS } from './rules/harness';
-import { HEARTBEAT_MAX_RETRIES, HEARTBEAT_RETRY_BASE_MS, idleSkipDecision, isHeartbeatOk } from './rules/heartbeat-rules';
+import { idleSkipDecision, isHeartbeatOk } from './rules/heartbeat-rules';
 import { runToolLoop } from './memory-tool-loop';
 
-const store = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const store = proxyActivities<Activities>(STORE);
 
 /**
  * One heartbeat check-in of an agent (seed D1 E8–E13), started by the agent's Temporal Schedule
@@ -47,11 +45,7 @@ export async function heartbeatWorkflow(input: HeartbeatWorkflowInput): Promise<
       scenario: 'heartbeat',
       maxToolIterations: HEARTBEAT_MAX_TOOL_ITERATIONS,
       label: `heartbeat ${agentId}`,
-      llmOptions: {
-        startToCloseTimeout: '10 minutes',
-        heartbeatTimeout: '20 seconds',
-        retry: { initialInterval: HEARTBEAT_RETRY_BASE_MS, backoffCoefficient: 2, maximumAttempts: HEARTBEAT_MAX_RETRIES + 1 },
-      },
+      llmOptions: HEARTBEAT_LLM,
     });
   } catch (error) {
     log.warn('heartbeat failed after its retries', { agentId, error: String(error) });

@@ -1,14 +1,10 @@
 import { proxyActivities, setCurrentDetails, type ActivityOptions } from '@temporalio/workflow';
+import { RUN_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { Scenario } from '../activities/tools/registry';
 import { addUsage, ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
 
-/** Tools: the ledger makes retries safe (seed §3.7: 3 attempts, 500 ms base). */
-const tools = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 3 },
-});
+const tools = proxyActivities<Activities>(RUN_TOOL);
 
 /** Text a heartbeat or reflection gives the model when a tool would need a human decision. */
 export const NO_APPROVAL_IN_BACKGROUND_RUNS =

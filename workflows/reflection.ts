@@ -1,4 +1,5 @@
 import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { BACKGROUND_LLM, STORE } from './activity-options';
 import type { Activities } from '../activities';
 import {
   AgentIdSearchAttribute,
@@ -10,10 +11,7 @@ import {
 import { REFLECTION_MAX_TOOL_ITERATIONS } from './rules/memory-limits';
 import { runToolLoop } from './memory-tool-loop';
 
-const store = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const store = proxyActivities<Activities>(STORE);
 
 /**
  * Post-task reflection (seed D1 D1-11), workflow id `reflection-{taskId}`, started by the task workflow
@@ -39,11 +37,7 @@ export async function postTaskReflectionWorkflow(input: ReflectionWorkflowInput)
     scenario: 'reflection',
     maxToolIterations: REFLECTION_MAX_TOOL_ITERATIONS,
     label: `reflection ${taskId}`,
-    llmOptions: {
-      startToCloseTimeout: '10 minutes',
-      heartbeatTimeout: '20 seconds',
-      retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 8 },
-    },
+    llmOptions: BACKGROUND_LLM,
   });
   await store.reflectionFinish({ taskId, toolIterations: loop.toolIterations });
   return { taskId, status: 'completed', toolIterations: loop.toolIterations };

@@ -1,4 +1,5 @@
 import { CancellationScope, proxyActivities, proxyLocalActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { CHAT_LLM, MAILBOX_STORE_LOCAL, RUN_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { LlmStepResult } from '../activities/llm-step';
 import type { ChatRunInput, ChatRunResult } from './agent-contract';
@@ -6,22 +7,9 @@ import { CONVERSATION_APPROVAL_REFUSAL, CONVERSATION_MAX_TOOL_ITERATIONS } from 
 import { CONTINUATION_PROMPT } from './rules/harness';
 import { LOOP_WARNING_TEXT, recordToolCall, type ToolCallSignature } from './rules/loop-detector';
 
-/** Chat is interactive: a provider outage fails the reply within minutes rather than hours. */
-const llm = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
-});
-const tools = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 3 },
-});
-/** Opening the turn and the end marker: short writes on the chat's critical path, so local activities. */
-const store = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10 },
-});
+const llm = proxyActivities<Activities>(CHAT_LLM);
+const tools = proxyActivities<Activities>(RUN_TOOL);
+const store = proxyLocalActivities<Activities>(MAILBOX_STORE_LOCAL);
 
 /**
  * One conversation reply, a child of the agent workflow, id `agent-{agentId}-chat-{itemId}`, in the

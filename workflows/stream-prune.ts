@@ -1,10 +1,8 @@
 import { proxyActivities } from '@temporalio/workflow';
+import { STREAM_PRUNE } from './activity-options';
 import type { Activities } from '../activities';
 
-const prune = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 5 },
-});
+const prune = proxyActivities<Activities>(STREAM_PRUNE);
 
 /** Schedule id prefix of the deployment-wide stream pruning (`stream-prune-{taskQueue}`). */
 export const STREAM_PRUNE_SCHEDULE_ID = 'stream-prune';

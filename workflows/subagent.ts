@@ -1,12 +1,11 @@
 import { ApplicationFailure, condition, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler } from '@temporalio/workflow';
+import { STORE, SUBAGENT_LLM } from './activity-options';
 import type { Activities } from '../activities';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
 import { runToolLoop } from './memory-tool-loop';
 import { failureMessage } from './rules/failures';
 import {
-  SUBAGENT_MAX_LLM_RETRIES,
   SUBAGENT_RESULT_PREVIEW_CHARS,
-  SUBAGENT_RETRY_BASE_MS,
   SUBAGENT_THINKING_PREVIEW_CHARS,
   subagentOpeningText,
 } from './rules/subagents';
@@ -20,10 +19,7 @@ import {
   type SubagentWorkflowResult,
 } from './subagent-contract';
 
-const store = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const store = proxyActivities<Activities>(STORE);
 
 /**
  * One sub-agent (seed D1-5), a child workflow `{parentWorkflowId}-sub-{n}` of the task round that
@@ -74,11 +70,7 @@ export async function subagentWorkflow(input: SubagentWorkflowInput): Promise<Su
       label: `sub-agent ${input.n}`,
       taskId: input.taskId,
       opening: [subagentOpeningText(input, { workflowId: input.parentWorkflowId, taskId: input.taskId })],
-      llmOptions: {
-        startToCloseTimeout: '20 minutes',
-        heartbeatTimeout: '20 seconds',
-        retry: { initialInterval: SUBAGENT_RETRY_BASE_MS, backoffCoefficient: 2, maximumAttempts: 1 + SUBAGENT_MAX_LLM_RETRIES },
-      },
+      llmOptions: SUBAGENT_LLM,
       beforeStep: async () => {
         if (limitUsd !== null && usage.costUsd >= limitUsd && !held) {
           held = true;

@@ -4,15 +4,13 @@
  * workflow code; the task row and the graph are read through activities.
  */
 import { condition, log, proxyActivities, setHandler } from '@temporalio/workflow';
+import { TASK_STORE } from './activity-options';
 import type { Activities } from '../activities';
 import { dependenciesChangedSignal, taskApprovalSignal, type TaskApprovalDecision } from './contract';
 import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
 import type { TaskState } from './rules/task-state';
 
-const store = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+const store = proxyActivities<Activities>(TASK_STORE);
 
 /** Marker of the workflow change that added the gates: histories recorded before it take the old path. */
 export const START_GATES_PATCH = 'task-start-gates';

@@ -12,6 +12,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import { FUSED_STEP, TASK_LLM, TASK_STORE, TASK_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { ExecuteToolResult } from '../activities/tools/execute';
 import type { LlmStepResult } from '../activities/llm-step';
@@ -44,32 +45,10 @@ import {
 import { formatTokens } from './rules/format';
 import { createSubagentSpawner } from './subagent-spawner';
 
-/** LLM calls: retried by Temporal (SDK retries are off); non-retryable provider errors stop at once. */
-const llm = proxyActivities<Activities>({
-  startToCloseTimeout: '20 minutes',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 8 },
-});
-/** Tools: the ledger makes retries safe (seed §3.7: 3 attempts, 500 ms base). */
-const tools = proxyActivities<Activities>({
-  startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumAttempts: 3 },
-});
-/**
- * The fused step (LLM call + its auto-allowed tool calls): the longer of the two timeouts above plus
- * the LLM retry policy. Retrying the whole step is safe: the reply is found by its key and every tool
- * call by its ledger row, so nothing is asked or run twice.
- */
-const fused = proxyActivities<Activities>({
-  startToCloseTimeout: '50 minutes',
-  heartbeatTimeout: '20 seconds',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 8 },
-});
-const store = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+const llm = proxyActivities<Activities>(TASK_LLM);
+const tools = proxyActivities<Activities>(TASK_TOOL);
+const fused = proxyActivities<Activities>(FUSED_STEP);
+const store = proxyActivities<Activities>(TASK_STORE);
 
 /**
  * One execution round of a task (seed D1's task harness): LLM step → tools, sequentially → LLM step …

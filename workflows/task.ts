@@ -20,6 +20,7 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
+import { TASK_STORE, TASK_STORE_LOCAL } from './activity-options';
 import type { Activities } from '../activities';
 import {
   addUsage,
@@ -69,20 +70,9 @@ import { passStartGates, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
 import { budgetDecisionSignal, budgetQuery, type BudgetReport } from './subagent-contract';
 
-const store = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+const store = proxyActivities<Activities>(TASK_STORE);
 
-/**
- * The same store calls as local activities: run by this worker inside the workflow task that asks for
- * them, with no activity round trip through the server and no extra workflow task. Only for the task's
- * own bookkeeping (load, state moves): short writes, so a cancel is never held up by one.
- */
-const localStore = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+const localStore = proxyLocalActivities<Activities>(TASK_STORE_LOCAL);
 
 /**
  * Runs started since this patch load the task and record its state moves with local activities (two

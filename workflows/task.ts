@@ -10,7 +10,6 @@ import {
   ParentClosePolicy,
   patched,
   proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   startChild,
@@ -73,22 +72,6 @@ const store = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
 
-/**
- * The same store calls as local activities: run by this worker inside the workflow task that asks for
- * them, with no activity round trip through the server and no extra workflow task. Only for the task's
- * own bookkeeping (load, state moves): short writes, so a cancel is never held up by one.
- */
-const localStore = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
-
-/**
- * Runs started since this patch load the task and record its state moves with local activities (two
- * to three fewer activities and workflow tasks per task); older histories replay the regular ones.
- */
-export const LOCAL_TASK_STORE_PATCH_ID = 'task-store-local';
-
 type RoundResult = RoundOutcome | { kind: 'paused' } | { kind: 'failed'; error: string };
 
 /**
@@ -115,8 +98,6 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   const carry: TaskCarry | undefined =
     input.carry ?? (input.restart ? { state: 'pending', round: input.restart.afterRound, attempt: 1, usage: ZERO_USAGE_TOTALS, noSubmitRetries: 0 } : undefined);
   const approvalTimeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
-  // Decided before any command, so that a history's first command tells which path it took.
-  const bookkeeping = patched(LOCAL_TASK_STORE_PATCH_ID) ? localStore : store;
   let state: TaskState = carry?.state ?? 'pending';
   let round = carry?.round ?? 0;
   let attempt = carry?.attempt ?? 1;
@@ -235,7 +216,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     lastError = error;
     upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
     showDetails();
-    await bookkeeping.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
+    await store.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
   };
 
   const gateHost: GateHost = {
@@ -364,7 +345,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   async function recordTask(): ReturnType<Activities['loadTaskContext']> {
     let context: Awaited<ReturnType<Activities['loadTaskContext']>>;
     try {
-      context = await bookkeeping.loadTaskContext({
+      context = await store.loadTaskContext({
         taskId,
         agentId,
         title: input.title,
@@ -403,7 +384,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         phase = 'finished';
         lastError = message;
         upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
-        await bookkeeping.recordTaskState({ taskId, state, round, lastError: message, eventKey: `state:${round}:${attempt}:failed` });
+        await store.recordTaskState({ taskId, state, round, lastError: message, eventKey: `state:${round}:${attempt}:failed` });
       });
     } catch (recordError) {
       log.warn('could not record the failed task state', { error: String(recordError) });

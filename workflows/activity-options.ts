@@ -57,13 +57,6 @@ export const STORE: ActivityOptions = {
 /** A task's own bookkeeping: losing it loses the task's state, so it outlasts a longer outage (about 10 minutes). */
 export const TASK_STORE: ActivityOptions = { ...STORE, retry: { ...STORE.retry, maximumAttempts: 20 } };
 
-/**
- * The same bookkeeping as local activities: run by this worker inside the workflow task that asks for
- * them, with no round trip through the server and no extra workflow task. Only for short writes, so a
- * cancel is never held up by one.
- */
-export const TASK_STORE_LOCAL: LocalActivityOptions = { startToCloseTimeout: TASK_STORE.startToCloseTimeout, retry: TASK_STORE.retry };
-
 /** Consolidation's reads span a day of an agent's memory: a minute each. */
 export const CONSOLIDATION_STORE: ActivityOptions = { ...STORE, startToCloseTimeout: '1 minute' };
 

@@ -10,7 +10,6 @@ import {
   ParentClosePolicy,
   patched,
   proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   startChild,
@@ -20,7 +19,7 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
-import { TASK_STORE, TASK_STORE_LOCAL } from './activity-options';
+import { TASK_STORE } from './activity-options';
 import type { Activities } from '../activities';
 import {
   addUsage,
@@ -72,14 +71,6 @@ import { budgetDecisionSignal, budgetQuery, type BudgetReport } from './subagent
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
-const localStore = proxyLocalActivities<Activities>(TASK_STORE_LOCAL);
-
-/**
- * Runs started since this patch load the task and record its state moves with local activities (two
- * to three fewer activities and workflow tasks per task); older histories replay the regular ones.
- */
-export const LOCAL_TASK_STORE_PATCH_ID = 'task-store-local';
-
 type RoundResult = RoundOutcome | { kind: 'paused' } | { kind: 'failed'; error: string };
 
 /**
@@ -106,8 +97,6 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   const carry: TaskCarry | undefined =
     input.carry ?? (input.restart ? { state: 'pending', round: input.restart.afterRound, attempt: 1, usage: ZERO_USAGE_TOTALS, noSubmitRetries: 0 } : undefined);
   const approvalTimeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
-  // Decided before any command, so that a history's first command tells which path it took.
-  const bookkeeping = patched(LOCAL_TASK_STORE_PATCH_ID) ? localStore : store;
   let state: TaskState = carry?.state ?? 'pending';
   let round = carry?.round ?? 0;
   let attempt = carry?.attempt ?? 1;
@@ -243,7 +232,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     lastError = error;
     upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
     showDetails();
-    await bookkeeping.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
+    await store.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
   };
 
   const gateHost: GateHost = {
@@ -372,7 +361,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   async function recordTask(): ReturnType<Activities['loadTaskContext']> {
     let context: Awaited<ReturnType<Activities['loadTaskContext']>>;
     try {
-      context = await bookkeeping.loadTaskContext({
+      context = await store.loadTaskContext({
         taskId,
         agentId,
         title: input.title,
@@ -411,7 +400,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         phase = 'finished';
         lastError = message;
         upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
-        await bookkeeping.recordTaskState({ taskId, state, round, lastError: message, eventKey: `state:${round}:${attempt}:failed` });
+        await store.recordTaskState({ taskId, state, round, lastError: message, eventKey: `state:${round}:${attempt}:failed` });
       });
     } catch (recordError) {
       log.warn('could not record the failed task state', { error: String(recordError) });

@@ -94,8 +94,7 @@ describe('recorded workflow histories replay on the current code', () => {
     const tampered = structuredClone(original);
     const scheduled = tampered.history.events.find((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')!;
     const attributes = scheduled.activityTaskScheduledEventAttributes as { activityType: { name: string } };
-    // The task's first server activity (its bookkeeping before it runs as local activities, recorded as markers).
-    expect(attributes.activityType.name).toBe('taskStartGates');
+    expect(attributes.activityType.name).toBe('loadTaskContext');
     attributes.activityType.name = 'somethingElse';
     const [result] = await replay([tampered]);
     expect(result!.error).toBeDefined();

@@ -120,6 +120,20 @@ export const EventsResponse = z.object({ events: z.array(TaskEventSchema) });
 
 export const CommentBody = z.object({ text: z.string().trim().min(1, 'a comment needs text').max(TEXT_MAX_CHARS) }).strict();
 export const PauseBody = z.object({ reason: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
+export const BudgetDecisionBody = z
+  .object({
+    decision: z.enum(['raise', 'stop']),
+    newLimitUsd: z.number().positive().finite().optional(),
+  })
+  .strict()
+  .refine((b) => b.decision === 'stop' || b.newLimitUsd !== undefined, { message: 'a raise needs newLimitUsd (the new limit in USD, above what the task has spent)', path: ['newLimitUsd'] });
+export const RecordedBudgetDecisionSchema = z.object({
+  decision: z.enum(['raise', 'stop']),
+  newLimitUsd: z.number().optional(),
+  decidedBy: z.string().optional(),
+  spentUsd: z.number(),
+  decidedAt: z.string(),
+});
 export const ReviewBody = z
   .object({ decision: z.enum(['accept', 'revise']), feedback: z.string().max(TEXT_MAX_CHARS).optional() })
   .strict()

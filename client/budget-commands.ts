@@ -22,15 +22,15 @@ export function addBudgetCommands(task: Command, open: () => Promise<{ client: A
     .requiredOption('--limit <usd>', 'the new limit in USD, above what was spent', Number)
     .option('--by <name>', 'who decides', process.env.USER)
     .action(async (taskId: string, opts: { limit: number; by?: string }) => {
-      await (await open()).client.decideBudget(taskId, { decision: 'raise', newLimitUsd: opts.limit, decidedBy: opts.by });
-      console.log(`budget of task ${taskId} raised to $${opts.limit}`);
+      const recorded = await (await open()).client.decideBudget(taskId, { decision: 'raise', newLimitUsd: opts.limit, decidedBy: opts.by });
+      console.log(`budget of task ${taskId} raised to $${opts.limit} (spent $${recorded.spentUsd.toFixed(4)})`);
     });
   task
     .command('budget-stop <taskId>')
     .description('stop a tree held at its cost budget: sub-agents are cancelled, the task fails (BudgetStopped)')
     .option('--by <name>', 'who decides', process.env.USER)
     .action(async (taskId: string, opts: { by?: string }) => {
-      await (await open()).client.decideBudget(taskId, { decision: 'stop', decidedBy: opts.by });
-      console.log(`stop sent to task ${taskId}`);
+      const recorded = await (await open()).client.decideBudget(taskId, { decision: 'stop', decidedBy: opts.by });
+      console.log(`task ${taskId} stopped at $${recorded.spentUsd.toFixed(4)}: its sub-agents are cancelled and it fails (BudgetStopped)`);
     });
 }

@@ -16,7 +16,7 @@ import {
 } from '../workflows/agent-contract';
 import { deliveryProblem } from '../workflows/rules/mailbox';
 import type { agentWorkflow } from '../workflows/agent';
-import { UnknownAgentError, type AgentsClient } from './index';
+import { innermostMessage, UnknownAgentError, type AgentsClient } from './index';
 import { compareProducer } from '../workflows/stream-contract';
 import { tailStream, type StreamSource } from './streams';
 
@@ -188,9 +188,3 @@ function innermostType(error: Error): string | undefined {
   return (e as { type?: string }).type;
 }
 
-/** The message of the innermost cause: an activity's "unknown task …" rather than "Activity task failed". */
-function innermostMessage(error: Error): string {
-  let e: Error = error;
-  while (e.cause instanceof Error) e = e.cause;
-  return e.message;
-}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../schema/database';
 import { AGENT_ID_PATTERN, findAgent, IDENTITY_FILES, upsertAgent, type AgentConfig, type AgentDefinition } from '../activities/store/agents';
@@ -32,7 +32,7 @@ import {
 } from '../workflows/contract';
 import { taskInputProblem } from '../workflows/rules/task-input';
 import type { taskWorkflow } from '../workflows/task';
-import { budgetDecisionSignal, budgetQuery, type BudgetDecision, type BudgetReport } from '../workflows/subagent-contract';
+import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
 
 export * from '../workflows/contract';
 export type { AgentConfig, AgentDefinition } from '../activities/store/agents';
@@ -51,6 +51,22 @@ function parseManifest(folder: string, text: string | undefined): { name?: strin
   const unknown = Object.keys(value).filter((k) => !['name', 'description', 'config'].includes(k));
   if (unknown.length) throw new Error(`${path.join(folder, 'agent.json')} has unknown key(s) ${unknown.join(', ')}; allowed: name, description, config`);
   return value as { name?: string; description?: string; config?: AgentConfig };
+}
+
+/** A budget decision the task refused (no round running, not "raise"/"stop", a raise not above the spend). */
+export class BudgetDecisionRejectedError extends Error {
+  readonly type = 'InvalidBudgetDecision';
+  constructor(message: string, override readonly cause?: unknown) {
+    super(message);
+    this.name = 'BudgetDecisionRejectedError';
+  }
+}
+
+/** The message of the innermost cause: a validator's "no round … is running" rather than "Workflow Update failed". */
+export function innermostMessage(error: Error): string {
+  let e: Error = error;
+  while (e.cause instanceof Error) e = e.cause;
+  return e.message;
 }
 
 export class UnknownAgentError extends Error {
@@ -287,14 +303,18 @@ export class AgentsClient {
   }
 
   /**
-   * Answers a tree that holds at its cost budget: `raise` (with `newLimitUsd` above what was spent)
-   * lets every node continue; `stop` cancels the sub-agents and fails the task (`BudgetStopped`).
+   * Answers a tree that holds at its cost budget, through the `decideBudget` update: `raise` (with
+   * `newLimitUsd` above what was spent) lets every node continue; `stop` cancels the sub-agents and fails
+   * the task (`BudgetStopped`). A decision the tree would ignore (no round running, a raise not above
+   * the spend) is refused with `BudgetDecisionRejectedError` naming why; nothing is sent then.
    */
-  async decideBudget(taskId: string, decision: BudgetDecision): Promise<void> {
-    if (decision.decision === 'raise' && !(typeof decision.newLimitUsd === 'number' && decision.newLimitUsd > 0)) {
-      throw new Error('a raise needs newLimitUsd: the new limit in USD, above what the task has spent');
+  async decideBudget(taskId: string, decision: BudgetDecision): Promise<RecordedBudgetDecision> {
+    try {
+      return await this.handle(taskId).executeUpdate(decideBudgetUpdate, { args: [decision] });
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError) throw new BudgetDecisionRejectedError(innermostMessage(error), error);
+      throw error;
     }
-    await this.handle(taskId).signal(budgetDecisionSignal, decision);
   }
 
   async comment(taskId: string, text: string, from?: string): Promise<void> {

@@ -2,7 +2,7 @@
  * The sub-agent and tree-budget part of the contract (ARCHITECTURE.md §3 "Sub-agents"): workflow ids,
  * signals, queries and the input/output types. Imported by workflows, the client and the tests.
  */
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { UsageTotals } from './contract';
 import type { BudgetNode } from './rules/subagents';
 
@@ -51,6 +51,30 @@ export interface BudgetDecision {
   decidedBy?: string;
 }
 export const budgetDecisionSignal = defineSignal<[BudgetDecision]>('budgetDecision');
+
+/** What `decideBudget` recorded: the decision and the tree's spend when it was taken. */
+export interface RecordedBudgetDecision extends BudgetDecision {
+  spentUsd: number;
+  decidedAt: string;
+}
+/**
+ * The same decision as an update on `task-{taskId}`: its validator refuses a decision the tree would
+ * ignore (no round running, an unknown decision, a raise not above what was spent) with the failure type
+ * `InvalidBudgetDecision`, so the caller learns it at once; returns the recorded decision.
+ */
+export const decideBudgetUpdate = defineUpdate<RecordedBudgetDecision, [BudgetDecision]>('decideBudget');
+/** `ApplicationFailure.type` of a budget decision the validator refused. */
+export const INVALID_BUDGET_DECISION_TYPE = 'InvalidBudgetDecision';
+
+/** Why the tree would ignore this decision, or undefined when it applies. */
+export function budgetDecisionProblem(decision: BudgetDecision | undefined, spentUsd: number, roundRunning: boolean): string | undefined {
+  if (!roundRunning) return 'no round of this task is running; a budget decision applies to the running round and its sub-agents';
+  if (decision?.decision === 'stop') return undefined;
+  if (decision?.decision !== 'raise') return `decision must be "raise" or "stop"; got ${JSON.stringify(decision?.decision)}`;
+  if (typeof decision.newLimitUsd !== 'number' || !Number.isFinite(decision.newLimitUsd)) return 'a raise needs newLimitUsd: the new limit in USD';
+  if (!(decision.newLimitUsd > spentUsd)) return `newLimitUsd ${decision.newLimitUsd} must be above what the task has spent ($${spentUsd.toFixed(4)})`;
+  return undefined;
+}
 
 /**
  * The task's spend: per node (the round and each sub-agent, by workflow id; earlier rounds and attempts

@@ -67,7 +67,15 @@ import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { postTaskReflectionWorkflow } from './reflection';
 import { passStartGates, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
-import { budgetDecisionSignal, budgetQuery, type BudgetReport } from './subagent-contract';
+import {
+  budgetDecisionProblem,
+  budgetDecisionSignal,
+  budgetQuery,
+  decideBudgetUpdate,
+  INVALID_BUDGET_DECISION_TYPE,
+  type BudgetReport,
+  type RecordedBudgetDecision,
+} from './subagent-contract';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
@@ -147,6 +155,21 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       log.warn('could not forward a budget decision to the round', { error: String(error) });
     }
   });
+  const spentUsd = (): number => budget?.spentUsd ?? addUsage(usage, roundUsage).costUsd;
+  setHandler(
+    decideBudgetUpdate,
+    async (decision): Promise<RecordedBudgetDecision> => {
+      const spent = spentUsd();
+      await child!.signal(budgetDecisionSignal, decision);
+      return { ...decision, spentUsd: spent, decidedAt: new Date().toISOString() };
+    },
+    {
+      validator: (decision) => {
+        const problem = budgetDecisionProblem(decision, spentUsd(), child !== undefined);
+        if (problem) throw ApplicationFailure.create({ type: INVALID_BUDGET_DECISION_TYPE, message: problem, nonRetryable: true });
+      },
+    },
+  );
   setHandler(roundProgressSignal, (p) => {
     if (p.round !== round || state !== 'in_progress') return;
     iteration = p.iteration;

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { findTask } from '../../activities/store/tasks';
 import { usageTotals } from '../../activities/llm/usage';
 import type { Database } from '../../schema/database';
+import { BudgetDecisionRejectedError } from '../../client';
 import { isTerminal, type TaskState } from '../../workflows/rules/task-state';
 import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
@@ -143,6 +144,36 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     response: S.AcceptedResponse,
     status: 202,
     handler: async ({ params, body, principal }) => signalTask(params.taskId, 'comments', () => client.comment(params.taskId, body.text, principal.name)),
+  });
+  route({
+    method: 'GET',
+    url: '/v1/tasks/:taskId/budget',
+    scope: 'read',
+    summary: "The task tree's spend per node (its round and each sub-agent) and in total, its limit, and whether it holds for a decision (the `budget` query)",
+    params: S.TaskIdParams,
+    response: S.BudgetReportSchema,
+    handler: async ({ params }) => {
+      await requireTask(params.taskId);
+      return withTimeout('the budget query', () => client.getBudget(params.taskId));
+    },
+  });
+  route({
+    method: 'POST',
+    url: '/v1/tasks/:taskId/budget',
+    scope: 'operator',
+    summary:
+      'Answer a tree held at its cost budget through the validated `decideBudget` update: `raise` with `newLimitUsd` above what was spent (every node continues) or `stop` (sub-agents cancelled, the task fails `BudgetStopped`); decidedBy = the token name. 409 when the task would ignore it (no round running, a raise not above the spend)',
+    params: S.TaskIdParams,
+    body: S.BudgetDecisionBody,
+    response: S.RecordedBudgetDecisionSchema,
+    handler: async ({ params, body, principal }) => {
+      const task = await requireTask(params.taskId);
+      if (isTerminal(task.state as TaskState)) throw new ApiError(409, 'task_finished', `task ${params.taskId} is ${task.state}; it no longer takes a budget decision`);
+      return withTimeout('the decideBudget update', () => client.decideBudget(params.taskId, { ...body, decidedBy: principal.name })).catch((error: unknown) => {
+        if (error instanceof BudgetDecisionRejectedError) throw new ApiError(409, 'invalid_budget_decision', error.message);
+        throw error;
+      });
+    },
   });
   route({
     method: 'POST',

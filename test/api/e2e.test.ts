@@ -77,6 +77,16 @@ describe('HTTP API end to end', () => {
     expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
     const inReview = await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read });
     expect(inReview.body).toMatchObject({ taskId, agentId, state: 'review', submission: 'created the file' });
+    // The budget routes: the spend as the query reports it; a decision while no round runs is refused (409),
+    // a raise without a limit is bad input (400), and a read token may not decide (403).
+    const budget = await api.call('GET', `/v1/tasks/${taskId}/budget`, { token: api.tokens.read });
+    expect(budget.status).toBe(200);
+    expect(budget.body).toMatchObject({ limitUsd: null, held: false });
+    const noRound = await api.call('POST', `/v1/tasks/${taskId}/budget`, { body: { decision: 'stop' } });
+    expect([noRound.status, noRound.body.error.code]).toEqual([409, 'invalid_budget_decision']);
+    expect(noRound.body.error.message).toMatch(/no round of this task is running/);
+    expect((await api.call('POST', `/v1/tasks/${taskId}/budget`, { body: { decision: 'raise' } })).status).toBe(400);
+    expect((await api.call('POST', `/v1/tasks/${taskId}/budget`, { token: api.tokens.read, body: { decision: 'stop' } })).status).toBe(403);
     const comment = await api.call('POST', `/v1/tasks/${taskId}/comments`, { token: api.tokens.service, body: { text: 'looks good' } });
     expect(comment.status).toBe(202);
 

@@ -7,6 +7,7 @@ import { subagentWorkflowId } from '../../workflows/subagent-contract';
 import { SUBAGENT_MAX_PARALLEL } from '../../workflows/rules/subagents';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
 import { eventually } from '../support/eventually';
+import { BudgetDecisionRejectedError } from '../../client';
 import { lastToolResults, offersTools } from './task-support';
 
 const TASK_ID_PATTERN = /\[TASK EXECUTION — Task ID: ([^\]\s]+)\]/;
@@ -194,8 +195,17 @@ describe('sub-agents', () => {
       expect(budget.nodes.slice(1).every((n) => n.spentUsd >= 1)).toBe(true);
       expect(budget.spentUsd).toBeCloseTo(budget.nodes.reduce((s, n) => s + n.spentUsd, 0), 6);
 
-      await h.client.decideBudget(parent.taskId, { decision: 'raise', newLimitUsd: 1_000, decidedBy: 'alice' });
+      // A raise not above the spend would be ignored by the tree: the update's validator refuses it, and the tree still holds.
+      const refused = await h.client.decideBudget(parent.taskId, { decision: 'raise', newLimitUsd: 0.75 }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(BudgetDecisionRejectedError);
+      expect((refused as Error).message).toMatch(/^newLimitUsd 0\.75 must be above what the task has spent \(\$\d+\.\d{4}\)$/);
+      expect((await h.client.getBudget(parent.taskId)).held).toBe(true);
+      const recordedDecision = await h.client.decideBudget(parent.taskId, { decision: 'raise', newLimitUsd: 1_000, decidedBy: 'alice' });
+      expect(recordedDecision).toMatchObject({ decision: 'raise', newLimitUsd: 1_000, decidedBy: 'alice' });
+      expect(recordedDecision.spentUsd).toBeGreaterThanOrEqual(2);
       const done = await h.waitForStatus(parent.taskId, (s) => s.state === 'review', 60_000);
+      // In review no round runs: a decision now would go nowhere, and says so.
+      await expect(h.client.decideBudget(parent.taskId, { decision: 'stop' })).rejects.toThrow(/no round of this task is running/);
       expect(keys.map((k) => requestsOf(k).length)).toEqual([2, 2]);
       expect(lastToolResults(requestsOf(parent.taskId)[1]!)[0]!.text).toContain('2 sub-agents finished: 2 completed, 0 failed.');
       // The tree's total equals what PostgreSQL recorded for the task, and the task's usage includes the children.

@@ -157,6 +157,9 @@ registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((
 registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 // Conversations (issue 11): agents message each other from chat.
 registerTools([agentSendMessage], ['chat']);
+// The heartbeat reaches colleagues too (seed D1 E11 whitelists it): fire-and-forget, the answer arrives
+// in the agent's mailbox and is answered in an a2a run, which suits a check-in that does not wait.
+registerTools([agentSendMessage].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 // Conversation scenarios (seed D1 B19d–f): answering an agent, a comment thread or a group is
 // coordination, so these runs read and plan but do not write files or edit the agent's own files
 // (sustained work becomes a task); notify_user escalates to a human, as the seed's sections say.

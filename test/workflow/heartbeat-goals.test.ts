@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ScriptedResponse } from '../fake-llm';
 import type { HeartbeatWorkflowResult } from '../../workflows/contract';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
+import { eventually } from '../support/eventually';
 import { bodyText, lastToolResults } from './task-support';
 
 /**
@@ -17,6 +18,8 @@ describe('heartbeat goals', () => {
     h = await createHarness();
     h.llm.setResponder((request) => {
       const text = bodyText(request);
+      // A colleague answering a heartbeat's message has nothing to add.
+      if (text.includes('### Agent-to-agent message')) return textTurn('[NO_RESPONSE]');
       if (text.includes('[HEARTBEAT CHECK-IN]')) {
         heartbeatRequests.push(text);
         return heartbeatTurns.shift() ?? textTurn('HEARTBEAT_OK');
@@ -69,5 +72,24 @@ describe('heartbeat goals', () => {
     await heartbeat(agentId, true);
     const last = h.llm.requests.filter((r) => bodyText(r).includes('[HEARTBEAT CHECK-IN]')).at(-1)!;
     expect(lastToolResults(last)[0]!.text).toContain('(completed · iteration 3/3)');
+  });
+
+  test('a check-in messages a colleague with agent_send_message: the colleague triages it in its mailbox', async () => {
+    const agentId = await h.createAgent();
+    const colleague = await h.createAgent();
+    heartbeatTurns.push(toolTurn('agent_send_message', { to: colleague, text: 'Are the release notes on your list?' }), textTurn('Asked the colleague.'));
+    const before = heartbeatRequests.length;
+    expect(await heartbeat(agentId, true)).toMatchObject({ outcome: 'acted', toolIterations: 1 });
+    expect(JSON.parse(heartbeatRequests[before]!).tools.map((t: { name: string }) => t.name)).toContain('agent_send_message');
+    const last = h.llm.requests.filter((r) => bodyText(r).includes('[HEARTBEAT CHECK-IN]')).at(-1)!;
+    expect(lastToolResults(last)[0]!.text).toMatch(new RegExp(`^Message delivered to ${colleague} \\(item `));
+    const items = await h.db.db.selectFrom('mailbox_items').select(['kind', 'from_type', 'from_id', 'text']).where('agent_id', '=', colleague).execute();
+    expect(items).toEqual([{ kind: 'message', from_type: 'agent', from_id: agentId, text: 'Are the release notes on your list?' }]);
+    // The colleague's agent workflow picks it and answers in an a2a run (here: nothing to add, so no reply is sent).
+    await eventually(async () => {
+      const item = await h.db.db.selectFrom('mailbox_items').select('status').where('agent_id', '=', colleague).executeTakeFirstOrThrow();
+      return item.status === 'completed' || undefined;
+    }, "the colleague's a2a run to complete the item", 30_000);
+    expect(await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', agentId).execute()).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import {
   isCancellation,
   log,
   ParentClosePolicy,
+  patched,
   setHandler,
   startChild,
   type ChildWorkflowHandle,
@@ -184,7 +185,7 @@ export function createSubagentSpawner(options: {
       stopScope = new CancellationScope();
       let usage = ZERO_USAGE_TOTALS;
       const reports = await stopScope.run(() =>
-        Promise.all(
+        settleAll(
           briefs.map(async (brief): Promise<SubagentReport> => {
             started += 1;
             const n = started;
@@ -242,6 +243,20 @@ export function createSubagentSpawner(options: {
 }
 
 export type SubagentSpawner = ReturnType<typeof createSubagentSpawner>;
+
+/**
+ * Waits for every child before a cancellation ends the round: with Promise.all the first cancelled
+ * child ended the round at once and the others, still cancelling, were terminated by the parent-close
+ * policy instead (their final state TERMINATED, their cleanup cut short). Histories recorded before
+ * the patch keep Promise.all's order of commands.
+ */
+async function settleAll<T>(work: Array<Promise<T>>): Promise<T[]> {
+  if (!patched('subagents-settle-before-cancel')) return Promise.all(work);
+  const settled = await Promise.allSettled(work);
+  const rejected = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (rejected) throw rejected.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+}
 
 /** What a failed sub-agent reported it spent (the details of its SUBAGENT_FAILED_TYPE failure). */
 function failedSpend(error: unknown): number | undefined {

@@ -30,8 +30,6 @@ import {
   type AgentWorkflowInput,
   type DeliverInput,
   type DeliverResult,
-  type MailboxItemKind,
-  type MailboxItemView,
   type MailboxView,
 } from './agent-contract';
 import { AgentIdSearchAttribute, commentSignal, taskWorkflowId } from './contract';
@@ -47,12 +45,11 @@ import {
   mergeTarget,
   nextItem,
   type MailboxItemStatus,
-  type MailboxTriageDecision,
-  type TriageItem,
 } from './rules/mailbox';
 import { agentMessageText, conversationScenario, taskCommentText } from './rules/conversation';
 import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
+import { fromRecord, view, type Item } from './mailbox-items';
 
 const store = proxyLocalActivities<Activities>({ ...MAILBOX_STORE_LOCAL, retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: ['UnknownAgent', 'UnknownTask'] } });
 const messaging = proxyActivities<Activities>(MESSAGING);
@@ -60,17 +57,6 @@ const messaging = proxyActivities<Activities>(MESSAGING);
 /** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
 export const AGENT_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
 
-interface Item extends TriageItem {
-  text: string;
-  replyTo?: string;
-  thread: string;
-  result?: string;
-  status: MailboxItemStatus;
-  decision: MailboxTriageDecision;
-  reason: string;
-  mergedCount: number;
-  runId?: string;
-}
 
 /**
  * The agent as an entity (`agent-{agentId}`): it owns the mailbox and the agent's attention. Items
@@ -242,13 +228,18 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     // history reaches this path).
     if (item.kind === 'task' && !item.taskId) return (await messaging.startTaskFromItem({ agentId, itemId: item.itemId, from: item.from, text: item.text })).reason;
     if (!rules.invokesLlm) return 'recorded for the heartbeat';
+    // A colleague's answer on a thread this agent opened from a task joins that task's running round.
+    // Messages did not carry a task before this path, so replayed histories never reach it.
+    if (item.kind === 'message' && item.from.type === 'agent' && item.taskId && item.replyTo && (await forwardToTask(item, item.taskId))) {
+      return `handed to the running round of task ${item.taskId}`;
+    }
     const workflowId = chatRunWorkflowId(agentId, item.itemId);
     const scope = new CancellationScope();
     focus.scope = scope;
     const sessionId = channelSessionId(item.channel, agentId);
     // An agent's message names its sender and id, so the model can answer it with reply_to (a group
     // item already carries its channel header instead).
-    const text = item.from.type === 'agent' && groupNameOf(item.channel) === undefined ? agentMessageText(item.from.id, item.itemId, item.text) : item.text;
+    const text = item.from.type === 'agent' && groupNameOf(item.channel) === undefined ? agentMessageText(item.from.id, item.itemId, item.text, item.taskId) : item.text;
     // The scenario is an argument of the child: the command order is the same as before scenarios.
     const scenario = conversationScenario(item);
     const run = await scope.run(() =>
@@ -275,7 +266,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     }
     if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
       // The reply path: the answer goes back to the sender on the same thread, within its budget.
-      const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread });
+      const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread, ...(item.taskId ? { taskId: item.taskId } : {}) });
       return reply.reason;
     }
     return `${run.stoppedBy}: ${run.textPreview}`.slice(0, MAILBOX_ITEM_PREVIEW_CHARS);
@@ -307,6 +298,21 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     );
     const { answered } = await store.recordCommentAnswer({ agentId, taskId, sessionId, replyTo: item.itemId });
     return `${forwarded ? 'seen by the running round; ' : ''}${answered ? 'answered in the thread' : 'no answer'}`;
+  }
+
+  /**
+   * Hands a colleague's answer to the running round of this agent's task, as a message it can answer
+   * with reply_to; false when the task is not this agent's or not in progress (the caller then runs
+   * the a2a scenario) or its workflow has just ended.
+   */
+  async function forwardToTask(item: Item, taskId: string): Promise<boolean> {
+    if (!(await store.taskRoundListening({ agentId, taskId }))) return false;
+    try {
+      await getExternalWorkflowHandle(taskWorkflowId(taskId)).signal(commentSignal, { text: agentMessageText(item.from.id, item.itemId, item.text), from: `agent:${item.from.id}`, kind: 'message' });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   async function settle(item: Item, status: MailboxItemStatus, extra: { result?: string; reason?: string }): Promise<void> {
@@ -353,45 +359,6 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       receivedAt: new Date(item.receivedAtMs).toISOString(),
     };
   }
-}
-
-function fromRecord(r: MailboxItemRecord): Item {
-  return {
-    itemId: r.id,
-    kind: r.kind as MailboxItemKind,
-    from: r.from,
-    channel: r.channel,
-    ...(r.taskId ? { taskId: r.taskId } : {}),
-    ...(r.replyTo ? { replyTo: r.replyTo } : {}),
-    thread: r.thread,
-    priority: r.priority,
-    receivedAtMs: Date.parse(r.receivedAt),
-    text: r.text,
-    status: r.status as MailboxItemStatus,
-    decision: r.decision as MailboxTriageDecision,
-    reason: r.reason,
-    mergedCount: r.mergedCount ?? 0,
-  };
-}
-
-function view(i: Item): MailboxItemView {
-  return {
-    itemId: i.itemId,
-    kind: i.kind,
-    from: i.from,
-    channel: i.channel,
-    priority: i.priority,
-    status: i.status,
-    decision: i.decision,
-    reason: i.reason,
-    preview: i.text.slice(0, MAILBOX_ITEM_PREVIEW_CHARS),
-    mergedCount: i.mergedCount,
-    receivedAt: new Date(i.receivedAtMs).toISOString(),
-    thread: i.thread,
-    ...(i.replyTo ? { replyTo: i.replyTo } : {}),
-    ...(i.result ? { result: i.result } : {}),
-    ...(i.runId ? { runId: i.runId } : {}),
-  };
 }
 
 function historyTooLong(): boolean {

@@ -41,6 +41,11 @@ export interface ReviewDecision {
 export interface TaskComment {
   text: string;
   from?: string;
+  /**
+   * `message`: a colleague's reply on a thread the task's agent opened from this task
+   * (agent_send_message in a round); the text already names its sender and mailbox item.
+   */
+  kind?: 'message';
 }
 
 /** Approve or reject a pending tool call. Unknown or already-decided request ids are ignored. */

@@ -265,5 +265,5 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 const TOOL_DETAILS_MAX_CHARS = 300;
 
 function drainComments(comments: TaskComment[]): string[] {
-  return comments.splice(0).map((c) => `[COMMENT${c.from ? ` from ${c.from}` : ''}] ${c.text}`);
+  return comments.splice(0).map((c) => (c.kind === 'message' ? c.text : `[COMMENT${c.from ? ` from ${c.from}` : ''}] ${c.text}`));
 }

@@ -155,7 +155,7 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
      * the sender on the same thread (unless empty or NO_RESPONSE, or over the thread's budget).
      * Idempotent by the answered item.
      */
-    async replyToAgent(input: { agentId: string; to: string; sessionId: string; replyTo: string; thread: string }): Promise<{ sent: boolean; reason: string }> {
+    async replyToAgent(input: { agentId: string; to: string; sessionId: string; replyTo: string; thread: string; taskId?: string }): Promise<{ sent: boolean; reason: string }> {
       const text = await lastAnswer(db, input.sessionId);
       if (!text || text === NO_RESPONSE_MARKER) return { sent: false, reason: 'no reply: the agent chose not to answer' };
       const activity = Context.current();
@@ -165,9 +165,19 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
         text,
         replyTo: input.replyTo,
         thread: input.thread,
+        ...(input.taskId ? { taskId: input.taskId } : {}),
         idempotencyKey: `reply-${input.replyTo}`,
       });
       return outcome.sent ? { sent: true, reason: `replied to ${input.to} (item ${outcome.itemId})` } : { sent: false, reason: `reply not sent: ${outcome.reason}` };
+    },
+
+    /**
+     * Whether a colleague's answer about a task can go to the task's running round: the task is this
+     * agent's own and in progress. Otherwise the answer is handled in a conversation run as usual.
+     */
+    async taskRoundListening(input: { agentId: string; taskId: string }): Promise<boolean> {
+      const task = await findTask(db, input.taskId);
+      return task?.agent_id === input.agentId && task.state === 'in_progress';
     },
 
     /**

@@ -17,7 +17,8 @@ export type SendOutcome = { sent: true; itemId: string; thread: string } | { sen
 
 /**
  * Delivers an agent's message into another agent's mailbox (update-with-start: an idle recipient is
- * started) on their DM channel. Idempotent by `idempotencyKey` (Temporal deduplicates the update by
+ * started) on their DM channel. A message sent from a task carries its id, and so does the answer: it
+ * reaches the sender's running round rather than a separate conversation. Idempotent by `idempotencyKey` (Temporal deduplicates the update by
  * id), so a retried activity never delivers twice. Refuses a message to itself or to an unknown
  * agent, and one that would exceed the thread's budget.
  */
@@ -25,7 +26,7 @@ export async function sendAgentMessage(
   db: Kysely<Database>,
   client: Client,
   taskQueue: string,
-  message: { fromAgentId: string; to: string; text: string; replyTo?: string; thread?: string; idempotencyKey: string },
+  message: { fromAgentId: string; to: string; text: string; replyTo?: string; thread?: string; taskId?: string; idempotencyKey: string },
 ): Promise<SendOutcome> {
   if (message.to === message.fromAgentId) return { sent: false, reason: 'an agent cannot message itself' };
   if (!(await findAgent(db, message.to))) return { sent: false, reason: `unknown agent ${JSON.stringify(message.to)}` };
@@ -56,6 +57,7 @@ export async function sendAgentMessage(
         text: message.text,
         ...(message.replyTo ? { replyTo: message.replyTo } : {}),
         ...(message.thread ? { thread: message.thread } : {}),
+        ...(message.taskId ? { taskId: message.taskId } : {}),
       },
     ],
     startWorkflowOperation: start,

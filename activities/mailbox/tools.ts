@@ -6,7 +6,8 @@ import { sendAgentMessage } from './send';
 /**
  * Send a message to another agent (seed A2A: asynchronous, no waiting for the answer). The recipient
  * triages it in its own mailbox and answers in its own run; its answer arrives in this agent's
- * mailbox as a reply on the same thread. Replying to an item (`reply_to`) continues its thread.
+ * mailbox as a reply on the same thread. Replying to an item (`reply_to`) continues its thread. Sent
+ * from a task round, the message names the task, and the answer joins that round while it runs.
  */
 export const agentSendMessage = defineTool({
   name: 'agent_send_message',
@@ -32,6 +33,7 @@ export const agentSendMessage = defineTool({
       to: args.to,
       text: args.text,
       ...(args.reply_to ? { replyTo: args.reply_to, thread: answered!.thread_id } : {}),
+      ...(ctx.taskId ? { taskId: ctx.taskId } : {}),
       idempotencyKey: `tool-${ctx.toolCallId}`,
     });
     return outcome.sent

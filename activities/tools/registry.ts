@@ -155,8 +155,9 @@ registerTools(taskManagementTools, ['task', 'chat']);
 registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 // Goals (seed D1 F3): the heartbeat's goal loop.
 registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
-// Conversations (issue 11): agents message each other from chat.
-registerTools([agentSendMessage], ['chat']);
+// Conversations (issue 11): agents message each other from chat, and from task rounds (seed D1 B19b:
+// task execution reaches agents with agent_send_message); an answer about a task joins its running round.
+registerTools([agentSendMessage], ['chat', 'task']);
 // The heartbeat reaches colleagues too (seed D1 E11 whitelists it): fire-and-forget, the answer arrives
 // in the agent's mailbox and is answered in an a2a run, which suits a check-in that does not wait.
 registerTools([agentSendMessage].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);

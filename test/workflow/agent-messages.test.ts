@@ -4,6 +4,8 @@ import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
 import { createHarness, type Harness } from '../support/harness';
 import { requestMessagesText, requestSystemText, requestToolNames } from '../support/requests';
+import { randomUUID } from 'node:crypto';
+import { submitTurn, textTurn, toolTurn } from '../support/harness';
 
 describe('agents message each other', () => {
   let h: Harness;
@@ -78,6 +80,47 @@ describe('agents message each other', () => {
         expect(requestToolNames(r)).toEqual(expect.arrayContaining(['file_write', 'agent_send_message', 'agent_send_group_message']));
         expect(requestToolNames(r)).not.toContain('notify_user');
       }
+    } finally {
+      h.llm.setResponder(undefined);
+    }
+  }, 120_000);
+
+  test('from a task round: agent_send_message names the task, and the colleague’s answer joins the running round (no separate a2a run)', async () => {
+    const alice = await h.createAgent();
+    const bob = await h.createAgent();
+    started.push(alice, bob);
+    const taskId = randomUUID();
+    const fromBob = `[MESSAGE from agent ${bob} · item `;
+    h.llm.setResponder((r: RecordedRequest): ScriptedResponse => {
+      const messages = requestMessagesText(r);
+      // Bob's a2a run: the message names its sender and Alice's task.
+      if (messages.includes(`[MESSAGE from agent ${alice}`)) return textTurn('Staging listens on port 8443.');
+      if (!messages.includes(`Task ID: ${taskId}`)) return textTurn('Summary: nothing to add.');
+      if (messages.includes(fromBob)) return submitTurn('staging port confirmed by bob: 8443');
+      if (!messages.includes('Message delivered to')) return toolTurn('agent_send_message', { to: bob, text: 'Bob, which port does staging use?' });
+      // Meanwhile the round keeps working (slowly) until the answer arrives.
+      return { ...toolTurn('file_read', { path: 'NOTES.md' }), chunkDelayMs: 200 };
+    });
+    try {
+      await h.client.startTask({ agentId: alice, taskId, title: 'Staging port', description: 'Find out which port staging uses; ask bob.' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review', 90_000);
+
+      const taskRequests = h.llm.requests.filter((r) => requestMessagesText(r).includes(`Task ID: ${taskId}`));
+      expect(requestToolNames(taskRequests[0]!)).toContain('agent_send_message');
+      // Bob's copy names the task; his answer came back to Alice on the same thread, with the task.
+      const [asked] = await h.db.db.selectFrom('mailbox_items').selectAll().where('agent_id', '=', bob).where('from_id', '=', alice).execute();
+      expect(asked).toMatchObject({ kind: 'message', task_id: taskId, text: 'Bob, which port does staging use?' });
+      const [answer] = await h.db.db.selectFrom('mailbox_items').selectAll().where('agent_id', '=', alice).where('from_id', '=', bob).execute();
+      expect(answer).toMatchObject({ kind: 'message', task_id: taskId, reply_to: asked!.id, thread_id: asked!.id, status: 'completed', result: `handed to the running round of task ${taskId}` });
+      // The round read it as a message it can answer with reply_to; Alice never ran an a2a run for it.
+      const last = taskRequests.at(-1)!;
+      // (the request's messages are JSON: the line break is escaped)
+      expect(requestMessagesText(last)).toContain(`${fromBob}${answer!.id}]\\nStaging listens on port 8443.`);
+      expect(requestMessagesText(last)).not.toContain(`[COMMENT from agent:${bob}]`);
+      const aliceA2a = h.llm.requests.filter((r) => requestSystemText(r).includes('### Agent-to-agent message') && requestMessagesText(r).includes(fromBob));
+      expect(aliceA2a).toEqual([]);
+      const bobA2a = h.llm.requests.filter((r) => requestMessagesText(r).includes(`[MESSAGE from agent ${alice} · item ${asked!.id} · about task ${taskId}]`));
+      expect(bobA2a).toHaveLength(1);
     } finally {
       h.llm.setResponder(undefined);
     }

@@ -44,8 +44,8 @@ export function conversationScenario(item: { kind: string; from: { type: string 
 }
 
 /** An agent's message as its recipient reads it: sender and item id first, so it can answer with reply_to. */
-export function agentMessageText(from: string, itemId: string, text: string): string {
-  return `[MESSAGE from agent ${from} · item ${itemId}]\n${text}`;
+export function agentMessageText(from: string, itemId: string, text: string, taskId?: string): string {
+  return `[MESSAGE from agent ${from} · item ${itemId}${taskId ? ` · about task ${taskId}` : ''}]\n${text}`;
 }
 
 /** A task comment as its assignee reads it. */

@@ -1,8 +1,10 @@
-import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { log, ParentClosePolicy, proxyActivities, startChild, upsertSearchAttributes } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { BACKGROUND_LLM, STORE } from './activity-options';
 import type { Activities } from '../activities';
 import {
   AgentIdSearchAttribute,
+  reflectionWorkflowId,
   systemSessionId,
   TaskIdSearchAttribute,
   type ReflectionWorkflowInput,
@@ -41,4 +43,29 @@ export async function postTaskReflectionWorkflow(input: ReflectionWorkflowInput)
   });
   await store.reflectionFinish({ taskId, toolIterations: loop.toolIterations });
   return { taskId, status: 'completed', toolIterations: loop.toolIterations };
+}
+
+/**
+ * Starts the post-task reflection of an accepted task: it outlives the task workflow (parent-close
+ * policy ABANDON); only its start is awaited. Already started (a retried accept, a rerun) is fine; any
+ * other failure is logged, never a reason to undo the accepted task.
+ */
+export async function startPostTaskReflection(taskId: string, agentId: string): Promise<void> {
+  try {
+    await startChild(postTaskReflectionWorkflow, {
+      workflowId: reflectionWorkflowId(taskId),
+      args: [{ taskId, agentId }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      // One reflection per task, even if the task is reopened and accepted again.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      typedSearchAttributes: [
+        { key: AgentIdSearchAttribute, value: agentId },
+        { key: TaskIdSearchAttribute, value: taskId },
+      ],
+      staticSummary: `reflection on task ${taskId}`,
+    });
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return;
+    log.warn('could not start the post-task reflection', { error: String(error) });
+  }
 }

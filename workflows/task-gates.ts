@@ -1,19 +1,55 @@
 /**
- * The start gates of a task workflow, passed before its first round: a human's approval for a task an
- * agent created (where the creator's config asks for it), then its dependencies. Deterministic
- * workflow code; the task row and the graph are read through activities.
+ * The start of a task workflow: its row recorded from the input, then the start gates passed before
+ * its first round (a human's approval for a task an agent created, where the creator's config asks for
+ * it, then its dependencies). Deterministic workflow code; the task row and the graph are read and
+ * written through activities.
  */
-import { condition, log, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, log, proxyActivities, setHandler } from '@temporalio/workflow';
 import { TASK_STORE } from './activity-options';
 import type { Activities } from '../activities';
-import { dependenciesChangedSignal, taskApprovalSignal, type TaskApprovalDecision } from './contract';
+import { dependenciesChangedSignal, TaskFailureType, taskApprovalSignal, type TaskApprovalDecision, type TaskWorkflowInput } from './contract';
 import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
-import type { TaskState } from './rules/task-state';
+import { isTerminal, type TaskState } from './rules/task-state';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
 /** Marker of the workflow change that added the gates: histories recorded before it take the old path. */
 export const START_GATES_PATCH = 'task-start-gates';
+
+/**
+ * Records the task row from the input (idempotent by task id) and loads what the workflow needs. A
+ * non-retryable refusal (unknown agent, malformed input, a task id that already ran) ends the
+ * workflow failed with the same stable type and message, so any client sees why. A carried run
+ * (continue-as-new, retry, rerun) may find its task in any state.
+ */
+export async function recordTask(input: TaskWorkflowInput, taskId: string, carried: boolean): ReturnType<Activities['loadTaskContext']> {
+  let context: Awaited<ReturnType<Activities['loadTaskContext']>>;
+  try {
+    context = await store.loadTaskContext({
+      taskId,
+      agentId: input.agentId,
+      title: input.title,
+      description: input.description,
+      priority: input.priority,
+      createdBy: input.createdBy,
+    });
+  } catch (error) {
+    const cause = error instanceof ActivityFailure ? error.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.nonRetryable) {
+      throw ApplicationFailure.create({ type: cause.type ?? TaskFailureType.invalidInput, message: cause.message, nonRetryable: true });
+    }
+    throw error;
+  }
+  // Histories recorded before tasks recorded themselves have no `state` here.
+  if (!carried && context.state && isTerminal(context.state as TaskState)) {
+    throw ApplicationFailure.create({
+      type: TaskFailureType.taskConflict,
+      message: `task ${JSON.stringify(taskId)} already ended (${context.state}); a task id runs once: start a new task`,
+      nonRetryable: true,
+    });
+  }
+  return context;
+}
 
 export interface GateHost {
   taskId: string;

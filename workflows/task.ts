@@ -1,5 +1,4 @@
 import {
-  ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
@@ -18,19 +17,14 @@ import {
   workflowInfo,
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { TASK_STORE } from './activity-options';
 import type { Activities } from '../activities';
 import {
   addUsage,
   AgentIdSearchAttribute,
-  approvalDecisionSignal,
   commentSignal,
-  decideApprovalUpdate,
   pauseSignal,
-  reflectionWorkflowId,
   resumeSignal,
-  reviewDecisionSignal,
   roundProgressSignal,
   roundSessionId,
   roundWorkflowId,
@@ -40,9 +34,7 @@ import {
   taskIdFromWorkflowId,
   TaskStateSearchAttribute,
   ZERO_USAGE_TOTALS,
-  type ApprovalDecision,
   type PendingApproval,
-  type RecordedApprovalDecision,
   type ReviewDecision,
   type RoundOutcome,
   type TaskComment,
@@ -64,18 +56,11 @@ import {
 import { failureMessage, isNonRetryable } from './rules/failures';
 import { taskInputProblem } from './rules/task-input';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
-import { postTaskReflectionWorkflow } from './reflection';
-import { passStartGates, START_GATES_PATCH, type GateHost } from './task-gates';
+import { startPostTaskReflection } from './reflection';
+import { passStartGates, recordTask, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
-import {
-  budgetDecisionProblem,
-  budgetDecisionSignal,
-  budgetQuery,
-  decideBudgetUpdate,
-  INVALID_BUDGET_DECISION_TYPE,
-  type BudgetReport,
-  type RecordedBudgetDecision,
-} from './subagent-contract';
+import { installDecisionHandlers } from './task-decisions';
+import { budgetQuery, type BudgetReport } from './subagent-contract';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
@@ -143,33 +128,17 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     ...(budget ? { budget } : {}),
   }));
   setHandler(budgetQuery, (): BudgetReport => budget ?? { limitUsd: input.costBudgetUsd ?? null, spentUsd: addUsage(usage, roundUsage).costUsd, held: false, nodes: [] });
-  /** A human's answer when the round's tree reached its cost budget: the round applies it. */
-  setHandler(budgetDecisionSignal, async (decision) => {
-    if (!child) {
-      log.warn('budgetDecision ignored: no round is running');
-      return;
-    }
-    try {
-      await child.signal(budgetDecisionSignal, decision);
-    } catch (error) {
-      log.warn('could not forward a budget decision to the round', { error: String(error) });
-    }
+  installDecisionHandlers({
+    round: () => child,
+    state: () => state,
+    spentUsd: () => budget?.spentUsd ?? addUsage(usage, roundUsage).costUsd,
+    pendingApprovals: () => pendingApprovals,
+    setPendingApprovals: (list) => {
+      pendingApprovals = list;
+    },
+    decided,
+    reviews,
   });
-  const spentUsd = (): number => budget?.spentUsd ?? addUsage(usage, roundUsage).costUsd;
-  setHandler(
-    decideBudgetUpdate,
-    async (decision): Promise<RecordedBudgetDecision> => {
-      const spent = spentUsd();
-      await child!.signal(budgetDecisionSignal, decision);
-      return { ...decision, spentUsd: spent, decidedAt: new Date().toISOString() };
-    },
-    {
-      validator: (decision) => {
-        const problem = budgetDecisionProblem(decision, spentUsd(), child !== undefined);
-        if (problem) throw ApplicationFailure.create({ type: INVALID_BUDGET_DECISION_TYPE, message: problem, nonRetryable: true });
-      },
-    },
-  );
   setHandler(roundProgressSignal, (p) => {
     if (p.round !== round || state !== 'in_progress') return;
     iteration = p.iteration;
@@ -180,50 +149,6 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     showDetails();
   });
 
-  /** Passes a decision to the running round; the round ignores ids it never asked about. */
-  const forward = async (decision: ApprovalDecision): Promise<void> => {
-    decided.add(decision.requestId);
-    pendingApprovals = pendingApprovals.filter((a) => a.requestId !== decision.requestId);
-    try {
-      if (child) await child.signal(approvalDecisionSignal, decision);
-    } catch (error) {
-      log.warn('could not forward an approval decision to the round', { requestId: decision.requestId, error: String(error) });
-    }
-  };
-  setHandler(approvalDecisionSignal, async (decision) => {
-    const problem = approvalProblem(decision);
-    if (problem) {
-      log.warn(`approvalDecision signal ignored: ${problem}`);
-      return;
-    }
-    await forward(decision);
-  });
-  setHandler(
-    decideApprovalUpdate,
-    async (decision): Promise<RecordedApprovalDecision> => {
-      const request = pendingApprovals.find((a) => a.requestId === decision.requestId);
-      await forward(decision);
-      return { ...decision, tool: request?.tool ?? 'unknown', decidedAt: new Date().toISOString() };
-    },
-    {
-      validator: (decision) => {
-        const problem = approvalProblem(decision);
-        // An ApplicationFailure rejects the update; any other error would fail the workflow task.
-        if (problem) throw ApplicationFailure.create({ type: TaskFailureType.invalidDecision, message: problem, nonRetryable: true });
-      },
-    },
-  );
-  setHandler(reviewDecisionSignal, (review) => {
-    if (review?.decision !== 'accept' && review?.decision !== 'revise') {
-      log.warn(`reviewDecision ignored: decision must be 'accept' or 'revise'`);
-      return;
-    }
-    if (state !== 'review') {
-      log.warn(`reviewDecision ignored: the task is ${state}, not in review`);
-      return;
-    }
-    reviews.push(review);
-  });
   setHandler(commentSignal, async (comment) => {
     if (typeof comment?.text !== 'string' || !comment.text.trim()) return;
     await deliverComment(comment);
@@ -284,7 +209,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
 
   let taskRecorded = false;
   try {
-    const context = await recordTask();
+    const context = await recordTask(input, taskId, carry !== undefined);
     taskRecorded = true;
     if (state === 'pending') {
       // Approval (agent-created tasks, where configured) and dependencies (blocked until they complete).
@@ -347,7 +272,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         if (review.decision === 'accept') {
           phase = 'finished';
           await moveTo('completed');
-          await startReflection();
+          await startPostTaskReflection(taskId, agentId);
           break;
         }
         round += 1;
@@ -377,40 +302,6 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   return { taskId, state, rounds: round, usage, ...(submission ? { submission } : {}), ...(lastError ? { error: lastError } : {}) };
 
   /**
-   * Records the task row from the input (idempotent by task id) and loads what the workflow needs. A
-   * non-retryable refusal (unknown agent, malformed input, a task id that already ran) ends the
-   * workflow failed with the same stable type and message, so any client sees why.
-   */
-  async function recordTask(): ReturnType<Activities['loadTaskContext']> {
-    let context: Awaited<ReturnType<Activities['loadTaskContext']>>;
-    try {
-      context = await store.loadTaskContext({
-        taskId,
-        agentId,
-        title: input.title,
-        description: input.description,
-        priority: input.priority,
-        createdBy: input.createdBy,
-      });
-    } catch (error) {
-      const cause = error instanceof ActivityFailure ? error.cause : undefined;
-      if (cause instanceof ApplicationFailure && cause.nonRetryable) {
-        throw ApplicationFailure.create({ type: cause.type ?? TaskFailureType.invalidInput, message: cause.message, nonRetryable: true });
-      }
-      throw error;
-    }
-    // Histories recorded before tasks recorded themselves have no `state` here.
-    if (!carry && context.state && isTerminal(context.state as TaskState)) {
-      throw ApplicationFailure.create({
-        type: TaskFailureType.taskConflict,
-        message: `task ${JSON.stringify(taskId)} already ended (${context.state}); a task id runs once: start a new task`,
-        nonRetryable: true,
-      });
-    }
-    return context;
-  }
-
-  /**
    * The workflow itself is failing (a refused transition, a store write that ran out of retries): mark
    * the task failed so the row does not claim it is still running. Best effort: the original error
    * is what the workflow fails with.
@@ -430,17 +321,6 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     }
   }
 
-  /** Why a decision cannot be applied; payloads come from people (UI, CLI), so nothing is assumed. */
-  function approvalProblem(decision: ApprovalDecision | undefined): string | undefined {
-    if (typeof decision?.requestId !== 'string') return 'a decision needs a requestId';
-    if (decision.decision !== 'approved' && decision.decision !== 'rejected') return `decision must be 'approved' or 'rejected', got ${JSON.stringify(decision.decision)}`;
-    if (decided.has(decision.requestId)) return `approval request ${decision.requestId} was already decided`;
-    if (!pendingApprovals.some((a) => a.requestId === decision.requestId)) {
-      return `no pending approval request ${decision.requestId}; pending: ${pendingApprovals.map((a) => a.requestId).join(', ') || 'none'}`;
-    }
-    return undefined;
-  }
-
   /** Between rounds and while waiting for review: carry counters and undelivered signals only. */
   async function continueAsNewIfDue(): Promise<void> {
     // A pause received in this activation is not part of the carry: act on it first (→ blocked).
@@ -450,31 +330,6 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       ...input,
       carry: { state, round, attempt, usage, noSubmitRetries, revisionFeedback, submission, pendingReview: reviews, comments: queuedComments },
     });
-  }
-
-  /**
-   * The post-task reflection (seed D1-11) outlives this workflow (parent-close policy ABANDON); only its
-   * start is awaited. Already started (a retried accept, a rerun) is fine; any other failure is logged,
-   * never a reason to undo the accepted task.
-   */
-  async function startReflection(): Promise<void> {
-    try {
-      await startChild(postTaskReflectionWorkflow, {
-        workflowId: reflectionWorkflowId(taskId),
-        args: [{ taskId, agentId }],
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        // One reflection per task, even if the task is reopened and accepted again.
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        typedSearchAttributes: [
-          { key: AgentIdSearchAttribute, value: agentId },
-          { key: TaskIdSearchAttribute, value: taskId },
-        ],
-        staticSummary: `reflection on task ${taskId}`,
-      });
-    } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) return;
-      log.warn('could not start the post-task reflection', { error: String(error) });
-    }
   }
 
   /** Runs the current round (attempt); transient failures retry it in the same session up to the seed's limit. */

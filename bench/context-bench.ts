@@ -13,7 +13,8 @@ import type { ChatMessage } from '../activities/llm/types';
 import { createMemorySummaryCache, type SummaryCache } from '../activities/context/summary-cache';
 import { buildSystemPrompt } from '../activities/context/system-prompt';
 import type { PromptInputs } from '../activities/context/prompt-types';
-import { cacheBreakpoint, prepareMessages, type PrepareMessagesOptions } from '../activities/context/prepare-messages';
+import { prepareMessages, type PrepareMessagesOptions } from '../activities/context/prepare-messages';
+import { cacheBreakpoint } from '../activities/context/message-units';
 import { countTokensRaw, freeEncoders } from '../activities/context/tokens';
 
 // ─── Deterministic data ──────────────────────────────────────────────────────────────────────────────

@@ -46,7 +46,6 @@ import {
   STAGE1_TRIGGER_MESSAGES,
   STAGE3B_KEEP_FRACTION,
   STAGE3C_KEEP_FRACTION,
-  TASK_PROMPT_MARKERS,
 } from './limits';
 import { neutralize } from './neutralize';
 import { addSanitizeStats, emptySanitizeStats, sanitizeMessageSequence, type SanitizeStats } from './sanitize';
@@ -55,6 +54,7 @@ import { buildHeuristicSummary, buildSummarizerPrompt, coveredCount, summaryMess
 import { prefixHashes, type SummaryCache } from './summary-cache';
 import { calibrationRatio, countMessageTokensRaw, safeJson } from './tokens';
 import { nonResultContent, summarizeToolBlock } from './tool-block';
+import { blockStart, cacheBreakpoint, currentTurnStart, findTaskPrompt, isResultMessage, isToolCall, lastToolBlockStart, trimOldest } from './message-units';
 
 export interface PrepareMessagesOptions {
   /** Model context window (catalog); non-positive = unknown (64K). */
@@ -123,8 +123,6 @@ export interface PreparedMessages {
   maxOutputTokens: number;
   stats: PrepareMessagesStats;
 }
-
-type Unit = ChatMessage[];
 
 export async function prepareMessages(input: readonly ChatMessage[], opts: PrepareMessagesOptions): Promise<PreparedMessages> {
   const { model } = opts;
@@ -288,41 +286,6 @@ function estimateMessageTokens(message: ChatMessage): number {
   return Math.ceil(chars / FALLBACK_CHARS_PER_TOKEN);
 }
 
-/** D1 C11: the first `task_prompt` message, else an untagged first user message with a marker; −1 if none. */
-export function findTaskPrompt(messages: readonly ChatMessage[]): number {
-  const tagged = messages.findIndex((m) => m.kind === 'task_prompt');
-  if (tagged >= 0) return tagged;
-  const first = messages.findIndex((m) => m.role === 'user');
-  const candidate = messages[first];
-  if (!candidate || (candidate.kind !== undefined && candidate.kind !== 'normal')) return -1;
-  const text = candidate.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
-  return TASK_PROMPT_MARKERS.some((marker) => text.includes(marker)) ? first : -1;
-}
-
-const isResultMessage = (m: ChatMessage | undefined) => m?.role === 'user' && m.content.some((b) => b.type === 'tool_result');
-const isToolCall = (m: ChatMessage | undefined) => m?.role === 'assistant' && m.content.some((b) => b.type === 'tool_use');
-
-/** Moves a cut index back so it never separates a tool call from its results. */
-function blockStart(messages: readonly ChatMessage[], cut: number): number {
-  let index = cut;
-  while (index > 0 && isResultMessage(messages[index])) index -= 1;
-  return index;
-}
-
-/** Start of the current turn: the last user message that is new input rather than tool results. */
-function currentTurnStart(messages: readonly ChatMessage[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i];
-    if (m?.role === 'user' && !isResultMessage(m)) return i;
-  }
-  return 0;
-}
-
-function lastToolBlockStart(messages: readonly ChatMessage[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if (isToolCall(messages[i])) return i;
-  return 0;
-}
-
 /** Compacts every tool block that starts before `boundary`. */
 function compactToolBlocks(messages: readonly ChatMessage[], boundary: number, stats: PrepareMessagesStats): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -392,45 +355,3 @@ async function freshSummary(
   return { message: summaryMessage(buildHeuristicSummary(older), covered, 'heuristic'), source: 'heuristic' };
 }
 
-/** Tool blocks travel together: an assistant tool call and its results are one unit. */
-function toUnits(messages: readonly ChatMessage[]): Unit[] {
-  const units: Unit[] = [];
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i] as ChatMessage;
-    if (isToolCall(message) && isResultMessage(messages[i + 1])) {
-      units.push([message, messages[i + 1] as ChatMessage]);
-      i += 1;
-    } else {
-      units.push([message]);
-    }
-  }
-  return units;
-}
-
-/**
- * Drops the oldest units until the rest fits `budget`: non-summary units first, then summaries; the
- * last unit (the current input) is never dropped.
- */
-function trimOldest(messages: readonly ChatMessage[], budget: number, tokensOf: (m: ChatMessage) => number): ChatMessage[] {
-  const units = toUnits(messages);
-  const sizes = units.map((u) => u.reduce((acc, m) => acc + tokensOf(m), 0));
-  let total = sizes.reduce((a, b) => a + b, 0);
-  const dropped = new Set<number>();
-  const isSummary = (u: Unit) => u.length === 1 && u[0]?.kind === 'summary' && u[0].role === 'user';
-  for (const pass of [false, true]) {
-    for (let i = 0; i < units.length - 1 && total > budget; i++) {
-      if (dropped.has(i) || isSummary(units[i] as Unit) !== pass) continue;
-      dropped.add(i);
-      total -= sizes[i] ?? 0;
-    }
-  }
-  return units.filter((_, i) => !dropped.has(i)).flat();
-}
-
-/** D1 B5: the message before the trailing run of user messages (the current turn), if any. */
-export function cacheBreakpoint(messages: readonly ChatMessage[]): number | undefined {
-  let i = messages.length - 1;
-  if (i < 0 || messages[i]?.role !== 'user') return undefined;
-  while (i >= 0 && messages[i]?.role === 'user') i -= 1;
-  return i >= 0 ? i : undefined;
-}

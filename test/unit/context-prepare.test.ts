@@ -1,5 +1,6 @@
 import type { ChatMessage, ContentBlock } from '../../activities/llm/types';
-import { cacheBreakpoint, findTaskPrompt, prepareMessages, stage1Cut, type PrepareMessagesOptions } from '../../activities/context/prepare-messages';
+import { prepareMessages, stage1Cut, type PrepareMessagesOptions } from '../../activities/context/prepare-messages';
+import { cacheBreakpoint, findTaskPrompt } from '../../activities/context/message-units';
 import { buildHeuristicSummary, buildSummarizerPrompt } from '../../activities/context/summarize';
 import { summarizeToolBlock, templateIndexFor } from '../../activities/context/tool-block';
 import { computeTokenBudget } from '../../activities/context/budget';

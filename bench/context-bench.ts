@@ -143,7 +143,6 @@ function promptInputs(i: number): PromptInputs {
     recentRuns: Array.from({ length: 6 }, (_, k) => ({ at: NOW - k * 3_600_000, kind: 'task', status: 'completed', summary: prose(rand, 300) })),
     attention: { focus: { type: 'task_execution', summary: 'Billing export', startedAt: NOW - i * 45_000 }, queue: { total: i % 4, items: [] }, decisions: [{ decision: 'continue', reasoning: 'on track' }] },
     sender: { id: 'human_hana', name: 'Hana', kind: 'human' },
-    ...(i % 2 === 0 ? { outputContract: { schemaName: 'NextAction' } } : {}),
   };
 }
 

@@ -7,7 +7,6 @@ export * from './limits';
 export { buildSystemPrompt, systemPromptText } from './system-prompt';
 export type * from './prompt-types';
 export { filterSkillsByRelevance, LIGHTWEIGHT_SCENARIOS, relevanceKeywords, relevanceScore } from './sections-dynamic';
-export { buildRunUserMessage, type RunUserMessageInput } from './user-message';
 export { CHAT_PREAMBLE, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_USER_MESSAGE, TASK_PREAMBLE } from './prompt-text';
 export { prepareMessages, stage1Cut } from './prepare-messages';
 export { cacheBreakpoint, findTaskPrompt } from './message-units';

@@ -48,10 +48,6 @@ export const SYSTEM_MAILBOX_MERGED_CHARS = 500;
 export const SYSTEM_MAILBOX_ITEM_PREVIEW_CHARS = 120;
 /** D1 §3.5 (code): one notebook entry; the notebook is a scratchpad, not a document store. */
 export const NOTEBOOK_MAX_CHARS_PER_ENTRY = 6_000;
-/** D1 B6 (MH code; M67 had 40): channel messages in Tier 3; MH cut it because 40 dominated the prompt. */
-export const CHANNEL_CONTEXT_MESSAGES = 15;
-/** D1 B6 (MH code): one channel message in Tier 3. */
-export const CHANNEL_CONTEXT_MSG_CHARS = 1_500;
 
 // ─── Dynamic value quantisation (D1 B8) ─────────────────────────────────────────────────────────────
 
@@ -90,12 +86,8 @@ export const RECENT_RUNS_MAX = 5;
 export const RECENT_RUNS_MAX_TOKENS = 800;
 /** D2 seg 10 (code): one run summary. */
 export const RECENT_RUN_SUMMARY_CHARS = 240;
-/** D2 seg 11: the JSON output contract is a reminder, not a schema dump. */
-export const OUTPUT_CONTRACT_MAX_TOKENS = 150;
 /** D2 §2: the whole system message; over it, Tier 3 shrinks first (Tiers 1–2 stay byte-stable). */
 export const SYSTEM_PROMPT_TARGET_TOKENS = 12_000;
-/** D2 §3: conversation context in a task/chat run's user message (newest last). */
-export const TASK_CHAT_CONTEXT_MESSAGES = 20;
 /** D2 §5: budget pre-flight reserves this many tokens for the response. */
 export const BUDGET_PREFLIGHT_RESPONSE_RESERVE_TOKENS = 1_500;
 

@@ -143,19 +143,11 @@ export interface RunSummary {
   summary: string;
 }
 
-export interface ChannelMessage {
-  at: Instant;
-  from: string;
-  text: string;
-}
-
 export interface PromptScope {
   kind: 'mission' | 'idea' | 'work' | 'project' | 'team';
   name?: string;
   /** D2 seg 8: mission / idea description or work initial prompt (≤ 800 tokens). */
   description: string;
-  /** D2 seg 7: per-scope prompt overrides, only for generator-stage runs. May narrow, never override. */
-  advancedPrompts?: string;
 }
 
 export interface PromptInputs {
@@ -181,7 +173,6 @@ export interface PromptInputs {
 
   // Tier 3
   announcements?: string[];
-  humanFeedback?: string[];
   notebook?: NotebookEntry[];
   /** All skills the agent could discover; filtered by `skillQuery` relevance and capped at 30. */
   skills?: SkillSummary[];
@@ -192,24 +183,20 @@ export interface PromptInputs {
   recentActivity?: ActivityEvent[];
   /** Oldest first; the last 5 are used. */
   recentRuns?: RunSummary[];
-  /** Oldest first; the last 15 are used. */
-  channelHistory?: ChannelMessage[];
   attention?: PromptAttention;
   sender?: PromptSender;
   /** Tools offered in this call; listed by name so the model knows what is not available. */
   tools?: ToolDefinition[];
-  /** Set when the caller expects JSON (D2 seg 11). */
-  outputContract?: { schemaName: string; description?: string };
 }
 
 export type PromptSegmentName =
   | 'identity' | 'role' | 'capabilities' | 'tools' | 'policies' | 'deliverables' | 'task_workflow'
   | 'tool_usage' | 'communication'
   | 'identity_section' | 'organisation' | 'workspace' | 'user_profiles' | 'trust' | 'environment'
-  | 'knowledge' | 'active_skills' | 'scope_prompts' | 'scope_context' | 'scenario'
-  | 'announcements' | 'human_feedback' | 'notebook' | 'skills_catalogue' | 'task_board' | 'team_status'
-  | 'recent_activity' | 'recent_runs' | 'channel_history' | 'attention' | 'sender' | 'available_tools'
-  | 'timestamp' | 'output_contract'
+  | 'knowledge' | 'active_skills' | 'scope_context' | 'scenario'
+  | 'announcements' | 'notebook' | 'skills_catalogue' | 'task_board' | 'team_status'
+  | 'recent_activity' | 'recent_runs' | 'attention' | 'sender' | 'available_tools'
+  | 'timestamp'
   | 'total';
 
 /** One truncation made to fit a budget (D2 G16: logged at WARN, step `prompt-assembly`). */

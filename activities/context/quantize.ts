@@ -86,7 +86,7 @@ export function formatMinuteTimestamp(now: Instant, timeZone = 'UTC'): string {
   return `${parts['year']}-${parts['month']}-${parts['day']} ${parts['hour']}:${parts['minute']} (${timeZone}, UTC${offset})`;
 }
 
-/** Minute-level UTC stamp `YYYY-MM-DD HH:mm` for list items (activity, runs, channel history). */
+/** Minute-level UTC stamp `YYYY-MM-DD HH:mm` for list items (activity, runs). */
 export function formatMinuteUtc(instant: Instant): string {
   const ms = toEpochMs(instant);
   if (!Number.isFinite(ms)) return 'unknown time';

@@ -4,10 +4,7 @@
  * the whole system message is over its 12,000-token target (D2 G16).
  */
 import {
-  CHANNEL_CONTEXT_MESSAGES,
-  CHANNEL_CONTEXT_MSG_CHARS,
   NOTEBOOK_MAX_CHARS_PER_ENTRY,
-  OUTPUT_CONTRACT_MAX_TOKENS,
   RECENT_ACTIVITY_DETAIL_CHARS,
   RECENT_ACTIVITY_MAX_EVENTS,
   RECENT_ACTIVITY_MAX_TOKENS,
@@ -33,33 +30,28 @@ import { mention, offeredToolNames } from './tool-mentions';
 
 /** Shrink order when the message is over target: lowest first. Undefined (sender, time…) never shrinks. */
 const SHRINK_ORDER = {
-  channel_history: 1,
-  recent_activity: 2,
-  recent_runs: 3,
-  team_status: 4,
-  skills_catalogue: 5,
-  announcements: 6,
-  human_feedback: 7,
-  notebook: 8,
-  task_board: 9,
-  attention: 10,
+  recent_activity: 1,
+  recent_runs: 2,
+  team_status: 3,
+  skills_catalogue: 4,
+  announcements: 5,
+  notebook: 6,
+  task_board: 7,
+  attention: 8,
 } as const;
 
 export function tier3Drafts(inputs: PromptInputs): SegmentDraft[] {
   const drafts: Array<SegmentDraft | undefined> = [
     listSection('announcements', '## System Announcements', inputs.announcements),
-    feedbackSection(inputs),
     notebookSection(inputs),
     skillsCatalogueSection(inputs),
     taskBoardSection(inputs),
     teamStatusSection(inputs),
     recentActivitySection(inputs),
     recentRunsSection(inputs),
-    channelHistorySection(inputs),
     attentionSection(inputs),
     senderSection(inputs),
     availableToolsSection(inputs),
-    outputContractSection(inputs),
   ];
   return drafts.filter((d): d is SegmentDraft => d !== undefined);
 }
@@ -68,21 +60,6 @@ function listSection(name: 'announcements', heading: string, entries: string[] |
   const items = entries?.filter((e) => e.trim()).map((e) => `- ${neutralize(e.trim())}`);
   if (!items?.length) return undefined;
   return { name, tier: 3, heading, items, dropFrom: 'start', separator: '\n', shrinkOrder: SHRINK_ORDER[name] };
-}
-
-function feedbackSection(inputs: PromptInputs): SegmentDraft | undefined {
-  const items = inputs.humanFeedback?.filter((e) => e.trim()).map((e) => `- ${neutralize(e.trim())}`);
-  if (!items?.length) return undefined;
-  return {
-    name: 'human_feedback',
-    tier: 3,
-    heading: '## Human Feedback',
-    items,
-    dropFrom: 'start',
-    separator: '\n',
-    fenceSource: 'human-feedback',
-    shrinkOrder: SHRINK_ORDER.human_feedback,
-  };
 }
 
 /** D1 B11/B12: notebook entries with key, managed tag and quantised age. */
@@ -249,23 +226,6 @@ function recentRunsSection(inputs: PromptInputs): SegmentDraft | undefined {
   };
 }
 
-/** D1 B6: channel history lives here, not in the message list, so the message prefix stays cacheable. */
-function channelHistorySection(inputs: PromptInputs): SegmentDraft | undefined {
-  const messages = inputs.channelHistory?.slice(-CHANNEL_CONTEXT_MESSAGES);
-  if (!messages?.length) return undefined;
-  const items = messages.map((m) => `- ${formatMinuteUtc(m.at)} ${inline(m.from, 80)}: ${inline(m.text, CHANNEL_CONTEXT_MSG_CHARS)}`);
-  return {
-    name: 'channel_history',
-    tier: 3,
-    heading: '## Channel History (UTC, oldest first)',
-    items,
-    dropFrom: 'start',
-    separator: '\n',
-    fenceSource: 'channel',
-    shrinkOrder: SHRINK_ORDER.channel_history,
-  };
-}
-
 const DECISION_MEANING: Record<string, string> = {
   continue: 'kept working on the current item',
   preempt: 'paused the current item to resume later',
@@ -332,20 +292,4 @@ function availableToolsSection(inputs: PromptInputs): SegmentDraft | undefined {
   if (!inputs.tools?.length) return undefined;
   const names = [...new Set(inputs.tools.map((t) => t.name))].sort();
   return { name: 'available_tools', tier: 3, heading: '## Tools In This Call', items: [names.join(', ')], dropFrom: 'end', separator: '\n' };
-}
-
-/** D2 seg 11: last, closest to the response; ≤ 150 tokens. */
-function outputContractSection(inputs: PromptInputs): SegmentDraft | undefined {
-  const contract = inputs.outputContract;
-  if (!contract) return undefined;
-  const description = contract.description?.trim() ? `\nThe schema: ${neutralize(contract.description.trim())}` : '';
-  return {
-    name: 'output_contract',
-    tier: 3,
-    heading: '## Output Contract',
-    items: [`Respond only with valid JSON that conforms to the "${inline(contract.schemaName, 80)}" schema: no prose before or after it, no Markdown code fences.${description}`],
-    dropFrom: 'end',
-    separator: '\n',
-    maxTokens: OUTPUT_CONTRACT_MAX_TOKENS,
-  };
 }

@@ -5,15 +5,15 @@
  * | Tier | cache breakpoint | content (in order) |
  * | --- | --- | --- |
  * | 1 stable | yes | SOUL.md · AGENTS.md · capabilities · TOOLS.md + granted permissions (≤ 1,500) · policies · deliverable format · task workflow · tool usage rules · communication rules |
- * | 2 semi-stable | yes | identity (colleagues ≤ 10, humans ≤ 8) · organisation · workspace · user profiles · trust · environment · knowledge (≤ 8,000 chars, no `_observations`) · active skills (≤ 4,000) · scope prompt overrides · scope context (≤ 800) · scenario + operating loop (last) |
- * | 3 dynamic | no | announcements · human feedback · notebook · skills catalogue (≤ 30) · task board (15 / 10; not in heartbeat, a2a, comment_response) · team status · recent activity (20 events, ≤ 1,200) · recent runs (5, ≤ 800) · channel history · attention state · sender · tools in this call · output contract (≤ 150) |
+ * | 2 semi-stable | yes | identity (colleagues ≤ 10, humans ≤ 8) · organisation · workspace · user profiles · trust · environment · knowledge (≤ 8,000 chars, no `_observations`) · active skills (≤ 4,000) · scope context (≤ 800) · scenario + operating loop (last) |
+ * | 3 dynamic | no | announcements · notebook · skills catalogue (≤ 30) · task board (15 / 10; not in heartbeat, a2a, comment_response) · team status · recent activity (20 events, ≤ 1,200) · recent runs (5, ≤ 800) · attention state · sender · tools in this call |
  *
  * The minute-level time (D1 B8) is not in Tier 3: it changes every minute, and anything before the
  * conversation that changes breaks the provider's prefix cache for the whole conversation. It is the
  * last block of the current turn instead (`current-turn.ts`).
  *
  * Budgets: each segment is first cut to its own budget (one warning each). If the whole message is
- * then over 12,000 tokens, Tier 3 sections shrink in a fixed order (channel history first, attention
+ * then over 12,000 tokens, Tier 3 sections shrink in a fixed order (recent activity first, attention
  * state last). Tiers 1 and 2 are never cut for the total: they depend only on their own inputs, so
  * equal stable inputs give byte-identical cached prefixes; if they alone overflow, a `total` warning
  * reports it.

@@ -21,8 +21,6 @@ describe('context limits', () => {
     expect(limits.SYSTEM_MAILBOX_MERGED_CHARS).toBe(500);
     expect(limits.SYSTEM_MAILBOX_ITEM_PREVIEW_CHARS).toBe(120);
     expect(limits.NOTEBOOK_MAX_CHARS_PER_ENTRY).toBe(6_000);
-    expect(limits.CHANNEL_CONTEXT_MESSAGES).toBe(15);
-    expect(limits.CHANNEL_CONTEXT_MSG_CHARS).toBe(1_500);
   });
 
   test('quantisation thresholds (D1 B8)', () => {
@@ -45,9 +43,7 @@ describe('context limits', () => {
     expect(limits.RECENT_RUNS_MAX).toBe(5);
     expect(limits.RECENT_RUNS_MAX_TOKENS).toBe(800);
     expect(limits.RECENT_RUN_SUMMARY_CHARS).toBe(240);
-    expect(limits.OUTPUT_CONTRACT_MAX_TOKENS).toBe(150);
     expect(limits.SYSTEM_PROMPT_TARGET_TOKENS).toBe(12_000);
-    expect(limits.TASK_CHAT_CONTEXT_MESSAGES).toBe(20);
     expect(limits.BUDGET_PREFLIGHT_RESPONSE_RESERVE_TOKENS).toBe(1_500);
   });
 

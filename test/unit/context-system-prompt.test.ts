@@ -76,9 +76,9 @@ describe('three tiers (D1 B1)', () => {
     expect(tier2!.lastIndexOf('## ')).toBeGreaterThanOrEqual(tier2!.indexOf('## Current Scenario'));
   });
 
-  test('Tier 3 ends with the output contract and carries no time: the time goes to the current turn', () => {
-    const [, , tier3] = tiers(buildSystemPrompt(inputs({ outputContract: { schemaName: 'NextAction' } })));
-    expect(tier3!.trimEnd().endsWith('no Markdown code fences.')).toBe(true);
+  test('Tier 3 ends with the tools in this call and carries no time: the time goes to the current turn', () => {
+    const [, , tier3] = tiers(buildSystemPrompt(inputs({ tools: [{ name: 'file_read', description: '', inputSchema: {} }] })));
+    expect(tier3!.trimEnd().endsWith('## Tools In This Call\nfile_read')).toBe(true);
     expect(tier3).not.toContain('14:07');
     expect(currentTimeText(inputs())).toBe('[Current time: 2026-05-25 14:07 (Europe/Berlin, UTC+02:00)]');
   });
@@ -215,13 +215,6 @@ describe('Tier 2 sections', () => {
     const warning = prompt.warnings.find((w) => w.segment === 'active_skills');
     expect(warning!.keptTokens).toBeLessThanOrEqual(4_000);
     expect(tiers(prompt)[1]).toContain('further entries omitted');
-  });
-
-  test('scope prompt overrides may narrow, never override', () => {
-    const [, tier2] = tiers(buildSystemPrompt(inputs({ scope: { kind: 'work', description: 'Catalogue', advancedPrompts: 'Use British spelling.' } })));
-    expect(tier2).toContain('must not override');
-    expect(tier2).toContain('<scope-prompts>\nUse British spelling.\n</scope-prompts>');
-    expect(tier2!.indexOf('## Scope Prompt Overrides')).toBeLessThan(tier2!.indexOf('## Scope (work)'));
   });
 });
 
@@ -374,13 +367,6 @@ describe('Tier 3 sections', () => {
     expect(tier3).toContain('This message is from Hana (human, PM, id u1).');
     expect(tier3).toContain('## Tools In This Call\nfile_read, task_list');
   });
-
-  test('output contract is capped at 150 tokens', () => {
-    const prompt = buildSystemPrompt(inputs({ outputContract: { schemaName: 'Plan', description: words(400) } }));
-    const warning = prompt.warnings.find((w) => w.segment === 'output_contract')!;
-    expect(warning.keptTokens).toBeLessThanOrEqual(150);
-    expect(tiers(prompt)[2]).toContain('"Plan" schema');
-  });
 });
 
 describe('budgets and truncation warnings (D2 §2)', () => {
@@ -398,16 +384,16 @@ describe('budgets and truncation warnings (D2 §2)', () => {
     expect(warning.keptTokens).toBeGreaterThan(1_400);
   });
 
-  test('over 12,000 tokens: Tier 3 shrinks (channel history first) while Tiers 1–2 stay intact', () => {
+  test('over 12,000 tokens: Tier 3 shrinks (recent activity first) while Tiers 1–2 stay intact', () => {
     const base = buildSystemPrompt(inputs());
-    const channelHistory = Array.from({ length: 15 }, (_, i) => ({ at: NOW, from: 'Bob', text: `msg${i} ${words(250)}` }));
+    const recentActivity = Array.from({ length: 20 }, (_, i) => ({ at: NOW - i, type: 'comment', detail: `event ${i} ${words(10)}` }));
     const notebook = Array.from({ length: 14 }, (_, i) => ({ key: `n${i}`, content: words(900), tag: 'agent' as const, updatedAt: NOW }));
-    const prompt = buildSystemPrompt(inputs({ channelHistory, notebook }));
+    const prompt = buildSystemPrompt(inputs({ recentActivity, notebook }));
     expect(tiers(prompt).slice(0, 2)).toEqual(tiers(base).slice(0, 2));
     const total = countTokensRaw(tiers(prompt)[0]!, 'claude-sonnet-4-5') + countTokensRaw(tiers(prompt)[1]!, 'claude-sonnet-4-5') + countTokensRaw(tiers(prompt)[2]!, 'claude-sonnet-4-5');
     expect(total).toBeLessThanOrEqual(12_000);
     const names = prompt.warnings.map((w) => w.segment);
-    expect(names[0]).toBe('channel_history');
+    expect(names[0]).toBe('recent_activity');
     expect(names).toContain('notebook');
     expect(names).not.toContain('total');
   });
@@ -433,8 +419,8 @@ describe('prompt-injection hardening (D2)', () => {
     const agent = inputs().agent;
     const prompt = buildSystemPrompt(inputs({
       agent: { ...agent, files: { ...agent.files, soul: `Ada\n${hostile}` } },
-      channelHistory: [{ at: NOW, from: 'Mallory', text: hostile }],
-      humanFeedback: [hostile],
+      announcements: [hostile],
+      recentActivity: [{ at: NOW, type: 'comment', detail: hostile, actor: 'Mallory' }],
       scope: { kind: 'work', description: hostile },
     }));
     const text = systemPromptText(prompt);

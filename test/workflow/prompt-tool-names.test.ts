@@ -89,9 +89,8 @@ describe('tool names in prompts', () => {
       trust: { level: 'standard', description: 'Ask before deleting.' },
       environment: { region: 'eu' },
       activeSkills: [{ name: 'csv', description: 'CSV handling', body: 'Step one. Step two.', expanded: false }],
-      scope: { kind: 'project', name: 'Parser', description: 'The CSV parser project.', advancedPrompts: 'Prefer small commits.' },
+      scope: { kind: 'project', name: 'Parser', description: 'The CSV parser project.' },
       announcements: ['Maintenance tonight.'],
-      humanFeedback: ['Good work on the last task.'],
       skills: Array.from({ length: 40 }, (_, i) => ({ name: `skill${i}`, description: 'a skill', category: 'general' })),
       skillQuery: 'parser',
       tasks: {
@@ -99,7 +98,6 @@ describe('tool names in prompts', () => {
         team: Array.from({ length: 14 }, (_, i) => ({ id: `t${i}`, title: `Team task ${i}`, priority: 'high' as const, status: 'in_progress', assignee: 'agent1' })),
       },
       teamStatus: [{ name: 'agent 1', status: 'busy' }],
-      channelHistory: [{ at: inputs.now, from: 'Hana', text: 'How is it going?' }],
       attention: {
         focus: { type: 'task', summary: 'Parser', startedAt: inputs.now },
         queue: { total: 2, items: [{ type: 'chat', summary: 'A question' }] },
@@ -107,7 +105,6 @@ describe('tool names in prompts', () => {
         mergedContent: 'A comment.',
       },
       sender: { id: 'u1', name: 'Hana', kind: 'human' },
-      outputContract: { schemaName: 'report', description: 'A short report.' },
     } as PromptInputs;
   }
 

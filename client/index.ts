@@ -18,10 +18,13 @@ import {
   pauseSignal,
   resumeSignal,
   reviewDecisionSignal,
+  roundProgressQuery,
+  roundWorkflowId,
   statusQuery,
   TaskIdSearchAttribute,
   TaskStateSearchAttribute,
   taskWorkflowId,
+  withLiveRound,
   type ApprovalDecision,
   type RecordedApprovalDecision,
   type ReviewDecision,
@@ -242,10 +245,18 @@ export class AgentsClient {
     return this.temporal.workflow.getHandle<typeof taskWorkflow>(taskWorkflowId(taskId));
   }
 
-  /** Live status from the workflow (`status` query); falls back to the stored row once it is gone. */
+  /**
+   * Live status from the workflow (`status` query), with the running round's own progress merged in
+   * (its `progress` query: iteration, phase, usage so far); falls back to the stored row once the
+   * workflow is gone.
+   */
   async getStatus(taskId: string): Promise<TaskStatus> {
     try {
-      return await this.handle(taskId).query(statusQuery);
+      const status = await this.handle(taskId).query(statusQuery);
+      if (status.state !== 'in_progress' || status.round === 0) return status;
+      // The round may just have ended (or not started): the task's own answer stands then.
+      const live = await this.temporal.workflow.getHandle(roundWorkflowId(taskId, status.round)).query(roundProgressQuery).catch(() => undefined);
+      return live ? withLiveRound(status, live) : status;
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
       const task = await this.getTaskRow(taskId);

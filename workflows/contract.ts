@@ -121,6 +121,8 @@ export interface TaskStatus {
   submission?: string;
   /** With a cost budget or sub-agents: the tree's spend per node and in total, as the round last reported it. */
   budget?: BudgetReport;
+  /** While a round runs: its part of `usage`. */
+  roundUsage?: UsageTotals;
 }
 
 export const statusQuery = defineQuery<TaskStatus>('status');
@@ -262,8 +264,38 @@ export interface RoundProgress {
   budget?: BudgetReport;
 }
 export const roundProgressSignal = defineSignal<[RoundProgress]>('roundProgress');
+/**
+ * A round's live progress, on `task-{id}-r{n}`. The round signals its task workflow only when a human
+ * needs to know (approvals, budget holds), so the task's `status` query alone lags behind a running
+ * round; the client's `getStatus` merges this in (`withLiveRound`).
+ */
+export const roundProgressQuery = defineQuery<RoundProgress>('progress');
 
 export const ZERO_USAGE_TOTALS: UsageTotals = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+
+/**
+ * A task's status with its running round's live progress: iteration, phase, usage (the task's earlier
+ * rounds plus this round's) and the tree's budget. Unchanged unless the round is the task's current one.
+ */
+export function withLiveRound(status: TaskStatus, live: RoundProgress): TaskStatus {
+  if (status.state !== 'in_progress' || live.round !== status.round) return status;
+  const reported = status.roundUsage ?? ZERO_USAGE_TOTALS;
+  const before = addUsage(status.usage, {
+    inputTokens: -reported.inputTokens,
+    outputTokens: -reported.outputTokens,
+    cacheReadTokens: -reported.cacheReadTokens,
+    cacheWriteTokens: -reported.cacheWriteTokens,
+    costUsd: -reported.costUsd,
+  });
+  return {
+    ...status,
+    iteration: live.iteration,
+    phase: live.phase,
+    usage: addUsage(before, live.usage),
+    roundUsage: live.usage,
+    ...(live.budget ? { budget: live.budget } : {}),
+  };
+}
 
 export function addUsage(a: UsageTotals, b: Partial<UsageTotals>): UsageTotals {
   return {

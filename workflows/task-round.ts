@@ -21,6 +21,7 @@ import {
   addUsage,
   approvalDecisionSignal,
   commentSignal,
+  roundProgressQuery,
   roundProgressSignal,
   roundWorkflowId,
   ZERO_USAGE_TOTALS,
@@ -96,8 +97,19 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     onHeldChange: (held) => report(held ? 'awaiting-budget' : spawner.spawning() ? 'running-tool' : 'thinking', true),
   });
 
-  const details = (phase: TaskPhase, extra = ''): void =>
-    setCurrentDetails(`round ${input.round} · attempt ${input.attempt} · iteration ${toolIterations} · ${phase}${extra}`);
+  let phase: TaskPhase = 'thinking';
+  const details = (now: TaskPhase, extra = ''): void => {
+    phase = now;
+    setCurrentDetails(`round ${input.round} · attempt ${input.attempt} · iteration ${toolIterations} · ${now}${extra}`);
+  };
+  setHandler(roundProgressQuery, () => ({
+    round: input.round,
+    iteration: toolIterations,
+    phase,
+    usage,
+    pendingApprovals: [...pending.values()],
+    ...(spawner.accounting() ? { budget: spawner.report() } : {}),
+  }));
 
   /** Tells the task workflow what this round is doing (throttled: each report is history in both workflows). */
   const report = async (phase: TaskPhase, force = false): Promise<void> => {

@@ -123,6 +123,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     phase,
     pendingApprovals,
     usage: addUsage(usage, roundUsage),
+    ...(state === 'in_progress' ? { roundUsage } : {}),
     ...(lastError ? { lastError } : {}),
     ...(submission ? { submission } : {}),
     ...(budget ? { budget } : {}),

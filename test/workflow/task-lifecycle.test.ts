@@ -1,4 +1,4 @@
-import { reflectionWorkflowId, roundWorkflowId, taskWorkflowId, type ReflectionWorkflowResult } from '../../workflows/contract';
+import { reflectionWorkflowId, roundWorkflowId, statusQuery, taskWorkflowId, type ReflectionWorkflowResult } from '../../workflows/contract';
 import { submitTurn, toolTurn, type Harness } from '../support/harness';
 import { activitySummaries, toolCallSummaries, bodyText, currentDetails, historiesOfAllRuns, isReflection, startScriptedHarness, type ScriptedAgents } from './task-support';
 
@@ -94,4 +94,26 @@ describe('task lifecycle', () => {
     await h.client.review(taskId, { decision: 'accept' });
     expect((await handle.result()).state).toBe('completed');
   });
+
+  test('getStatus follows a running round: iteration, phase and usage so far, equal to the recorded calls, not the last report', async () => {
+    const agentId = await h.createAgent();
+    const notes = [0, 1, 2].map((i) => toolTurn('task_note', { note: `step ${i}` }));
+    const taskId = agents.task([...notes, { kind: 'hang' }]);
+    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Steps', description: 'three notes, then think' });
+    await agents.waitForRequests(taskId, 4);
+    // The fused loop tells the task workflow nothing while no human is needed: its own answer lags.
+    const reported = await handle.query(statusQuery);
+    expect(reported.iteration).toBe(0);
+    const status = await h.waitForStatus(taskId, (s) => s.iteration === 3);
+    expect(status).toMatchObject({ state: 'in_progress', round: 1, phase: 'thinking' });
+    const recorded = await h.client.agentUsage(agentId);
+    expect(recorded.calls).toBe(3);
+    expect(status.usage.inputTokens).toBe(recorded.inputTokens);
+    expect(status.usage.outputTokens).toBe(recorded.outputTokens);
+    expect(status.usage.costUsd).toBeCloseTo(recorded.costUsd, 9);
+    expect(status.roundUsage).toEqual(status.usage);
+    await handle.cancel();
+    await h.waitForStatus(taskId, (s) => s.state === 'cancelled');
+  });
 });
+

@@ -2,6 +2,8 @@ import { Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema/database';
 import type { TaskState } from '../workflows/rules/task-state';
+import type { UsageTotals } from '../workflows/contract';
+import { usageTotals } from './llm/usage';
 import { unknownAgent, unknownTask } from './errors';
 import { runLlmStep, type ChatRouter, type LlmStepInput } from './llm-step';
 import { agentConfig, findAgent } from './store/agents';
@@ -135,8 +137,10 @@ export function createActivities(deps: ActivityDeps) {
     /**
      * Mirrors the workflow's task state into PostgreSQL, with a timeline event. A final state wakes the
      * tasks waiting on this one; cancelled or rejected cancels its subtasks and waiting dependants.
+     * After an interrupted attempt (→ blocked or failed) it returns what the task's recorded LLM calls
+     * used in total: the attempt never reported its own usage, so the workflow takes this instead.
      */
-    async recordTaskState(input: { taskId: string; state: TaskState; round: number; lastError?: string; eventKey: string }): Promise<void> {
+    async recordTaskState(input: { taskId: string; state: TaskState; round: number; lastError?: string; eventKey: string }): Promise<UsageTotals | undefined> {
       const propagation = await planPropagation(db, input.taskId, input.state);
       await updateTaskState(db, input.taskId, input.state, { round: input.round, lastError: input.lastError ?? null });
       if (['blocked', 'cancelled', 'failed'].includes(input.state)) {
@@ -145,6 +149,9 @@ export function createActivities(deps: ActivityDeps) {
       }
       await addTaskEvent(db, input.taskId, 'state-changed', { state: input.state, round: input.round, error: input.lastError }, input.eventKey);
       if (propagation.cancel.length || propagation.wake.length) await applyPropagation(Context.current().client, propagation);
+      if (input.state !== 'blocked' && input.state !== 'failed') return undefined;
+      const { calls: _calls, ...recorded } = await usageTotals(db, { taskId: input.taskId });
+      return recorded;
     },
 
     /**

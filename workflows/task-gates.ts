@@ -54,7 +54,7 @@ export async function recordTask(input: TaskWorkflowInput, taskId: string, carri
 export interface GateHost {
   taskId: string;
   state(): TaskState;
-  moveTo(to: TaskState, error?: string): Promise<void>;
+  moveTo(to: TaskState, error?: string): Promise<unknown>;
   /** Shown by the status query while the task waits. */
   setPhase(phase: 'awaiting-approval' | 'paused' | 'starting'): void;
   /** A human sent `resume` while the task was blocked (the task workflow's own handler records it). */

@@ -176,12 +176,14 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     if (state === 'blocked' || pauseRequested) resumeRequested = true;
   });
 
-  const moveTo = async (to: TaskState, error?: string): Promise<void> => {
+  /** Returns the task's recorded usage when the move follows an interrupted attempt (→ blocked, failed). */
+  const moveTo = async (to: TaskState, error?: string): Promise<UsageTotals | undefined> => {
     state = transition(state, to);
     lastError = error;
     upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
     showDetails();
-    await store.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` });
+    // Histories recorded before the activity returned usage replay `undefined` here.
+    return (await store.recordTaskState({ taskId, state, round, lastError: error, eventKey: `state:${round}:${attempt}:${state}` })) ?? undefined;
   };
 
   const gateHost: GateHost = {
@@ -233,7 +235,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         if (outcome.kind === 'paused') {
           pauseRequested = false;
           phase = 'paused';
-          await moveTo('blocked');
+          // The attempt reported its usage only when a human was needed: the recorded calls say what it used.
+          usage = (await moveTo('blocked')) ?? usage;
           await condition(() => resumeRequested);
           resumeRequested = false;
           attempt += 1;
@@ -243,7 +246,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         }
         if (outcome.kind === 'failed') {
           phase = 'finished';
-          await moveTo('failed', outcome.error);
+          usage = (await moveTo('failed', outcome.error)) ?? usage;
           break;
         }
         usage = addUsage(usage, outcome.usage);

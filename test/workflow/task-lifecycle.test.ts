@@ -115,5 +115,27 @@ describe('task lifecycle', () => {
     await handle.cancel();
     await h.waitForStatus(taskId, (s) => s.state === 'cancelled');
   });
+
+  test('a paused attempt’s usage is kept: after pause and after the resumed attempt, status usage equals the recorded calls', async () => {
+    const agentId = await h.createAgent();
+    const notes = [0, 1].map((i) => toolTurn('task_note', { note: `step ${i}` }));
+    const taskId = agents.task([...notes, { kind: 'hang' }, submitTurn('done after the pause')]);
+    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Pause me', description: 'two notes, then wait' });
+    await agents.waitForRequests(taskId, 3);
+    await h.client.pause(taskId);
+    const blocked = await h.waitForStatus(taskId, (s) => s.state === 'blocked');
+    const beforeResume = await h.client.agentUsage(agentId);
+    expect(beforeResume.calls).toBe(2);
+    expect(blocked.usage.inputTokens).toBe(beforeResume.inputTokens);
+    expect(blocked.usage.costUsd).toBeCloseTo(beforeResume.costUsd, 9);
+    await h.client.resume(taskId);
+    const review = await h.waitForStatus(taskId, (s) => s.state === 'review');
+    const recorded = await h.client.agentUsage(agentId);
+    expect(recorded.calls).toBe(3);
+    expect(review.usage.inputTokens).toBe(recorded.inputTokens);
+    expect(review.usage.outputTokens).toBe(recorded.outputTokens);
+    expect(review.usage.costUsd).toBeCloseTo(recorded.costUsd, 9);
+    await handle.cancel();
+  });
 });
 

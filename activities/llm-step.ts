@@ -20,6 +20,7 @@ import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, t
 import { loadTaskNotes } from './tools/task-tools';
 import { unknownAgent } from './errors';
 import { loadActivations } from './store/skills';
+import { withSessionUniqueToolIds } from './llm/tool-ids';
 import { createStepStreamPublisher } from './streams/publisher';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
@@ -196,6 +197,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
     clearInterval(heartbeat);
     await publisher.flush().catch(() => undefined);
   }
+  result = { ...result, content: withSessionUniqueToolIds(result.content, messages, key) };
   if (result.provider === 'anthropic') {
     const estimated = context.systemTokens + countMessageTokens(context.messages, result.model);
     const reported = result.usage.inputTokens + result.usage.cacheReadTokens + result.usage.cacheWriteTokens;

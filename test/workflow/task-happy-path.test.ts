@@ -49,4 +49,25 @@ describe.each(['anthropic', 'openai'] as const)('a task on %s through the real S
     }
     expect(row.state).toBe('review');
   });
+
+  test('a provider that repeats one tool call id on every reply: each call still runs once, under its own id', async () => {
+    const sameId = <T extends { content: Array<{ type: string }> }>(turn: T): T => ({ ...turn, content: turn.content.map((b) => (b.type === 'tool_use' ? { ...b, id: 'call_0' } : b)) });
+    h.llm.enqueue(
+      sameId(toolTurn('file_write', { path: 'first.txt', content: 'one' })),
+      sameId(toolTurn('file_write', { path: 'second.txt', content: 'two' })),
+      sameId(submitTurn('wrote both files')),
+    );
+    const agentId = await h.createAgent();
+    const { taskId } = await h.client.startTask({ agentId, title: 'Two files', description: 'Write first.txt and second.txt' });
+    const status = await h.waitForStatus(taskId, (s) => s.state === 'review');
+    expect(status.submission).toBe('wrote both files');
+    expect(await readFile(path.join(h.workspaceDir, 'second.txt'), 'utf8')).toBe('two');
+    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool_call_id', 'tool', 'executions']).where('task_id', '=', taskId).orderBy('started_at').execute();
+    expect(ledger.map((l) => [l.tool, l.executions])).toEqual([['file_write', 1], ['file_write', 1], ['task_submit_review', 1]]);
+    expect(ledger[0]!.tool_call_id).toBe('call_0');
+    expect(new Set(ledger.map((l) => l.tool_call_id)).size).toBe(3);
+    // The provider saw each result answer its own call.
+    expect(JSON.stringify(h.llm.requests.at(-1)!.body)).toContain('wrote 3 characters to second.txt');
+  });
 });
+

@@ -10,6 +10,7 @@ import { DEFAULT_TIER_MODELS, lookupModel, resolveMaxTokens, type ModelTier } fr
 import { CircuitBreaker, type BreakerFailureKind } from './circuit-breaker';
 import { classifyProviderError, isCancellation, LlmFailureType, type LlmFailureTypeName } from './errors';
 import type { ChatCallbacks, ChatRequest, ChatResult, LlmProvider, ProviderConfig } from './types';
+import { storableDeep, storableText } from '../security/binary';
 
 export type { ModelTier } from './catalog';
 
@@ -214,7 +215,7 @@ export class LlmRouter {
       const result = await provider.chat({ ...rest, model, maxTokens: resolveMaxTokens(maxTokens, model) }, callbacks);
       this.breaker.recordSuccess(providerName, model);
       attempts.push({ provider: providerName, model });
-      return { result };
+      return { result: { ...result, content: storableContent(result.content) } };
     } catch (err) {
       const failure = callbacks?.signal?.aborted || isCancellation(err) ? undefined : classifyProviderError(err, { provider: providerName, model, kind: provider.kind, now: this.now });
       if (failure === undefined) {
@@ -282,3 +283,11 @@ export function defaultTierChains(configs: readonly ProviderConfig[]): TierChain
   }
   return chains;
 }
+
+/** A reply's text and tool arguments as they can be stored and sent back (see `storableText`). */
+function storableContent(content: ChatResult['content']): ChatResult['content'] {
+  return content.map((block) =>
+    block.type === 'text' ? { ...block, text: storableText(block.text) } : { ...block, name: storableText(block.name), input: storableDeep(block.input) },
+  );
+}
+

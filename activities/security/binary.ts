@@ -40,3 +40,25 @@ export function escapeNulDeep(value: unknown): unknown {
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [escapeNul(k), escapeNulDeep(v)]));
   return value;
 }
+
+/** A UTF-16 surrogate without its partner: it has no UTF-8 encoding, so PostgreSQL cannot store it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * Text a model produced, made storable in PostgreSQL text and jsonb: NUL written as `\0` and lone
+ * surrogates replaced by U+FFFD. Without this a reply carrying either (an adversarial model can send
+ * `\u0000` in any string) fails every write of the step ("unsupported Unicode escape sequence"), and
+ * each retry pays for another call.
+ */
+export function storableText(text: string): string {
+  return escapeNul(text.replace(LONE_SURROGATE, '\uFFFD'));
+}
+
+/** `value` with every string in it (keys too) made storable. */
+export function storableDeep(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.map(storableDeep);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableText(k), storableDeep(v)]));
+  return value;
+}
+

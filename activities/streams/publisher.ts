@@ -4,6 +4,7 @@ import type { Database } from '../../schema/database';
 import { taskWorkflowId } from '../../workflows/contract';
 import type { ChatCallbacks } from '../llm/types';
 import { appendStreamEvents, supersededOutput, type NewStreamEvent, type StreamOwner } from './store';
+import { storableText } from '../security/binary';
 
 /**
  * Streamed text is written at most this often per step: the first delta goes out at once (time to
@@ -71,11 +72,11 @@ export class StepStreamPublisher {
     }, delay);
   }
 
-  /** Writes buffered text now; resolves when every earlier write has settled. */
+  /** Writes buffered text now (the call is over: nothing more can complete it); resolves when every earlier write has settled. */
   async flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.enqueue(() => this.writeBuffer());
+    this.enqueue(() => this.writeBuffer(true));
     await this.chain;
   }
 
@@ -111,16 +112,15 @@ export class StepStreamPublisher {
     await this.append(events);
   }
 
-  private async writeBuffer(): Promise<void> {
-    if (!this.buffer) return;
-    const text = this.buffer;
+  private async writeBuffer(final = false): Promise<void> {
+    // The first half of a surrogate pair waits for the delta that completes it (unless the call is over).
+    const held = !final && isHighSurrogate(this.buffer.charCodeAt(this.buffer.length - 1)) ? 1 : 0;
+    const text = this.buffer.slice(0, this.buffer.length - held);
+    if (!text) return;
     const part = this.part;
-    this.buffer = '';
+    this.buffer = this.buffer.slice(text.length);
     this.lastFlushAt = Date.now();
-    const events: NewStreamEvent[] = [];
-    for (let i = 0; i < text.length; i += STREAM_DELTA_MAX_CHARS) {
-      events.push({ kind: 'delta', stepKey: this.stepKey, attempt: this.attempt, part, text: text.slice(i, i + STREAM_DELTA_MAX_CHARS) });
-    }
+    const events: NewStreamEvent[] = deltaPieces(text, STREAM_DELTA_MAX_CHARS).map((piece) => ({ kind: 'delta', stepKey: this.stepKey, attempt: this.attempt, part, text: piece }));
     try {
       await appendStreamEvents(this.db, this.owner, events);
     } catch (error) {
@@ -151,3 +151,23 @@ export function createStepStreamPublisher(
   const owner: StreamOwner = { streamId: stepStreamId(input, ctx), agentId: input.agentId, ...(input.taskId ? { taskId: input.taskId } : {}) };
   return new StepStreamPublisher(db, owner, `${input.sessionId}/${messageKey}`, ctx?.info.attempt ?? 1, { sessionId: input.sessionId });
 }
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/**
+ * Streamed text cut into rows of at most `max` characters, never between the halves of a surrogate
+ * pair, each made storable (a NUL or a lone surrogate would fail the write, and every later one with it).
+ */
+export function deltaPieces(text: string, max: number): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; ) {
+    let end = Math.min(i + max, text.length);
+    if (end < text.length && end - i > 1 && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
+    pieces.push(storableText(text.slice(i, end)));
+    i = end;
+  }
+  return pieces;
+}
+

@@ -46,6 +46,34 @@ describe('bad input gets a clear error and loses nothing', () => {
     await expect(readFile(path.resolve(h.workspaceDir, '../../etc/escape.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
   });
 
+  test('a reply carrying NUL and lone surrogates is stored, streamed and run once (PostgreSQL cannot hold them as sent)', async () => {
+    h.llm.enqueue(
+      toolTurn('file_write', { path: 'odd.txt', 'k\u0000ey': 1, content: 'nul:\u0000 lone:\ud800 pair:\ud83d\ude00' }, 'text with nul \u0000 and \udc00'),
+      submitTurn('wrote odd.txt'),
+    );
+    const agentId = await h.createAgent();
+    const { taskId } = await h.client.startTask({ agentId, title: 'Odd text', description: 'write odd.txt' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    // One request per turn: the first reply was stored at once, not failed and asked again.
+    expect(h.llm.requests).toHaveLength(2);
+    const [reply] = await h.db.db.selectFrom('messages').select('content').where('session_id', '=', `task_${taskId}_r1`).where('role', '=', 'assistant').orderBy('id').execute();
+    expect(JSON.stringify(reply!.content)).toContain('text with nul \\\\0 and \uFFFD');
+    // The extra key made the call invalid for the schema: an error result, and the loop went on.
+    const [first] = await h.db.db.selectFrom('tool_calls').select(['tool', 'is_error', 'result']).where('task_id', '=', taskId).orderBy('started_at').execute();
+    expect(first).toMatchObject({ tool: 'file_write', is_error: true });
+    const deltas = await h.db.db.selectFrom('stream_events').select('text').where('task_id', '=', taskId).where('kind', '=', 'delta').execute();
+    expect(deltas.map((d) => d.text).join('')).toContain('text with nul \\0 and \uFFFD');
+  });
+
+  test('a NUL and a lone surrogate in tool arguments reach the tool as storable text', async () => {
+    h.llm.enqueue(toolTurn('file_write', { path: 'odd.txt', content: 'nul:\u0000 lone:\ud800 pair:\ud83d\ude00' }), submitTurn('wrote odd.txt'));
+    const agentId = await h.createAgent();
+    const { taskId } = await h.client.startTask({ agentId, title: 'Odd args', description: 'write odd.txt' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    expect(h.llm.requests).toHaveLength(2);
+    expect(await readFile(path.join(h.workspaceDir, 'odd.txt'), 'utf8')).toBe('nul:\\0 lone:\uFFFD pair:\ud83d\ude00');
+  });
+
   test('a provider 401 fails the task with a clear error after exactly one request', async () => {
     h.llm.enqueue({ kind: 'error', status: 401, message: 'invalid x-api-key' });
     const agentId = await h.createAgent();

@@ -97,7 +97,10 @@ type ToolCallInProgress = { id: string; name: string; args: string };
 
 class StreamAccumulator {
   text = '';
-  readonly toolCalls = new Map<number, ToolCallInProgress>();
+  /** The calls in the order they started. */
+  readonly toolCalls: ToolCallInProgress[] = [];
+  /** The call each `index` the server sent (or its absence) currently continues. */
+  private readonly slots = new Map<number | undefined, ToolCallInProgress>();
   model: string | undefined;
   finishReason: string | undefined;
   usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
@@ -122,21 +125,36 @@ class StreamAccumulator {
       this.onTextDelta?.(choice.delta.content);
     }
     for (const call of choice.delta.tool_calls ?? []) {
-      const entry = this.toolCalls.get(call.index) ?? { id: '', name: '', args: '' };
+      const entry = this.entryFor(call);
       // The id and name arrive whole in a call's first chunk; only the arguments are split.
       if (call.id && entry.id === '') entry.id = call.id;
       if (call.function?.name && entry.name === '') entry.name = call.function.name;
       entry.args += call.function?.arguments ?? '';
-      this.toolCalls.set(call.index, entry);
     }
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
   }
 
+  /**
+   * The call a delta continues. OpenAI numbers parallel calls by `index`; some compatible servers send
+   * index 0 for every call (Ollama) or no index at all, which would merge two calls into one with
+   * unparseable arguments. So a delta that starts a call opens a new one whatever its index says: one
+   * with another id than the slot's call, or (servers that send no ids) one with a name once the slot's
+   * call has complete arguments (a server that repeats the name on every chunk of a call is not split).
+   */
+  private entryFor(call: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall): ToolCallInProgress {
+    const index = typeof call.index === 'number' ? call.index : undefined;
+    const current = this.slots.get(index);
+    if (current && !startsAnotherCall(current, call)) return current;
+    const entry: ToolCallInProgress = { id: '', name: '', args: '' };
+    this.toolCalls.push(entry);
+    this.slots.set(index, entry);
+    return entry;
+  }
+
   content(): Array<TextBlock | ToolUseBlock> {
     const text: TextBlock[] = this.text === '' ? [] : [{ type: 'text', text: this.text }];
-    const calls = [...this.toolCalls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, call]): ToolUseBlock => ({
+    const calls = this.toolCalls
+      .map((call, index): ToolUseBlock => ({
         type: 'tool_use',
         // Some compatible servers omit ids; the ledger needs one that is unique within the turn.
         id: call.id || `call_${index}`,
@@ -144,6 +162,17 @@ class StreamAccumulator {
         ...parseToolArguments(call.name, call.args),
       }));
     return [...text, ...calls];
+  }
+}
+
+function startsAnotherCall(current: ToolCallInProgress, call: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall): boolean {
+  if (call.id && current.id) return call.id !== current.id;
+  if (!call.function?.name || !current.name) return false;
+  try {
+    JSON.parse(current.args);
+    return true;
+  } catch {
+    return false;
   }
 }
 

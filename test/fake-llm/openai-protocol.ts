@@ -119,10 +119,13 @@ export function openAiStreamFrames(message: ScriptedMessage, ctx: RenderContext,
   const chunk = chunkWriter(ctx, includeUsage);
   const frames = [chunk(delta({ role: 'assistant', content: '' }))];
   for (const content of splitIntoChunks(assistantText(message), TEXT_DELTA_CHARS)) frames.push(chunk(delta({ content })));
-  toolCalls(message, ctx).forEach((call, index) => {
-    frames.push(chunk(delta({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] })));
+  toolCalls(message, ctx).forEach((call, n) => {
+    const mode = message.toolCallIndexes ?? 'numbered';
+    const index = mode === 'omitted' ? {} : { index: mode === 'all-zero' ? 0 : n };
+    const id = message.omitToolCallIds ? {} : { id: call.id };
+    frames.push(chunk(delta({ tool_calls: [{ ...index, ...id, type: 'function', function: { name: call.function.name, arguments: '' } }] })));
     for (const piece of splitIntoChunks(call.function.arguments, ARGUMENT_DELTA_CHARS)) {
-      frames.push(chunk(delta({ tool_calls: [{ index, function: { arguments: piece } }] })));
+      frames.push(chunk(delta({ tool_calls: [{ ...index, function: { arguments: piece } }] })));
     }
   });
   frames.push(chunk(delta({}, FINISH_REASONS[message.stopReason])));

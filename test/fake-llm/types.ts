@@ -38,6 +38,12 @@ export type ScriptedMessage = {
   usage?: ScriptedUsage;
   /** Delay between stream events, to make a stream last long enough to observe or cancel. */
   chunkDelayMs?: number;
+  /**
+   * OpenAI protocol: how streamed tool calls carry `index`. OpenAI numbers them; some compatible
+   * servers send 0 for every call (Ollama) or leave it out, and some send no call ids.
+   */
+  toolCallIndexes?: 'numbered' | 'all-zero' | 'omitted';
+  omitToolCallIds?: boolean;
 };
 
 export type ScriptedErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 422 | 429 | 500 | 503 | 529;

@@ -392,6 +392,32 @@ describe('openai adapter: wire format', () => {
     expect(body).not.toHaveProperty('tools');
   });
 
+  test.each<[string, { toolCallIndexes: 'all-zero' | 'omitted'; omitToolCallIds?: boolean }]>([
+    ['index 0 for every call (Ollama)', { toolCallIndexes: 'all-zero' }],
+    ['no index at all', { toolCallIndexes: 'omitted' }],
+    ['index 0 for every call and no ids', { toolCallIndexes: 'all-zero', omitToolCallIds: true }],
+  ])('parallel calls from a server that sends %s stay separate calls', async (_label, quirk) => {
+    server.enqueue({
+      kind: 'message',
+      content: [
+        { type: 'tool_use', id: 'call_a', name: 'write_file', input: { path: 'a.rs', text: 'fn a() {}' } },
+        { type: 'tool_use', id: 'call_b', name: 'write_file', input: { path: 'b.rs', text: 'fn b() {}' } },
+        { type: 'tool_use', id: 'call_c', name: 'read_file', input: { path: 'c.rs' } },
+      ],
+      stopReason: 'tool_use',
+      ...quirk,
+    });
+    const result = await provider('openai-compatible').chat(simpleRequest({ tools: [readFileTool, writeFileTool] }));
+    const calls = result.content.filter((b) => b.type === 'tool_use');
+    expect(calls.map((c) => [c.name, c.input, c.inputParseError])).toEqual([
+      ['write_file', { path: 'a.rs', text: 'fn a() {}' }, undefined],
+      ['write_file', { path: 'b.rs', text: 'fn b() {}' }, undefined],
+      ['read_file', { path: 'c.rs' }, undefined],
+    ]);
+    if (!quirk.omitToolCallIds) expect(calls.map((c) => c.id)).toEqual(['call_a', 'call_b', 'call_c']);
+    else expect(new Set(calls.map((c) => c.id)).size).toBe(3);
+  });
+
   test('usage: cached tokens split out of prompt_tokens; no cache writes', async () => {
     server.enqueue({
       kind: 'message',

@@ -95,6 +95,10 @@ export interface LlmStepReply {
   /** The assistant message's content blocks as stored (the tool calls the fused step runs without reading them back); empty when unknown. */
   content: ContentBlock[];
   agent: AgentRow;
+  /** Tools discover_tools had activated when the step began. */
+  activatedTools: ReadonlySet<string>;
+  /** This execution stored the reply: no earlier attempt can have run (or started) its tool calls. */
+  fresh: boolean;
 }
 
 /** `runLlmStep`, also returning the stored reply and the agent (for the fused step; never enters workflow history). */
@@ -110,7 +114,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   ]);
   if (!agent) throw unknownAgent(input.agentId);
   const tools = toolsForAgent(input.scenario, agentConfig(agent), activations.tools);
-  if (recorded) return { step: await replayRecorded(db, input, recorded.content, tools), content: recorded.content, agent };
+  if (recorded) return { step: await replayRecorded(db, input, recorded.content, tools), content: recorded.content, agent, activatedTools: activations.tools, fresh: false };
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
   if (!sessionMessages.has(input.sessionId)) await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
@@ -222,7 +226,8 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   } select exists (select 1 from reply) as inserted`.execute(db);
   // Another attempt of this step stored its reply first (a zombie): ours is not the conversation's, so
   // the tools read theirs back by id (as the executeTool activity does) instead of running ours.
-  const stored = written[0]?.inserted === true ? result.content : [];
+  const fresh = written[0]?.inserted === true;
+  const stored = fresh ? result.content : [];
   await publisher.finish({ stopReason: result.stopReason, toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])) });
   if (cognitive) await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
 
@@ -237,7 +242,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
       await addTaskEvent(db, input.taskId, 'budget-threshold-crossed', { percent, limitUsd: spent.limit, spentUsd: after }, `budget:${spent.periodStart}:${percent}`);
     }
   }
-  return { step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false), content: stored, agent };
+  return { step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false), content: stored, agent, activatedTools: activations.tools, fresh };
 }
 
 /** A sender as the prompt names it: an agent by its name and description, anyone else by id. */

@@ -9,6 +9,7 @@ import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from '
 import { toolsForAgent, type Scenario } from './tools/registry';
 import { unknownAgent } from './errors';
 import { loadActivations } from './store/skills';
+import { DISCOVER_TOOLS } from './tools/discover-tools';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
 export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -40,8 +41,12 @@ export async function runToolWithLedger(
   db: Kysely<Database>,
   input: ExecuteToolInput & { scenario: Scenario },
   heartbeatDetails?: unknown,
-  /** What the fused step already holds: the agent row it ran with and the call as stored (not read again). */
-  known?: { agent: AgentRow; call: ToolUseBlock },
+  /**
+   * What the fused step already holds, not read again: the agent row it ran with, the call as stored,
+   * the activated tools (unless a discover_tools call may have changed them) and whether the reply is
+   * fresh (stored by this execution, so no ledger row can exist for its calls yet).
+   */
+  known?: { agent: AgentRow; call: ToolUseBlock; activated?: ReadonlySet<string>; fresh?: boolean },
 ): Promise<ExecuteToolResult> {
   const agent = known?.agent ?? (await findAgent(db, input.agentId));
   if (!agent) throw unknownAgent(input.agentId);
@@ -53,7 +58,7 @@ export async function runToolWithLedger(
   const config = agentConfig(agent);
   try {
     // Tools discover_tools activated in this session or task are dispatched too (seed D1 F4).
-    const { tools: activated } = await loadActivations(db, input.sessionId, input.taskId);
+    const activated = known?.activated ?? (await loadActivations(db, input.sessionId, input.taskId)).tools;
     return await executeToolCall(input, toolsForAgent(input.scenario, config, activated), {
       db,
       agentId: input.agentId,
@@ -63,7 +68,7 @@ export async function runToolWithLedger(
       signal: ctx?.cancellationSignal ?? new AbortController().signal,
       agentConfig: config,
       heartbeat: beat,
-    }, known?.call);
+    }, known?.call, { fresh: known?.fresh === true });
   } finally {
     clearInterval(heartbeat);
   }
@@ -82,8 +87,9 @@ export async function runToolWithLedger(
  * Temporal UI shows what a long step is doing; the result lists every call with its summary and preview.
  */
 export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock?: () => Date): Promise<StepWithToolsResult> {
-  const { step, content, agent } = await runLlmStepWithReply(db, router, input, clock);
+  const { step, content, agent, activatedTools, fresh } = await runLlmStepWithReply(db, router, input, clock);
   const stored = new Map(content.flatMap((b) => (b.type === 'tool_use' ? [[b.id, b] as const] : [])));
+  let activated: ReadonlySet<string> | undefined = activatedTools;
   const toolResults: StepWithToolsResult['toolResults'] = [];
   const deferred: DeferredToolCall[] = [];
   for (const call of step.toolCalls) {
@@ -95,8 +101,10 @@ export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter,
       db,
       { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: input.turn, toolCallId: call.id, scenario: input.scenario },
       { turn: input.turn, tool: call.name, summary: call.summary },
-      stored.has(call.id) ? { agent, call: stored.get(call.id)! } : undefined,
+      stored.has(call.id) ? { agent, call: stored.get(call.id)!, activated, fresh } : undefined,
     );
+    // discover_tools may have activated tools for the calls after it: those read the activations again.
+    if (call.name === DISCOVER_TOOLS) activated = undefined;
     if (result.kind === 'approval-required') deferred.push({ ...call, approval: result });
     else if (result.kind === 'run-in-workflow') deferred.push({ ...call, inWorkflow: result });
     else toolResults.push({ id: call.id, summary: call.summary, result });

@@ -83,17 +83,17 @@ export async function executeToolCall(
   ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
   /** The call as stored in its assistant message, when the caller has it (the fused step): not read again. */
   known?: ToolUseBlock,
+  /** `fresh`: the caller stored the call's reply itself, so the call has no ledger row to find. */
+  options: { fresh?: boolean } = {},
 ): Promise<ExecuteToolResult> {
   const { db, sessionId } = ctx;
   const call = known && known.id === input.toolCallId ? known : await loadToolCall(ctx, input.attempt, input.turn, input.toolCallId);
   const spec = tools.get(call.name);
 
-  const ledger = await db
-    .selectFrom('tool_calls')
-    .selectAll()
-    .where('session_id', '=', sessionId)
-    .where('tool_call_id', '=', call.id)
-    .executeTakeFirst();
+  const ledger =
+    options.fresh && call === known
+      ? undefined
+      : await db.selectFrom('tool_calls').selectAll().where('session_id', '=', sessionId).where('tool_call_id', '=', call.id).executeTakeFirst();
   if (ledger && ledger.status !== 'started') {
     await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
     return done(call.name, ledger.result ?? '', ledger.is_error, { replayed: true });

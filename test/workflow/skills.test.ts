@@ -150,6 +150,25 @@ describe('skills and the prompt world', () => {
     expect([...later.skills, ...later.tools].sort()).toEqual([deploy, 'goal_create'].sort());
   }, 90_000);
 
+  test('a tool activated by discover_tools runs when the same reply calls it right after', async () => {
+    const agentId = await h.createAgent();
+    const taskId = agents.task([
+      {
+        kind: 'message',
+        content: [
+          { type: 'tool_use', name: 'discover_tools', input: { query: 'goal', activate: ['goal_create'] } },
+          { type: 'tool_use', name: 'goal_create', input: { title: 'Same-reply goal', criteria: 'It exists' } },
+        ],
+        stopReason: 'tool_use',
+      },
+      submitTurn('done'),
+    ]);
+    await h.client.startTask({ agentId, taskId, title: 'Goal now', description: 'Activate and use goal_create at once.' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
+    expect(lastToolResults(agents.requests(taskId)[1]!).map((r) => r.isError)).toEqual([false, false]);
+    expect(await h.db.db.selectFrom('goals').select('title').where('agent_id', '=', agentId).execute()).toEqual([{ title: 'Same-reply goal' }]);
+  });
+
   test('permissions win over discover_tools; unknown names and bad skills are refused in words', async () => {
     const restricted = await h.createAgent({ permissions: { manageGoals: false } });
     expect(discoverableTools('task').has('goal_create')).toBe(true);

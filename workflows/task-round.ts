@@ -23,6 +23,7 @@ import {
   commentSignal,
   roundProgressQuery,
   roundProgressSignal,
+  type RoundProgress,
   roundWorkflowId,
   ZERO_USAGE_TOTALS,
   type ApprovalDecision,
@@ -102,30 +103,24 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     phase = now;
     setCurrentDetails(`round ${input.round} · attempt ${input.attempt} · iteration ${toolIterations} · ${now}${extra}`);
   };
-  setHandler(roundProgressQuery, () => ({
+  const progress = (): RoundProgress => ({
     round: input.round,
     iteration: toolIterations,
     phase,
     usage,
     pendingApprovals: [...pending.values()],
     ...(spawner.accounting() ? { budget: spawner.report() } : {}),
-  }));
+  });
+  setHandler(roundProgressQuery, progress);
 
   /** Tells the task workflow what this round is doing (throttled: each report is history in both workflows). */
-  const report = async (phase: TaskPhase, force = false): Promise<void> => {
-    details(phase);
+  const report = async (now: TaskPhase, force = false): Promise<void> => {
+    details(now);
     const due = fusedLoop ? phaseReportDue(lastReportedIteration, force) : progressReportDue(lastReportedIteration, toolIterations, force);
     if (!due) return;
     lastReportedIteration = toolIterations;
     try {
-      await getExternalWorkflowHandle(input.parentWorkflowId).signal(roundProgressSignal, {
-        round: input.round,
-        iteration: toolIterations,
-        phase,
-        usage,
-        pendingApprovals: [...pending.values()],
-        ...(spawner.accounting() ? { budget: spawner.report() } : {}),
-      });
+      await getExternalWorkflowHandle(input.parentWorkflowId).signal(roundProgressSignal, progress());
     } catch (error) {
       log.warn('could not report progress to the task workflow', { error: String(error) });
     }

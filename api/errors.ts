@@ -3,6 +3,9 @@
  * Internal errors are logged and answered with a generic message: no stack trace reaches a client.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { InvalidAgentError } from '../activities/store/agents';
+import { InvalidAnnouncementError, InvalidOrganisationError, UnknownOrganisationError } from '../activities/store/organisations';
+import { InvalidSkillError } from '../activities/store/skills';
 import { UnknownAgentError } from '../client';
 
 export class ApiError extends Error {
@@ -35,6 +38,11 @@ export function toApiError(error: unknown): ApiError {
   // Fastify's JSON parser reports SyntaxError with status 400.
   if (e instanceof SyntaxError && e.statusCode === 400) return new ApiError(400, 'malformed_json', `the body is not valid JSON (${e.message})`);
   if (error instanceof UnknownAgentError) return new ApiError(404, 'agent_not_found', error.message);
+  if (error instanceof UnknownOrganisationError) return new ApiError(404, 'organisation_not_found', error.message);
+  // The stores' own validation (what a folder and a request share): its words name every problem.
+  if (error instanceof InvalidAgentError || error instanceof InvalidOrganisationError || error instanceof InvalidSkillError || error instanceof InvalidAnnouncementError) {
+    return new ApiError(400, 'invalid_request', error.message);
+  }
   if (error instanceof WorkflowUpdateFailedError) {
     // The update's validator refused it (unknown or already-decided request): its words are the message.
     const cause = (error.cause as { message?: string } | undefined)?.message ?? error.message;

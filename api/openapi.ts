@@ -45,7 +45,7 @@ export function buildOpenApi(routes: readonly RouteDoc[]): Record<string, unknow
         400: { description: 'Invalid input: the message names each field and what is wrong', ...error },
         401: { description: 'No token, or an unknown or revoked one', ...error },
         403: { description: 'The token lacks the scope', ...error },
-        404: { description: 'Unknown task, agent or approval request', ...error },
+        404: { description: 'Unknown task, agent, organisation or approval request', ...error },
         413: { description: 'Body over the size limit', ...error },
         429: { description: 'Per-token rate limit; see Retry-After', ...error },
       },
@@ -53,7 +53,7 @@ export function buildOpenApi(routes: readonly RouteDoc[]): Record<string, unknow
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'durable-agents API', version: '1', description: 'Agents, tasks, approvals and usage of durable-agents. Errors are { error: { code, message } }.' },
+    info: { title: 'durable-agents API', version: '1', description: 'Agents, tasks, approvals, usage, organisations, skills and announcements of durable-agents. Errors are { error: { code, message } }.' },
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     paths,
   };

@@ -4,8 +4,9 @@
  * (activities/store/agents.ts); the `Same<…>` checks at the bottom make the build fail when the two drift.
  */
 import { z } from 'zod';
-import type { AgentConfig } from '../activities/store/agents';
-import { AGENT_ID_PATTERN } from '../activities/store/agents';
+import { AGENT_ID_PATTERN, AgentConfigSchema } from '../activities/store/agents';
+import { ORG_NAME_PATTERN } from '../activities/store/organisations';
+import { SKILL_NAME_PATTERN } from '../activities/store/skills';
 import { MAILBOX_TEXT_MAX_CHARS } from '../workflows/rules/mailbox';
 import type { PendingApproval, RecordedApprovalDecision, TaskStatus, UsageTotals } from '../workflows/contract';
 import { TASK_STATES } from '../workflows/rules/task-state';
@@ -26,23 +27,8 @@ export const TaskIdParams = z.object({ taskId: z.string().regex(TASK_ID_PATTERN,
 export const AgentIdParams = z.object({ agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'") }).strict();
 export const RequestIdParams = z.object({ requestId: z.string().min(1).max(300) }).strict();
 
-export const AgentConfigSchema = z
-  .object({
-    provider: z.string().min(1).optional(),
-    model: z.string().min(1).optional(),
-    tier: z.enum(['cheap', 'standard', 'premium']).optional(),
-    timezone: z.string().min(1).optional(),
-    canEditOwnFiles: z.boolean().optional(),
-    budgetUsd: z.number().nonnegative().optional(),
-    allowBudgetOverage: z.boolean().optional(),
-    budgetPeriod: z.enum(['hour', 'day', 'week', 'month', 'lifetime']).optional(),
-    protectedBranches: z.array(z.string().min(1)).optional(),
-    cognitive: z
-      .object({ enabled: z.boolean().optional(), maxDepth: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]).optional(), timeoutMs: z.number().int().positive().optional() })
-      .strict()
-      .optional(),
-  })
-  .strict();
+/** The store's own schema: the API accepts every agent setting the CLI's agent.json does (org, skills, permissions…). */
+export { AgentConfigSchema };
 
 const identityFile = z.string().max(IDENTITY_FILE_MAX_CHARS).default('');
 export const AgentUpsertBody = z
@@ -219,6 +205,50 @@ export const MailboxResponse = z.object({
   ),
   counters: z.object({ delivered: z.number(), completed: z.number(), merged: z.number(), preempted: z.number() }),
 });
+// ---- organisations, skills, announcements ---------------------------------------------------------
+// Shapes only: the limits (document sizes, handles, skill names, counts) are the store's own checks
+// (`organisationProblems`, `skillProblems`), shared with the folder readers and answered as 400s.
+
+const ORG_NAME_MESSAGE = "an organisation name is 1-63 lowercase letters, digits, '-' or '_'";
+export const OrgParams = z.object({ org: z.string().regex(ORG_NAME_PATTERN, ORG_NAME_MESSAGE) }).strict();
+export const SkillNameParams = z.object({ name: z.string().regex(SKILL_NAME_PATTERN, "a skill name is 1-64 lowercase letters, digits, '-' or '_'") }).strict();
+const SkillBody = z.object({ description: z.string(), category: z.string().optional(), body: z.string() }).strict();
+export const SharedSkillBody = SkillBody;
+export const OrganisationUpsertBody = z
+  .object({
+    context: z.string().optional(),
+    announcements: z.string().optional(),
+    /** `name` absent: the profile's first `# Heading`, else the handle. */
+    users: z.array(z.object({ handle: z.string(), name: z.string().optional(), profile: z.string() }).strict()).optional(),
+    skills: z.array(SkillBody.extend({ name: z.string() }).strict()).optional(),
+  })
+  .strict();
+const SkillListingSchema = z.object({ name: z.string(), description: z.string(), category: z.string() });
+export const OrganisationSchema = z.object({
+  name: z.string(),
+  context: z.string(),
+  announcements: z.string(),
+  users: z.array(z.object({ handle: z.string(), name: z.string() })),
+  skills: z.array(SkillListingSchema),
+  updatedAt: z.string(),
+});
+export const SkillSchema = SkillListingSchema.extend({ scope: z.string() });
+export const SkillsQuery = z.object({ org: z.string().regex(ORG_NAME_PATTERN, ORG_NAME_MESSAGE).optional() }).strict();
+export const SkillsResponse = z.object({ skills: z.array(SkillSchema) });
+export const AgentSkillsResponse = z.object({ skills: z.array(SkillSchema.extend({ bound: z.boolean() })) });
+export const AnnouncementBody = z
+  .object({
+    text: z.string(),
+    org: z.string().regex(ORG_NAME_PATTERN, ORG_NAME_MESSAGE).optional(),
+    expiresAt: z.iso.datetime({ offset: true, message: 'expiresAt must be an ISO 8601 date-time, e.g. 2026-12-01T18:00:00Z' }).optional(),
+  })
+  .strict();
+export const AnnouncementIdResponse = z.object({ id: z.string() });
+export const AnnouncementsQuery = SkillsQuery;
+export const AnnouncementsResponse = z.object({
+  announcements: z.array(z.object({ id: z.string(), text: z.string(), org: z.string().nullable(), createdAt: z.string(), expiresAt: z.string().nullable() })),
+});
+
 export const AcceptedResponse = z.object({ ok: z.literal(true) });
 export const ErrorResponse = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 export const TokenScopeSchema = z.enum(TOKEN_SCOPES);
@@ -230,6 +260,5 @@ const drift: [
   Same<z.infer<typeof PendingApprovalSchema>, PendingApproval>,
   Same<z.infer<typeof TaskStatusSchema>, TaskStatus>,
   Same<z.infer<typeof RecordedApprovalSchema>, RecordedApprovalDecision>,
-  Same<z.infer<typeof AgentConfigSchema>, AgentConfig>,
-] = [true, true, true, true, true];
+] = [true, true, true, true];
 void drift;

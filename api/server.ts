@@ -21,6 +21,7 @@ import type { ApiContext, DefineRoute } from './route-kit';
 import { registerAgentRoutes } from './routes/agents';
 import { registerApprovalRoutes } from './routes/approvals';
 import { registerConversationRoutes } from './routes/conversations';
+import { registerOrganisationRoutes } from './routes/organisations';
 import { registerTaskRoutes } from './routes/tasks';
 import { RunStreams } from './sse';
 import { TaskEventHub } from './streams';
@@ -260,6 +261,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerAgentRoutes(context);
   registerTaskRoutes(context, events);
   registerConversationRoutes(context);
+  registerOrganisationRoutes(context);
   const decideApproval = registerApprovalRoutes(context);
   registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout });
   metrics.observe(app);

@@ -12,21 +12,26 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import { pruneSkills, readSkillsFolder, upsertSkills, type SkillDefinition } from './skills';
+import { pruneSkills, readSkillsFolder, skillProblems, skillScope, SKILLS_PER_FOLDER_MAX, upsertSkills, type SkillDefinition } from './skills';
 
 /** An organisation document is prompt text; longer belongs in a skill or the agents' knowledge. */
 export const ORG_DOCUMENT_MAX_CHARS = 32_000;
-/** users/*.md files read from one folder (the prompt lists 8 people; more is a directory, not a team). */
+/** User profiles of one organisation (the prompt lists 8 people; more is a directory, not a team). */
 export const ORG_USERS_MAX = 100;
+/** A person's name is shown in prompt lists: a name, not a paragraph. */
+export const USER_NAME_MAX_CHARS = 200;
 /** One system announcement: a line or two, not a document. */
 export const ANNOUNCEMENT_MAX_CHARS = 1_000;
 /** Live system announcements shown in Tier 3 (newest kept). */
 export const ANNOUNCEMENTS_SHOWN_MAX = 5;
+/** Live announcements one listing returns (newest first): far more than the prompt shows, still a page. */
+export const ANNOUNCEMENTS_LISTED_MAX = 50;
 
 export const ORG_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const HANDLE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+/** A user's handle names their `users/<handle>.md` file and the person in prompts. */
+export const USER_HANDLE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
 export interface OrganisationDefinition {
   name: string;
@@ -36,6 +41,79 @@ export interface OrganisationDefinition {
   skills: SkillDefinition[];
 }
 
+/** Bad organisation input, with every problem; nothing was written. */
+export class InvalidOrganisationError extends Error {
+  readonly type = 'InvalidOrganisation';
+  constructor(
+    readonly source: string,
+    readonly problems: string[],
+  ) {
+    super(`${source}: ${problems.join('; ')}`);
+    this.name = 'InvalidOrganisationError';
+  }
+}
+
+/** An announcement or lookup named an organisation that was never loaded. */
+export class UnknownOrganisationError extends Error {
+  readonly type = 'UnknownOrganisation';
+  constructor(readonly org: string) {
+    super(`unknown organisation ${JSON.stringify(org)}: load it first (upsertOrganisationFromFolder)`);
+    this.name = 'UnknownOrganisationError';
+  }
+}
+
+/** Bad announcement text (empty, or longer than `ANNOUNCEMENT_MAX_CHARS`). */
+export class InvalidAnnouncementError extends Error {
+  readonly type = 'InvalidAnnouncement';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidAnnouncementError';
+  }
+}
+
+/** A user profile; without a name, the profile's first `# Heading` is the person's name, else the handle. */
+export function userFromProfile(handle: string, profile: string, name?: string): OrganisationDefinition['users'][number] {
+  const text = profile.trim();
+  return { handle, name: name?.trim() || /^#\s+(.+)$/m.exec(text)?.[1]?.trim() || handle, profile: text };
+}
+
+/**
+ * What is wrong with an organisation (empty when nothing): the rules an organisation folder and an API
+ * request share. Every problem is listed, so one answer names all the fixes.
+ */
+export function organisationProblems(org: OrganisationDefinition): string[] {
+  const problems: string[] = [];
+  if (!ORG_NAME_PATTERN.test(org.name)) problems.push(`name ${JSON.stringify(org.name)} must be 1-63 lowercase letters, digits, '-' or '_'`);
+  for (const [field, text] of [['context (CONTEXT.md)', org.context], ['announcements (ANNOUNCEMENTS.md)', org.announcements]] as const) {
+    if (text.length > ORG_DOCUMENT_MAX_CHARS) problems.push(`${field} is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`);
+  }
+  if (org.users.length > ORG_USERS_MAX) problems.push(`${org.users.length} user profiles; at most ${ORG_USERS_MAX}`);
+  const handles = new Set<string>();
+  for (const user of org.users) {
+    const who = `user ${JSON.stringify(user.handle)}`;
+    if (!USER_HANDLE_PATTERN.test(user.handle)) problems.push(`${who}: a handle is 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    if (handles.has(user.handle)) problems.push(`${who}: listed twice`);
+    handles.add(user.handle);
+    if (user.name.length > USER_NAME_MAX_CHARS) problems.push(`${who}: the name is longer than ${USER_NAME_MAX_CHARS} characters`);
+    if (user.profile.length > ORG_DOCUMENT_MAX_CHARS) problems.push(`${who}: the profile is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`);
+  }
+  if (org.skills.length > SKILLS_PER_FOLDER_MAX) problems.push(`${org.skills.length} skills; at most ${SKILLS_PER_FOLDER_MAX}`);
+  const skillNames = new Set<string>();
+  for (const skill of org.skills) {
+    const which = `skill ${JSON.stringify(skill.name)}`;
+    for (const problem of skillProblems(skill)) problems.push(`${which}: ${problem}`);
+    if (skillNames.has(skill.name)) problems.push(`${which}: listed twice`);
+    skillNames.add(skill.name);
+  }
+  return problems;
+}
+
+/** Throws `InvalidOrganisationError` naming every problem of `org` (see `organisationProblems`). */
+export function validateOrganisation(org: OrganisationDefinition, source = `invalid organisation ${JSON.stringify(org.name)}`): void {
+  const problems = organisationProblems(org);
+  if (problems.length) throw new InvalidOrganisationError(source, problems);
+}
+
 async function readOptional(file: string): Promise<string | undefined> {
   return readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
@@ -43,38 +121,37 @@ async function readOptional(file: string): Promise<string | undefined> {
   });
 }
 
-/** Reads an organisation folder; the name defaults to the folder's name, lowercased. */
+/**
+ * Reads and validates an organisation folder; the name defaults to the folder's name, lowercased. A
+ * profile longer than `ORG_DOCUMENT_MAX_CHARS` is cut to it (a folder's file is kept, not refused).
+ */
 export async function readOrganisationFolder(folder: string, name = path.basename(path.resolve(folder)).toLowerCase()): Promise<OrganisationDefinition> {
-  const problems: string[] = [];
-  if (!ORG_NAME_PATTERN.test(name)) problems.push(`name ${JSON.stringify(name)} must be 1-63 lowercase letters, digits, '-' or '_' (pass a name)`);
   const [context, announcements] = await Promise.all([readOptional(path.join(folder, 'CONTEXT.md')), readOptional(path.join(folder, 'ANNOUNCEMENTS.md'))]);
-  for (const [file, text] of [['CONTEXT.md', context], ['ANNOUNCEMENTS.md', announcements]] as const) {
-    if ((text?.length ?? 0) > ORG_DOCUMENT_MAX_CHARS) problems.push(`${file} is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`);
-  }
-  const users: OrganisationDefinition['users'] = [];
   const userDir = path.join(folder, 'users');
   const files = (await readdir(userDir).catch(() => [] as string[])).filter((f) => f.endsWith('.md')).sort();
-  if (files.length > ORG_USERS_MAX) problems.push(`users/ holds ${files.length} profiles; at most ${ORG_USERS_MAX}`);
+  const users: OrganisationDefinition['users'] = [];
   for (const file of files.slice(0, ORG_USERS_MAX)) {
-    const handle = file.slice(0, -'.md'.length);
-    if (!HANDLE_PATTERN.test(handle)) {
-      problems.push(`users/${file}: the file name is not a usable handle`);
-      continue;
-    }
-    const profile = (await readFile(path.join(userDir, file), 'utf8')).trim();
-    const heading = /^#\s+(.+)$/m.exec(profile)?.[1]?.trim();
-    users.push({ handle, name: heading || handle, profile: profile.slice(0, ORG_DOCUMENT_MAX_CHARS) });
+    const user = userFromProfile(file.slice(0, -'.md'.length), await readFile(path.join(userDir, file), 'utf8'));
+    users.push({ ...user, profile: user.profile.slice(0, ORG_DOCUMENT_MAX_CHARS) });
   }
-  if (problems.length) throw new Error(`organisation folder ${folder}: ${problems.join('; ')}`);
   const skills = await readSkillsFolder(path.join(folder, 'skills'));
+  const org = { name, context: context?.trim() ?? '', announcements: announcements?.trim() ?? '', users, skills };
+  const problems = organisationProblems(org);
+  if (files.length > ORG_USERS_MAX) problems.unshift(`users/ holds ${files.length} profiles; at most ${ORG_USERS_MAX}`);
+  if (problems.length) throw new InvalidOrganisationError(`organisation folder ${folder}`, problems);
   if (context === undefined && announcements === undefined && !users.length && !skills.length) {
-    throw new Error(`organisation folder ${folder} holds none of CONTEXT.md, ANNOUNCEMENTS.md, users/*.md, skills/*/SKILL.md`);
+    throw new InvalidOrganisationError(`organisation folder ${folder}`, ['it holds none of CONTEXT.md, ANNOUNCEMENTS.md, users/*.md, skills/*/SKILL.md']);
   }
-  return { name, context: context?.trim() ?? '', announcements: announcements?.trim() ?? '', users, skills };
+  return org;
 }
 
-/** Creates or replaces an organisation: its documents, its user profiles (exactly the folder's) and its shared skills. */
+/**
+ * Creates or replaces an organisation: its documents, its user profiles (exactly these: others are
+ * removed) and its skills (likewise). Validated first: bad input throws `InvalidOrganisationError` and
+ * nothing is written; the rest is one transaction.
+ */
 export async function upsertOrganisation(db: Kysely<Database>, org: OrganisationDefinition): Promise<void> {
+  validateOrganisation(org);
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('organisations')
@@ -90,14 +167,64 @@ export async function upsertOrganisation(db: Kysely<Database>, org: Organisation
   });
 }
 
+async function organisationExists(db: Kysely<Database>, name: string): Promise<boolean> {
+  return (await db.selectFrom('organisations').select('name').where('name', '=', name).executeTakeFirst()) !== undefined;
+}
+
+export interface OrganisationSummary {
+  name: string;
+  context: string;
+  announcements: string;
+  users: Array<{ handle: string; name: string }>;
+  skills: Array<{ name: string; description: string; category: string }>;
+  updatedAt: Date;
+}
+
+/** An organisation as stored: its documents, people (by handle) and own skills (by name, no bodies); undefined when unknown. */
+export async function findOrganisation(db: Kysely<Database>, name: string): Promise<OrganisationSummary | undefined> {
+  const row = await db.selectFrom('organisations').selectAll().where('name', '=', name).executeTakeFirst();
+  if (!row) return undefined;
+  const [users, skills] = await Promise.all([
+    db.selectFrom('user_profiles').select(['handle', 'name']).where('org', '=', name).orderBy('handle').execute(),
+    db.selectFrom('skills').select(['name', 'description', 'category']).where('scope', '=', skillScope({ org: name })).orderBy('name').execute(),
+  ]);
+  return { name: row.name, context: row.context_md, announcements: row.announcements_md, users, skills, updatedAt: row.updated_at };
+}
+
+export interface Announcement {
+  id: string;
+  text: string;
+  org: string | null;
+  createdAt: Date;
+  expiresAt: Date | null;
+}
+
+/**
+ * Live system announcements (not expired), newest first, at most `ANNOUNCEMENTS_LISTED_MAX`: with
+ * `org`, those an agent of that organisation sees (the organisation's and everyone's; an unknown one
+ * throws `UnknownOrganisationError`), else all of them.
+ */
+export async function liveAnnouncements(db: Kysely<Database>, options: { org?: string } = {}): Promise<Announcement[]> {
+  const { org } = options;
+  if (org !== undefined && !(await organisationExists(db, org))) throw new UnknownOrganisationError(org);
+  const rows = await db
+    .selectFrom('announcements')
+    .selectAll()
+    .$if(org !== undefined, (q) => q.where((w) => w.or([w('org', 'is', null), w('org', '=', org!)])))
+    .where((w) => w.or([w('expires_at', 'is', null), w('expires_at', '>', sql<Date>`now()`)]))
+    .orderBy('id', 'desc')
+    .limit(ANNOUNCEMENTS_LISTED_MAX)
+    .execute();
+  return rows.map((r) => ({ id: String(r.id), text: r.text, org: r.org, createdAt: r.created_at, expiresAt: r.expires_at }));
+}
+
 /** Posts a system announcement (Tier 3 of every agent of `org`, or of all agents) until `expiresAt`. */
 export async function postAnnouncement(db: Kysely<Database>, input: { text: string; org?: string; expiresAt?: Date }): Promise<string> {
   const text = input.text.trim();
-  if (!text) throw new Error('an announcement needs text');
-  if (text.length > ANNOUNCEMENT_MAX_CHARS) throw new Error(`an announcement is at most ${ANNOUNCEMENT_MAX_CHARS} characters`);
-  if (input.org !== undefined && !(await db.selectFrom('organisations').select('name').where('name', '=', input.org).executeTakeFirst())) {
-    throw new Error(`unknown organisation ${JSON.stringify(input.org)}: load it first (upsertOrganisationFromFolder)`);
-  }
+  if (!text) throw new InvalidAnnouncementError('an announcement needs text');
+  if (text.length > ANNOUNCEMENT_MAX_CHARS) throw new InvalidAnnouncementError(`an announcement is at most ${ANNOUNCEMENT_MAX_CHARS} characters`);
+  if (input.expiresAt && Number.isNaN(input.expiresAt.getTime())) throw new InvalidAnnouncementError('the expiry is not a valid date');
+  if (input.org !== undefined && !(await organisationExists(db, input.org))) throw new UnknownOrganisationError(input.org);
   const row = await db
     .insertInto('announcements')
     .values({ text, org: input.org ?? null, expires_at: input.expiresAt ?? null })

@@ -33,6 +33,10 @@ export const SKILL_BODY_MAX_CHARS = 64_000;
 export const SKILLS_PER_FOLDER_MAX = 200;
 /** Skills the catalogue query reads before the relevance filter keeps the top 30. */
 export const SKILL_CATALOGUE_FETCH_MAX = 500;
+/** A category groups skills in the catalogue: a word or two. */
+export const SKILL_CATEGORY_MAX_CHARS = 100;
+/** Skills one listing returns (shared plus one organisation's): two full folders and then some. */
+export const SKILLS_LISTED_MAX = 1_000;
 
 export interface SkillDefinition {
   name: string;
@@ -68,15 +72,21 @@ export function parseSkillMarkdown(text: string, source: string): SkillDefinitio
     }
     fields.set(kv[1]!.toLowerCase(), unquote(kv[2]!.trim()));
   }
-  const name = fields.get('name') ?? '';
-  const description = fields.get('description') ?? '';
-  const body = match[2]!.trim();
-  if (!SKILL_NAME_PATTERN.test(name)) problems.push(`name: ${JSON.stringify(name)} must be 1-64 lowercase letters, digits, '-' or '_'`);
-  if (!description) problems.push('description: missing');
-  if (description.length > SKILL_DESCRIPTION_MAX_CHARS) problems.push(`description: longer than ${SKILL_DESCRIPTION_MAX_CHARS} characters`);
-  if (body.length > SKILL_BODY_MAX_CHARS) problems.push(`body: longer than ${SKILL_BODY_MAX_CHARS} characters`);
+  const skill = { name: fields.get('name') ?? '', description: fields.get('description') ?? '', category: fields.get('category') ?? '', body: match[2]!.trim() };
+  problems.push(...skillProblems(skill));
   if (problems.length) throw new InvalidSkillError(source, problems);
-  return { name, description, category: fields.get('category') ?? '', body };
+  return skill;
+}
+
+/** What is wrong with a skill (empty when nothing): the rules a SKILL.md file and an API request share. */
+export function skillProblems(skill: SkillDefinition): string[] {
+  const problems: string[] = [];
+  if (!SKILL_NAME_PATTERN.test(skill.name)) problems.push(`name: ${JSON.stringify(skill.name)} must be 1-64 lowercase letters, digits, '-' or '_'`);
+  if (!skill.description.trim()) problems.push('description: missing');
+  if (skill.description.length > SKILL_DESCRIPTION_MAX_CHARS) problems.push(`description: longer than ${SKILL_DESCRIPTION_MAX_CHARS} characters`);
+  if (skill.category.length > SKILL_CATEGORY_MAX_CHARS) problems.push(`category: longer than ${SKILL_CATEGORY_MAX_CHARS} characters`);
+  if (skill.body.length > SKILL_BODY_MAX_CHARS) problems.push(`body: longer than ${SKILL_BODY_MAX_CHARS} characters`);
+  return problems;
 }
 
 function unquote(value: string): string {
@@ -131,9 +141,16 @@ export function visibleScopes(agentId: string, org: string | undefined): string[
   return [`agent:${agentId}`, ...(org ? [`org:${org}`] : []), 'shared'];
 }
 
-/** Creates or updates skills of one owner (a name is unique per owner). */
+/**
+ * Creates or updates skills of one owner (a name is unique per owner). Every skill is checked first
+ * (`skillProblems`): one bad skill refuses the whole call with `InvalidSkillError` before anything is written.
+ */
 export async function upsertSkills(db: Db, skills: readonly SkillDefinition[], owner: SkillOwner): Promise<void> {
   const scope = skillScope(owner);
+  for (const s of skills) {
+    const problems = skillProblems(s);
+    if (problems.length) throw new InvalidSkillError(`${JSON.stringify(s.name)} (${scope})`, problems);
+  }
   for (const s of skills) {
     const row = {
       scope,
@@ -214,6 +231,8 @@ export async function recordActivation(
 
 export interface VisibleSkill extends SkillDefinition {
   bound: boolean;
+  /** Where the visible one comes from: `agent:<id>`, `org:<name>` or `shared`. */
+  scope: string;
 }
 
 /**
@@ -230,7 +249,31 @@ export async function visibleSkills(db: Db, agentId: string, org: string | undef
     .orderBy('skills.name')
     .limit(SKILL_CATALOGUE_FETCH_MAX)
     .execute();
-  return pickVisible(rows, scopes).map((r) => ({ name: r.name, category: r.category, description: r.description, body: r.body, bound: r.bound_to !== null }));
+  return pickVisible(rows, scopes).map((r) => ({ name: r.name, category: r.category, description: r.description, body: r.body, bound: r.bound_to !== null, scope: r.scope }));
+}
+
+export interface SkillListing {
+  name: string;
+  description: string;
+  category: string;
+  scope: string;
+}
+
+/**
+ * The shared skills and, with `org`, that organisation's too (both kept where a name is in each, the
+ * scope says which is which), without bodies; by name, shared before the organisation's; at most
+ * `SKILLS_LISTED_MAX`.
+ */
+export async function listSkills(db: Db, options: { org?: string } = {}): Promise<SkillListing[]> {
+  const scopes = [skillScope('shared'), ...(options.org ? [skillScope({ org: options.org })] : [])];
+  return db
+    .selectFrom('skills')
+    .select(['name', 'description', 'category', 'scope'])
+    .where('scope', 'in', scopes)
+    .orderBy('name')
+    .orderBy('scope', 'desc')
+    .limit(SKILLS_LISTED_MAX)
+    .execute();
 }
 
 /** One skill per name, from the most specific scope (`scopes` most specific first); by name. */

@@ -56,6 +56,15 @@ describe('HTTP API: auth and bad input on every route', () => {
     { method: 'POST', path: `/v1/agents/${agentId}/chat`, scope: 'service', body: { text: 'hello' } },
     { method: 'GET', path: `/v1/notifications?agentId=${agentId}&unread=true`, scope: 'read' },
     { method: 'POST', path: '/v1/notifications/read', scope: 'service', body: { ids: ['ntf_no_such_notification'] } },
+    { method: 'GET', path: '/v1/organisations/no-such-org', scope: 'read' },
+    // The database is shared with other test files: bodies that pass auth but are refused, so nothing is written.
+    { method: 'PUT', path: '/v1/organisations/no-such-org', scope: 'operator', body: { users: [{ handle: 'not a handle', profile: 'x' }] } },
+    { method: 'GET', path: '/v1/skills', scope: 'read' },
+    { method: 'PUT', path: '/v1/skills/no-such-skill', scope: 'operator', body: { description: '', body: 'x' } },
+    { method: 'GET', path: `/v1/agents/${agentId}/skills`, scope: 'read' },
+    // An unknown organisation: even a request that got through would post nothing to every agent.
+    { method: 'POST', path: '/v1/announcements', scope: 'operator', body: { text: 'never posted', org: 'no-such-org' } },
+    { method: 'GET', path: '/v1/announcements', scope: 'read' },
   ];
   const lowerScope = { read: undefined, service: 'read', operator: 'service' } as const;
 
@@ -153,7 +162,7 @@ describe('HTTP API: auth and bad input on every route', () => {
     expect(status).toBe(200);
     expect(body.openapi).toBe('3.1.0');
     for (const route of routes().filter((r) => r.path.startsWith('/v1/') && r.path !== '/v1/openapi.json')) {
-      const templated = route.path.split('?')[0]!.replace(agentId, '{agentId}').replace(unknownTask, '{taskId}').replace('no-such-request', '{requestId}').replace('no-such-item', '{itemId}');
+      const templated = route.path.split('?')[0]!.replace(agentId, '{agentId}').replace(unknownTask, '{taskId}').replace('no-such-request', '{requestId}').replace('no-such-item', '{itemId}').replace('no-such-org', '{org}').replace('no-such-skill', '{name}');
       expect([templated, Object.keys(body.paths[templated] ?? {})]).toEqual([templated, expect.arrayContaining([route.method.toLowerCase()])]);
     }
     expect(body.paths['/v1/tasks'].post.requestBody.content['application/json'].schema.required).toEqual(['agentId', 'title']);

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { ChatMessage, ContentBlock, MessageKind } from '../llm/types';
+import { storableDeep } from '../security/binary';
 
 export async function ensureSession(
   db: Kysely<Database>,
@@ -39,7 +40,9 @@ export function appendMessageQuery(db: Kysely<Database>, sessionId: string, idem
       idem_key: idemKey,
       role: message.role,
       kind: message.kind ?? 'normal',
-      content: JSON.stringify(message.content),
+      // A NUL or a lone surrogate from anyone (a comment, a tool result, a reply) would fail this write
+      // on every retry of the step: stored escaped instead (idempotent on text already made storable).
+      content: JSON.stringify(storableDeep(message.content)),
     })
     .onConflict((oc) => oc.columns(['session_id', 'idem_key']).doNothing())
     .returning('id');

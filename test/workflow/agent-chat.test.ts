@@ -95,6 +95,10 @@ describe('the mailbox refuses bad input and triages by the seed’s rules', () =
     const human = { type: 'human' as const, id: 'ann' };
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: '   ' })).rejects.toThrow(/text is empty/);
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'x'.repeat(MAILBOX_TEXT_MAX_CHARS + 1) })).rejects.toThrow(/the limit is 32000/);
+    // PostgreSQL cannot store a NUL: refused at once by the validator (it used to fail the write ten times, about a minute).
+    const nulAt = Date.now();
+    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'a\u0000b' })).rejects.toThrow(/text contains a NUL character \(U\+0000\)/);
+    expect(Date.now() - nulAt).toBeLessThan(10_000);
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'room:team-1' })).rejects.toThrow(/unknown channel "room:team-1"/);
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'group:team-1' })).rejects.toThrow(/unknown group "team-1"/);
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'task:no-such-task' })).rejects.toThrow(DeliveryRejectedError);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { UnknownAgentError } from '../../client';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { eventually } from '../support/eventually';
 
 describe('bad input gets a clear error and loses nothing', () => {
   let h: Harness;
@@ -72,6 +73,19 @@ describe('bad input gets a clear error and loses nothing', () => {
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     expect(h.llm.requests).toHaveLength(2);
     expect(await readFile(path.join(h.workspaceDir, 'odd.txt'), 'utf8')).toBe('nul:\\0 lone:\uFFFD pair:\ud83d\ude00');
+  });
+
+  test('a comment carrying a NUL reaches the running round escaped instead of failing its every step; a NUL title is refused', async () => {
+    await expect(h.client.startTask({ agentId: await h.createAgent(), title: 'a\u0000b', description: 'd' })).rejects.toThrow(/title contains a NUL character/);
+    h.llm.enqueue({ ...toolTurn('task_note', { note: 'working' }), chunkDelayMs: 300 }, submitTurn('read the comment'));
+    const agentId = await h.createAgent();
+    const { taskId } = await h.client.startTask({ agentId, title: 'Comment me', description: 'wait for a comment' });
+    // While the first answer streams (about 2 s), so the comment joins the second request.
+    await eventually(() => h.llm.requests.length === 1, 'the first LLM request');
+    await h.client.comment(taskId, 'use \u0000 tabs', 'ann');
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    expect(h.llm.requests).toHaveLength(2);
+    expect(JSON.stringify(h.llm.requests[1]!.body)).toContain('[COMMENT from ann] use \\\\0 tabs');
   });
 
   test('a provider 401 fails the task with a clear error after exactly one request', async () => {

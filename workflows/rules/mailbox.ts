@@ -128,6 +128,7 @@ export function deliveryProblem(input: DeliverInput): string | undefined {
   }
   if (typeof input.text !== 'string' || !input.text.trim()) return 'text is empty: there is nothing to deliver';
   if (input.text.length > MAILBOX_TEXT_MAX_CHARS) return `text is ${input.text.length} characters; the limit is ${MAILBOX_TEXT_MAX_CHARS} (put long content in a file or a task)`;
+  if (input.text.includes('\u0000')) return 'text contains a NUL character (U+0000), which cannot be stored: remove it';
   if (input.channel !== undefined && !CHANNEL_PATTERN.test(input.channel)) {
     return `unknown channel ${JSON.stringify(input.channel)}: use "dm:<key>", "task:<taskId>" or "group:<name>"`;
   }

@@ -22,6 +22,9 @@ export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, 
   if (input.description !== undefined && (typeof input.description !== 'string' || input.description.length > MAX_TASK_DESCRIPTION_LENGTH)) {
     return `description must be a string of at most ${MAX_TASK_DESCRIPTION_LENGTH} characters`;
   }
+  for (const field of ['title', 'description', 'createdBy'] as const) {
+    if (typeof input[field] === 'string' && input[field].includes('\u0000')) return `${field} contains a NUL character (U+0000), which cannot be stored: remove it`;
+  }
   if (input.priority !== undefined && !(TASK_PRIORITIES as readonly unknown[]).includes(input.priority)) {
     return `priority must be one of ${TASK_PRIORITIES.join(', ')}, got ${JSON.stringify(input.priority)}`;
   }

@@ -83,6 +83,7 @@ export async function postGroupMessage(
   if (!members.some((m) => m.type === input.from.type && m.id === input.from.id)) throw groupProblem(`${input.from.type}:${input.from.id} is not a member of group ${input.group}`);
   if (typeof input.text !== 'string' || !input.text.trim()) throw groupProblem('text is empty: there is nothing to post');
   if (input.text.length > MAILBOX_TEXT_MAX_CHARS) throw groupProblem(`text is ${input.text.length} characters; the limit is ${MAILBOX_TEXT_MAX_CHARS}`);
+  if (input.text.includes('\u0000')) throw groupProblem('text contains a NUL character (U+0000), which cannot be stored: remove it');
   const id = input.id ?? randomUUID();
 
   const decided = await db.transaction().execute(async (trx): Promise<GroupPostOutcome & { recipients?: GroupRecipient[]; seq?: string }> => {

@@ -200,6 +200,7 @@ describe('group chat', () => {
     await expect(conv.postToGroup('no-such-group', ann, 'hi')).rejects.toThrow(/unknown group "no-such-group"/);
     await expect(conv.postToGroup(group, { type: 'human', id: 'mallory' }, 'hi')).rejects.toThrow(/human:mallory is not a member/);
     await expect(conv.postToGroup(group, ann, '  ')).rejects.toThrow(DeliveryRejectedError);
+    await expect(conv.postToGroup(group, ann, 'a\u0000b')).rejects.toThrow(/text contains a NUL character/);
     await expect(conv.createGroup(group, [{ type: 'agent', id: agents[0]! }])).rejects.toThrow(/already exists/);
     await expect(conv.createGroup('other', [{ type: 'agent', id: 'nobody-here' }])).rejects.toThrow(/unknown agent "nobody-here"/);
     const outsider = await h.createAgent();

@@ -4,6 +4,7 @@ import type { Database } from '../schema/database';
 import type { TaskState } from '../workflows/rules/task-state';
 import type { UsageTotals } from '../workflows/contract';
 import { usageTotals } from './llm/usage';
+import { storableText } from './security/binary';
 import { unknownAgent, unknownTask } from './errors';
 import { runLlmStep, type ChatRouter, type LlmStepInput } from './llm-step';
 import { agentConfig, findAgent } from './store/agents';
@@ -108,7 +109,13 @@ export function createActivities(deps: ActivityDeps) {
     }): Promise<void> {
       await db
         .updateTable('approvals')
-        .set({ status: input.status, decided_by: input.decidedBy ?? null, comment: input.comment ?? null, decided_at: new Date() })
+        .set({
+          status: input.status,
+          // A person's words: stored escaped (a NUL would fail this write on every retry).
+          decided_by: input.decidedBy === undefined ? null : storableText(input.decidedBy),
+          comment: input.comment === undefined ? null : storableText(input.comment),
+          decided_at: new Date(),
+        })
         .where('id', '=', input.requestId)
         .where('status', '=', 'pending')
         .execute();

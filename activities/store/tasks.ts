@@ -5,6 +5,7 @@ import { TaskFailureType, type TaskPriority } from '../../workflows/contract';
 import type { TaskState } from '../../workflows/rules/task-state';
 import { unknownAgent } from '../errors';
 import { findAgent } from './agents';
+import { storableDeep } from '../security/binary';
 
 export async function findTask(db: Kysely<Database>, taskId: string): Promise<TaskRow | undefined> {
   return db.selectFrom('tasks').selectAll().where('id', '=', taskId).executeTakeFirst();
@@ -34,7 +35,8 @@ export async function addTaskEvent(
 export function taskEventInsert(db: Kysely<Database>, taskId: string, type: string, data: Record<string, unknown> = {}, idemKey?: string) {
   return db
     .insertInto('task_events')
-    .values({ task_id: taskId, type, data: JSON.stringify(data), idem_key: idemKey ?? null })
+    // Event data quotes people and models (comments, approval notes, errors): stored escaped, never refused.
+    .values({ task_id: taskId, type, data: JSON.stringify(storableDeep(data)), idem_key: idemKey ?? null })
     .onConflict((oc) => oc.columns(['task_id', 'idem_key']).doNothing());
 }
 

@@ -53,6 +53,21 @@ describe('approvals', () => {
     expect(events).toEqual(expect.arrayContaining(['approval-requested', 'approval-decided']));
   });
 
+  test('an approver\'s comment and name with a NUL are stored escaped, and the task goes on', async () => {
+    const file = `approved-with-nul-${Date.now()}.txt`;
+    const agentId = await h.createAgent();
+    const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }), submitTurn('created the file')]);
+    await h.client.startTask({ agentId, taskId, title: 'Touch', description: 'create a file' });
+    const [pending] = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals;
+    await h.client.signalApproval(taskId, { requestId: pending!.requestId, decision: 'approved', comment: 'ok\u0000go', decidedBy: 'al\u0000ice' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
+    expect(await approvalRow(pending!.requestId)).toMatchObject({ status: 'approved', decided_by: 'al\\0ice', comment: 'ok\\0go' });
+    expect(lastToolResults(agents.requests(taskId)[1]!)[0]!.text).toContain('with comment: ok\\0go]');
+    const decided = (await h.client.events(taskId)).find((e) => e.type === 'approval-decided');
+    expect(decided!.data).toMatchObject({ comment: 'ok\\0go' });
+  });
+
   test('granted by the decideApproval update, whose validator refuses unknown and already-decided requests (request_user_approval with options)', async () => {
     const agentId = await h.createAgent();
     const taskId = agents.task([

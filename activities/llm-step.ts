@@ -8,8 +8,7 @@ import type { AgentRow, TaskRow } from '../schema/database';
 import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, ContentBlock, ToolDefinition, ToolUseBlock } from './llm/types';
 import { assembleContext, createSessionSummaryCache, loadPromptInputs, type AssembledContext } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from './context';
-import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from './llm/budget';
-import { auxiliaryCallKey, llmCallInsert, recordLlmCall, usageTotals } from './llm/usage';
+import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from './llm/usage';
 import { evaluatePreparedContext, loadDepthSignals, prepareCognitiveContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
 import { agentConfig, findAgent, type AgentConfig } from './store/agents';
 import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from './store/sessions';
@@ -22,6 +21,7 @@ import { unknownAgent } from './errors';
 import { loadActivations } from './store/skills';
 import { withSessionUniqueToolIds } from './llm/tool-ids';
 import { createStepStreamPublisher } from './streams/publisher';
+import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './step-spend';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -236,12 +236,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   // a summary) it is read back.
   const auxiliary = context.summarizerCalls > 0 || cognitive !== undefined || (ctx?.info.attempt ?? 1) > 1;
   const usage = auxiliary ? await stepUsage(db, input.sessionId, key) : { ...usageOf(result), costUsd: storedCostUsd(mainCost) };
-  if (spent && input.taskId) {
-    const after = await spentSince(db, input.agentId, spent.periodStart);
-    for (const percent of crossedThresholds(spent.before, after, spent.limit)) {
-      await addTaskEvent(db, input.taskId, 'budget-threshold-crossed', { percent, limitUsd: spent.limit, spentUsd: after }, `budget:${spent.periodStart}:${percent}`);
-    }
-  }
+  if (spent && input.taskId) await recordCrossedThresholds(db, input.agentId, input.taskId, spent);
   return { step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false), content: stored, agent, activatedTools: activations.tools, fresh };
 }
 
@@ -305,60 +300,6 @@ function toolDefinitionsFor(scenario: Scenario, tools: ReturnType<typeof toolsFo
   let defs = toolDefinitionCache.get(key);
   if (!defs) toolDefinitionCache.set(key, (defs = toolDefinitions(tools)));
   return defs;
-}
-
-/** `llm_calls.cost_usd` is numeric(14, 6): the cost as PostgreSQL stores it and a read-back would return it. */
-const COST_USD_SCALE = 1e6;
-
-function storedCostUsd(cost: number): number {
-  return Number((Math.round(cost * COST_USD_SCALE) / COST_USD_SCALE).toFixed(6));
-}
-
-function usageOf(result: ChatResult): Omit<UsageTotals, 'costUsd'> {
-  const { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens } = result.usage;
-  return { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens };
-}
-
-/** A step's usage: its main call plus every auxiliary call (summaries, cognitive preparation) recorded under its key. */
-async function stepUsage(db: Kysely<Database>, sessionId: string, key: string): Promise<UsageTotals> {
-  const t = await usageTotals(db, { step: { sessionId, key } });
-  return { inputTokens: t.inputTokens, outputTokens: t.outputTokens, cacheReadTokens: t.cacheReadTokens, cacheWriteTokens: t.cacheWriteTokens, costUsd: t.costUsd };
-}
-
-async function spentSince(db: Kysely<Database>, agentId: string, periodStart: number): Promise<number> {
-  return (await usageTotals(db, { agentId, since: new Date(periodStart) })).costUsd;
-}
-
-/**
- * Seed D2's budget guard, before any provider request: what the agent spent this period plus this
- * call's estimate (system + messages + 1,500 reserved for the answer) must fit its budget unless
- * overage is allowed. Over budget → a "Budget exceeded" event and a non-retryable failure.
- */
-async function guardBudget(
-  db: Kysely<Database>,
-  input: LlmStepInput,
-  config: AgentConfig,
-  systemTokens: number,
-  userTokens: number,
-  model: string,
-): Promise<{ before: number; limit: number; periodStart: number } | undefined> {
-  if (config.budgetUsd === undefined) return undefined;
-  const period = config.budgetPeriod ?? 'month';
-  const periodStart = budgetPeriodStart(period, Date.now());
-  const before = await spentSince(db, input.agentId, periodStart);
-  const check = checkBudget({
-    unit: 'usd',
-    spent: before,
-    limit: config.budgetUsd,
-    estimate: estimateCallCostUsd(systemTokens, userTokens, model),
-    allowOverage: config.allowBudgetOverage === true,
-  });
-  if (!check.ok) {
-    const failure = budgetExceededFailure(check, { agentId: input.agentId, period });
-    if (input.taskId) await addTaskEvent(db, input.taskId, 'budget-exceeded', { message: failure.message }, `budget-exceeded:${input.sessionId}:${input.attempt}:${input.turn}`);
-    throw failure;
-  }
-  return { before, limit: config.budgetUsd, periodStart };
 }
 
 async function replayRecorded(

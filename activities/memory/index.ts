@@ -11,14 +11,13 @@ export {
   localDay,
   MemoryLimitError,
   saveObservation,
-  searchMemory,
   upsertNotebookEntry,
   writeDailyLog,
   type KnowledgeSection,
   type NotebookEntry,
   type Observation,
-  type SearchHit,
 } from './store';
+export { searchMemory, type SearchHit } from './search';
 export { memoryAliases, memoryTools } from './tools';
 export { editAgentFile } from './self-edit';
 export { createMemoryActivities, type MemoryActivities } from './activities';

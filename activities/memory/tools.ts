@@ -19,10 +19,9 @@ import {
   MemoryLimitError,
   observationId,
   saveObservation,
-  searchMemory,
   upsertNotebookEntry,
-  type SearchHit,
 } from './store';
+import { searchMemory, type SearchHit } from './search';
 
 /**
  * The memory tools of seed D1 F2: five primary tools and six legacy aliases that share their handlers.

@@ -57,7 +57,6 @@ const messaging = proxyActivities<Activities>(MESSAGING);
 /** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
 export const AGENT_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
 
-
 /**
  * The agent as an entity (`agent-{agentId}`): it owns the mailbox and the agent's attention. Items
  * arrive by the update `deliver` (update-with-start starts an idle agent), are stored in
@@ -229,8 +228,9 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     if (item.kind === 'task' && !item.taskId) return (await messaging.startTaskFromItem({ agentId, itemId: item.itemId, from: item.from, text: item.text })).reason;
     if (!rules.invokesLlm) return 'recorded for the heartbeat';
     // A colleague's answer on a thread this agent opened from a task joins that task's running round.
-    // Messages did not carry a task before this path, so replayed histories never reach it.
-    if (item.kind === 'message' && item.from.type === 'agent' && item.taskId && item.replyTo && (await forwardToTask(item, item.taskId))) {
+    // Agents' messages did not carry a task before this path; the patch keeps a raw client's older one
+    // (a message delivered with a taskId) on its recorded path.
+    if (item.kind === 'message' && item.from.type === 'agent' && item.taskId && item.replyTo && patched('agent-answers-join-task') && (await forwardToTask(item, item.taskId))) {
       return `handed to the running round of task ${item.taskId}`;
     }
     const workflowId = chatRunWorkflowId(agentId, item.itemId);

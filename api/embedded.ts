@@ -23,8 +23,7 @@ export async function startEmbeddedApi(options: {
   const app = await buildApi({
     client: options.client,
     db: options.database.db,
-    // The embedded PGlite serves one session: no second connection for LISTEN, so run streams poll.
-    databaseUrl: options.database.kind === 'postgres' ? options.database.url : undefined,
+    databaseUrl: options.database.url,
     workspaceRoot: options.workspaceRoot,
     namespace: options.namespace,
     registries: options.registries,

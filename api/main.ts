@@ -1,7 +1,7 @@
 /**
  * `npm run api`: the HTTP API as its own process (any number of them can run beside the workers).
- * Connects to Temporal and PostgreSQL like the CLI (DATABASE_URL must name a server, or the URL that
- * `npm start` prints for its embedded database). Stops on SIGINT/SIGTERM, closing open streams.
+ * Connects to Temporal and PostgreSQL like the CLI: DATABASE_URL, else the embedded PostgreSQL under
+ * DATA_DIR (started if it is not running). Stops on SIGINT/SIGTERM, closing open streams.
  */
 import { Client, Connection } from '@temporalio/client';
 import { openDatabase } from '../activities/store/db';
@@ -13,14 +13,13 @@ import { buildApi } from './server';
 async function main(): Promise<void> {
   const config = loadConfig();
   const apiConfig = loadApiConfig();
-  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set. Point it at PostgreSQL (or at the URL `npm start` prints for its embedded database).');
-  const database = await openDatabase({ url: config.databaseUrl });
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir });
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new AgentsClient(new Client({ connection, namespace: config.namespace }), database.db, { taskQueue: config.taskQueue });
   const app = await buildApi({
     client,
     db: database.db,
-    databaseUrl: config.databaseUrl,
+    databaseUrl: database.url,
     workspaceRoot: config.workspaceRoot,
     namespace: config.namespace,
     ...apiConfig,

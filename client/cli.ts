@@ -10,6 +10,7 @@ import { addTaskAdminCommands } from './task-admin-commands';
 import { RecurringTasks } from './recurring-tasks';
 import { addRecurringTaskCommands } from './recurring-task-commands';
 import { addTokenCommands } from './token-commands';
+import { addDbCommands } from './db-commands';
 import { addBudgetCommands } from './budget-commands';
 
 /**
@@ -128,6 +129,7 @@ task.command('comment <taskId> <text>').action(async (taskId: string, text: stri
 addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addChatCommands(program, open);
 addTokenCommands(program);
+addDbCommands(program);
 addRecurringTaskCommands(program, async () => new RecurringTasks((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addScheduleCommands(program, async () => new AgentSchedules((await open()).temporal, { taskQueue: (await open()).client.taskQueue }));
 

@@ -1,16 +1,16 @@
 import type { Command } from 'commander';
 import { openDatabase } from '../activities/store/db';
 import { createToken, listTokens, revokeToken, TOKEN_SCOPES, type TokenScope } from '../api/tokens';
+import { loadConfig } from '../worker/config';
 
 /**
- * `agents token create|revoke|list`: HTTP API bearer tokens. Needs only the database (DATABASE_URL);
+ * `agents token create|revoke|list`: HTTP API bearer tokens. Needs only the database (DATABASE_URL, else the embedded one);
  * the secret is printed once at creation and only its hash is stored.
  */
 export function addTokenCommands(program: Command): void {
   const withDb = async <T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>): Promise<T> => {
-    const url = process.env.DATABASE_URL;
-    if (!url) throw new Error('DATABASE_URL is not set. Point it at PostgreSQL (or at the URL `npm start` prints for its embedded database).');
-    const database = await openDatabase({ url, poolSize: 1 });
+    const config = loadConfig();
+    const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir, poolSize: 1 });
     try {
       return await fn(database.db);
     } finally {

@@ -1,4 +1,4 @@
-/** `npm run migrate`: brings DATABASE_URL (or the embedded PGlite under DATA_DIR) up to date. */
+/** `npm run migrate`: brings DATABASE_URL (or the embedded PostgreSQL under DATA_DIR) up to date. */
 import path from 'node:path';
 import { openDatabase } from '../activities/store/db';
 import { migrateToLatest } from './migrate';
@@ -6,7 +6,7 @@ import { migrateToLatest } from './migrate';
 async function main(): Promise<void> {
   const database = await openDatabase({
     url: process.env.DATABASE_URL || undefined,
-    dataDir: path.resolve(process.env.DATA_DIR ?? '.data', 'pglite'),
+    dataDir: path.resolve(process.env.DATA_DIR ?? '.data', 'postgres'),
     migrate: false,
   });
   try {

@@ -1,17 +1,23 @@
 /**
- * `npm start`: the whole product on one machine. Starts the worker (embedded PGlite unless DATABASE_URL
- * is set), defines the demo agent from examples/agents/scribe, runs one task as a Temporal workflow and
+ * `npm start`: the whole product on one machine. Starts the worker (embedded PostgreSQL unless
+ * DATABASE_URL is set), defines the demo agent from examples/agents/scribe, runs one task as a Temporal workflow and
  * prints its progress and the Temporal UI links. Then keeps the worker running so you can accept or
  * revise the task from the CLI or the UI (Ctrl-C to stop). With DEMO_EXIT=1 (or CI=true) it accepts the
  * task itself, waits for the post-task reflection and exits.
+ *
+ * SIGINT and SIGTERM stop it the same way: the worker drains (Temporal re-dispatches anything left),
+ * the API closes its streams, and the embedded database is checkpointed, then stopped unless another
+ * process (a separate worker, `npm run api`) still uses it.
  */
 import path from 'node:path';
+import pg from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { LlmRouter } from '../activities/llm/router';
 import { createProvider } from '../activities/llm/providers';
 import { DEMO_LABEL } from '../activities/llm/demo';
-import { openDatabase } from '../activities/store/db';
+import { openDatabase, type DatabaseHandle } from '../activities/store/db';
+import { stopEmbeddedServer } from '../activities/store/embedded-server';
 import { AgentsClient } from '../client';
 import { printProgress, uiLinks } from '../client/progress';
 import { AgentSchedules } from '../client/schedules';
@@ -25,19 +31,43 @@ const DEMO_AGENT_ID = 'scribe';
 async function main(): Promise<void> {
   const config = loadConfig();
   const exitWhenDone = process.env.DEMO_EXIT === '1' || process.env.CI === 'true';
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: runtimeTelemetryOptions() });
+  // Shutdown is ours (below), not the runtime's: it must close the API and the database too.
+  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: runtimeTelemetryOptions(), shutdownSignals: [] });
   const telemetry = telemetryFromEnv();
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: path.join(config.dataDir, 'pglite') });
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir });
   const nativeConnection = await NativeConnection.connect({ address: config.temporalAddress });
   const connection = await Connection.connect({ address: config.temporalAddress });
   const client = new AgentsClient(new Client({ connection, namespace: config.namespace }), database.db, { taskQueue: config.taskQueue });
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   const worker = await createAgentWorker({ connection: nativeConnection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router, telemetry });
   const running = worker.run();
+  let api: Awaited<ReturnType<typeof startEmbeddedApi>> | undefined = undefined;
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await api?.close();
+      await running.catch(() => undefined);
+      await connection.close();
+      await nativeConnection.close();
+      await closeDatabase(database, config.embeddedDbDir);
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.log(`\n${signal}: draining the worker and closing the API and the database…`);
+      stop().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          console.error(error);
+          process.exit(1);
+        },
+      );
+    });
+  }
 
-  console.log(`\nWorker polling "${config.taskQueue}" on Temporal ${config.temporalAddress}; database: ${database.kind === 'pglite' ? `embedded PGlite (${database.url} while this runs)` : database.url}`);
+  console.log(`\nWorker polling "${config.taskQueue}" on Temporal ${config.temporalAddress}; database: ${database.kind === 'embedded' ? `embedded PostgreSQL at ${database.url}` : database.url}`);
   console.log(config.demoModel ? `Model: ${DEMO_LABEL}` : `Providers: ${config.providers.map((p) => p.name).join(' → ')}`);
-  const api = await startEmbeddedApi({ client, database, workspaceRoot: config.workspaceRoot, namespace: config.namespace, registries: telemetry ? [telemetry.registry] : [] });
+  api = await startEmbeddedApi({ client, database, workspaceRoot: config.workspaceRoot, namespace: config.namespace, registries: telemetry ? [telemetry.registry] : [] });
   console.log(`HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}\n  Approvals inbox: ${api.url}/inbox?token=${api.token}`);
 
   await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), { id: DEMO_AGENT_ID, workspaceDir: path.join(config.workspaceRoot, DEMO_AGENT_ID) });
@@ -62,21 +92,43 @@ async function main(): Promise<void> {
     await client.review(taskId, { decision: 'accept', decidedBy: 'demo' });
     const result = await client.result(taskId);
     console.log(`Accepted: task ${result.state} after ${result.rounds} round(s), ${result.usage.inputTokens} input / ${result.usage.outputTokens} output tokens.`);
-    await api.close();
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await nativeConnection.close();
-    await database.close();
+    await stop();
     return;
   }
   console.log(
-    `Accept or revise it from another terminal (DATABASE_URL=${database.url}):\n` +
+    `Accept or revise it from another terminal${database.kind === 'embedded' ? ' (the CLI finds the embedded database by itself)' : ` (DATABASE_URL=${database.url})`}:\n` +
       `  npm run agents -- task accept ${taskId}\n  npm run agents -- task revise ${taskId} --feedback "shorter, please"\n` +
       `or send the reviewDecision signal from the Temporal UI. Ctrl-C stops the worker; Temporal keeps the task.`,
   );
   await running;
+  await stop();
+}
+
+/**
+ * Closes our pool; embedded, checkpoints and then stops the server unless another process is still
+ * connected to it (it then keeps serving that process, and `agents db stop` ends it).
+ */
+async function closeDatabase(database: DatabaseHandle, embeddedDbDir: string): Promise<void> {
+  const url = database.url;
   await database.close();
+  if (database.kind !== 'embedded') return;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let others = 0;
+  try {
+    await client.query('checkpoint');
+    const { rows } = await client.query<{ others: number }>(
+      "select count(*)::int as others from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()",
+    );
+    others = rows[0]?.others ?? 0;
+  } finally {
+    await client.end();
+  }
+  if (others > 0) {
+    console.log(`The embedded PostgreSQL keeps running at ${url} for the ${others} other connection(s) using it (stop it with: npm run agents -- db stop).`);
+    return;
+  }
+  await stopEmbeddedServer(embeddedDbDir);
 }
 
 main().catch((error) => {

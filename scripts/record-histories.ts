@@ -248,7 +248,7 @@ async function main(): Promise<void> {
   let embedded: Awaited<ReturnType<typeof openDatabase>> | undefined;
   try {
     if (!process.env.DATABASE_URL) {
-      embedded = await openDatabase({ dataDir: path.join(scratch, 'pglite') });
+      embedded = await openDatabase({ dataDir: path.join(scratch, 'postgres') });
       process.env.DATABASE_URL = embedded.url;
     }
     const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietLogger });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (`npm test`): installs what it needs, starts a real Temporal dev server on its own
 # port, then type-checks and runs the whole suite. PostgreSQL: DATABASE_URL if set (CI provisions a
-# real server), else the embedded PGlite. Extra arguments go to Jest.
+# real server), else the embedded PostgreSQL. Extra arguments go to Jest.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_node_modules
@@ -16,7 +16,7 @@ if [[ -z "${TEMPORAL_ADDRESS:-}" ]]; then
   # Stop the server at exit only if this run started it.
   if [[ -n "$TEMPORAL_STARTED_PID" ]]; then trap 'kill "$TEMPORAL_STARTED_PID" 2>/dev/null || true' EXIT; fi
 fi
-log "Temporal: $TEMPORAL_ADDRESS; database: ${DATABASE_URL:-embedded PGlite}"
+log "Temporal: $TEMPORAL_ADDRESS; database: ${DATABASE_URL:-embedded PostgreSQL}"
 cd "$ROOT"
 log "type-checking"
 tsc --noEmit -p tsconfig.json

@@ -6,9 +6,11 @@ export interface WorkerConfig {
   temporalAddress: string;
   namespace: string;
   taskQueue: string;
-  /** Absent: the embedded PGlite under `dataDir`. */
+  /** Absent: the embedded PostgreSQL under `embeddedDbDir`. */
   databaseUrl?: string;
   dataDir: string;
+  /** The embedded PostgreSQL's folder (`<DATA_DIR>/postgres`), used when DATABASE_URL is unset. */
+  embeddedDbDir: string;
   /** Where agent workspaces are created when an agent names none. */
   workspaceRoot: string;
   /** In priority order: the first is the default, the rest are fallbacks. */
@@ -49,6 +51,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     taskQueue: env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir,
+    embeddedDbDir: path.join(dataDir, 'postgres'),
     workspaceRoot: path.resolve(env.AGENTS_WORKSPACE_ROOT ?? path.join(dataDir, 'workspaces')),
     providers,
     demoModel,

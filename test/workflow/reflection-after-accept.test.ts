@@ -98,11 +98,8 @@ describe('post-task reflection', () => {
     h.llm.setResponder(() => textTurn('Noted.'));
     const tasks = [];
     for (let i = 0; i < REFLECTION_MAX_PER_DAY + 1; i++) tasks.push(await acceptedTask(agentId, 1));
-    // On a real PostgreSQL server (CI) the six start at once and the row lock keeps the count exact;
-    // the embedded PGlite runs one session that cannot interleave transactions, so there they queue.
-    const results = process.env.TEST_DB_KIND === 'postgres'
-      ? await Promise.all(tasks.map((t) => reflect(t, agentId)))
-      : await tasks.reduce<Promise<ReflectionWorkflowResult[]>>(async (done, t) => [...(await done), await reflect(t, agentId)], Promise.resolve([]));
+    // The six start at once; the row lock keeps the count exact.
+    const results = await Promise.all(tasks.map((t) => reflect(t, agentId)));
     expect(results.filter((r) => r.status === 'completed')).toHaveLength(REFLECTION_MAX_PER_DAY);
     expect(results.filter((r) => r.status === 'rate-limited')).toHaveLength(1);
     expect(h.llm.requests.filter(isReflection)).toHaveLength(REFLECTION_MAX_PER_DAY);

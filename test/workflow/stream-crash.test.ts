@@ -4,11 +4,6 @@ import { agentWorkflowId, ConversationClient, type ChatEvent } from '../../clien
 import { createHarness, type Harness } from '../support/harness';
 import { killWorkerProcess, spawnWorkerProcess } from '../support/spawn-worker';
 
-/** Needs PostgreSQL as a server shared by two processes (the test and the worker it kills). */
-const needsServer = process.env.TEST_DB_KIND === 'postgres' ? describe : describe.skip;
-if (process.env.TEST_DB_KIND !== 'postgres') {
-  console.warn('stream-crash tests need a real PostgreSQL server (DATABASE_URL); skipped under embedded PGlite. CI always runs them.');
-}
 
 const ANSWER = Array.from({ length: 12 }, (_, i) => `Sentence ${i + 1} of the answer, streamed slowly.`).join(' ');
 /** ~12 characters per streamed chunk: the answer takes a few seconds, so the kill lands mid-stream. */
@@ -16,7 +11,7 @@ const CHUNK_DELAY_MS = 40;
 /** Deltas the follower must have seen before the worker is killed. */
 const DELTAS_BEFORE_KILL = 3;
 
-needsServer('a worker SIGKILLed while an LLM call streams', () => {
+describe('a worker SIGKILLed while an LLM call streams', () => {
   let h: Harness;
   const workers: ChildProcess[] = [];
   beforeAll(async () => {

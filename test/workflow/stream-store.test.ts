@@ -7,16 +7,13 @@ import { createStreamActivities } from '../../activities/streams/activities';
 import { eventually } from '../support/eventually';
 import { readTranscript, tailStream, transcriptText, type StreamEvent } from '../../client/streams';
 
-/**
- * On a real server: long enough that only a NOTIFY (not the fallback poll) can explain a prompt
- * wake-up. The embedded PGlite does not promise NOTIFY across connections, so there the poll serves.
- */
-const NO_POLL_MS = process.env.TEST_DB_KIND === 'postgres' ? 60_000 : 200;
+/** Long enough that only a NOTIFY (not the fallback poll) can explain a prompt wake-up. */
+const NO_POLL_MS = 60_000;
 
 describe('run streams in PostgreSQL', () => {
   let h: DatabaseHandle;
   beforeAll(async () => {
-    h = await openDatabase({ url: process.env.DATABASE_URL, poolSize: process.env.TEST_DB_KIND === 'pglite' ? 1 : 5 });
+    h = await openDatabase({ url: process.env.DATABASE_URL, poolSize: 5 });
   });
   afterAll(async () => h.close());
 
@@ -43,11 +40,10 @@ describe('run streams in PostgreSQL', () => {
     await appendStreamEvents(h.db, { streamId }, [{ kind: 'delta', stepKey: 's/1', text: 'd' }, { kind: 'end', data: {} }]);
     await follow;
     expect(seen.map((e) => e.text ?? e.kind)).toEqual(['b', 'c', 'd', 'end']);
-    if (process.env.TEST_DB_KIND === 'postgres') expect(Date.now() - writtenAt).toBeLessThan(5_000);
+    expect(Date.now() - writtenAt).toBeLessThan(5_000);
   });
 
-  const needsServer = process.env.TEST_DB_KIND === 'postgres' ? test : test.skip;
-  needsServer('a follower whose LISTEN connection is killed reconnects and misses nothing', async () => {
+  test('a follower whose LISTEN connection is killed reconnects and misses nothing', async () => {
     const streamId = newStream();
     const seen: string[] = [];
     const follow = (async () => {

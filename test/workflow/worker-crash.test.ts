@@ -4,11 +4,6 @@ import path from 'node:path';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { createHarness, type Harness } from '../support/harness';
 
-/** Needs PostgreSQL as a server shared by two processes (the test and the worker it kills). */
-const needsServer = process.env.TEST_DB_KIND === 'postgres' ? describe : describe.skip;
-if (process.env.TEST_DB_KIND !== 'postgres') {
-  console.warn('worker-crash tests need a real PostgreSQL server (DATABASE_URL); skipped under embedded PGlite. CI always runs them.');
-}
 
 /** Steps each scripted task takes before submitting: one file_write per step. */
 const STEPS = 4;
@@ -43,7 +38,7 @@ function scriptedAgent(request: RecordedRequest): ScriptedResponse {
   };
 }
 
-needsServer('a worker killed with SIGKILL mid-task', () => {
+describe('a worker killed with SIGKILL mid-task', () => {
   let h: Harness;
   const workers: ChildProcess[] = [];
 

@@ -24,7 +24,7 @@ module.exports = {
       displayName: 'integration',
       testEnvironment: 'node',
       transform,
-      testMatch: ['<rootDir>/test/workflow/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/api/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/workflow/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/cluster/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
     },

@@ -52,8 +52,11 @@ async function main(): Promise<void> {
       await nativeConnection.close();
       await closeDatabase(database, config.embeddedDbDir);
     })());
+  // `on`, not `once`: a Ctrl-C reaches both tsx and this process, and tsx relays it once more; a second
+  // signal must not kill the process halfway through its shutdown (stop() runs once).
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
+    process.on(signal, () => {
+      if (stopping) return;
       console.log(`\n${signal}: draining the worker and closing the API and the database…`);
       stop().then(
         () => process.exit(0),

@@ -1,0 +1,48 @@
+/** The cluster's child processes: each logs to its own file, and is stopped gently, then for sure. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+/** How long a process may take to drain after SIGTERM before it is killed. */
+const STOP_GRACE_MS = 20_000;
+
+export interface ClusterProcess {
+  name: string;
+  child: ChildProcess;
+  logFile: string;
+  /** SIGTERM, then SIGKILL after the grace period; resolves once it exited. */
+  stop(): Promise<void>;
+  /** SIGKILL at once, as a crash would. */
+  kill(): Promise<void>;
+}
+
+export function startProcess(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; logDir: string }): ClusterProcess {
+  mkdirSync(options.logDir, { recursive: true });
+  const logFile = path.join(options.logDir, `${name}.log`);
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.pipe(log, { end: false });
+  child.stderr!.pipe(log, { end: false });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const end = async (signal: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+    log.end();
+  };
+  return { name, child, logFile, stop: () => end('SIGTERM'), kill: () => end('SIGKILL') };
+}
+
+/** Polls `check` until it returns true; fails naming `what` and the log to read. */
+export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs: number, watched?: ClusterProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (watched && watched.child.exitCode !== null) throw new Error(`${watched.name} exited with code ${watched.child.exitCode} while waiting for ${what}; see ${watched.logFile}`);
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${watched ? `; see ${watched.logFile}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -30,7 +30,18 @@ const FASTIFY_ERRORS: Record<string, { status: number; code: string; message: (e
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid_request', message: () => 'Content-Length does not match the body' },
 };
 
-export function toApiError(error: unknown): ApiError {
+/** Where a request's unexpected failure was logged, so the answer can send the reader there. */
+export interface FailureLog {
+  requestId: string;
+  /** E.g. "the API process's standard error". */
+  where: string;
+}
+
+/**
+ * The ApiError a failure is answered with. An unexpected one (500) names the request id it was logged
+ * under and where that log is, when `log` says.
+ */
+export function toApiError(error: unknown, log?: FailureLog): ApiError {
   if (error instanceof ApiError) return error;
   const e = error as Error & { code?: string; statusCode?: number };
   const known = e.code ? FASTIFY_ERRORS[e.code] : undefined;
@@ -50,5 +61,6 @@ export function toApiError(error: unknown): ApiError {
   }
   if (error instanceof WorkflowNotFoundError) return new ApiError(409, 'task_not_running', 'the task has no running workflow any more');
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) return new ApiError(e.statusCode, 'invalid_request', e.message);
-  return new ApiError(500, 'internal', 'the server failed to handle this request; the error is in its log');
+  const whereLogged = log ? `the error is logged on ${log.where} with reqId ${log.requestId}` : 'the error is in its log';
+  return new ApiError(500, 'internal', `the server failed to handle this request; ${whereLogged}`);
 }

@@ -250,6 +250,7 @@ export const AnnouncementsResponse = z.object({
 });
 
 export const AcceptedResponse = z.object({ ok: z.literal(true) });
+export const CommentResponse = z.object({ ok: z.literal(true), itemId: z.string(), mentioned: z.array(z.string()) });
 export const ErrorResponse = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 export const TokenScopeSchema = z.enum(TOKEN_SCOPES);
 

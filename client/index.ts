@@ -12,7 +12,6 @@ import { usageTotals, type UsageTotalsRow } from '../activities/llm/usage';
 import {
   AgentIdSearchAttribute,
   approvalDecisionSignal,
-  commentSignal,
   decideApprovalUpdate,
   DEFAULT_TASK_QUEUE,
   pauseSignal,
@@ -35,6 +34,9 @@ import {
 } from '../workflows/contract';
 import { taskInputProblem } from '../workflows/rules/task-input';
 import type { taskWorkflow } from '../workflows/task';
+import { commentOnTask, type CommentResult } from './deliver';
+import { innermostMessage, UnknownAgentError } from './errors';
+import type { DeliverInput } from '../workflows/agent-contract';
 import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
 
 export * from '../workflows/contract';
@@ -65,20 +67,8 @@ export class BudgetDecisionRejectedError extends Error {
   }
 }
 
-/** The message of the innermost cause: a validator's "no round … is running" rather than "Workflow Update failed". */
-export function innermostMessage(error: Error): string {
-  let e: Error = error;
-  while (e.cause instanceof Error) e = e.cause;
-  return e.message;
-}
-
-export class UnknownAgentError extends Error {
-  readonly type = 'UnknownAgent';
-  constructor(readonly agentId: string) {
-    super(`unknown agent ${JSON.stringify(agentId)}: create it first with upsertAgent / upsertAgentFromFolder`);
-    this.name = 'UnknownAgentError';
-  }
-}
+export { DeliveryRejectedError, innermostMessage, UnknownAgentError } from './errors';
+export type { CommentResult } from './deliver';
 
 /** The task id is taken: a task id runs once (starting it again would not start new work). */
 export class TaskExistsError extends Error {
@@ -328,8 +318,14 @@ export class AgentsClient {
     }
   }
 
-  async comment(taskId: string, text: string, from?: string): Promise<void> {
-    await this.handle(taskId).signal(commentSignal, { text, from });
+  /**
+   * A person's comment on a task, routed like every comment: the task's agent gets it (its running
+   * round sees it, and it answers in the thread) and each other agent the text @mentions gets a
+   * `mention` item it answers in the thread. `from` is the person's name (default "user"). Throws
+   * `DeliveryRejectedError` for an unknown task or bad text: nothing was stored then.
+   */
+  async comment(taskId: string, text: string, from: string | DeliverInput['from'] = 'user'): Promise<CommentResult> {
+    return commentOnTask(this, taskId, text, typeof from === 'string' ? { type: 'human', id: from } : from);
   }
 
   async result(taskId: string): Promise<TaskWorkflowResult> {

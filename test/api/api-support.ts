@@ -9,6 +9,8 @@ export interface TestApi {
   url: string;
   app: ApiServer;
   tokens: Record<TokenScope, string>;
+  /** The tokens' names (what the API records as `createdBy`, `from`, `decidedBy`). */
+  tokenNames: Record<TokenScope, string>;
   /** A request with a token (default operator) and a JSON body. */
   call(method: string, path: string, options?: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
   /** What the API logged (failures only, unless the test passed its own logger). */
@@ -38,15 +40,17 @@ export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const suffix = `${process.pid}-${++tokenCounter}-${Date.now()}`;
+  const tokenNames = { operator: `operator-${suffix}`, service: `service-${suffix}`, read: `read-${suffix}` };
   const tokens = {
-    operator: (await createToken(h.db.db, `operator-${suffix}`, 'operator')).token,
-    service: (await createToken(h.db.db, `service-${suffix}`, 'service')).token,
-    read: (await createToken(h.db.db, `read-${suffix}`, 'read')).token,
+    operator: (await createToken(h.db.db, tokenNames.operator, 'operator')).token,
+    service: (await createToken(h.db.db, tokenNames.service, 'service')).token,
+    read: (await createToken(h.db.db, tokenNames.read, 'read')).token,
   };
   return {
     url,
     app,
     tokens,
+    tokenNames,
     async call(method, path, opts = {}) {
       const token = opts.token === undefined ? tokens.operator : opts.token;
       const headers: Record<string, string> = { ...opts.headers };

@@ -6,7 +6,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import { InvalidAgentError } from '../activities/store/agents';
 import { InvalidAnnouncementError, InvalidOrganisationError, UnknownOrganisationError } from '../activities/store/organisations';
 import { InvalidSkillError } from '../activities/store/skills';
-import { UnknownAgentError } from '../client';
+import { InvalidTaskInputError, TaskGraphError, UnknownAgentError } from '../client';
 
 export class ApiError extends Error {
   constructor(
@@ -53,6 +53,11 @@ export function toApiError(error: unknown, log?: FailureLog): ApiError {
   // The stores' own validation (what a folder and a request share): its words name every problem.
   if (error instanceof InvalidAgentError || error instanceof InvalidOrganisationError || error instanceof InvalidSkillError || error instanceof InvalidAnnouncementError) {
     return new ApiError(400, 'invalid_request', error.message);
+  }
+  if (error instanceof InvalidTaskInputError) return new ApiError(400, 'invalid_request', error.message);
+  if (error instanceof TaskGraphError) {
+    if (error.code === 'unknown-agent') return new ApiError(404, 'agent_not_found', error.message);
+    return new ApiError(error.code === 'forbidden' ? 403 : error.code === 'invalid-state' ? 409 : 400, 'invalid_request', error.message);
   }
   if (error instanceof WorkflowUpdateFailedError) {
     // The update's validator refused it (unknown or already-decided request): its words are the message.

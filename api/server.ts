@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
-import type { z } from 'zod';
+import { ZodObject, type z } from 'zod';
 import { findAgent } from '../activities/store/agents';
 import { findTask } from '../activities/store/tasks';
 import type { AgentsClient } from '../client';
@@ -294,10 +294,18 @@ function parse<T extends z.ZodType | undefined>(schema: T, value: unknown, where
   if (!schema) return undefined as never;
   const result = schema.safeParse(value ?? {});
   if (!result.success) {
-    const issues = result.error.issues.map((i) => `${[where, ...i.path].join('.')}: ${i.message}`).join('; ');
+    const issues = result.error.issues.map((i) => `${[where, ...i.path].join('.')}: ${issueMessage(i, schema)}`).join('; ');
     throw new ApiError(400, 'invalid_request', issues);
   }
   return result.data as never;
+}
+
+/** zod's words, except for an unknown field: which one, and the fields this route takes. */
+function issueMessage(issue: z.core.$ZodIssue, schema: z.ZodType): string {
+  if (issue.code !== 'unrecognized_keys') return issue.message;
+  const names = issue.keys.map((k) => JSON.stringify(k)).join(', ');
+  const shape = issue.path.length === 0 && schema instanceof ZodObject ? Object.keys((schema as ZodObject).shape) : undefined;
+  return `unknown field${issue.keys.length > 1 ? 's' : ''} ${names}${shape ? `; this route takes ${shape.join(', ')}` : ''}`;
 }
 
 function cookie(request: FastifyRequest, name: string): string | undefined {

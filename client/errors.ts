@@ -30,3 +30,12 @@ export class DeliveryRejectedError extends Error {
     this.name = 'DeliveryRejectedError';
   }
 }
+
+/** A task's input that cannot start a task (what is wrong is in the message); nothing was started. */
+export class InvalidTaskInputError extends Error {
+  readonly type = 'InvalidTaskInput';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidTaskInputError';
+  }
+}

@@ -35,7 +35,8 @@ import {
 import { taskInputProblem } from '../workflows/rules/task-input';
 import type { taskWorkflow } from '../workflows/task';
 import { commentOnTask, type CommentResult } from './deliver';
-import { innermostMessage, UnknownAgentError } from './errors';
+import { InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
+import { recordNewTask } from '../activities/store/task-graph';
 import type { DeliverInput } from '../workflows/agent-contract';
 import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
 
@@ -67,7 +68,8 @@ export class BudgetDecisionRejectedError extends Error {
   }
 }
 
-export { DeliveryRejectedError, innermostMessage, UnknownAgentError } from './errors';
+export { DeliveryRejectedError, InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
+export { TaskGraphError } from '../activities/store/task-graph';
 export type { CommentResult } from './deliver';
 
 /** The task id is taken: a task id runs once (starting it again would not start new work). */
@@ -91,6 +93,10 @@ export interface StartTaskOptions {
   approvalTimeoutMs?: number;
   /** The task's cost budget in USD (its LLM calls and its sub-agents'); reaching it waits for `decideBudget`. */
   costBudgetUsd?: number;
+  /** The task this one is a subtask of. */
+  parentTaskId?: string;
+  /** Tasks that must complete first: until then this one waits in `blocked`. */
+  dependsOn?: string[];
 }
 
 export interface TaskEvent {
@@ -194,7 +200,7 @@ export class AgentsClient {
   async startTask(options: StartTaskOptions): Promise<{ taskId: string; workflowId: string; handle: WorkflowHandle<typeof taskWorkflow> }> {
     const agent = await findAgent(this.db, options.agentId);
     if (!agent) throw new UnknownAgentError(options.agentId);
-    if (!options.title.trim()) throw new Error('a task needs a title');
+    if (!options.title.trim()) throw new InvalidTaskInputError('a task needs a title');
     const taskId = options.taskId ?? randomUUID();
     const input: TaskWorkflowInput = {
       taskId,
@@ -207,8 +213,22 @@ export class AgentsClient {
       ...(options.costBudgetUsd !== undefined ? { costBudgetUsd: options.costBudgetUsd } : {}),
     };
     const problem = taskInputProblem(input, taskId);
-    if (problem) throw new Error(problem);
+    if (problem) throw new InvalidTaskInputError(problem);
     if (await findTask(this.db, taskId)) throw new TaskExistsError(taskId);
+    if (options.parentTaskId !== undefined || options.dependsOn?.length) {
+      // Its place in the graph is recorded (validated: unknown parent or dependency → TaskGraphError)
+      // before the workflow starts, which then finds its row.
+      await recordNewTask(this.db, {
+        id: taskId,
+        agentId: agent.id,
+        title: options.title,
+        description: options.description,
+        priority: options.priority ?? 'medium',
+        createdBy: options.createdBy ?? 'human',
+        ...(options.parentTaskId !== undefined ? { parentTaskId: options.parentTaskId } : {}),
+        ...(options.dependsOn?.length ? { dependsOn: options.dependsOn } : {}),
+      });
+    }
     const workflowId = taskWorkflowId(taskId);
     try {
       const handle = await this.temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {

@@ -203,11 +203,17 @@ export async function applyGitIdentity(workspaceDir: string, identity: GitIdenti
     const version = `${identity.name}\0${identity.email}\0${file.mtimeMs}\0${file.size}`;
     if (checkedConfigs.get(config) === version) continue;
     let changed = false;
-    for (const [key, value] of [['user.name', identity.name], ['user.email', identity.email]] as const) {
-      if ((await gitConfig(['--get', key], config)) === undefined) {
-        await gitConfig([key, value], config);
-        changed = true;
+    try {
+      for (const [key, value] of [['user.name', identity.name], ['user.email', identity.email]] as const) {
+        if ((await gitConfig(['--get', key], config)) === undefined) {
+          await gitConfig([key, value], config);
+          changed = true;
+        }
       }
+    } catch {
+      // A config git cannot parse (or a key set twice) is the repository's business: its own git
+      // commands will say so; the identity is best effort and must never stop a tool call.
+      continue;
     }
     if (changed) configured.push(repo);
     const after = await fs.lstat(config).catch(() => undefined);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { agentGitIdentity, applyGitIdentity } from '../../activities/store/workspace-dir';
@@ -74,5 +74,12 @@ describe("an agent's git identity", () => {
     symlinkSync(path.join(outside, '.git'), path.join(linked, '.git'));
     expect(await applyGitIdentity(linked, { name: 'Mallory', email: 'm@agents.localhost' })).toEqual([]);
     expect(() => git(outside, 'config', '--local', 'user.name')).toThrow();
+    // A config git cannot parse is left as it is, and the preparation goes on.
+    const broken = path.join(scratch, 'broken');
+    mkdirSync(broken);
+    git(broken, 'init', '-q');
+    writeFileSync(path.join(broken, '.git', 'config'), '[core\n\tbare = ');
+    await expect(applyGitIdentity(broken, { name: 'A', email: 'a@agents.localhost' })).resolves.toEqual([]);
+    expect(readFileSync(path.join(broken, '.git', 'config'), 'utf8')).toBe('[core\n\tbare = ');
   });
 });

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { Kysely } from 'kysely';
@@ -37,6 +36,7 @@ import type { taskWorkflow } from '../workflows/task';
 import { commentOnTask, type CommentResult } from './deliver';
 import { InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
 import { recordNewTask } from '../activities/store/task-graph';
+import { readUserTextFile } from '../activities/store/user-files';
 import type { DeliverInput } from '../workflows/agent-contract';
 import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
 
@@ -141,7 +141,8 @@ export class AgentsClient {
    * AGENTS.md must exist) and an optional `agent.json` ({ name, description, config }) from a folder.
    */
   async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir?: string; config?: AgentConfig; force?: boolean } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
-    const read = async (name: string): Promise<string | undefined> => readFile(path.join(folder, name), 'utf8').catch(() => undefined);
+    // Only regular files of a sane size: a link to /dev/zero or a pipe is refused, not read forever.
+    const read = async (name: string): Promise<string | undefined> => readUserTextFile(path.join(folder, name));
     const [soul, agents, heartbeat, tools, manifest] = await Promise.all([
       read(IDENTITY_FILES.soul_md),
       read(IDENTITY_FILES.agents_md),

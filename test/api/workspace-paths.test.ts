@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +35,8 @@ describe('workspace paths from users', () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
+  /** Unique per run: the database outlives a test run. */
+  const ghost = `ghost-${Date.now().toString(36)}`;
   const put = (agentId: string, workspaceDir: string) => api.call('PUT', `/v1/agents/${agentId}`, { body: { name: 'Ghost', files, workspaceDir } });
 
   test.each([
@@ -50,13 +52,13 @@ describe('workspace paths from users', () => {
   ])('PUT /v1/agents with workspaceDir %s → 400 naming the reason, at once, nothing created', async (given, reason) => {
     const workspaceDir = given.replace('<scratch>', scratch);
     const started = Date.now();
-    const response = await put('ghost', workspaceDir);
+    const response = await put(ghost, workspaceDir);
     expect(Date.now() - started).toBeLessThan(ANSWER_WITHIN_MS);
     expect(response.status).toBe(400);
     expect(response.body.error.code).toBe('invalid_request');
-    expect(response.body.error.message).toMatch(/^invalid agent "ghost": workspaceDir: .* cannot be a workspace folder: /);
+    expect(response.body.error.message).toMatch(new RegExp(`^invalid agent "${ghost}": workspaceDir: .* cannot be a workspace folder: `));
     expect(response.body.error.message).toMatch(reason);
-    expect(await h.db.db.selectFrom('agents').select('id').where('id', '=', 'ghost').executeTakeFirst()).toBeUndefined();
+    expect(await h.db.db.selectFrom('agents').select('id').where('id', '=', ghost).executeTakeFirst()).toBeUndefined();
     for (const created of ['/proc/nope', '/sys/nope', '/dev/nope']) expect(existsSync(created)).toBe(false);
   });
 
@@ -67,6 +69,24 @@ describe('workspace paths from users', () => {
     const created = await h.client.upsertAgent({ id: 'ghost-lib', name: 'Ghost', files, workspaceDir: deep });
     expect(created.workspaceDir).toBe(deep);
     expect(existsSync(deep)).toBe(true);
+  });
+
+  test('folders a user points at: a link to /dev/zero or a named pipe is refused at once, not read forever', async () => {
+    const folder = path.join(scratch, 'hostile-agent');
+    mkdirSync(folder);
+    symlinkSync('/dev/zero', path.join(folder, 'SOUL.md'));
+    const started = Date.now();
+    await expect(h.client.upsertAgentFromFolder(folder, { id: 'zero-agent', workspaceDir: path.join(scratch, 'zero-ws') })).rejects.toThrow(/SOUL\.md is not a regular file \(a device, pipe or socket\)/);
+    rmSync(path.join(folder, 'SOUL.md'));
+    execFileSync('mkfifo', [path.join(folder, 'AGENTS.md')]);
+    await expect(h.client.upsertAgentFromFolder(folder, { id: 'fifo-agent', workspaceDir: path.join(scratch, 'fifo-ws') })).rejects.toThrow(/AGENTS\.md is not a regular file/);
+    const org = path.join(scratch, 'hostile-org');
+    mkdirSync(path.join(org, 'users'), { recursive: true });
+    writeFileSync(path.join(org, 'CONTEXT.md'), 'We build things.');
+    symlinkSync('/dev/zero', path.join(org, 'users', 'zed.md'));
+    await expect(h.client.upsertOrganisationFromFolder(org, { name: 'hostile-org' })).rejects.toThrow(/zed\.md is not a regular file/);
+    expect(Date.now() - started).toBeLessThan(ANSWER_WITHIN_MS);
+    expect(await h.db.db.selectFrom('agents').select('id').where('id', 'in', ['zero-agent', 'fifo-agent']).execute()).toEqual([]);
   });
 
   test('the CLI refuses it with the reason and exit code 1', async () => {

@@ -51,7 +51,7 @@ export async function runToolWithLedger(
   const agent = known?.agent ?? (await findAgent(db, input.agentId));
   if (!agent) throw unknownAgent(input.agentId);
   // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
-  await ensureWorkspace(agent.id, agent.workspace_dir);
+  await ensureWorkspace(agent, agent.workspace_dir);
   const ctx = activityContext();
   const beat = (): void => ctx?.heartbeat(heartbeatDetails);
   const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);

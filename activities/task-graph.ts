@@ -15,8 +15,6 @@ import {
 } from '../workflows/contract';
 import { cascadeTargets, waitingDependants } from './store/task-graph';
 
-/** States whose entry wakes the dependants (a final state of the dependency). */
-const WAKES_DEPENDANTS = new Set(['completed', 'failed', 'cancelled', 'rejected', 'archived']);
 /** States whose entry cancels the subtasks and the tasks waiting on it. */
 const CASCADES = new Set(['cancelled', 'rejected']);
 
@@ -56,13 +54,14 @@ export interface Propagation {
 }
 
 /**
- * Reads, before the state is written, who must hear about it: a final state wakes the tasks waiting on
- * this one (they re-read their dependencies); cancelled or rejected also cancels its unfinished subtasks
- * and its waiting dependants. Read first so that a task with no graph around it costs nothing after
- * its state is visible (the workflow closes right after).
+ * Reads, before the state is written, who must hear about it: every new state wakes the tasks waiting
+ * on this one (they re-read their dependencies: a final state may let them start, and any other one
+ * changes what their `lastError` says they wait for, which must not lag until the periodic recheck);
+ * cancelled or rejected also cancels its unfinished subtasks and its waiting dependants. Read first so
+ * that a task with no graph around it costs nothing after its state is visible (the workflow closes
+ * right after).
  */
 export async function planPropagation(db: Kysely<Database>, taskId: string, state: string): Promise<Propagation> {
-  if (!WAKES_DEPENDANTS.has(state)) return { cancel: [], wake: [] };
   const cancel = CASCADES.has(state) ? await cascadeTargets(db, taskId) : [];
   const wake = (await waitingDependants(db, taskId)).filter((id) => !cancel.includes(id));
   return { cancel, wake };

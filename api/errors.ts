@@ -6,7 +6,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import { InvalidAgentError } from '../activities/store/agents';
 import { InvalidAnnouncementError, InvalidOrganisationError, UnknownOrganisationError } from '../activities/store/organisations';
 import { InvalidSkillError } from '../activities/store/skills';
-import { UnknownAgentError } from '../client';
+import { InvalidTaskInputError, TaskGraphError, UnknownAgentError } from '../client';
 
 export class ApiError extends Error {
   constructor(
@@ -30,7 +30,18 @@ const FASTIFY_ERRORS: Record<string, { status: number; code: string; message: (e
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid_request', message: () => 'Content-Length does not match the body' },
 };
 
-export function toApiError(error: unknown): ApiError {
+/** Where a request's unexpected failure was logged, so the answer can send the reader there. */
+export interface FailureLog {
+  requestId: string;
+  /** E.g. "the API process's standard error". */
+  where: string;
+}
+
+/**
+ * The ApiError a failure is answered with. An unexpected one (500) names the request id it was logged
+ * under and where that log is, when `log` says.
+ */
+export function toApiError(error: unknown, log?: FailureLog): ApiError {
   if (error instanceof ApiError) return error;
   const e = error as Error & { code?: string; statusCode?: number };
   const known = e.code ? FASTIFY_ERRORS[e.code] : undefined;
@@ -43,6 +54,11 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof InvalidAgentError || error instanceof InvalidOrganisationError || error instanceof InvalidSkillError || error instanceof InvalidAnnouncementError) {
     return new ApiError(400, 'invalid_request', error.message);
   }
+  if (error instanceof InvalidTaskInputError) return new ApiError(400, 'invalid_request', error.message);
+  if (error instanceof TaskGraphError) {
+    if (error.code === 'unknown-agent') return new ApiError(404, 'agent_not_found', error.message);
+    return new ApiError(error.code === 'forbidden' ? 403 : error.code === 'invalid-state' ? 409 : 400, 'invalid_request', error.message);
+  }
   if (error instanceof WorkflowUpdateFailedError) {
     // The update's validator refused it (unknown or already-decided request): its words are the message.
     const cause = (error.cause as { message?: string } | undefined)?.message ?? error.message;
@@ -50,5 +66,6 @@ export function toApiError(error: unknown): ApiError {
   }
   if (error instanceof WorkflowNotFoundError) return new ApiError(409, 'task_not_running', 'the task has no running workflow any more');
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) return new ApiError(e.statusCode, 'invalid_request', e.message);
-  return new ApiError(500, 'internal', 'the server failed to handle this request; the error is in its log');
+  const whereLogged = log ? `the error is logged on ${log.where} with reqId ${log.requestId}` : 'the error is in its log';
+  return new ApiError(500, 'internal', `the server failed to handle this request; ${whereLogged}`);
 }

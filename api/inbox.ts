@@ -4,12 +4,12 @@
  * reloads without it in the URL. Decisions are plain form posts that go through the same operations as
  * the JSON API (the `decideApproval` update, the `reviewDecision` signal), recorded under the token's name.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { AgentsClient } from '../client';
 import type { Database } from '../schema/database';
 import { roundWorkflowId, taskWorkflowId } from '../workflows/contract';
-import { ApiError, toApiError } from './errors';
+import { ApiError } from './errors';
 import type { ApiPrincipal, TokenScope } from './tokens';
 
 /** The agent's words before a call are shown up to this length (the rest is in the Temporal UI). */
@@ -25,6 +25,8 @@ interface InboxDeps {
   requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal;
   decideApproval(requestId: string, body: { decision: 'approved' | 'rejected'; comment?: string }, principal: ApiPrincipal): Promise<unknown>;
   withTimeout<T>(what: string, call: () => Promise<T>): Promise<T>;
+  /** The answer to a failure, logged first when unexpected (the page then says where). */
+  failure(error: unknown, request: FastifyRequest): ApiError;
 }
 
 const escape = (text: string): string =>
@@ -51,7 +53,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     try {
       await deps.decideApproval(requestId, { decision: form.decision, comment: form.comment?.trim() || undefined }, principal);
     } catch (error) {
-      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
+      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${deps.failure(error, request).message}`)}`, 303);
     }
     return reply.redirect(`${back(form)}notice=${encodeURIComponent(`${form.decision === 'approved' ? 'Approved' : 'Rejected'}: the task continues.`)}`, 303);
   });
@@ -70,7 +72,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     try {
       await deps.withTimeout('the review signal', () => deps.client.review(taskId, { decision, feedback, decidedBy: principal.name }));
     } catch (error) {
-      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${toApiError(error).message}`)}`, 303);
+      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${deps.failure(error, request).message}`)}`, 303);
     }
     return reply.redirect(`${back(form)}notice=${encodeURIComponent(form.decision === 'accept' ? 'Accepted.' : 'Sent back for revision.')}`, 303);
   });

@@ -8,7 +8,9 @@ import { AGENT_ID_PATTERN, AgentConfigSchema } from '../activities/store/agents'
 import { ORG_NAME_PATTERN } from '../activities/store/organisations';
 import { SKILL_NAME_PATTERN } from '../activities/store/skills';
 import { MAILBOX_TEXT_MAX_CHARS } from '../workflows/rules/mailbox';
-import type { PendingApproval, RecordedApprovalDecision, TaskStatus, UsageTotals } from '../workflows/contract';
+import { TASK_PRIORITIES, type PendingApproval, type RecordedApprovalDecision, type TaskStatus, type UsageTotals } from '../workflows/contract';
+import { TASK_MAX_DEPENDENCIES } from '../workflows/rules/task-graph';
+import type { StartTaskOptions } from '../client';
 import { TASK_STATES } from '../workflows/rules/task-state';
 import { TOKEN_SCOPES } from './tokens';
 
@@ -55,14 +57,19 @@ export const AgentSchema = z.object({
 });
 export const AgentWithFilesSchema = AgentSchema.extend({ files: z.object({ soul: z.string(), agents: z.string(), heartbeat: z.string(), tools: z.string() }) });
 
+const taskIdField = TaskIdParams.shape.taskId;
+/** Everything `AgentsClient.startTask` takes except `createdBy` (the token's name). */
 export const StartTaskBody = z
   .object({
-    agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'"),
-    title: z.string().trim().min(1, 'a task needs a title').max(TITLE_MAX_CHARS),
+    agentId: z.string({ error: 'a task needs agentId, the id of an existing agent' }).regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'"),
+    title: z.string({ error: 'a task needs a title' }).trim().min(1, 'a task needs a title').max(TITLE_MAX_CHARS, `a title is at most ${TITLE_MAX_CHARS} characters`),
     description: z.string().max(TEXT_MAX_CHARS).optional(),
-    taskId: TaskIdParams.shape.taskId.optional(),
-    priority: z.enum(['low', 'medium', 'high', 'urgent']).optional(),
+    taskId: taskIdField.optional(),
+    priority: z.enum(TASK_PRIORITIES, { error: `priority must be one of ${TASK_PRIORITIES.join(', ')}` }).optional(),
     approvalTimeoutMs: z.number().int().positive().max(APPROVAL_TIMEOUT_MAX_MS).optional(),
+    costBudgetUsd: z.number({ error: 'costBudgetUsd must be a positive number of US dollars' }).positive('costBudgetUsd must be a positive number of US dollars').optional(),
+    parentTaskId: taskIdField.optional(),
+    dependsOn: z.array(taskIdField).max(TASK_MAX_DEPENDENCIES, `a task may depend on at most ${TASK_MAX_DEPENDENCIES} tasks`).optional(),
   })
   .strict();
 export const StartTaskResponse = z.object({ taskId: z.string(), workflowId: z.string() });
@@ -250,6 +257,7 @@ export const AnnouncementsResponse = z.object({
 });
 
 export const AcceptedResponse = z.object({ ok: z.literal(true) });
+export const CommentResponse = z.object({ ok: z.literal(true), itemId: z.string(), mentioned: z.array(z.string()) });
 export const ErrorResponse = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 export const TokenScopeSchema = z.enum(TOKEN_SCOPES);
 
@@ -260,5 +268,7 @@ const drift: [
   Same<z.infer<typeof PendingApprovalSchema>, PendingApproval>,
   Same<z.infer<typeof TaskStatusSchema>, TaskStatus>,
   Same<z.infer<typeof RecordedApprovalSchema>, RecordedApprovalDecision>,
-] = [true, true, true, true];
+  // The HTTP API takes everything the client's startTask does (createdBy is the token's name).
+  Same<keyof z.infer<typeof StartTaskBody>, Exclude<keyof StartTaskOptions, 'createdBy'>>,
+] = [true, true, true, true, true];
 void drift;

@@ -4,10 +4,11 @@
  * errors `{ error: { code, message } }`, a request size limit, a per-token rate limit and timeouts.
  * Every workflow operation goes through the typed client (`AgentsClient`), like the CLI.
  */
+import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
-import type { z } from 'zod';
+import { ZodObject, type z } from 'zod';
 import { findAgent } from '../activities/store/agents';
 import { findTask } from '../activities/store/tasks';
 import type { AgentsClient } from '../client';
@@ -57,8 +58,12 @@ export interface ApiOptions {
   registries?: Registry[];
   /** The Temporal runtime's Prometheus endpoint (Runtime telemetry `bindAddress`), appended to /metrics. */
   temporalMetricsUrl?: string;
-  /** Fastify's logger (JSON lines on stdout, or to `stream`); tokens are never logged. Default off. */
-  logger?: boolean | { stream: NodeJS.WritableStream };
+  /**
+   * Fastify's logger, JSON lines; tokens are never logged. `true`: every request on stdout; `{ stream }`:
+   * to that stream (`where` names it in 500 answers; `level` default info). Default: failures only
+   * (level error) on stderr, so a 500 that says where its error is logged is never a dead end.
+   */
+  logger?: true | { stream: NodeJS.WritableStream; where?: string; level?: 'info' | 'warn' | 'error' };
 }
 
 declare module 'fastify' {
@@ -75,16 +80,22 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const rateLimit = options.rateLimitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE;
   const uiBase = (options.temporalUiUrl ?? 'http://localhost:8233').replace(/\/$/, '');
   const namespace = options.namespace ?? 'default';
+  const logTo = options.logger === true ? { stream: process.stdout, where: "the API process's standard output", level: 'info' } : {
+    stream: options.logger?.stream ?? process.stderr,
+    where: options.logger?.where ?? (options.logger ? 'the log stream the API was given' : "the API process's standard error"),
+    level: options.logger?.level ?? (options.logger ? 'info' : 'error'),
+  };
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     requestTimeout: REQUEST_TIMEOUT_MS,
-    logger: options.logger
-      ? {
-          ...(typeof options.logger === 'object' ? { stream: options.logger.stream } : {}),
-          // Only method and URL, with the inbox's token parameter redacted: no headers (Authorization, Cookie).
-          serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]') }) },
-        }
-      : false,
+    logger: {
+      stream: logTo.stream,
+      level: logTo.level,
+      // Only method and URL, with the inbox's token parameter redacted: no headers (Authorization, Cookie).
+      serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]') }) },
+    },
+    // Ids unique across restarts, so the one a 500 names finds one log line.
+    genReqId: () => randomUUID(),
     // Stack traces and internals never reach a client: every error goes through `toApiError`.
     return503OnClosing: true,
     // SSE connections stay open until the client leaves: closing the server must end them.
@@ -96,9 +107,14 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const routes: RouteDoc[] = [];
 
   // ---- errors --------------------------------------------------------------------------------------
-  app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error);
+  /** The answer to a failure; an unexpected one is logged first, under the request id the answer names. */
+  const failure = (error: unknown, request: FastifyRequest): ApiError => {
+    const apiError = toApiError(error, { requestId: request.id, where: logTo.where });
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    return apiError;
+  };
+  app.setErrorHandler((error, request, reply) => {
+    const apiError = failure(error, request);
     void reply.status(apiError.status).send(errorBody(apiError));
   });
   app.setNotFoundHandler((request, reply) => {
@@ -263,7 +279,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
   const decideApproval = registerApprovalRoutes(context);
-  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout });
+  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, failure });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;
@@ -278,10 +294,18 @@ function parse<T extends z.ZodType | undefined>(schema: T, value: unknown, where
   if (!schema) return undefined as never;
   const result = schema.safeParse(value ?? {});
   if (!result.success) {
-    const issues = result.error.issues.map((i) => `${[where, ...i.path].join('.')}: ${i.message}`).join('; ');
+    const issues = result.error.issues.map((i) => `${[where, ...i.path].join('.')}: ${issueMessage(i, schema)}`).join('; ');
     throw new ApiError(400, 'invalid_request', issues);
   }
   return result.data as never;
+}
+
+/** zod's words, except for an unknown field: which one, and the fields this route takes. */
+function issueMessage(issue: z.core.$ZodIssue, schema: z.ZodType): string {
+  if (issue.code !== 'unrecognized_keys') return issue.message;
+  const names = issue.keys.map((k) => JSON.stringify(k)).join(', ');
+  const shape = issue.path.length === 0 && schema instanceof ZodObject ? Object.keys((schema as ZodObject).shape) : undefined;
+  return `unknown field${issue.keys.length > 1 ? 's' : ''} ${names}${shape ? `; this route takes ${shape.join(', ')}` : ''}`;
 }
 
 function cookie(request: FastifyRequest, name: string): string | undefined {

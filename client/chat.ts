@@ -1,22 +1,17 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
-import { deliverCommentMentions } from '../activities/mailbox/mentions';
-import { findTask } from '../activities/store/tasks';
 import { createGroup, groupMembers, groupTranscript, postGroupMessage, type GroupMessageView } from '../activities/mailbox/group';
 import type { GroupMember } from '../workflows/rules/group';
-import { findAgent } from '../activities/store/agents';
 import {
   agentWorkflowId,
   chatRunWorkflowId,
-  deliverUpdate,
   mailboxQuery,
   type DeliverInput,
   type DeliverResult,
   type MailboxView,
 } from '../workflows/agent-contract';
-import { deliveryProblem } from '../workflows/rules/mailbox';
-import type { agentWorkflow } from '../workflows/agent';
-import { innermostMessage, UnknownAgentError, type AgentsClient } from './index';
+import type { AgentsClient } from './index';
+import { commentOnTask, deliverToAgent, type CommentResult } from './deliver';
+import { DeliveryRejectedError } from './errors';
 import { compareProducer } from '../workflows/stream-contract';
 import { tailStream, type StreamSource } from './streams';
 
@@ -24,20 +19,7 @@ export * from '../workflows/agent-contract';
 export type { GroupMember } from '../workflows/rules/group';
 export type { GroupMessageView } from '../activities/mailbox/group';
 
-/**
- * A delivery that reaches the agent while it continues as new is rejected unprocessed by the server;
- * it is sent again this many times in all (each continue-as-new is rare: once per 5,000 events).
- */
-const DELIVER_UNPROCESSED_ATTEMPTS = 5;
-
-/** A delivery the agent refused (bad input, unknown task …): nothing was stored. */
-export class DeliveryRejectedError extends Error {
-  readonly type = 'DeliveryRejected';
-  constructor(message: string, override readonly cause?: unknown) {
-    super(message);
-    this.name = 'DeliveryRejectedError';
-  }
-}
+export { DeliveryRejectedError } from './errors';
 
 /** What `chat()` yields while the agent answers. */
 export type ChatEvent =
@@ -70,27 +52,7 @@ export class ConversationClient {
    * task); either way nothing was stored.
    */
   async deliver(agentId: string, input: DeliverInput): Promise<DeliverResult> {
-    const problem = deliveryProblem(input);
-    if (problem) throw new DeliveryRejectedError(problem);
-    if (!(await findAgent(this.agents.db, agentId))) throw new UnknownAgentError(agentId);
-    const start = new WithStartWorkflowOperation<typeof agentWorkflow>('agentWorkflow', {
-      workflowId: agentWorkflowId(agentId),
-      taskQueue: this.agents.taskQueue,
-      args: [{ agentId }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const operation = attempt === 1 ? start : new WithStartWorkflowOperation<typeof agentWorkflow>('agentWorkflow', start.options);
-        return await this.agents.temporal.workflow.executeUpdateWithStart(deliverUpdate, { args: [input], startWorkflowOperation: operation });
-      } catch (error) {
-        // The agent continued as new in the workflow task that received the update: nothing ran or was
-        // stored, so sending it again (to the new run) is safe.
-        if (error instanceof WorkflowUpdateFailedError && innermostType(error) === 'UnprocessedUpdate' && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
-        if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
-        throw error;
-      }
-    }
+    return deliverToAgent(this.agents, agentId, input);
   }
 
   /**
@@ -99,12 +61,8 @@ export class ConversationClient {
    * in the task's thread (seed: @mentions always notify; the author is skipped; once per comment).
    * Throws `DeliveryRejectedError` for an unknown task or bad text.
    */
-  async comment(taskId: string, text: string, from: DeliverInput['from']): Promise<{ itemId: string; mentioned: string[] }> {
-    const task = await findTask(this.agents.db, taskId);
-    if (!task) throw new DeliveryRejectedError(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`);
-    const { itemId } = await this.deliver(task.agent_id, { kind: 'comment', from, taskId, text });
-    const mentioned = await deliverCommentMentions(this.agents.db, this.agents.temporal, this.agents.taskQueue, { taskId, text, from, commentItemId: itemId, skip: [task.agent_id] });
-    return { itemId, mentioned };
+  async comment(taskId: string, text: string, from: DeliverInput['from']): Promise<CommentResult> {
+    return commentOnTask(this.agents, taskId, text, from);
   }
 
   /**
@@ -179,12 +137,5 @@ async function rejecting<T>(op: () => Promise<T>): Promise<T> {
     if (error instanceof ApplicationFailure) throw new DeliveryRejectedError(error.message, error);
     throw error;
   }
-}
-
-/** The failure type of the innermost cause (e.g. `UnprocessedUpdate`). */
-function innermostType(error: Error): string | undefined {
-  let e: Error = error;
-  while (e.cause instanceof Error) e = e.cause;
-  return (e as { type?: string }).type;
 }
 

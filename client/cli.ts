@@ -121,10 +121,13 @@ task
     console.log(`revision requested for task ${taskId}`);
   });
 addBudgetCommands(task, open);
-task.command('comment <taskId> <text>').action(async (taskId: string, text: string) => {
-  await (await open()).client.comment(taskId, text, process.env.USER);
-  console.log('comment sent');
-});
+task
+  .command('comment <taskId> <text>')
+  .description("comment on a task: its agent answers in the thread, and agents it @mentions are asked too")
+  .action(async (taskId: string, text: string) => {
+    const { itemId, mentioned } = await (await open()).client.comment(taskId, text, process.env.USER || 'user');
+    console.log(`comment ${itemId} sent${mentioned.length ? `; mentioned: ${mentioned.join(', ')}` : ''}`);
+  });
 
 addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addChatCommands(program, open);

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { Kysely } from 'kysely';
@@ -12,7 +11,6 @@ import { usageTotals, type UsageTotalsRow } from '../activities/llm/usage';
 import {
   AgentIdSearchAttribute,
   approvalDecisionSignal,
-  commentSignal,
   decideApprovalUpdate,
   DEFAULT_TASK_QUEUE,
   pauseSignal,
@@ -35,6 +33,11 @@ import {
 } from '../workflows/contract';
 import { taskInputProblem } from '../workflows/rules/task-input';
 import type { taskWorkflow } from '../workflows/task';
+import { commentOnTask, type CommentResult } from './deliver';
+import { InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
+import { recordNewTask } from '../activities/store/task-graph';
+import { readUserTextFile } from '../activities/store/user-files';
+import type { DeliverInput } from '../workflows/agent-contract';
 import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
 
 export * from '../workflows/contract';
@@ -65,20 +68,9 @@ export class BudgetDecisionRejectedError extends Error {
   }
 }
 
-/** The message of the innermost cause: a validator's "no round … is running" rather than "Workflow Update failed". */
-export function innermostMessage(error: Error): string {
-  let e: Error = error;
-  while (e.cause instanceof Error) e = e.cause;
-  return e.message;
-}
-
-export class UnknownAgentError extends Error {
-  readonly type = 'UnknownAgent';
-  constructor(readonly agentId: string) {
-    super(`unknown agent ${JSON.stringify(agentId)}: create it first with upsertAgent / upsertAgentFromFolder`);
-    this.name = 'UnknownAgentError';
-  }
-}
+export { DeliveryRejectedError, InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
+export { TaskGraphError } from '../activities/store/task-graph';
+export type { CommentResult } from './deliver';
 
 /** The task id is taken: a task id runs once (starting it again would not start new work). */
 export class TaskExistsError extends Error {
@@ -101,6 +93,10 @@ export interface StartTaskOptions {
   approvalTimeoutMs?: number;
   /** The task's cost budget in USD (its LLM calls and its sub-agents'); reaching it waits for `decideBudget`. */
   costBudgetUsd?: number;
+  /** The task this one is a subtask of. */
+  parentTaskId?: string;
+  /** Tasks that must complete first: until then this one waits in `blocked`. */
+  dependsOn?: string[];
 }
 
 export interface TaskEvent {
@@ -145,7 +141,8 @@ export class AgentsClient {
    * AGENTS.md must exist) and an optional `agent.json` ({ name, description, config }) from a folder.
    */
   async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir?: string; config?: AgentConfig; force?: boolean } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
-    const read = async (name: string): Promise<string | undefined> => readFile(path.join(folder, name), 'utf8').catch(() => undefined);
+    // Only regular files of a sane size: a link to /dev/zero or a pipe is refused, not read forever.
+    const read = async (name: string): Promise<string | undefined> => readUserTextFile(path.join(folder, name));
     const [soul, agents, heartbeat, tools, manifest] = await Promise.all([
       read(IDENTITY_FILES.soul_md),
       read(IDENTITY_FILES.agents_md),
@@ -204,7 +201,7 @@ export class AgentsClient {
   async startTask(options: StartTaskOptions): Promise<{ taskId: string; workflowId: string; handle: WorkflowHandle<typeof taskWorkflow> }> {
     const agent = await findAgent(this.db, options.agentId);
     if (!agent) throw new UnknownAgentError(options.agentId);
-    if (!options.title.trim()) throw new Error('a task needs a title');
+    if (!options.title.trim()) throw new InvalidTaskInputError('a task needs a title');
     const taskId = options.taskId ?? randomUUID();
     const input: TaskWorkflowInput = {
       taskId,
@@ -217,8 +214,22 @@ export class AgentsClient {
       ...(options.costBudgetUsd !== undefined ? { costBudgetUsd: options.costBudgetUsd } : {}),
     };
     const problem = taskInputProblem(input, taskId);
-    if (problem) throw new Error(problem);
+    if (problem) throw new InvalidTaskInputError(problem);
     if (await findTask(this.db, taskId)) throw new TaskExistsError(taskId);
+    if (options.parentTaskId !== undefined || options.dependsOn?.length) {
+      // Its place in the graph is recorded (validated: unknown parent or dependency → TaskGraphError)
+      // before the workflow starts, which then finds its row.
+      await recordNewTask(this.db, {
+        id: taskId,
+        agentId: agent.id,
+        title: options.title,
+        description: options.description,
+        priority: options.priority ?? 'medium',
+        createdBy: options.createdBy ?? 'human',
+        ...(options.parentTaskId !== undefined ? { parentTaskId: options.parentTaskId } : {}),
+        ...(options.dependsOn?.length ? { dependsOn: options.dependsOn } : {}),
+      });
+    }
     const workflowId = taskWorkflowId(taskId);
     try {
       const handle = await this.temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
@@ -328,8 +339,14 @@ export class AgentsClient {
     }
   }
 
-  async comment(taskId: string, text: string, from?: string): Promise<void> {
-    await this.handle(taskId).signal(commentSignal, { text, from });
+  /**
+   * A person's comment on a task, routed like every comment: the task's agent gets it (its running
+   * round sees it, and it answers in the thread) and each other agent the text @mentions gets a
+   * `mention` item it answers in the thread. `from` is the person's name (default "user"). Throws
+   * `DeliveryRejectedError` for an unknown task or bad text: nothing was stored then.
+   */
+  async comment(taskId: string, text: string, from: string | DeliverInput['from'] = 'user'): Promise<CommentResult> {
+    return commentOnTask(this, taskId, text, typeof from === 'string' ? { type: 'human', id: from } : from);
   }
 
   async result(taskId: string): Promise<TaskWorkflowResult> {

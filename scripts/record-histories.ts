@@ -25,7 +25,7 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { openDatabase } from '../activities/store/db';
-import { pauseSignal, reflectionWorkflowId, resumeSignal, roundWorkflowId, taskWorkflowId } from '../workflows/contract';
+import { commentSignal, pauseSignal, reflectionWorkflowId, resumeSignal, roundWorkflowId, taskWorkflowId } from '../workflows/contract';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../test/support/harness';
 import { agentWorkflowId, chatRunWorkflowId, ConversationClient } from '../client/chat';
 import { isReflection, offersTools, ScriptedAgents } from '../test/workflow/task-support';
@@ -57,7 +57,7 @@ const SCENARIOS: Record<string, Scenario> = {
       const { handle } = await h.client.startTask({ agentId, taskId, title: 'Approval', description: 'needs two approvals' });
       const first = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
       await h.client.signalApproval(taskId, { requestId: first.pendingApprovals[0]!.requestId, decision: 'approved', comment: 'fine', decidedBy: 'alice' });
-      await h.client.comment(taskId, 'remember the changelog', 'carol');
+      await h.client.handle(taskId).signal(commentSignal, { text: 'remember the changelog', from: 'carol' });
       const second = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1 && s.pendingApprovals[0]!.requestId !== first.pendingApprovals[0]!.requestId);
       await h.client.decideApproval(taskId, { requestId: second.pendingApprovals[0]!.requestId, decision: 'approved', comment: 'yes', decidedBy: 'bob' });
       await h.waitForStatus(taskId, (s) => s.state === 'review');
@@ -121,7 +121,7 @@ const SCENARIOS: Record<string, Scenario> = {
       const taskId = agents.task([{ kind: 'hang' }, submitTurn('done after the pause')]);
       const { handle } = await h.client.startTask({ agentId, taskId, title: 'Pause', description: 'paused once' });
       await agents.waitForRequests(taskId, 1);
-      await h.client.comment(taskId, 'use the staging database', 'dora'); // handed back by the cancelled attempt
+      await h.client.handle(taskId).signal(commentSignal, { text: 'use the staging database', from: 'dora' }); // handed back by the cancelled attempt
       await new Promise((r) => setTimeout(r, 300));
       await handle.signal(pauseSignal, { reason: 'lunch' });
       await h.waitForStatus(taskId, (s) => s.state === 'blocked');

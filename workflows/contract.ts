@@ -5,6 +5,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { withTreeCost } from './rules/subagents';
 import type { TaskState } from './rules/task-state';
 import type { BudgetReport, SubagentCarry } from './subagent-contract';
 
@@ -121,7 +122,7 @@ export interface TaskStatus {
   submission?: string;
   /** With a cost budget or sub-agents: the tree's spend per node and in total, as the round last reported it. */
   budget?: BudgetReport;
-  /** While a round runs: its part of `usage`. */
+  /** While a round runs: its part of `usage` (with sub-agents, their spend so far as the tree reports it). */
   roundUsage?: UsageTotals;
 }
 
@@ -280,6 +281,8 @@ export const ZERO_USAGE_TOTALS: UsageTotals = { inputTokens: 0, outputTokens: 0,
 export function withLiveRound(status: TaskStatus, live: RoundProgress): TaskStatus {
   if (status.state !== 'in_progress' || live.round !== status.round) return status;
   const reported = status.roundUsage ?? ZERO_USAGE_TOTALS;
+  // The round's own usage counts its sub-agents only once they have all answered; its tree report counts them as they spend.
+  const roundUsage = withTreeCost(live.usage, live.budget, taskWorkflowId(status.taskId));
   const before = addUsage(status.usage, {
     inputTokens: -reported.inputTokens,
     outputTokens: -reported.outputTokens,
@@ -291,8 +294,8 @@ export function withLiveRound(status: TaskStatus, live: RoundProgress): TaskStat
     ...status,
     iteration: live.iteration,
     phase: live.phase,
-    usage: addUsage(before, live.usage),
-    roundUsage: live.usage,
+    usage: addUsage(before, roundUsage),
+    roundUsage,
     ...(live.budget ? { budget: live.budget } : {}),
   };
 }

@@ -4,7 +4,7 @@
  * it, then its dependencies). Deterministic workflow code; the task row and the graph are read and
  * written through activities.
  */
-import { ActivityFailure, ApplicationFailure, condition, log, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, log, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import { TASK_STORE } from './activity-options';
 import type { Activities } from '../activities';
 import { dependenciesChangedSignal, TaskFailureType, taskApprovalSignal, type TaskApprovalDecision, type TaskWorkflowInput } from './contract';
@@ -15,6 +15,13 @@ const store = proxyActivities<Activities>(TASK_STORE);
 
 /** Marker of the workflow change that added the gates: histories recorded before it take the old path. */
 export const START_GATES_PATCH = 'task-start-gates';
+/**
+ * Marker of the change that keeps a `dependenciesChanged` wake which arrives while the gates are read
+ * or the blockers recorded (dependants are woken on every state change of a dependency, so a review
+ * and an accept in quick succession are two wakes); before it the flag was cleared after that work
+ * and such a wake waited for the periodic recheck.
+ */
+export const DEPENDENCY_WAKE_KEPT_PATCH = 'task-dependency-wake-kept';
 
 /**
  * Records the task row from the input (idempotent by task id) and loads what the workflow needs. A
@@ -102,6 +109,7 @@ export async function passStartGates(host: GateHost): Promise<'start' | 'rejecte
   }
   host.clearResume(); // a resume sent before the task was blocked is not an override
   let reason = '';
+  const wakeKept = gates.blockedBy.length > 0 && patched(DEPENDENCY_WAKE_KEPT_PATCH);
   while (gates.blockedBy.length > 0) {
     const waitingFor = `waiting for ${gates.blockedBy.map((d) => `${d.id} (${d.state})`).join(', ')}`;
     if (host.state() !== 'blocked') {
@@ -113,12 +121,14 @@ export async function passStartGates(host: GateHost): Promise<'start' | 'rejecte
       await store.recordTaskBlockers({ taskId: host.taskId, message: waitingFor });
     }
     reason = waitingFor;
-    changed = false;
+    if (!wakeKept) changed = false;
     await condition(() => changed || host.resumeRequested(), DEPENDENCY_RECHECK_INTERVAL_MS);
     if (host.resumeRequested()) {
       host.clearResume();
       break;
     }
+    // Cleared before the read: a wake that arrives while it (or the blockers' record) runs is kept.
+    if (wakeKept) changed = false;
     gates = await store.taskStartGates({ taskId: host.taskId });
   }
   host.setPhase('starting');

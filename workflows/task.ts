@@ -33,6 +33,7 @@ import {
   TaskIdSearchAttribute,
   taskIdFromWorkflowId,
   TaskStateSearchAttribute,
+  taskWorkflowId,
   ZERO_USAGE_TOTALS,
   type PendingApproval,
   type ReviewDecision,
@@ -61,6 +62,7 @@ import { passStartGates, recordTask, START_GATES_PATCH, type GateHost } from './
 import { taskRoundWorkflow } from './task-round';
 import { installDecisionHandlers } from './task-decisions';
 import { budgetQuery, type BudgetReport } from './subagent-contract';
+import { settleBudgetReport, withTreeCost } from './rules/subagents';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
@@ -111,6 +113,15 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   let resumeRequested = false;
   /** The round's tree budget as it last reported it (with a cost budget or sub-agents). */
   let budget: BudgetReport | undefined;
+  /** True while `budget` comes from the round that is running now (it counts sub-agents as they spend). */
+  let budgetLive = false;
+  /** The running round's usage for the status: with a live tree report, its cost includes the sub-agents' spend so far. */
+  const liveRoundUsage = (): UsageTotals => (budgetLive && state === 'in_progress' ? withTreeCost(roundUsage, budget, taskWorkflowId(taskId)) : roundUsage);
+  /** The round ended: its report stops claiming running (or held) nodes. */
+  const settleBudget = (outcome: 'completed' | 'failed' | 'stopped'): void => {
+    budgetLive = false;
+    if (budget) budget = settleBudgetReport(budget, outcome);
+  };
 
   const showDetails = (): void => setCurrentDetails(`task ${taskId} · ${state} · round ${round} · iteration ${iteration} · ${phase}`);
 
@@ -122,8 +133,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     iteration,
     phase,
     pendingApprovals,
-    usage: addUsage(usage, roundUsage),
-    ...(state === 'in_progress' ? { roundUsage } : {}),
+    usage: addUsage(usage, liveRoundUsage()),
+    ...(state === 'in_progress' ? { roundUsage: liveRoundUsage() } : {}),
     ...(lastError ? { lastError } : {}),
     ...(submission ? { submission } : {}),
     ...(budget ? { budget } : {}),
@@ -145,7 +156,10 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     iteration = p.iteration;
     phase = p.phase;
     roundUsage = p.usage;
-    if (p.budget) budget = p.budget;
+    if (p.budget) {
+      budget = p.budget;
+      budgetLive = true;
+    }
     pendingApprovals = p.pendingApprovals.filter((a) => !decided.has(a.requestId));
     showDetails();
   });
@@ -227,6 +241,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       await continueAsNewIfDue();
       if (state === 'in_progress') {
         const outcome = await runRound(context.modelLabel);
+        settleBudget(outcome.kind === 'failed' ? 'failed' : outcome.kind === 'paused' ? 'stopped' : 'completed');
         // A paused or failed attempt returns no usage: keep what it last reported.
         if (outcome.kind === 'paused' || outcome.kind === 'failed') usage = addUsage(usage, roundUsage);
         iteration = 0;
@@ -290,6 +305,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     }
   } catch (error) {
     if (isCancellation(error)) {
+      settleBudget('stopped');
       await CancellationScope.nonCancellable(async () => {
         phase = 'finished';
         pendingApprovals = []; // nobody can decide them any more

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AgentRow, Database } from '../../schema/database';
 import { identityIsSelfEdited } from './agent-seed';
+import { InvalidWorkspaceDirError, prepareWorkspace, workspaceDirSyntaxProblem } from './workspace-dir';
 import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
@@ -161,20 +161,26 @@ export function parseAgentDefinition(agent: unknown): z.output<typeof AgentDefin
  * the option or AGENTS_WORKSPACE_ROOT. Neither: a clear error rather than a folder nobody chose.
  */
 export function resolveWorkspaceDir(agentId: string, workspaceDir: string | undefined, workspaceRoot = process.env.AGENTS_WORKSPACE_ROOT): string {
-  if (workspaceDir) return path.resolve(workspaceDir);
-  if (workspaceRoot) return path.resolve(workspaceRoot, agentId);
+  const chosen = workspaceDir ? path.resolve(workspaceDir) : workspaceRoot ? path.resolve(workspaceRoot, agentId) : undefined;
+  if (chosen) {
+    const problem = workspaceDirSyntaxProblem(chosen);
+    if (problem) throw new InvalidAgentError(agentId, [`workspaceDir: ${new InvalidWorkspaceDirError(chosen, problem).message}`]);
+    return chosen;
+  }
   throw new InvalidAgentError(agentId, ['workspaceDir: missing, and AGENTS_WORKSPACE_ROOT is not set; pass workspaceDir or set AGENTS_WORKSPACE_ROOT']);
 }
 
 /**
- * Makes sure an agent's workspace folder exists (creating it and its parents), so tools run in it;
- * a folder that cannot be created is reported in words, naming the agent and the folder.
+ * Makes sure an agent's workspace folder is usable and exists (validated, then created with its
+ * parents; see workspace-dir.ts), and that its repositories commit as the agent. A folder that cannot
+ * be one is refused with `InvalidAgentError` naming the agent, the folder and why.
  */
-export async function ensureWorkspace(agentId: string, workspaceDir: string): Promise<void> {
+export async function ensureWorkspace(agent: { id: string; name: string }, workspaceDir: string): Promise<void> {
   try {
-    await mkdir(workspaceDir, { recursive: true });
+    await prepareWorkspace(agent, workspaceDir);
   } catch (error) {
-    throw new Error(`the workspace folder of agent ${JSON.stringify(agentId)}, ${workspaceDir}, does not exist and could not be created: ${(error as Error).message}`);
+    if (error instanceof InvalidWorkspaceDirError) throw new InvalidAgentError(agent.id, [`workspaceDir: ${error.message}`]);
+    throw error;
   }
 }
 
@@ -192,7 +198,7 @@ export async function upsertAgent(
 ): Promise<AgentRow> {
   const agent = parseAgentDefinition(input);
   const workspaceDir = resolveWorkspaceDir(agent.id, agent.workspaceDir, options.workspaceRoot);
-  await ensureWorkspace(agent.id, workspaceDir);
+  await ensureWorkspace(agent, workspaceDir);
   const row = {
     id: agent.id,
     name: agent.name,

@@ -10,7 +10,8 @@
  * Agents join with `config.org`; the other agents of the organisation are their colleagues.
  * System announcements (Tier 3) are rows with an expiry, for one organisation or everyone.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
+import { readUserTextFile } from './user-files';
 import path from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
@@ -115,10 +116,7 @@ export function validateOrganisation(org: OrganisationDefinition, source = `inva
 }
 
 async function readOptional(file: string): Promise<string | undefined> {
-  return readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw error;
-  });
+  return readUserTextFile(file);
 }
 
 /**
@@ -131,7 +129,7 @@ export async function readOrganisationFolder(folder: string, name = path.basenam
   const files = (await readdir(userDir).catch(() => [] as string[])).filter((f) => f.endsWith('.md')).sort();
   const users: OrganisationDefinition['users'] = [];
   for (const file of files.slice(0, ORG_USERS_MAX)) {
-    const user = userFromProfile(file.slice(0, -'.md'.length), await readFile(path.join(userDir, file), 'utf8'));
+    const user = userFromProfile(file.slice(0, -'.md'.length), (await readUserTextFile(path.join(userDir, file))) ?? '');
     users.push({ ...user, profile: user.profile.slice(0, ORG_DOCUMENT_MAX_CHARS) });
   }
   const skills = await readSkillsFolder(path.join(folder, 'skills'));

@@ -18,7 +18,8 @@
  * and its task, which puts its whole body in the prompt.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
+import { readUserTextFile } from './user-files';
 import path from 'node:path';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../schema/database';
@@ -107,10 +108,7 @@ export async function readSkillsFolder(folder: string): Promise<SkillDefinition[
   const skills: SkillDefinition[] = [];
   for (const dir of dirs) {
     const file = path.join(folder, dir, 'SKILL.md');
-    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    });
+    const text = await readUserTextFile(file);
     if (text === undefined) continue;
     skills.push(parseSkillMarkdown(text, file));
   }

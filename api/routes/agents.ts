@@ -2,7 +2,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { findAgent } from '../../activities/store/agents';
+import { InvalidWorkspaceDirError } from '../../activities/store/workspace-dir';
 import type { AgentRow } from '../../schema/database';
+import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 
@@ -16,13 +18,17 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     body: S.AgentUpsertBody,
     response: S.AgentSchema,
     handler: async ({ params, body }) => {
+      // The API's working directory means nothing to a caller elsewhere: a relative path is refused.
+      if (body.workspaceDir !== undefined && !path.isAbsolute(body.workspaceDir)) {
+        throw new ApiError(400, 'invalid_request', `invalid agent ${JSON.stringify(params.agentId)}: workspaceDir: ${new InvalidWorkspaceDirError(body.workspaceDir, 'it is not an absolute path').message}`);
+      }
       await client.upsertAgent({
         id: params.agentId,
         name: body.name,
         description: body.description,
         files: body.files,
         config: body.config,
-        workspaceDir: path.resolve(body.workspaceDir ?? path.join(workspaceRoot, params.agentId)),
+        workspaceDir: body.workspaceDir ?? path.join(workspaceRoot, params.agentId),
       });
       return agentJson((await findAgent(db, params.agentId))!);
     },

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { findTask } from '../../activities/store/tasks';
 import { usageTotals } from '../../activities/llm/usage';
 import type { Database } from '../../schema/database';
-import { BudgetDecisionRejectedError } from '../../client';
+import { BudgetDecisionRejectedError, DeliveryRejectedError } from '../../client';
 import { isTerminal, type TaskState } from '../../workflows/rules/task-state';
 import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
@@ -138,12 +138,21 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     method: 'POST',
     url: '/v1/tasks/:taskId/comments',
     scope: 'service',
-    summary: "A comment merged into the agent's next LLM turn (from = the token name)",
+    summary:
+      "A person's comment (from = the token name), routed like every comment: the task's agent gets it (its running round sees it; it answers in the thread) and each other agent it @mentions gets a mention item; answers the comment's item id and the agents mentioned",
     params: S.TaskIdParams,
     body: S.CommentBody,
-    response: S.AcceptedResponse,
+    response: S.CommentResponse,
     status: 202,
-    handler: async ({ params, body, principal }) => signalTask(params.taskId, 'comments', () => client.comment(params.taskId, body.text, principal.name)),
+    handler: async ({ params, body, principal }) => {
+      const task = await requireTask(params.taskId);
+      if (isTerminal(task.state as TaskState)) throw new ApiError(409, 'task_finished', `task ${params.taskId} is ${task.state}; it no longer takes comments`);
+      const { itemId, mentioned } = await withTimeout('delivering the comment', () => client.comment(params.taskId, body.text, principal.name)).catch((error: unknown) => {
+        if (error instanceof DeliveryRejectedError) throw new ApiError(400, 'invalid_request', error.message);
+        throw error;
+      });
+      return { ok: true as const, itemId, mentioned };
+    },
   });
   route({
     method: 'GET',

@@ -1,5 +1,6 @@
 /** Shared by the API tests: an API server in front of a harness, with one token per scope. */
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { buildApi, type ApiOptions, type ApiServer } from '../../api/server';
 import { createToken, type TokenScope } from '../../api/tokens';
 import type { Harness } from '../support/harness';
@@ -8,27 +9,48 @@ export interface TestApi {
   url: string;
   app: ApiServer;
   tokens: Record<TokenScope, string>;
+  /** The tokens' names (what the API records as `createdBy`, `from`, `decidedBy`). */
+  tokenNames: Record<TokenScope, string>;
   /** A request with a token (default operator) and a JSON body. */
   call(method: string, path: string, options?: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  /** What the API logged (failures only, unless the test passed its own logger). */
+  logLines(): string[];
   close(): Promise<void>;
 }
 
 let tokenCounter = 0;
 
 export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}): Promise<TestApi> {
-  const app = await buildApi({ client: h.client, db: h.db.db, databaseUrl: h.db.kind === 'postgres' ? h.db.url : undefined, workspaceRoot: h.workspaceDir, ...options });
+  // The API's failure log is kept here, not printed: tests print nothing on success, and some read it.
+  const logged: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logged.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const app = await buildApi({
+    client: h.client,
+    db: h.db.db,
+    databaseUrl: h.db.kind === 'postgres' ? h.db.url : undefined,
+    workspaceRoot: h.workspaceDir,
+    logger: { stream, where: 'the test log', level: 'error' },
+    ...options,
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const suffix = `${process.pid}-${++tokenCounter}-${Date.now()}`;
+  const tokenNames = { operator: `operator-${suffix}`, service: `service-${suffix}`, read: `read-${suffix}` };
   const tokens = {
-    operator: (await createToken(h.db.db, `operator-${suffix}`, 'operator')).token,
-    service: (await createToken(h.db.db, `service-${suffix}`, 'service')).token,
-    read: (await createToken(h.db.db, `read-${suffix}`, 'read')).token,
+    operator: (await createToken(h.db.db, tokenNames.operator, 'operator')).token,
+    service: (await createToken(h.db.db, tokenNames.service, 'service')).token,
+    read: (await createToken(h.db.db, tokenNames.read, 'read')).token,
   };
   return {
     url,
     app,
     tokens,
+    tokenNames,
     async call(method, path, opts = {}) {
       const token = opts.token === undefined ? tokens.operator : opts.token;
       const headers: Record<string, string> = { ...opts.headers };
@@ -47,6 +69,7 @@ export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}
       }
       return { status: response.status, body: parsed, headers: response.headers };
     },
+    logLines: () => [...logged],
     async close() {
       await app.closeStreams();
       await app.close();

@@ -76,6 +76,10 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
     remote = path.join(outside, 'remote.git');
     execFileSync('git', ['init', '-q', '--bare', '-b', 'main', remote], { env: GIT_ENV });
     git(workspace, 'init', '-q', '-b', 'main');
+    // The repository has its own identity, so the agent's is not written into it and the config these
+    // tests compare stays the one the test wrote.
+    git(workspace, 'config', 'user.name', 'Repo Owner');
+    git(workspace, 'config', 'user.email', 'owner@example.com');
     writeFileSync(path.join(workspace, 'a.txt'), 'original\n');
     git(workspace, 'add', 'a.txt');
     git(workspace, 'commit', '-q', '-m', 'first');

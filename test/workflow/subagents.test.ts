@@ -104,6 +104,8 @@ describe('sub-agents', () => {
     expect(budget.limitUsd).toBeNull();
     expect(budget.nodes.map((n) => n.workflowId)).toEqual([parallel.round, ...Array.from({ length: 10 }, (_, i) => subagentWorkflowId(parallel.round, i + 1))]);
     expect(budget.nodes.slice(1).every((n) => n.state === 'completed' && n.spentUsd > 0)).toBe(true);
+    // The round itself has finished too: the report no longer lists it as running.
+    expect(budget.nodes[0]).toMatchObject({ workflowId: parallel.round, state: 'completed' });
     // For the notes' figures: `SUBAGENT_FIGURES_FILE=/tmp/f.json npx jest …` records the two wall times.
     if (process.env.SUBAGENT_FIGURES_FILE) writeFileSync(process.env.SUBAGENT_FIGURES_FILE, JSON.stringify({ singleMs, tenMs }));
   });
@@ -182,6 +184,9 @@ describe('sub-agents', () => {
     test('reaching the budget holds every node until a raise, which lets the tree finish; spend is accounted per node and in total', async () => {
       const { parent, keys, held } = await overBudgetTree();
       expect(held.budget!.limitUsd).toBe(0.5);
+      // While the tree is held the status's cost already includes what the sub-agents spent: the budget's figure.
+      expect(held.usage.costUsd).toBeGreaterThanOrEqual(2);
+      expect(held.usage.costUsd).toBeCloseTo(held.budget!.spentUsd, 6);
       // Every child made exactly its first (expensive) call and holds before the next one.
       await new Promise((r) => setTimeout(r, 1_500));
       expect(keys.map((k) => requestsOf(k).length)).toEqual([1, 1]);

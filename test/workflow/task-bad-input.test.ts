@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { UnknownAgentError } from '../../client';
+import { commentSignal, UnknownAgentError } from '../../client';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
 import { eventually } from '../support/eventually';
 
@@ -82,7 +82,7 @@ describe('bad input gets a clear error and loses nothing', () => {
     const { taskId } = await h.client.startTask({ agentId, title: 'Comment me', description: 'wait for a comment' });
     // While the first answer streams (about 2 s), so the comment joins the second request.
     await eventually(() => h.llm.requests.length === 1, 'the first LLM request');
-    await h.client.comment(taskId, 'use \u0000 tabs', 'ann');
+    await h.client.handle(taskId).signal(commentSignal, { text: 'use \u0000 tabs', from: 'ann' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     expect(h.llm.requests).toHaveLength(2);
     expect(JSON.stringify(h.llm.requests[1]!.body)).toContain('[COMMENT from ann] use \\\\0 tabs');

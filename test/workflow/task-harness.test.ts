@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pauseSignal, resumeSignal, roundWorkflowId } from '../../workflows/contract';
+import { commentSignal, pauseSignal, resumeSignal, roundWorkflowId } from '../../workflows/contract';
 import {
   CONTINUATION_PROMPT,
   REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS,
@@ -68,7 +68,7 @@ describe('task harness rules', () => {
     const taskId = agents.task([slowRead, submitTurn('done')]);
     await h.client.startTask({ agentId, taskId, title: 'Comment', description: 'take a comment' });
     await agents.waitForRequests(taskId, 1);
-    await h.client.comment(taskId, 'Please also update the changelog', 'carol');
+    await h.client.handle(taskId).signal(commentSignal, { text: 'Please also update the changelog', from: 'carol' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     const [first, second] = agents.requests(taskId).map((r) => JSON.stringify(r.body.messages));
     expect(first).not.toContain('Please also update the changelog');
@@ -81,7 +81,7 @@ describe('task harness rules', () => {
     const taskId = agents.task([slowSubmit, submitTurn('v2')]);
     await h.client.startTask({ agentId, taskId, title: 'Late comment', description: 'a comment comes late' });
     await agents.waitForRequests(taskId, 1);
-    await h.client.comment(taskId, 'Mention the migration in the summary', 'carol');
+    await h.client.handle(taskId).signal(commentSignal, { text: 'Mention the migration in the summary', from: 'carol' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     await h.client.review(taskId, { decision: 'revise', feedback: 'Shorter, please.' });
     await h.waitForStatus(taskId, (s) => s.state === 'review' && s.round === 2);
@@ -96,13 +96,13 @@ describe('task harness rules', () => {
     const { handle } = await h.client.startTask({ agentId, taskId, title: 'Pause', description: 'will be paused' });
     await agents.waitForRequests(taskId, 1);
     // A comment that reaches the round while its LLM call streams, not yet seen by the model …
-    await h.client.comment(taskId, 'Use the staging database', 'dora');
+    await h.client.handle(taskId).signal(commentSignal, { text: 'Use the staging database', from: 'dora' });
     await new Promise((r) => setTimeout(r, 300));
     const abortedBefore = h.llm.abortedRequests;
     await handle.signal(pauseSignal, { reason: 'lunch' });
     // … and one sent while the task is blocked.
     await h.waitForStatus(taskId, (s) => s.state === 'blocked');
-    await h.client.comment(taskId, 'Also keep the logs', 'dora');
+    await h.client.handle(taskId).signal(commentSignal, { text: 'Also keep the logs', from: 'dora' });
     const blocked = await h.waitForStatus(taskId, (s) => s.state === 'blocked');
     expect(blocked).toMatchObject({ round: 1, phase: 'paused' });
     await h.llm.waitForAbortedRequests(abortedBefore + 1, 5_000);

@@ -119,3 +119,27 @@ export function treeSpentUsd(nodes: readonly BudgetNode[]): number {
 export function budgetReached(limitUsd: number | null, spentUsd: number): boolean {
   return limitUsd !== null && spentUsd >= limitUsd;
 }
+
+/**
+ * A tree report once its round has ended: a node the report still shows running or held ended with the
+ * round (`outcome`), so a finished round is never listed as running. The spend is unchanged.
+ */
+export function settleBudgetReport<T extends { held: boolean; nodes: readonly BudgetNode[] }>(report: T, outcome: 'completed' | 'failed' | 'stopped'): T {
+  return { ...report, held: false, nodes: report.nodes.map((n) => (n.state === 'running' || n.state === 'held' ? { ...n, state: outcome } : n)) };
+}
+
+/**
+ * What the running round's tree has spent: its own calls and its sub-agents' as they spend (the round's
+ * own usage counts the sub-agents only once they have all answered). A report with a cost budget also
+ * carries the earlier rounds as a node named `earlierNodeId`; that part is not this round's.
+ */
+export function roundTreeCostUsd(report: { spentUsd: number; nodes: readonly BudgetNode[] }, earlierNodeId: string): number {
+  const earlier = report.nodes.find((n) => n.workflowId === earlierNodeId)?.spentUsd ?? 0;
+  return Math.max(0, report.spentUsd - earlier);
+}
+
+/** A round's usage with its cost raised to what its tree has spent so far (see `roundTreeCostUsd`). */
+export function withTreeCost<T extends { costUsd: number }>(usage: T, report: { spentUsd: number; nodes: readonly BudgetNode[] } | undefined, earlierNodeId: string): T {
+  if (!report) return usage;
+  return { ...usage, costUsd: Math.max(usage.costUsd, Math.round(roundTreeCostUsd(report, earlierNodeId) * 1e6) / 1e6) };
+}

@@ -1,0 +1,139 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const ROOT = path.join(__dirname, '../..');
+/** Where the blocks become files: inside the project (so its modules and node_modules resolve), ignored by git. */
+const OUT = path.join(ROOT, '.data', 'readme-examples');
+/** tsc over the blocks and the project modules they import; the machine may be shared, so generously. */
+const TSC_TIMEOUT_MS = 240_000;
+/** An offline example does its work at once; more means it waits on something it should not. */
+const RUN_TIMEOUT_MS = 60_000;
+
+interface Block {
+  file: string;
+  line: number;
+  lang: string;
+  code: string;
+}
+
+/** Every fenced block of README.md and docs/*.md, with where it starts. */
+function fencedBlocks(): Block[] {
+  const docs = path.join(ROOT, 'docs');
+  const files = ['README.md', ...readdirSync(docs).filter((f) => f.endsWith('.md')).map((f) => path.join('docs', f))];
+  const blocks: Block[] = [];
+  for (const file of files) {
+    const lines = readFileSync(path.join(ROOT, file), 'utf8').split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const open = /^```(\S*)\s*$/.exec(lines[i]!);
+      if (!open) continue;
+      const end = lines.findIndex((l, j) => j > i && l.startsWith('```'));
+      blocks.push({ file, line: i + 1, lang: open[1]!, code: lines.slice(i + 1, end).join('\n') });
+      i = end;
+    }
+  }
+  return blocks;
+}
+
+/**
+ * What a fragment (a block without imports, continuing an earlier one) may use without declaring it:
+ * the objects the text around it has introduced.
+ */
+const CONTEXT: Record<string, string> = {
+  agents: "import type { AgentsClient as ContextAgentsClient } from '<root>/client';\ndeclare const agents: ContextAgentsClient;",
+  conv: "import type { ConversationClient as ContextConversationClient } from '<root>/client/chat';\ndeclare const conv: ContextConversationClient;",
+  temporalClient: "import type { Client as ContextTemporalClient } from '@temporalio/client';\ndeclare const temporalClient: ContextTemporalClient;",
+  AgentSchedules: "import { AgentSchedules } from '<root>/client/schedules';",
+};
+
+const tsBlocks = fencedBlocks().filter((b) => b.lang === 'ts' || b.lang === 'typescript');
+/** A block with imports is a program, checked as written; one without is a fragment, checked inside an async function. */
+const isProgram = (b: Block) => /^import /m.test(b.code);
+/** A program that needs no server (no Temporal connection, no database) runs too. */
+const runsOffline = (b: Block) => isProgram(b) && !/Connection\.connect|openDatabase|DATABASE_URL|new Client\(/.test(b.code);
+
+function generated(b: Block): string {
+  const toRoot = path.relative(OUT, ROOT).split(path.sep).join('/');
+  const code = b.code.replace(/from '\.\/([^']*)'/g, `from '${toRoot}/$1'`);
+  const context = Object.entries(CONTEXT)
+    .filter(([name]) => new RegExp(`\\b${name}\\b`).test(code) && !new RegExp(`(?:const|let|var|function|class)\\s+${name}\\b|import[^;]*\\b${name}\\b`).test(code))
+    .map(([, declaration]) => declaration.replaceAll('<root>', toRoot));
+  const header = `// ${b.file}:${b.line}\n`;
+  if (isProgram(b)) return `${header}${context.join('\n')}\n${code}\nexport {};\n`;
+  return `${header}${context.join('\n')}\nexport async function example(): Promise<void> {\n${code}\n}\n`;
+}
+
+describe("the README's examples", () => {
+  const names = new Map<Block, string>();
+  beforeAll(() => {
+    rmSync(OUT, { recursive: true, force: true });
+    mkdirSync(OUT, { recursive: true });
+    tsBlocks.forEach((b, i) => {
+      const name = `block-${String(i + 1).padStart(2, '0')}-line-${b.line}.ts`;
+      names.set(b, name);
+      writeFileSync(path.join(OUT, name), generated(b));
+    });
+    writeFileSync(
+      path.join(OUT, 'tsconfig.json'),
+      JSON.stringify({ extends: '../../tsconfig.json', compilerOptions: { noEmit: true, rootDir: '../..', noUnusedLocals: false }, include: ['*.ts'], exclude: [] }, null, 2),
+    );
+  });
+
+  test('there are TypeScript blocks, and at least one runs offline', () => {
+    expect(tsBlocks.length).toBeGreaterThanOrEqual(4);
+    expect(tsBlocks.filter(runsOffline).length).toBeGreaterThanOrEqual(1);
+  });
+
+  test('every ```ts block type-checks against the project as this CommonJS project builds it (no top-level await)', async () => {
+    const tsc = path.join(ROOT, 'node_modules', '.bin', 'tsc');
+    const result = await run(tsc, ['--noEmit', '-p', path.join(OUT, 'tsconfig.json')], { cwd: ROOT, timeout: TSC_TIMEOUT_MS }).then(
+      () => '',
+      (error: { stdout?: string; stderr?: string }) => `${error.stdout ?? ''}${error.stderr ?? ''}`,
+    );
+    // Errors name the generated file; its first line names the README line the block starts at.
+    expect(result).toBe('');
+  }, TSC_TIMEOUT_MS + 10_000);
+
+  test('the blocks that need no server run (under tsx, as the README tells people to run them)', async () => {
+    for (const b of tsBlocks.filter(runsOffline)) {
+      const { stderr } = await run(process.execPath, [require.resolve('tsx/cli'), path.join(OUT, names.get(b)!)], { cwd: ROOT, timeout: RUN_TIMEOUT_MS });
+      expect([b.line, stderr]).toEqual([b.line, '']);
+    }
+  }, 120_000);
+
+  test('every `npm run X` in a shell block is a package.json script', () => {
+    const scripts = Object.keys((JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+    const named = fencedBlocks()
+      .filter((b) => b.lang === 'bash' || b.lang === 'sh' || b.lang === '')
+      .flatMap((b) => [...b.code.matchAll(/\bnpm run ([a-z][\w:-]*)/g)].map((m) => m[1]!));
+    expect(named.length).toBeGreaterThan(0);
+    expect([...new Set(named)].filter((s) => !scripts.includes(s))).toEqual([]);
+  });
+
+  test('every `agents <command> [<subcommand>]` a shell block names is a command of the CLI', async () => {
+    const uses = fencedBlocks()
+      .filter((b) => b.lang === 'bash' || b.lang === 'sh' || b.lang === '')
+      .flatMap((b) => [...b.code.matchAll(/(?:npm run agents --|^\s*agents) ([a-z][\w-]*)(?: ([a-z][\w-]*))?/gm)].map((m) => ({ command: m[1]!, sub: m[2] })));
+    expect(uses.length).toBeGreaterThan(10);
+    const help = async (...args: string[]) =>
+      (await run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', ...args, '--help'], { cwd: ROOT, timeout: RUN_TIMEOUT_MS })).stdout;
+    /** Command names of a commander help text ("Commands:" section, first word of each entry). */
+    const commandsIn = (text: string) => [...(text.split(/^Commands:$/m)[1] ?? '').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!);
+    const top = commandsIn(await help());
+    const missing: string[] = [];
+    const subsOf = new Map<string, string[]>();
+    for (const { command, sub } of uses) {
+      if (!top.includes(command)) {
+        missing.push(command);
+        continue;
+      }
+      if (!subsOf.has(command)) subsOf.set(command, commandsIn(await help(command)).filter((c) => c !== 'help'));
+      const subs = subsOf.get(command)!;
+      // A command without subcommands takes arguments there (`agents chat scribe`).
+      if (sub !== undefined && subs.length > 0 && !subs.includes(sub)) missing.push(`${command} ${sub}`);
+    }
+    expect([...new Set(missing)]).toEqual([]);
+  }, 180_000);
+});

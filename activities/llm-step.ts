@@ -239,7 +239,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
         `llm:${input.sessionId}:${key}`,
       )
     : undefined;
-  // The stream's last text and its step-end join the same statement: one round trip instead of three.
+  // The stream's last text and its step-end join the same statement: one round trip instead of two or three.
   const closing = await publisher.closing({ stopReason: result.stopReason, toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])) });
   const stream = streamAppendCtes(closing.owner, closing.events);
   const { rows: written } = await sql<{ inserted: boolean }>`with reply as (${appendMessageQuery(db, input.sessionId, key, { role: 'assistant', content: result.content })}), usage as (${callInsert})${
@@ -309,7 +309,10 @@ function responseDigest(content: ChatResult['content']): string {
   return [text, ...calls].filter(Boolean).join('\n');
 }
 
-/** Sessions whose last step's agent, task and activations this worker remembers (oldest forgotten first). */
+/**
+ * Sessions whose last step's agent, task and activations this worker remembers, oldest forgotten first:
+ * more than the sessions a worker runs at once (hundreds), bounded so a long-lived worker does not grow.
+ */
 const LAST_SEEN_SESSIONS_MAX = 2_000;
 
 /** Per session: the agent row, task row and activations its last step on this worker read. */

@@ -6,7 +6,7 @@ import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harne
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
 import type { AgentRow, TaskRow } from '../schema/database';
 import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, ContentBlock, ToolDefinition, ToolUseBlock } from './llm/types';
-import { assembleContext, createSessionSummaryCache, loadPromptInputs, type AssembledContext } from './prompt';
+import { assembleContext, createSessionSummaryCache, fetchPromptRows, loadPromptInputs, type AssembledContext } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from './context';
 import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from './llm/usage';
 import { evaluatePreparedContext, loadDepthSignals, prepareCognitiveContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
@@ -18,9 +18,10 @@ import { requestMemoryFlushIfDue } from './memory/flush';
 import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from './tools/registry';
 import { loadTaskNotes } from './tools/task-tools';
 import { unknownAgent } from './errors';
-import { loadActivations } from './store/skills';
+import { loadActivations, type Activations } from './store/skills';
 import { withSessionUniqueToolIds } from './llm/tool-ids';
 import { createStepStreamPublisher } from './streams/publisher';
+import { streamAppendCtes } from './streams/store';
 import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './step-spend';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
@@ -104,21 +105,33 @@ export interface LlmStepReply {
 /** `runLlmStep`, also returning the stored reply and the agent (for the fused step; never enters workflow history). */
 export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepReply> {
   const key = assistantMessageKey(input.attempt, input.turn);
-  // Four independent reads in one round trip's time.
-  const [agent, recorded, task, activations] = await Promise.all([
+  // What this worker saw at the session's last step: the prompt's reads start with it, beside the
+  // step's own reads, and are kept only when the agent, task and activations read now are unchanged.
+  const seen = lastSeen.get(input.sessionId);
+  const speculativeRows = seen ? fetchPromptRows(db, seen.agent, input.scenario, seen.task, seen.activations) : undefined;
+  // A session this worker has loaded: its new messages are read alongside too (again below if this step appends any).
+  const knownSession = sessionMessages.has(input.sessionId);
+  // Independent reads in one round trip's time.
+  const [agent, recorded, task, activations, loaded, guessedRows] = await Promise.all([
     findAgent(db, input.agentId),
     findMessage(db, input.sessionId, key),
     input.taskId ? findTask(db, input.taskId) : undefined,
     // What discover_tools activated in this session or task: tools offered, skills shown in full.
     loadActivations(db, input.sessionId, input.taskId),
+    knownSession ? sessionMessages.load(db, input.sessionId) : undefined,
+    speculativeRows?.catch(() => undefined),
   ]);
   if (!agent) throw unknownAgent(input.agentId);
+  rememberSeen(input.sessionId, { agent, task, activations });
+  const prefetchedRows = seen && guessedRows && sameRow(seen.agent, agent) && sameRow(seen.task, task) && sameActivations(seen.activations, activations) ? guessedRows : undefined;
   const tools = toolsForAgent(input.scenario, agentConfig(agent), activations.tools);
   if (recorded) return { step: await replayRecorded(db, input, recorded.content, tools), content: recorded.content, agent, activatedTools: activations.tools, fresh: false };
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
-  if (!sessionMessages.has(input.sessionId)) await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
+  if (!knownSession) await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
+  let appended = !knownSession;
   if (input.opening && task) {
+    appended = true;
     const existing = await findMessage(db, input.sessionId, 'task-prompt');
     if (!existing) {
       const notes = await loadTaskNotes(db, task.id);
@@ -133,10 +146,11 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
     }
   }
   for (const [i, text] of (input.injections ?? []).entries()) {
+    appended = true;
     await appendMessage(db, input.sessionId, `a${input.attempt}-t${input.turn}-inj${i}`, { role: 'user', kind: 'injection', content: [{ type: 'text', text }] });
   }
 
-  let messages = await sessionMessages.load(db, input.sessionId);
+  let messages = loaded && !appended ? loaded : await sessionMessages.load(db, input.sessionId);
   const config = agentConfig(agent);
   const target: ChatTarget = { provider: config.provider, model: config.model, tier: config.tier };
   const model = router.candidates(target)[0]?.model ?? 'unknown';
@@ -148,11 +162,15 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
     await recordLlmCall(db, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: auxiliaryCallKey(key, purpose), result, durationMs });
   };
   const sender = input.sender ? await senderIdentity(db, input.sender) : undefined;
+  let prefetched = prefetchedRows;
   const assemble = async (): Promise<{ inputs: PromptInputs; context: AssembledContext }> => {
     // Skills relevance (seed D1 B20): a task's title and description (set by the loader), else the latest user message.
     const query = task ? undefined : lastUserText(messages);
     const extra = { ...(sender ? { sender } : {}), ...(query ? { skillQuery: query } : {}) };
-    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model, extra, { activations });
+    // The prefetched reads serve the first assembly only: a rebuild follows a write (memory flush, notebook).
+    const rows = prefetched;
+    prefetched = undefined;
+    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model, extra, { activations, ...(rows ? { rows } : {}) });
     const context = await assembleContext(router, inputs, messages, toolDefs, { summaryCache, signal, onSummarizerCall: recordAuxiliary });
     return { inputs, context };
   };
@@ -195,11 +213,11 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
       { signal, ...publisher.callbacks, onStreamEvent: () => undefined },
     );
   } catch (error) {
+    await publisher.flush().catch(() => undefined);
     if (signal?.aborted) throw new CancelledFailure('LLM call cancelled', undefined, error as Error);
     throw error;
   } finally {
     clearInterval(heartbeat);
-    await publisher.flush().catch(() => undefined);
   }
   result = { ...result, content: withSessionUniqueToolIds(result.content, messages, key) };
   if (result.provider === 'anthropic') {
@@ -221,14 +239,16 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
         `llm:${input.sessionId}:${key}`,
       )
     : undefined;
+  // The stream's last text and its step-end join the same statement: one round trip instead of two or three.
+  const closing = await publisher.closing({ stopReason: result.stopReason, toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])) });
+  const stream = streamAppendCtes(closing.owner, closing.events);
   const { rows: written } = await sql<{ inserted: boolean }>`with reply as (${appendMessageQuery(db, input.sessionId, key, { role: 'assistant', content: result.content })}), usage as (${callInsert})${
     taskEvent ? sql`, event as (${taskEvent})` : sql``
-  } select exists (select 1 from reply) as inserted`.execute(db);
+  }, ${stream.ctes} select exists (select 1 from reply) as inserted, (select ${stream.notify} from stream_head) as notified`.execute(db);
   // Another attempt of this step stored its reply first (a zombie): ours is not the conversation's, so
   // the tools read theirs back by id (as the executeTool activity does) instead of running ours.
   const fresh = written[0]?.inserted === true;
   const stored = fresh ? result.content : [];
-  await publisher.finish({ stopReason: result.stopReason, toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])) });
   if (cognitive) await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
 
   // The step's usage is its main call plus auxiliary calls recorded under its key. On a first attempt
@@ -287,6 +307,31 @@ function responseDigest(content: ChatResult['content']): string {
     .slice(0, EVALUATION_TOOL_CALLS_MAX)
     .map((b) => `→ ${b.name} ${JSON.stringify(b.input ?? {}).slice(0, TEXT_PREVIEW_CHARS)}`);
   return [text, ...calls].filter(Boolean).join('\n');
+}
+
+/**
+ * Sessions whose last step's agent, task and activations this worker remembers, oldest forgotten first:
+ * more than the sessions a worker runs at once (hundreds), bounded so a long-lived worker does not grow.
+ */
+const LAST_SEEN_SESSIONS_MAX = 2_000;
+
+/** Per session: the agent row, task row and activations its last step on this worker read. */
+const lastSeen = new Map<string, { agent: AgentRow; task: TaskRow | undefined; activations: Activations }>();
+
+function rememberSeen(sessionId: string, entry: { agent: AgentRow; task: TaskRow | undefined; activations: Activations }): void {
+  lastSeen.delete(sessionId);
+  lastSeen.set(sessionId, entry);
+  if (lastSeen.size > LAST_SEEN_SESSIONS_MAX) lastSeen.delete(lastSeen.keys().next().value!);
+}
+
+/** Two rows as read from PostgreSQL are the same when every column is (dates compared by their time). */
+function sameRow(a: object | undefined, b: object | undefined): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function sameActivations(a: Activations, b: Activations): boolean {
+  const same = (x: Set<string>, y: Set<string>) => x.size === y.size && [...x].every((v) => y.has(v));
+  return same(a.tools, b.tools) && same(a.skills, b.skills);
 }
 
 /** Messages of the sessions this worker runs, loaded incrementally (see `SessionMessageCache`). */

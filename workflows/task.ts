@@ -58,7 +58,7 @@ import { failureMessage, isNonRetryable } from './rules/failures';
 import { taskInputProblem } from './rules/task-input';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { startPostTaskReflection } from './reflection';
-import { passStartGates, recordTask, START_GATES_PATCH, type GateHost } from './task-gates';
+import { OPEN_TASK_PATCH, openTask, passStartGates, recordTask, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
 import { installDecisionHandlers } from './task-decisions';
 import { budgetQuery, type BudgetReport } from './subagent-contract';
@@ -226,11 +226,27 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
 
   let taskRecorded = false;
   try {
-    const context = await recordTask(input, taskId, carry !== undefined);
+    // A fresh task records itself, reads its gates and (with none) starts in one activity.
+    const fresh = carry === undefined && state === 'pending' && patched(OPEN_TASK_PATCH);
+    let context: Awaited<ReturnType<typeof recordTask>>;
+    let gates: Awaited<ReturnType<typeof openTask>>['gates'];
+    if (fresh) {
+      const opened = await openTask(input, taskId, { round: round + 1, attempt });
+      context = opened.context;
+      gates = opened.gates;
+      if (opened.started) {
+        round += 1;
+        state = transition(state, 'in_progress');
+        upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: state }]);
+        showDetails();
+      }
+    } else {
+      context = await recordTask(input, taskId, carry !== undefined);
+    }
     taskRecorded = true;
     if (state === 'pending') {
       // Approval (agent-created tasks, where configured) and dependencies (blocked until they complete).
-      const gate = patched(START_GATES_PATCH) ? await passStartGates(gateHost) : 'start';
+      const gate = fresh || patched(START_GATES_PATCH) ? await passStartGates(gateHost, gates) : 'start';
       if (gate === 'start') {
         // A retry or rerun starts a run with the earlier rounds carried: its first round is a new one.
         round += 1;

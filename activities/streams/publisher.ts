@@ -91,6 +91,23 @@ export class StepStreamPublisher {
     await this.chain;
   }
 
+  /**
+   * For a caller that writes the step's last stream rows inside its own statement (the step's reply
+   * write: one round trip instead of two or three): waits for the writes already under way, then
+   * returns the text still buffered as delta rows followed by `step-end`, with the owner to append them
+   * as. After this the publisher writes nothing more; when the caller's statement fails, the step fails
+   * and its retry rewinds whatever this attempt published.
+   */
+  async closing(data: Record<string, unknown>): Promise<{ owner: StreamOwner; events: NewStreamEvent[] }> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.chain;
+    const text = this.buffer;
+    this.buffer = '';
+    const deltas = text ? deltaPieces(text, STREAM_DELTA_MAX_CHARS).map((piece): NewStreamEvent => ({ kind: 'delta', stepKey: this.stepKey, attempt: this.attempt, part: this.part, text: piece })) : [];
+    return { owner: this.owner, events: [...deltas, { kind: 'step-end', data }] };
+  }
+
   /** The router is trying candidate `index` (0 = the first): earlier parts' text is superseded. */
   private startPart(index: number): void {
     if (index <= this.part) return;

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../../schema/database';
 import { STREAM_NOTIFY_CHANNEL, type StreamEvent, type StreamEventKind } from '../../workflows/stream-contract';
 
@@ -32,22 +32,34 @@ export const STREAM_READ_PAGE_MAX = 500;
 export async function appendStreamEvents(db: Kysely<Database>, owner: StreamOwner, events: NewStreamEvent[]): Promise<number[]> {
   if (events.length === 0) return [];
   const n = events.length;
+  const append = streamAppendCtes(owner, events);
+  const { rows: result } = await sql<{ last_seq: number }>`with ${append.ctes} select stream_head.last_seq, ${append.notify} from stream_head`.execute(db);
+  const last = result[0]!.last_seq;
+  return events.map((_, i) => last - n + 1 + i);
+}
+
+/**
+ * `appendStreamEvents`'s statement in parts, to join another statement's data-modifying CTEs (one
+ * round trip, one transaction): `ctes` defines `stream_head` (the reserved sequence numbers) and
+ * `stream_inserted`; `notify` is the NOTIFY expression, to select from `stream_head`.
+ */
+export function streamAppendCtes(owner: StreamOwner, events: NewStreamEvent[]): { ctes: RawBuilder<unknown>; notify: RawBuilder<unknown> } {
+  const n = events.length;
   const rows = JSON.stringify(
     events.map((e, i) => ({ i: i + 1, kind: e.kind, step_key: e.stepKey ?? null, attempt: e.attempt ?? 1, part: e.part ?? 0, text: e.text ?? null, data: e.data ?? null })),
   );
-  const { rows: result } = await sql<{ last_seq: number }>`
-    with head as (
+  return {
+    ctes: sql`stream_head as (
       insert into stream_heads (stream_id, last_seq) values (${owner.streamId}, ${n})
       on conflict (stream_id) do update set last_seq = stream_heads.last_seq + ${n}, updated_at = now()
       returning last_seq
-    ), inserted as (
+    ), stream_inserted as (
       insert into stream_events (stream_id, seq, kind, step_key, attempt, part, text, data, agent_id, task_id)
-      select ${owner.streamId}, head.last_seq - ${n} + e.i, e.kind, e.step_key, e.attempt, e.part, e.text, e.data, ${owner.agentId ?? null}, ${owner.taskId ?? null}
-      from head cross join jsonb_to_recordset(${rows}::jsonb) as e(i integer, kind text, step_key text, attempt integer, part integer, text text, data jsonb)
-    )
-    select head.last_seq, pg_notify(${STREAM_NOTIFY_CHANNEL}, json_build_object('streamId', ${owner.streamId}::text, 'seq', head.last_seq)::text) from head`.execute(db);
-  const last = result[0]!.last_seq;
-  return events.map((_, i) => last - n + 1 + i);
+      select ${owner.streamId}, stream_head.last_seq - ${n} + e.i, e.kind, e.step_key, e.attempt, e.part, e.text, e.data, ${owner.agentId ?? null}, ${owner.taskId ?? null}
+      from stream_head cross join jsonb_to_recordset(${rows}::jsonb) as e(i integer, kind text, step_key text, attempt integer, part integer, text text, data jsonb)
+    )`,
+    notify: sql`pg_notify(${STREAM_NOTIFY_CHANNEL}, json_build_object('streamId', ${owner.streamId}::text, 'seq', stream_head.last_seq)::text)`,
+  };
 }
 
 /** Events of a stream after `afterSeq`, in order, at most `limit` (capped at STREAM_READ_PAGE_MAX). */

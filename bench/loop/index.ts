@@ -4,6 +4,7 @@
  * DATABASE_URL (a PostgreSQL server); starts its own Temporal dev server on a free port (see
  * `DEV_SERVER_ARGS`) unless BENCH_TEMPORAL_ADDRESS names one. Prints Markdown tables and writes
  * bench/results/loop-latest.md. Not a test: the figures depend on the machine and its load.
+ * `--langgraph` adds a LangGraph JS + PostgresSaver row to every run (installed on demand, see langgraph.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ import type { FloorInput } from './floor/workflows';
 import { cpuSeconds, loadAverage, sampleRss } from './proc';
 import { ScriptedTasks } from './scenario';
 import { DEV_SERVER_ARGS, startDevServer, startWorkerProcess, stopProcess } from './services';
+import { createLangGraphRunner, LANGGRAPH_PACKAGES, loadLangGraph } from './langgraph';
 
 const RESULTS_FILE = path.join(__dirname, '..', 'results', 'loop-latest.md');
 /** How often the driver checks whether tasks have submitted (one indexed query). */
@@ -58,6 +60,8 @@ const QUICK_SCENARIOS: Scenario[] = [
 
 /** BENCH_LOOP_FLOOR=0: skip the Temporal floor rows (quicker A/B runs of the product's loop). */
 const FLOOR = process.env.BENCH_LOOP_FLOOR !== '0';
+/** `--langgraph` (or BENCH_LANGGRAPH=1): add the LangGraph JS + PostgresSaver row. */
+const LANGGRAPH = process.argv.includes('--langgraph') || process.env.BENCH_LANGGRAPH === '1';
 const FLOOR_KINDS: Array<FloorInput['kind']> = ['regular', 'local'];
 const FLOOR_LABEL: Record<FloorInput['kind'], string> = {
   regular: 'Temporal floor: bare workflow, 1 no-op activity / iteration',
@@ -85,6 +89,7 @@ interface Bench {
   router: LlmRouter;
   /** The task queue of the bench-only floor worker (in the worker process). */
   floorQueue: string;
+  langgraph?: Awaited<ReturnType<typeof createLangGraphRunner>>;
 }
 
 async function main(): Promise<void> {
@@ -118,11 +123,13 @@ async function main(): Promise<void> {
   });
   const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }], createProvider);
   const bench: Bench = { db, fake, scripts, agents, temporal, worker, server: own?.process, workspace, router, floorQueue: `${taskQueue}-floor` };
+  if (LANGGRAPH) bench.langgraph = await createLangGraphRunner(loadLangGraph(log), databaseUrl, fake.url, db.db, router);
   const rows: string[] = [];
   try {
     log('warm-up');
     await runDurable(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, false);
     await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false });
+    if (bench.langgraph) await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, 'langgraph');
     if (FLOOR) for (const kind of FLOOR_KINDS) await runFloor(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, kind, false);
     const only = process.env.BENCH_LOOP_ONLY; // e.g. "3": the third run only (A/B of one setting)
     const scenarios = (process.env.BENCH_LOOP_QUICK ? QUICK_SCENARIOS : SCENARIOS).filter((_, i) => !only || only.split(',').includes(String(i + 1)));
@@ -131,6 +138,7 @@ async function main(): Promise<void> {
       const inProcess = await runInProcess(bench, scenario);
       const durable = await runDurable(bench, scenario, true);
       rows.push(...tableRows(scenario, durable, inProcess));
+      if (bench.langgraph) rows.push(plainRow(scenario, 'LangGraph JS + PostgresSaver', await runInProcess(bench, scenario, 'langgraph'), inProcess));
       if (FLOOR) for (const kind of FLOOR_KINDS) rows.push(floorRow(scenario, kind, await runFloor(bench, scenario, kind, true), inProcess));
     }
     log('cacheable input share (paced clock)');
@@ -141,6 +149,7 @@ async function main(): Promise<void> {
     writeFileSync(RESULTS_FILE, text);
     process.stdout.write(`\nwritten to ${RESULTS_FILE}\n`);
   } finally {
+    await bench.langgraph?.end();
     await stopProcess(worker);
     await connection.close();
     if (own) await stopProcess(own.process);
@@ -283,15 +292,16 @@ async function runFloor(bench: Bench, scenario: Scenario, kind: FloorInput['kind
   return { wallMs, served: expected, expected, cpu, rssMb, history };
 }
 
-async function runInProcess(bench: Bench, scenario: Scenario): Promise<RunFigures> {
-  const tasks = await createTasks(bench, scenario, 'p');
+async function runInProcess(bench: Bench, scenario: Scenario, system: 'plain' | 'langgraph' = 'plain'): Promise<RunFigures> {
+  const tasks = await createTasks(bench, scenario, system === 'plain' ? 'p' : 'lg');
+  const runTask = system === 'plain' ? (taskId: string) => runInProcessTask(bench.db.db, bench.router, taskId) : (taskId: string) => bench.langgraph!.run(taskId);
   for (const t of tasks) {
     await bench.db.db.insertInto('tasks').values({ id: t.taskId, agent_id: t.agentId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.', state: 'in_progress', priority: 'medium' }).execute();
   }
   const cpuBefore = await cpuSnapshot(bench);
   const t0 = performance.now();
-  if (scenario.sequential) for (const t of tasks) await runInProcessTask(bench.db.db, bench.router, t.taskId);
-  else await Promise.all(tasks.map((t) => runInProcessTask(bench.db.db, bench.router, t.taskId)));
+  if (scenario.sequential) for (const t of tasks) await runTask(t.taskId);
+  else await Promise.all(tasks.map((t) => runTask(t.taskId)));
   const wallMs = performance.now() - t0;
   const cpu = cpuDelta(cpuBefore, await cpuSnapshot(bench));
   return { wallMs, served: bench.scripts.served(tasks.map((t) => t.taskId)), expected: scenario.tasks * scenario.calls, cpu };
@@ -319,10 +329,12 @@ function measuredRow(scenario: Scenario, system: string, r: RunFigures, inProces
 }
 
 function tableRows(scenario: Scenario, durable: RunFigures, inProcess: RunFigures): string[] {
-  return [
-    measuredRow(scenario, 'durable-agents', durable, inProcess),
-    `| ${scenario.name} | in-process loop + PostgreSQL | ${fmt(inProcess.wallMs / 1_000, 2)} | ${inProcess.served}/${inProcess.expected} | ${fmt(perIteration(inProcess))} | 1× | – | – | – | – | – | ${cpuText(inProcess)} | – |`,
-  ];
+  return [measuredRow(scenario, 'durable-agents', durable, inProcess), plainRow(scenario, 'in-process loop + PostgreSQL', inProcess, inProcess)];
+}
+
+/** A row without Temporal history figures (the in-process loop, LangGraph). */
+function plainRow(scenario: Scenario, system: string, r: RunFigures, inProcess: RunFigures): string {
+  return `| ${scenario.name} | ${system} | ${fmt(r.wallMs / 1_000, 2)} | ${r.served}/${r.expected} | ${fmt(perIteration(r))} | ${fmt(r.wallMs / inProcess.wallMs, 2)}× | – | – | – | – | – | ${cpuText(r)} | – |`;
 }
 
 /** A floor row ("LLM calls served" is the iterations run: there is no LLM call). */
@@ -343,7 +355,9 @@ function report(rows: string[], cache: string[], address: string, ownServer: boo
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |',
     ...rows,
     '',
-    'LangGraph JS: not run (optional; `@langchain/langgraph` is not a dependency).',
+    LANGGRAPH
+      ? `LangGraph JS rows: ${LANGGRAPH_PACKAGES.join(', ')} (installed for the bench only), a model node and a tools node, PostgresSaver checkpoints in this PostgreSQL, run in the bench process (its CPU is under "bench").`
+      : 'LangGraph JS: not run (optional: `npm run bench:loop -- --langgraph` installs it for the bench; it is not a dependency).',
     '',
     ...cache,
     '',

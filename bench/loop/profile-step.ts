@@ -1,7 +1,7 @@
 /**
  * `tsx bench/loop/profile-step.ts [calls]`: runs the fused step in process (no Temporal) against the
  * fake provider and prints the mean time, the number of database queries and the process's CPU time per call, for profiling
- * the step (PROFILE_CPU=<file>). PROFILE_SQL=1 also prints the statements of the 21st call. Needs
+ * the step (PROFILE_CPU=<file>). PROFILE_SQL=1 also prints the statements of the 21st call (when each ended, ms into the step, and its duration). Needs
  * DATABASE_URL.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,9 +22,11 @@ import { ScriptedTasks } from './scenario';
 async function main(): Promise<void> {
   const calls = Number(process.argv[2] ?? 41);
   let statements: string[] = [];
+  let stepStart = 0;
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL!, max: 10 }) }),
-    log: (event) => void statements.push(event.query.sql.replace(/\s+/g, ' ').slice(0, 160)),
+    // Each statement with the time it ended (ms into the step) and its duration.
+    log: (event) => void statements.push(`${(performance.now() - stepStart).toFixed(1)} +${event.queryDurationMillis.toFixed(1)} ${event.query.sql.replace(/\s+/g, ' ').slice(0, 120)}`),
   });
   await migrateToLatest(db);
   const fake = await startFakeLlmServer();
@@ -49,6 +51,7 @@ async function main(): Promise<void> {
     }
     statements = [];
     const t0 = performance.now();
+    stepStart = t0;
     const c0 = process.cpuUsage();
     await runStepWithTools(db, router, { agentId, taskId, sessionId: `prof_${taskId}`, scenario: 'task', attempt: 1, turn, ...(turn === 0 ? { opening: {} } : {}) });
     times.push(performance.now() - t0);

@@ -3,20 +3,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { freeLoopbackPort } from '../../activities/store/db';
-import { SEARCH_ATTRIBUTE_ARGS, startTemporalDevServer } from '../../test/support/temporal-cli';
-
+import { DEV_SERVER_DYNAMIC_CONFIG_ARGS, SEARCH_ATTRIBUTE_ARGS, startTemporalDevServer } from '../../test/support/temporal-cli';
 
 /**
  * The dev server's settings for the bench (documented in the README): in memory, headless, errors-only
- * logging, the product's search attributes, and eager activity dispatch on (the server hands the
- * activity a workflow task schedules straight back to the worker that completed it, skipping a
- * matching round trip; the dev server has it off by default).
+ * logging, the product's search attributes, and the dynamic config every server we start runs with
+ * (task-read rates raised past the one-shard rate limit, eager activity dispatch on).
  */
-const DEV_SERVER_EXTRA_ARGS = ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'];
-export const DEV_SERVER_ARGS = ['--headless', '--log-level', 'error', ...SEARCH_ATTRIBUTE_ARGS, ...DEV_SERVER_EXTRA_ARGS];
+export const DEV_SERVER_ARGS = ['--headless', '--log-level', 'error', ...SEARCH_ATTRIBUTE_ARGS, ...DEV_SERVER_DYNAMIC_CONFIG_ARGS];
 
 export async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
-  return startTemporalDevServer(await freeLoopbackPort(), DEV_SERVER_EXTRA_ARGS, 'inherit-stderr');
+  return startTemporalDevServer(await freeLoopbackPort(), [], 'inherit-stderr');
 }
 
 /** Starts bench/loop/worker-main.ts in its own process; resolves once it polls. */

@@ -28,18 +28,31 @@ export async function temporalCli(args: string[], address = process.env.TEMPORAL
 
 /** The product's search attributes, registered on every dev server a test, script or bench starts. */
 export const SEARCH_ATTRIBUTE_ARGS = ['--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword'];
+/**
+ * Dynamic config every dev server we start runs with. The history service reads new transfer tasks for a
+ * shard at most `transferProcessorMaxPollRPS` times a second (default 20, burst 20) and the dev server
+ * has one shard, so past a burst every workflow task waited ~40 ms for the next read; 1000 keeps the wait
+ * at 1-3 ms. The timer queue has the same default (activity and workflow-task timeouts, workflow timers).
+ * Eager activity dispatch hands the activity a workflow task schedules straight back to the worker that
+ * completed it, skipping a matching round trip (the dev server has it off by default).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG_ARGS = [
+  '--dynamic-config-value', 'history.transferProcessorMaxPollRPS=1000',
+  '--dynamic-config-value', 'history.timerProcessorMaxPollRPS=1000',
+  '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
+];
 /** The dev server answers within seconds; under load allow a minute. */
 const DEV_SERVER_START_TIMEOUT_MS = 60_000;
 
 /**
  * Starts `temporal server start-dev` on `port` (headless, errors-only logging, the product's search
- * attributes, plus `extraArgs`) and resolves once the `default` namespace answers. Fails with the
+ * attributes, `DEV_SERVER_DYNAMIC_CONFIG_ARGS`, plus `extraArgs`) and resolves once the `default` namespace answers. Fails with the
  * last connection error when the server exits or does not answer within a minute, killing it.
  */
 export async function startTemporalDevServer(port: number, extraArgs: string[] = [], stdio: 'ignore' | 'inherit-stderr' = 'ignore'): Promise<{ address: string; process: ChildProcess }> {
   const child = spawn(
     temporalCliPath(),
-    ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error', ...SEARCH_ATTRIBUTE_ARGS, ...extraArgs],
+    ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error', ...SEARCH_ATTRIBUTE_ARGS, ...DEV_SERVER_DYNAMIC_CONFIG_ARGS, ...extraArgs],
     { stdio: stdio === 'ignore' ? 'ignore' : ['ignore', 'ignore', 'inherit'] },
   );
   const address = `127.0.0.1:${port}`;

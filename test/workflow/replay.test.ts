@@ -117,7 +117,8 @@ describe('recorded workflow histories replay on the current code', () => {
       writeFileSync(codePath, code);
       return codePath;
     };
-    const firstActivity = '    const context = await recordTask(input, taskId, carry !== undefined);';
+    // The line before the task workflow's first activity (recordTask, or openTask on a fresh run).
+    const firstActivity = "    const fresh = carry === undefined && state === 'pending' && patched(OPEN_TASK_PATCH);";
     const taskHistories = histories.filter((h) => workflowType(h) === 'taskWorkflow' && h.history.events.some((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED'));
     const versions = [...new Set(taskHistories.map((h) => h.version))];
     expect(versions.length).toBeGreaterThan(1);

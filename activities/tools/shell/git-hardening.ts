@@ -15,7 +15,8 @@
  *    reads), so a repository that sets one is refused for commands that contact a remote;
  * 4. `submodule.<name>.ignore=all` for every submodule, so status and diff do not descend into them;
  * 5. for `push`, refspecs without a destination made explicit, so `remote.<name>.push` cannot redirect
- *    `git push origin feature` to `main`.
+ *    `git push origin feature` to `main`; for `fetch`, `--no-prune --no-prune-tags` first, so pruning
+ *    set in the repository config does not delete local refs.
  *
  * Known gap: a repository nested two levels deep that is neither registered in `.gitmodules` nor kept
  * under `.git/modules` is not scanned.
@@ -126,6 +127,10 @@ export async function hardenGitArgv(argv: readonly string[], probe: GitProbeOpti
     args = ['--no-textconv', ...args];
   } else if (line.subcommand === 'push') {
     args = explicitPushRefspecs(args);
+  } else if (line.subcommand === 'fetch') {
+    // `remote.<name>.prune` / `pruneTags` in the repository config would delete local refs on a plain
+    // `git fetch`; an explicit (approved) `--prune` after these still wins.
+    args = ['--no-prune', '--no-prune-tags', ...args];
   }
   return ['git', ...fixed, ...overrides.flatMap((setting) => ['-c', setting]), ...line.globals, line.subcommand, ...args];
 }

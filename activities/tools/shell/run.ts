@@ -79,6 +79,10 @@ export interface RunResult {
   cancelled: boolean;
   /** Set when a sandbox limit stopped the program: what it was, for the model ("killed: CPU time limit of 300 s"). */
   limit?: string;
+  /** Set when the step was not started because a check right before it refused it. */
+  refused?: string;
+  /** Secrets cut out while truncating (redaction runs before the cut); the rest are redacted downstream. */
+  redactions?: number;
 }
 
 /** Git subcommands that contact a remote, and so may see the recorded remotes. */
@@ -226,6 +230,7 @@ async function spawnAndCollect(program: string, argv: readonly string[], run: Sa
         durationMs: Math.round(performance.now() - started),
         timedOut,
         cancelled,
+        ...(out.redactions + err.redactions > 0 ? { redactions: out.redactions + err.redactions } : {}),
       };
       const limit = timedOut || cancelled ? undefined : limitVerdict(result, prepared.limits, processLimitHit);
       resolve(limit ? { ...result, limit } : result);

@@ -18,7 +18,7 @@
  * `AGENTS_SANDBOX=off`, which is logged loudly at every start of the worker and on first use.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, lstatSync, promises as fs, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, promises as fs, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import {
   SANDBOX_ADDRESS_SPACE_BYTES,
@@ -33,6 +33,8 @@ export const SANDBOX_SETTING = 'AGENTS_SANDBOX';
 
 /** Where bubblewrap is looked for: system directories only, never the workspace. */
 const BWRAP_CANDIDATES = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'];
+/** The operator's setting for a bubblewrap installed elsewhere (an absolute path). */
+export const BWRAP_PATH_SETTING = 'AGENTS_SANDBOX_BWRAP';
 const PRLIMIT_CANDIDATES = ['/usr/bin/prlimit', '/bin/prlimit'];
 
 /** Inside the sandbox `HOME` is this private directory on the sandbox's own `/tmp`. */
@@ -135,8 +137,10 @@ let availability: Promise<{ bwrap: string; prlimit: string } | { error: string }
 /** Checks once that bubblewrap can build the sandbox here (user namespaces allowed, /proc mountable). */
 export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { error: string }> {
   availability ??= (async () => {
-    const bwrap = BWRAP_CANDIDATES.find((candidate) => existsSync(candidate));
-    if (!bwrap) return { error: `bubblewrap is not installed (looked for ${BWRAP_CANDIDATES.join(', ')}; Debian: apt-get install bubblewrap)` };
+    const configured = process.env[BWRAP_PATH_SETTING];
+    const candidates = configured ? [configured] : BWRAP_CANDIDATES;
+    const bwrap = candidates.find((candidate) => path.isAbsolute(candidate) && existsSync(candidate));
+    if (!bwrap) return { error: `bubblewrap is not installed (looked for ${candidates.join(', ')}; Debian: apt-get install bubblewrap)` };
     const prlimit = PRLIMIT_CANDIDATES.find((candidate) => existsSync(candidate));
     if (!prlimit) return { error: 'prlimit (util-linux) is not installed, so resource limits cannot be set' };
     const probeDir = await fs.mkdtemp(path.join('/tmp', 'sandbox-probe-'));
@@ -158,6 +162,11 @@ export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { e
     }
   })();
   return availability;
+}
+
+/** Forgets the result of `checkSandbox`, so the next run checks again (after the installation changed). */
+export function forgetSandboxCheck(): void {
+  availability = undefined;
 }
 
 /**
@@ -211,13 +220,35 @@ function sandboxArgs(spec: SandboxSpec, command: readonly string[]): string[] {
   args.push('--bind', spec.workspace, spec.workspace);
   for (const remote of remotes) {
     if (remote.kind !== 'path') continue;
-    // A remote inside the workspace is already there; one elsewhere is bound at its own path.
-    if (lstatOrUndefined(remote.path)) args.push(remote.writable ? '--bind' : '--ro-bind', remote.path, remote.path);
+    const source = realOrUndefined(remote.path);
+    // Only a repository is bound, never a directory holding the workspace (a remote of `..` would
+    // otherwise open the host checkout): git reaches it at the path it was recorded with.
+    if (source === undefined || isWithin(source, spec.workspace) || !looksLikeRepository(source)) continue;
+    args.push(remote.writable ? '--bind' : '--ro-bind', source, remote.path);
   }
   args.push('--chdir', spec.cwd, '--clearenv');
   for (const [name, value] of Object.entries(spec.env)) args.push('--setenv', name, value);
   args.push('--', ...command);
   return args;
+}
+
+function realOrUndefined(file: string): string | undefined {
+  try {
+    return realpathSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+function isWithin(dir: string, target: string): boolean {
+  const rel = path.relative(dir, target);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** A bare repository (`HEAD` beside `objects/`) or a work tree with a `.git` directory. */
+function looksLikeRepository(dir: string): boolean {
+  const bare = existsSync(path.join(dir, 'HEAD')) && existsSync(path.join(dir, 'objects'));
+  return bare || lstatOrUndefined(path.join(dir, '.git'))?.isDirectory() === true;
 }
 
 function lstatOrUndefined(file: string) {

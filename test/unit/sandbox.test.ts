@@ -127,14 +127,14 @@ function outsideState(): Record<string, string> {
   return state;
 }
 
-const ESCAPES: Array<[string, string]> = [
+const ESCAPES: Array<[string, () => string]> = [
   [
     'a workspace folder inside a checkout works on the host repository',
-    `git grep --untracked ANTHROPIC -- :/; git -C .. status; git checkout -b x HEAD~1; git switch main; git log --oneline; ls -la ${host}; echo pwned > ${host}/pwned-host; rm -rf ${host}/.git ${host}/README.md`,
+    () => `git grep --untracked ANTHROPIC -- :/; git -C .. status; git checkout -b x HEAD~1; git switch main; git log --oneline; ls -la ${host}; echo pwned > ${host}/pwned-host; rm -rf ${host}/.git ${host}/README.md`,
   ],
   [
     'a bare repository in a workspace folder whose alternateRefsCommand reads the worker environment through /proc',
-    `mkdir -p cache/objects/info cache/refs && touch cache/refs/.keep && : > cache/objects/info/alternates
+    () => `mkdir -p cache/objects/info cache/refs && touch cache/refs/.keep && : > cache/objects/info/alternates
      printf '[core]\\n\\tbare = true\\n\\talternateRefsCommand = sh ./run.sh\\n' > cache/config
      cat > cache/run.sh <<'EOF'
 for p in /proc/[0-9]*; do base64 -w0 "$p/environ" 2>/dev/null; echo; done
@@ -146,28 +146,28 @@ EOF
   ],
   [
     'a gitdir pointer file used as a remote name reaches another repository',
-    `printf 'gitdir: ${host}/.git\\n' > pointer && git ls-remote pointer; git fetch pointer main; git push pointer HEAD:evil; git --git-dir=${host}/.git log --oneline`,
+    () => `printf 'gitdir: ${host}/.git\\n' > pointer && git ls-remote pointer; git fetch pointer main; git push pointer HEAD:evil; git --git-dir=${host}/.git log --oneline`,
   ],
   [
     'name lists (--files0-from, file -f) read files outside the workspace and /proc',
-    `printf '${outside}/secret.txt\\0${host}/.env\\0/proc/1/environ\\0/proc/self/environ\\0' > list && printf '${outside}/secret.txt\\n${host}/.env\\n' > list2
+    () => `printf '${outside}/secret.txt\\0${host}/.env\\0/proc/1/environ\\0/proc/self/environ\\0' > list && printf '${outside}/secret.txt\\n${host}/.env\\n' > list2
      sort --files0-from=list; wc --files0-from=list; du --files0-from=list; find -files0-from list; file -f list2; cat ${outside}/secret.txt ${host}/.env`,
   ],
   [
     'git config --includes / --system / --blob read the user and system configuration',
-    `printf '[include]\\n\\tpath = /root/.gitconfig\\n' > f && git config --file f --includes --list; git config --system --list; git config --global --list; cat /root/.gitconfig /etc/gitconfig /etc/shadow; ls /root`,
+    () => `printf '[include]\\n\\tpath = /root/.gitconfig\\n' > f && git config --file f --includes --list; git config --system --list; git config --global --list; cat /root/.gitconfig /etc/gitconfig /etc/shadow; ls /root`,
   ],
   [
     'symbolic links followed in one chain',
-    `ln -s ${outside}/secret.txt link && cat link; ln -s ${host}/.env envlink && cat envlink; ln -s / rootlink && ls rootlink/root rootlink/work; echo escaped > link`,
+    () => `ln -s ${outside}/secret.txt link && cat link; ln -s ${host}/.env envlink && cat envlink; ln -s / rootlink && ls rootlink/root rootlink/work; echo escaped > link`,
   ],
   [
     'tag, notes and symref-alias pushes, and pruning, straight to the remote path',
-    `git tag v1 2>/dev/null; git push ${remote} v1; git notes add -m n 2>/dev/null; git push ${remote} 'refs/notes/*'; git push ${remote} HEAD:trunk; git fetch ${remote} --prune --prune-tags`,
+    () => `git tag v1 2>/dev/null; git push ${remote} v1; git notes add -m n 2>/dev/null; git push ${remote} 'refs/notes/*'; git push ${remote} HEAD:trunk; git fetch ${remote} --prune --prune-tags`,
   ],
   [
     'the network, the worker processes and the outside file system',
-    `bash -c 'echo > /dev/tcp/127.0.0.1/5439' && echo connected; ls /proc; cat /proc/1/cmdline; od -c /proc/@HOLDER@/environ; ls /; touch ${outside}/pwned-direct; echo x >> ${outside}/secret.txt; env`,
+    () => `bash -c 'echo > /dev/tcp/127.0.0.1/5439' && echo connected; ls /proc; cat /proc/1/cmdline; od -c /proc/@HOLDER@/environ; ls /; touch ${outside}/pwned-direct; echo x >> ${outside}/secret.txt; env`,
   ],
 ];
 
@@ -176,7 +176,7 @@ describe('the sandbox alone holds (no classifier)', () => {
 
   test.each(ESCAPES)('%s', async (_name, script) => {
     const before = outsideState();
-    const result = await unjudged(script.replaceAll('@HOLDER@', String(holder.pid)));
+    const result = await unjudged(script().replaceAll('@HOLDER@', String(holder.pid)));
     outputs.push(result.stdout, result.stderr);
     expect(result.cancelled).toBe(false);
     expect(result.timedOut).toBe(false);

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describeStatus } from '../../activities/tools/shell-tool';
 import { runInvocation, runProgram, type RunResult } from '../../activities/tools/shell/run';
-import { forgetSandboxCheck, SANDBOX_SETTING, BWRAP_PATH_SETTING, SandboxUnavailableError } from '../../activities/tools/shell/sandbox';
+import { BWRAP_PATH_SETTING, forgetSandboxCheck, SANDBOX_SETTING, SandboxUnavailableError, sandboxMode } from '../../activities/tools/shell/sandbox';
 import { HeadTailBuffer } from '../../activities/tools/shell/output-buffer';
 import { redactSecrets } from '../../activities/security/secrets';
 
@@ -230,6 +230,9 @@ describe('the sandbox alone holds (no classifier)', () => {
 });
 
 describe('resource limits stop runaway commands and say what stopped them', () => {
+  // These payloads are real: never start them without the sandbox (AGENTS_SANDBOX=off in the environment).
+  beforeEach(() => expect(sandboxMode()).toBe('bwrap'));
+
   test('a fork bomb is stopped at the process limit', async () => {
     const started = Date.now();
     const result = await unjudged('bomb() { bomb | bomb & }; bomb; sleep 20', { processes: 64 }, 30_000);

@@ -164,6 +164,16 @@ export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { e
   return availability;
 }
 
+/** The sandbox's state for the worker's start-up log: a loud warning when off, an error when unavailable. */
+export async function sandboxStatus(): Promise<{ level: 'info' | 'warn' | 'error'; message: string }> {
+  if (sandboxMode() === 'off') return { level: 'warn', message: SANDBOX_OFF_WARNING };
+  const tools = await checkSandbox();
+  if ('error' in tools) {
+    return { level: 'error', message: `tool sandbox unavailable: ${tools.error}; shell tools will be refused until it works (or ${SANDBOX_SETTING}=off is set)` };
+  }
+  return { level: 'info', message: `tool processes run in the bubblewrap sandbox (${tools.bwrap})` };
+}
+
 /** Forgets the result of `checkSandbox`, so the next run checks again (after the installation changed). */
 export function forgetSandboxCheck(): void {
   availability = undefined;

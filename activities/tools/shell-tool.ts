@@ -9,7 +9,7 @@ import { splitGitArgv } from './shell/git-argv';
 import { readEffectiveGitConfig } from './shell/git-config';
 import { MAX_SHELL_TIMEOUT_MS } from './shell/limits';
 import { judgePushByGit, type GitRunner } from './shell/push-effects';
-import type { RemoteAccess } from './shell/sandbox';
+import { sandboxStatus, type RemoteAccess } from './shell/sandbox';
 import { approval, strictest, type ShellDecision } from './shell/tiers';
 import { defineTool, type GovernanceDecision, type ToolContext } from './types';
 
@@ -190,6 +190,9 @@ function firstPositional(args: readonly string[]): string | undefined {
 }
 
 async function evaluate(command: string | string[], ctx: ToolContext): Promise<GovernedEvaluation> {
+  // Without the sandbox nothing runs: say so plainly instead of failing inside a probe.
+  const sandbox = await sandboxStatus().catch((error: unknown) => ({ level: 'error' as const, message: error instanceof Error ? error.message : String(error) }));
+  if (sandbox.level === 'error') return { tier: 'deny', reason: sandbox.message };
   const refs = await listRefs(ctx.workspaceDir, ctx.signal);
   return governShellCommand(command, {
     workspaceDir: ctx.workspaceDir,

@@ -241,7 +241,8 @@ describe('resource limits stop runaway commands and say what stopped them', () =
     expect(result.limit).toBe('killed: process limit of 64 processes reached (the whole sandbox was stopped)');
     expect(describeStatus(result)).toMatch(/^killed: process limit of 64 processes reached/);
     // The process that ran it carries on, and the next command runs normally.
-    expect((await runInvocation(['echo', 'still here'], { cwd: workspace })).stdout).toBe('still here\n');
+    const after = await runInvocation(['echo', 'still here'], { cwd: workspace });
+    expect({ stdout: after.stdout, stderr: after.stderr, exitCode: after.exitCode }).toEqual({ stdout: 'still here\n', stderr: '', exitCode: 0 });
   });
 
   test('a 10 GB write is stopped at the file size limit', async () => {

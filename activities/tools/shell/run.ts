@@ -31,7 +31,7 @@ import {
   PIPE_DRAIN_MS,
 } from './limits';
 import { HeadTailBuffer } from './output-buffer';
-import { limitVerdict, prepareCommand, SANDBOX_HOME, sandboxMode, watchProcesses, type RemoteAccess, type SandboxLimits } from './sandbox';
+import { limitVerdict, prepareCommand, SANDBOX_HOME, sandboxMode, watchProcesses, type PreparedCommand, type RemoteAccess, type SandboxLimits } from './sandbox';
 
 /**
  * The PATH commands are looked up on: system directories only, so a command name never resolves to
@@ -170,7 +170,15 @@ interface SandboxedRun {
 }
 
 async function spawnAndCollect(program: string, argv: readonly string[], run: SandboxedRun, opts: RunOptions, started: number): Promise<RunResult> {
-  const prepared = await prepareCommand(program, argv.slice(1), { workspace: run.workspace, cwd: run.cwd, env: run.env, remotes: run.remotes, limits: run.limits });
+  const prepared = await prepareCommand(program, argv.slice(1), { workspace: run.workspace, cwd: run.cwd, env: run.env, remotes: run.remotes, limits: run.limits, pidsCgroup: true });
+  try {
+    return await collect(prepared, argv, opts, started);
+  } finally {
+    await prepared.release();
+  }
+}
+
+function collect(prepared: PreparedCommand, argv: readonly string[], opts: RunOptions, started: number): Promise<RunResult> {
   const timeoutMs = Math.min(Math.max(opts.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS, 1), MAX_SHELL_TIMEOUT_MS);
   const maxChars = Math.max(opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS, 0);
   const stdout = new HeadTailBuffer(maxChars);
@@ -238,10 +246,15 @@ async function spawnAndCollect(program: string, argv: readonly string[], run: Sa
 
     const stopWatch =
       prepared.sandboxed && child.pid !== undefined
-        ? watchProcesses(child.pid, prepared.limits.processes, () => {
-            processLimitHit = true;
-            killGroup('SIGKILL');
-          })
+        ? watchProcesses(
+            child.pid,
+            prepared.limits.processes,
+            () => {
+              processLimitHit = true;
+              killGroup('SIGKILL');
+            },
+            prepared.pidsCgroup,
+          )
         : () => undefined;
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));

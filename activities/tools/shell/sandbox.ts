@@ -11,13 +11,15 @@
  * - there is no network, except for git's network commands, which see only the workspace's recorded
  *   remotes (a remote that is a path is bound in at its own path; a network remote shares the network);
  * - resource limits (CPU time, file size, address space, processes) are set with `prlimit` before the
- *   program starts, and the number of processes in the sandbox's PID namespace is also watched from
- *   outside, because the kernel does not apply `RLIMIT_NPROC` to root.
+ *   program starts. The kernel does not apply `RLIMIT_NPROC` to root, so each command also gets its
+ *   own pids cgroup (`pids.max`) where the pids controller is writable; elsewhere the number of
+ *   processes in the sandbox's PID namespace is watched from outside and the sandbox killed past it.
  *
  * With no usable bubblewrap, tools are refused (`SandboxUnavailableError`), unless the operator sets
  * `AGENTS_SANDBOX=off`, which is logged loudly at every start of the worker and on first use.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, lstatSync, promises as fs, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import {
@@ -68,6 +70,16 @@ const ETC_NETWORK_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/host.conf', '
 /** How often the number of processes in a running sandbox is checked. */
 const PROCESS_WATCH_INTERVAL_MS = 50;
 
+/**
+ * The pids controller (cgroup v1 hierarchy) where each command gets its own group with `pids.max`, so
+ * the kernel refuses forks past the limit even for a root worker. Used when writable.
+ */
+const PIDS_CGROUP_ROOT = '/sys/fs/cgroup/pids';
+const PIDS_CGROUP_PARENT = 'durable-agents-sandbox';
+/** How long to keep trying to remove a command's pids group while its last processes exit. */
+const CGROUP_RELEASE_TRIES = 20;
+const CGROUP_RELEASE_DELAY_MS = 50;
+
 export class SandboxUnavailableError extends Error {
   override readonly name = 'SandboxUnavailableError';
 }
@@ -108,6 +120,10 @@ export interface PreparedCommand {
   cwd: string;
   sandboxed: boolean;
   limits: SandboxLimits;
+  /** The command's own pids cgroup, when the kernel's pids controller is usable here. */
+  pidsCgroup?: string;
+  /** Removes what the command needed (its pids cgroup); call once it has exited. */
+  release(): Promise<void>;
 }
 
 export type SandboxMode = 'bwrap' | 'off';
@@ -183,11 +199,11 @@ export function forgetSandboxCheck(): void {
  * The command that runs `program argv…` inside the sandbox (or, with `AGENTS_SANDBOX=off`, as it is).
  * Throws `SandboxUnavailableError` when the sandbox cannot be built and the operator has not opted out.
  */
-export async function prepareCommand(program: string, args: readonly string[], spec: SandboxSpec): Promise<PreparedCommand> {
+export async function prepareCommand(program: string, args: readonly string[], spec: SandboxSpec & { pidsCgroup?: boolean }): Promise<PreparedCommand> {
   const limits = { ...DEFAULT_SANDBOX_LIMITS, ...spec.limits };
   if (sandboxMode() === 'off') {
     warnOff();
-    return { file: program, args: [...args], env: spec.env, cwd: spec.cwd, sandboxed: false, limits };
+    return { file: program, args: [...args], env: spec.env, cwd: spec.cwd, sandboxed: false, limits, release: async () => undefined };
   }
   const tools = await checkSandbox();
   if ('error' in tools) {
@@ -210,7 +226,67 @@ export async function prepareCommand(program: string, args: readonly string[], s
     program,
     ...args,
   ];
-  return { file: tools.bwrap, args: sandboxArgs({ ...spec, workspace, cwd }, inner), env: {}, cwd: '/', sandboxed: true, limits };
+  const bwrapArgs = sandboxArgs({ ...spec, workspace, cwd }, inner);
+  const group = spec.pidsCgroup ? await createPidsCgroup(limits.processes) : undefined;
+  if (!group) return { file: tools.bwrap, args: bwrapArgs, env: {}, cwd: '/', sandboxed: true, limits, release: async () => undefined };
+  // The trusted host shell joins the group before it becomes bubblewrap, so every process of the
+  // command is counted from its first fork.
+  return {
+    file: '/bin/sh',
+    args: ['-c', 'echo $$ > "$1" || exit 125; shift; exec "$@"', 'sandbox', path.join(group, 'cgroup.procs'), tools.bwrap, ...bwrapArgs],
+    env: {},
+    cwd: '/',
+    sandboxed: true,
+    limits,
+    pidsCgroup: group,
+    release: () => releasePidsCgroup(group),
+  };
+}
+
+let pidsParent: Promise<string | undefined> | undefined;
+
+/** A new pids cgroup limited to `max` processes, or undefined when the controller is not writable here. */
+async function createPidsCgroup(max: number): Promise<string | undefined> {
+  pidsParent ??= (async () => {
+    const parent = path.join(PIDS_CGROUP_ROOT, PIDS_CGROUP_PARENT);
+    try {
+      await fs.mkdir(parent, { recursive: true });
+      await fs.access(path.join(parent, 'cgroup.procs'));
+      return parent;
+    } catch {
+      return undefined;
+    }
+  })();
+  const parent = await pidsParent;
+  if (!parent) return undefined;
+  const group = path.join(parent, randomUUID());
+  try {
+    await fs.mkdir(group);
+    await fs.writeFile(path.join(group, 'pids.max'), String(max));
+    return group;
+  } catch {
+    await fs.rmdir(group).catch(() => undefined);
+    return undefined;
+  }
+}
+
+async function releasePidsCgroup(group: string): Promise<void> {
+  for (let attempt = 0; attempt < CGROUP_RELEASE_TRIES; attempt += 1) {
+    try {
+      await fs.rmdir(group);
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      // EBUSY: the namespace's last processes are still exiting.
+      await new Promise((resolve) => setTimeout(resolve, CGROUP_RELEASE_DELAY_MS));
+    }
+  }
+}
+
+/** Forks the kernel refused in a pids cgroup because of its limit (`max N` in `pids.events`). */
+async function refusedForks(group: string): Promise<number> {
+  const events = await fs.readFile(path.join(group, 'pids.events'), 'utf8').catch(() => '');
+  return Number(/^max (\d+)/m.exec(events)?.[1] ?? 0);
 }
 
 function sandboxArgs(spec: SandboxSpec, command: readonly string[]): string[] {
@@ -274,12 +350,21 @@ function lstatOrUndefined(file: string) {
  * root) and calls `onExceeded` once when it passes `max`. The kernel's `RLIMIT_NPROC` does the same
  * for a worker that is not root; for root it is not applied, so this watch is what stops a fork bomb.
  */
-export function watchProcesses(bwrapPid: number, max: number, onExceeded: () => void): () => void {
+export function watchProcesses(bwrapPid: number, max: number, onExceeded: () => void, pidsCgroup?: string): () => void {
   let stopped = false;
   let sandboxRoot: string | undefined;
   const timer = setInterval(() => {
     if (stopped) return;
     void (async () => {
+      if (pidsCgroup) {
+        // The kernel already refuses the forks; a command that hit the limit is stopped and reported.
+        if ((await refusedForks(pidsCgroup)) > 0 && !stopped) {
+          stopped = true;
+          clearInterval(timer);
+          onExceeded();
+        }
+        return;
+      }
       sandboxRoot ??= await sandboxInitRoot(bwrapPid);
       if (!sandboxRoot) return;
       const entries = await fs.readdir(path.join(sandboxRoot, 'proc')).catch(() => undefined);

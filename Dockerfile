@@ -8,8 +8,9 @@ RUN npx tsc -p tsconfig.build.json
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production
-# git for the shell tool's git commands; tini reaps the processes tools start (PID 1 duty).
-RUN apt-get update && apt-get install -y --no-install-recommends git tini && rm -rf /var/lib/apt/lists/*
+# git for the shell tool's git commands; tini reaps the processes tools start (PID 1 duty); bubblewrap
+# is the kernel sandbox every tool process runs in (it needs the container settings in docker-compose.yml).
+RUN apt-get update && apt-get install -y --no-install-recommends git tini bubblewrap && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund

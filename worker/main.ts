@@ -6,6 +6,7 @@ import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { createLogger, TemporalPinoLogger } from './logger';
+import { sandboxStatus } from '../activities/tools/shell/sandbox';
 import { ensureStreamPruneSchedule } from './stream-prune-schedule';
 import { runtimeTelemetryOptions, telemetryFromEnv } from './telemetry';
 
@@ -74,6 +75,9 @@ async function main(): Promise<void> {
     { taskQueue: config.taskQueue, temporal: config.temporalAddress, database: describeDatabase(database), providers: config.providers.map((p) => p.name) },
     'durable-agents worker started',
   );
+  // Every start says where tool processes run; an unknown AGENTS_SANDBOX value stops the start here.
+  const sandbox = await sandboxStatus();
+  logger[sandbox.level]({ sandbox: sandbox.level === 'info' ? 'bwrap' : sandbox.level === 'warn' ? 'off' : 'unavailable' }, sandbox.message);
   try {
     while (!stopping) {
       let worker: Worker | undefined;

@@ -12,13 +12,14 @@ export interface SafeToolText {
  * history: NUL bytes escaped (PostgreSQL text cannot hold them) and secrets redacted, with a visible
  * note saying that a redaction happened.
  */
-export function safeToolText(text: string, values: readonly string[] = secretValues()): SafeToolText {
+export function safeToolText(text: string, values: readonly string[] = secretValues(), alreadyRedacted = 0): SafeToolText {
   const redaction = redactSecrets(escapeNul(text), values);
-  if (redaction.count === 0) return { text: redaction.text, redactions: 0 };
+  const count = redaction.count + alreadyRedacted;
+  if (count === 0) return { text: redaction.text, redactions: 0 };
   return {
     // In front, so every preview and truncated view shows it.
-    text: `[${redaction.count} secret value(s) were redacted from this result.]\n${redaction.text}`,
-    redactions: redaction.count,
+    text: `[${count} secret value(s) were redacted from this result.]\n${redaction.text}`,
+    redactions: count,
   };
 }
 

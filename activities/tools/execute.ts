@@ -168,7 +168,7 @@ export async function executeToolCall(
   if (governance.tier === 'approval' && input.approval?.comment && call.name !== REQUEST_USER_APPROVAL) {
     output = { ...output, content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]` };
   }
-  const safe = safeToolText(output.content);
+  const safe = safeToolText(output.content, undefined, output.redactions ?? 0);
   const content = await offloadIfLarge(ctx, call.id, safe.text);
   await finish(ctx, call.id, content, output.isError ?? false, safe.redactions);
   const submission = call.name === 'task_submit_review' && !output.isError ? safeLine(String((args as { summary: string }).summary)) : undefined;

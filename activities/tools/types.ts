@@ -28,6 +28,8 @@ export interface ToolContext {
 export interface ToolOutput {
   content: string;
   isError?: boolean;
+  /** Secrets the tool already cut out of `content` itself (shell output redacted before truncation). */
+  redactions?: number;
 }
 
 /**

@@ -58,7 +58,7 @@ afterAll(() => {
 function judgeRepository(): Promise<RepositoryConfigVerdict> {
   repositoryVerdict ??= readEffectiveGitConfig(workspace).then((config) => {
     if (!config.ok) throw new Error(config.error);
-    return judgeConfig(config.entries, new Set([remoteUrl]));
+    return { ...judgeConfig(config.entries, new Set([remoteUrl])), remoteNames: ['origin'] };
   });
   return repositoryVerdict;
 }
@@ -67,6 +67,7 @@ async function tierOf(command: string | string[]): Promise<ConfigTier> {
   const verdict = await governShellCommand(command, {
     workspaceDir: workspace,
     existingBranches: ['main', 'feature'],
+    existingRefs: ['refs/heads/main', 'refs/heads/feature', 'refs/remotes/origin/main', 'refs/tags/release', 'refs/tags/v1'],
     judgeRepositoryConfig: judgeRepository,
   });
   return verdict.tier;
@@ -154,6 +155,22 @@ function hostileCorpus(): { commands: Case[]; configKeys: Array<{ key: string; e
   for (const p of pseudoPaths) add('deny', ['git', 'commit', `-F${p}`], ['git', 'commit', `--file=${p}`], ['grep', `--file=${p}`, 'a.txt']);
   // Following links out of the workspace.
   add('approval', ['grep', '-R', 'x', '.'], ['grep', '--dereference-recursive', 'x'], ['find', '-L', '.'], ['find', '.', '-follow'], ['ls', '-L', 'dirlink'], ['diff', '-r', 'src', 'src'], ['git', 'grep', '--no-index', 'x']);
+
+  // 7. Issue 18's classes: folders and files as remotes, name lists, configuration from outside the
+  //    repository, tag pruning, switch targets that git resolves to a tag or spells as a ref.
+  for (const sub of ['push', 'fetch', 'ls-remote', 'pull']) {
+    for (const name of ['cache', 'pointer', '.', './cache', 'sub/dir', 'origin2']) add('approval', ['git', sub, name, ...(sub === 'push' ? ['HEAD:x'] : [])]);
+  }
+  for (const option of ['--files0-from=list', '--files0', '--files-from=list']) for (const cmd of ['sort', 'wc', 'du']) add('approval', [cmd, option]);
+  add('approval', ['find', '-files0-from', 'list'], ['file', '-f', 'list'], ['file', '-bf', 'list'], ['file', '--files-from', 'list']);
+  for (const option of ['--system', '--global', '--includes', '--file=f', '--blob=HEAD:f', '--sys', '--glob', '--inc']) {
+    add('approval', ['git', 'config', option, '--list'], ['git', 'config', '--list', option]);
+  }
+  add('approval', ['git', 'config', '-f', 'f', '--list']);
+  add('approval', ['git', 'fetch', '--prune-tags', 'origin'], ['git', 'fetch', '-P', 'origin'], ['git', 'fetch', '-pP', 'origin'], ['git', 'fetch', '--prune', '--prune-tags', 'origin'], ['git', 'fetch', '--prune-t', 'origin']);
+  for (const sub of ['switch', 'checkout']) {
+    add('approval', ['git', sub, 'release'], ['git', sub, 'v1'], ['git', sub, 'refs/heads/main'], ['git', sub, 'refs/heads/new'], ['git', sub, 'heads/main'], ['git', sub, 'tags/v1']);
+  }
 
   // 6. Configuration keys: judged directly (every case spelling) and written with `git config`.
   const deniedKeys = [

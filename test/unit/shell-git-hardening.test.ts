@@ -358,7 +358,8 @@ describe('push refspecs are made explicit', () => {
     expect(git(remote, 'branch', '--format=%(refname:short)')).toBe('main\n'); // control: redirected
     git(remote, 'update-ref', '-d', 'refs/heads/main');
 
-    const result = await hardened(repo, 'push', 'origin', 'feature');
+    // The sandbox shows git only the remotes it is given (the workspace's recorded ones).
+    const result = await runInvocation(['git', 'push', 'origin', 'feature'], { cwd: repo, timeoutMs: 20_000, remotes: [{ kind: 'path', path: remote, writable: true }] });
     expect(result.exitCode).toBe(0);
     expect(git(remote, 'branch', '--format=%(refname:short)')).toBe('feature\n');
   });

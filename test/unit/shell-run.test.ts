@@ -1,8 +1,9 @@
-import { existsSync, promises as fs, readFileSync } from 'node:fs';
+import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { executeShellCommand } from '../../activities/tools/shell';
 import { RUNNER_PATH, runInvocation, ShellCommandDeniedError } from '../../activities/tools/shell/run';
+import { SANDBOX_HOME } from '../../activities/tools/shell/sandbox';
 
 /** The workflow contract: cancellation lands within seconds. */
 const CANCELLATION_BUDGET_MS = 5_000;
@@ -38,13 +39,32 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function waitUntilDead(pid: number, withinMs: number): Promise<boolean> {
+/** A `sleep` duration no other process on the machine uses, so its processes can be found from outside the sandbox. */
+function uniqueSleep(): string {
+  return `30.${process.pid}${Math.floor(Math.random() * 1e6)}`;
+}
+
+/** Host PIDs of running processes whose command line is `sleep <duration>` (sandboxed processes have other PIDs inside). */
+function sleepers(duration: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === `sleep\0${duration}\0` && isAlive(Number(pid));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+async function waitUntilNone(duration: string, withinMs: number): Promise<boolean> {
   const deadline = Date.now() + withinMs;
   while (Date.now() < deadline) {
-    if (!isAlive(pid)) return true;
+    if (sleepers(duration).length === 0) return true;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return !isAlive(pid);
+  return sleepers(duration).length === 0;
 }
 
 describe('runInvocation', () => {
@@ -73,7 +93,7 @@ describe('runInvocation', () => {
     expect(existsSync(path.join(workspace, 'pwned'))).toBe(false);
   });
 
-  it('passes a minimal environment: no secrets from the parent, HOME is a throwaway directory', async () => {
+  it('passes a minimal environment: no secrets from the parent, HOME is a private directory in the sandbox', async () => {
     process.env.SHELL_TEST_API_KEY = 'sk-secret';
     process.env.DATABASE_URL = 'postgres://user:secret@db/x';
     try {
@@ -82,9 +102,9 @@ describe('runInvocation', () => {
       expect(result.stdout).toContain(`PATH=${RUNNER_PATH}\n`);
       expect(result.stdout).toContain('EXTRA=from-caller');
       const home = /^HOME=(.*)$/m.exec(result.stdout)?.[1];
-      expect(home).toMatch(/shell-home-/);
+      expect(home).toBe(SANDBOX_HOME);
       expect(home).not.toBe(workspace);
-      expect(existsSync(home as string)).toBe(false); // removed afterwards
+      expect(result.stdout).not.toMatch(/^GIT_/m);
     } finally {
       delete process.env.SHELL_TEST_API_KEY;
       delete process.env.DATABASE_URL;
@@ -115,45 +135,48 @@ describe('runInvocation', () => {
 
   it('cancels a command that ignores SIGTERM (SIGKILL after the grace period)', async () => {
     // An ignored signal stays ignored across exec, so neither the shell nor its sleep reacts to SIGTERM.
-    const stubborn = await script('stubborn.sh', `trap '' TERM\necho ready\nsleep 30\necho survived`);
+    const duration = uniqueSleep();
+    const stubborn = await script('stubborn.sh', `trap '' TERM\necho ready\nsleep ${duration}\necho survived`);
     const controller = new AbortController();
     const started = Date.now();
     setTimeout(() => controller.abort(), 300);
     const result = await runInvocation([stubborn], { cwd: workspace, signal: controller.signal });
     expect(Date.now() - started).toBeLessThan(CANCELLATION_BUDGET_MS);
-    expect(result).toMatchObject({ cancelled: true, signal: 'SIGKILL', stdout: 'ready\n' });
+    // The sandbox's bubblewrap dies of SIGTERM and the kernel kills everything in its PID namespace.
+    expect(result).toMatchObject({ cancelled: true, stdout: 'ready\n' });
+    expect(['SIGTERM', 'SIGKILL']).toContain(result.signal);
+    expect(await waitUntilNone(duration, 2_000)).toBe(true);
   });
 
   it('kills the whole process group on cancel, children included', async () => {
-    const parent = await script('parent.sh', `sleep 30 &\necho $!\nwait`);
+    const duration = uniqueSleep();
+    const parent = await script('parent.sh', `sleep ${duration} &\necho $!\nwait`);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const result = await runInvocation([parent], { cwd: workspace, signal: controller.signal });
-    const childPid = Number(result.stdout.trim());
-    expect(childPid).toBeGreaterThan(0);
-    expect(await waitUntilDead(childPid, 2_000)).toBe(true);
+    expect(Number(result.stdout.trim())).toBeGreaterThan(0);
+    expect(await waitUntilNone(duration, 2_000)).toBe(true);
   });
 
   it('returns without waiting for a background process, and kills what is left in its group', async () => {
-    const leaver = await script('leaver.sh', `sleep 30 &\necho $!`);
+    const duration = uniqueSleep();
+    const leaver = await script('leaver.sh', `sleep ${duration} &\necho $!`);
     const started = Date.now();
     const result = await runInvocation([leaver], { cwd: workspace });
     expect(Date.now() - started).toBeLessThan(CANCELLATION_BUDGET_MS);
     expect(result.exitCode).toBe(0);
-    expect(await waitUntilDead(Number(result.stdout.trim()), 2_000)).toBe(true);
+    expect(await waitUntilNone(duration, 2_000)).toBe(true);
   });
 
   it('settles even when a process that left the group keeps the pipes open', async () => {
-    const escaper = await script('escaper.sh', `setsid sleep 30 &\necho $!`);
+    const duration = uniqueSleep();
+    const escaper = await script('escaper.sh', `setsid sleep ${duration} &\necho $!`);
     const started = Date.now();
     const result = await runInvocation([escaper], { cwd: workspace });
-    const escapedPid = Number(result.stdout.trim());
-    try {
-      expect(Date.now() - started).toBeLessThan(CANCELLATION_BUDGET_MS);
-      expect(result.exitCode).toBe(0);
-    } finally {
-      if (escapedPid > 0) process.kill(escapedPid, 'SIGKILL');
-    }
+    expect(Date.now() - started).toBeLessThan(CANCELLATION_BUDGET_MS);
+    expect(result.exitCode).toBe(0);
+    // Leaving the process group is not leaving the sandbox's PID namespace: it dies with the sandbox.
+    expect(await waitUntilNone(duration, 2_000)).toBe(true);
   });
 
   it('returns at once when the signal is already aborted, without running anything', async () => {

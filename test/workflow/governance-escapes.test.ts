@@ -244,7 +244,8 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
     const results = await runTask(taskId, agentId);
 
     for (const i of [0, 1, 2, 3]) expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(TIMED_OUT)]);
-    expect(results[4]!.text).toMatch(/^Denied by policy: the repository configuration sets core\.worktree/);
+    // In the sandbox the outside work tree does not exist, so git cannot even read that configuration: denied either way.
+    expect(results[4]!.text).toMatch(/^Denied by policy: the repository configuration (sets core\.worktree|cannot be read \(fatal: Invalid path ')/);
     expect(results[5]!.text).toMatch(/^Refused: .*symbolic link/);
     expect(results[6]!.text).toMatch(/^Refused: .*symbolic link/);
     expect(results[7]!.text).toMatch(/^Refused: .*hard links/);

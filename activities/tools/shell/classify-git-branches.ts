@@ -5,7 +5,7 @@
  */
 import { DEFAULT_PROTECTED_BRANCHES } from './limits';
 import { splitGitArgv } from './git-argv';
-import { isLongOptionFor, isShortCluster, positionalArguments } from './options';
+import { isLongOptionFor, isShortCluster, longOptionName, positionalArguments } from './options';
 import { allow, approval, deny, type ShellDecision, type ShellPolicyContext } from './tiers';
 
 export type GitHandler = (args: string[], ctx: ShellPolicyContext) => ShellDecision;
@@ -73,6 +73,10 @@ export function classifyBranchMove(subcommand: 'checkout' | 'switch'): GitHandle
     if (target === undefined || positionals.length > 1) {
       return approval(`\`git ${subcommand}\` with these arguments may discard uncommitted changes`);
     }
+    const existingRef = namedRef(target, ctx.existingRefs);
+    if (existingRef !== undefined) {
+      return approval(`\`git ${subcommand} ${target}\` names the existing ref ${existingRef}, which needs approval (git resolves ${JSON.stringify(target)} to it)`);
+    }
     const existing = ctx.existingBranches;
     if (existing?.includes(target)) {
       return approval(`\`git ${subcommand} ${target}\` moves to an existing branch, which needs approval`);
@@ -88,7 +92,24 @@ export function classifyBranchMove(subcommand: 'checkout' | 'switch'): GitHandle
   };
 }
 
-function isProtectedBranch(branch: string, patterns: readonly string[]): boolean {
+/**
+ * The local ref a checkout or switch target names, by git's own lookup rules (`<name>`, `refs/<name>`,
+ * `refs/tags/<name>`, `refs/heads/<name>`, `refs/remotes/<name>`, `refs/remotes/<name>/HEAD`), so a tag
+ * named `main` or a target spelled `refs/heads/main` is seen as what it is. A remote-tracking branch
+ * alone is not an existing local ref: `git switch x` then creates `x` from `origin/x`.
+ */
+function namedRef(target: string, refs: readonly string[] | undefined): string | undefined {
+  if (refs === undefined) return undefined;
+  if (target.startsWith('refs/')) return target;
+  const candidates = [target, `refs/${target}`, `refs/tags/${target}`, `refs/heads/${target}`];
+  const exact = candidates.find((candidate) => refs.includes(candidate));
+  if (exact) return exact;
+  const tracking = [`refs/remotes/${target}`, `refs/remotes/${target}/HEAD`].find((candidate) => refs.includes(candidate));
+  // `git checkout origin/x` detaches HEAD at a remote-tracking branch.
+  return tracking;
+}
+
+export function isProtectedBranch(branch: string, patterns: readonly string[]): boolean {
   const name = branch.toLowerCase();
   return patterns.some((pattern) => {
     const source = pattern
@@ -219,6 +240,11 @@ export function resolvePushDestination(destination: string): { kind: 'branches';
 
 export function classifyFetch(args: string[]): ShellDecision {
   for (const arg of args) {
+    // `--prune` alone only drops remote-tracking refs, which the next fetch rebuilds; pruning tags
+    // deletes the repository's own tags.
+    if (isShortCluster(arg, 'P') || (longOptionName(arg) !== undefined && longOptionName(arg) !== 'prune' && isLongOptionFor(arg, ['prune-tags']))) {
+      return approval(`\`git fetch ${arg}\` deletes local tags (pruning), which needs approval`);
+    }
     if (isShortCluster(arg, 'fu') || isLongOptionFor(arg, ['force', 'update-head-ok', 'refmap', 'recurse-submodules'])) {
       return approval(`\`git fetch ${arg}\` can overwrite local branches or fetch into submodules`);
     }

@@ -331,7 +331,11 @@ function classifySubcommandList(subcommand: string, readOnlyActions: readonly st
   };
 }
 
+/** `git config` options that read configuration from outside the repository (the system's, the user's, included files, blobs, other files). */
+const CONFIG_OUTSIDE_SOURCES = ['system', 'global', 'includes', 'file', 'blob'];
+
 function classifyConfig(args: string[]): ShellDecision {
+  const outside = args.find((arg) => isLongOptionFor(arg, CONFIG_OUTSIDE_SOURCES) && longOptionName(arg) !== 'no-includes') ?? args.find((arg) => arg === '-f');
   const positionals = positionalArguments(args);
   const action = positionals[0];
   const writes =
@@ -339,7 +343,10 @@ function classifyConfig(args: string[]): ShellDecision {
     (action !== undefined && CONFIG_WRITE_ACTIONS.has(action));
   const reads =
     args.some((arg) => CONFIG_READ_OPTIONS.has(arg)) || action === 'get' || action === 'list' || positionals.length === 1;
-  if (reads && !writes) return allow('`git config` only reads configuration');
+  if (reads && !writes) {
+    if (outside) return approval(`\`git config ${outside}\` reads configuration from outside the repository's own config file`);
+    return allow('`git config` only reads configuration');
+  }
   if (args.includes('--rename-section') || action === 'rename-section') {
     return deny('`git config --rename-section` can turn a section into one whose keys run commands (alias, filter …)');
   }

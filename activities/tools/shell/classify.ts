@@ -178,6 +178,10 @@ function classifyAt(argv: readonly string[], ctx: ShellPolicyContext, depth: num
   if (WRAPPERS.has(name)) return classifyWrapper(name, args, ctx, depth);
 
   const readOnlyCheck = READ_ONLY_COMMANDS.get(name);
+  const nameList = args.find((arg) => isLongOptionFor(arg, ['files0-from', 'files-from']) || arg === '-files0-from' || (name === 'file' && isShortCluster(arg, 'f')));
+  if (readOnlyCheck && nameList) {
+    return approval(`\`${name} ${nameList}\` reads the names of the files to open from a file, so they are not judged as paths`);
+  }
   if (readOnlyCheck) {
     if (name === 'find') {
       const embedded = classifyFindExec(args, ctx, depth);

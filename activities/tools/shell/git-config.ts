@@ -3,23 +3,38 @@
  * resolved, each entry with its origin), with git hardened so reading runs nothing.
  */
 import { execFile } from 'node:child_process';
-import os from 'node:os';
+import { promises as fs } from 'node:fs';
 import { parseConfigListing, type ConfigEntry } from '../../security/git-config-policy';
-import { GIT_HARDENING_ENV, hardeningPrefix } from './git-hardening';
+import { hardeningPrefix } from './git-hardening';
 import { GIT_PROBE_OUTPUT_BYTES, GIT_PROBE_TIMEOUT_MS } from './limits';
-import { RUNNER_PATH } from './run';
+import { gitEnvironment, resolveOnRunnerPath, RUNNER_PATH } from './run';
+import { prepareCommand, SANDBOX_HOME } from './sandbox';
 
 export type EffectiveConfig = { ok: true; entries: ConfigEntry[] } | { ok: false; error: string };
 
-/** `git config --list --show-origin --includes --null` in `cwd`; outside a repository only command-line entries come back. */
-export function readEffectiveGitConfig(cwd: string, signal?: AbortSignal): Promise<EffectiveConfig> {
+/**
+ * `git config --list --show-origin --includes --null` in `cwd` (the workspace), read inside the
+ * sandbox like every git run, so an include can only reach what the command itself could; outside a
+ * repository only command-line entries come back.
+ */
+export async function readEffectiveGitConfig(cwd: string, signal?: AbortSignal): Promise<EffectiveConfig> {
+  const workspace = await fs.realpath(cwd);
+  const env = { PATH: RUNNER_PATH, HOME: SANDBOX_HOME, LANG: 'C.UTF-8', ...gitEnvironment(workspace) };
+  const git = await resolveOnRunnerPath('git');
+  if (git === undefined) return { ok: false, error: 'git is not installed' };
+  let command;
+  try {
+    command = await prepareCommand(git, [...hardeningPrefix(), 'config', '--list', '--show-origin', '--includes', '--null'], { workspace, cwd: workspace, env });
+  } catch (error) {
+    return { ok: false, error: (error as Error).message };
+  }
   return new Promise((resolve) => {
     execFile(
-      'git',
-      [...hardeningPrefix(), 'config', '--list', '--show-origin', '--includes', '--null'],
+      command.file,
+      command.args,
       {
-        cwd,
-        env: { PATH: RUNNER_PATH, HOME: os.tmpdir(), LANG: 'C.UTF-8', ...GIT_HARDENING_ENV },
+        cwd: command.cwd,
+        env: command.env,
         signal,
         timeout: GIT_PROBE_TIMEOUT_MS,
         maxBuffer: GIT_PROBE_OUTPUT_BYTES,

@@ -15,7 +15,8 @@
  *    reads), so a repository that sets one is refused for commands that contact a remote;
  * 4. `submodule.<name>.ignore=all` for every submodule, so status and diff do not descend into them;
  * 5. for `push`, refspecs without a destination made explicit, so `remote.<name>.push` cannot redirect
- *    `git push origin feature` to `main`.
+ *    `git push origin feature` to `main`; for `fetch`, `--no-prune --no-prune-tags` first, so pruning
+ *    set in the repository config does not delete local refs.
  *
  * Known gap: a repository nested two levels deep that is neither registered in `.gitmodules` nor kept
  * under `.git/modules` is not scanned.
@@ -25,6 +26,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { GIT_PROBE_OUTPUT_BYTES, GIT_PROBE_TIMEOUT_MS, MAX_SCANNED_GIT_DIRS, MAX_SUBMODULE_PATH_DEPTH } from './limits';
 import { splitGitArgv } from './git-argv';
+import { prepareCommand } from './sandbox';
 
 /** `-c` values put before every git subcommand. */
 export const GIT_HARDENING_CONFIG: readonly string[] = [
@@ -100,7 +102,9 @@ export interface GitProbeOptions {
   /** Absolute path of the git binary (resolved on the runner's PATH, never the workspace). */
   git: string;
   cwd: string;
-  env: NodeJS.ProcessEnv;
+  /** The workspace: probes run in the same sandbox as the command, with it as the only writable path. */
+  workspace: string;
+  env: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -123,6 +127,10 @@ export async function hardenGitArgv(argv: readonly string[], probe: GitProbeOpti
     args = ['--no-textconv', ...args];
   } else if (line.subcommand === 'push') {
     args = explicitPushRefspecs(args);
+  } else if (line.subcommand === 'fetch') {
+    // `remote.<name>.prune` / `pruneTags` in the repository config would delete local refs on a plain
+    // `git fetch`; an explicit (approved) `--prune` after these still wins.
+    args = ['--no-prune', '--no-prune-tags', ...args];
   }
   return ['git', ...fixed, ...overrides.flatMap((setting) => ['-c', setting]), ...line.globals, line.subcommand, ...args];
 }
@@ -251,11 +259,12 @@ async function submoduleGitDirs(commonDir: string, topLevel: string | undefined,
 }
 
 /** Paths of gitlink (mode 160000) index entries, streamed so a large index is not buffered whole. */
-function gitlinkPaths(probe: GitProbeOptions): Promise<string[]> {
+async function gitlinkPaths(probe: GitProbeOptions): Promise<string[]> {
+  const command = await prepareCommand(probe.git, [...hardeningPrefix(), 'ls-files', '--stage', '-z'], { workspace: probe.workspace, cwd: probe.cwd, env: probe.env });
   return new Promise((resolve) => {
-    const child = spawn(probe.git, [...hardeningPrefix(), 'ls-files', '--stage', '-z'], {
-      cwd: probe.cwd,
-      env: probe.env,
+    const child = spawn(command.file, command.args, {
+      cwd: command.cwd,
+      env: command.env,
       stdio: ['ignore', 'pipe', 'ignore'],
       signal: probe.signal,
       timeout: GIT_PROBE_TIMEOUT_MS,
@@ -286,12 +295,13 @@ async function requiredGitOutput(args: readonly string[], probe: GitProbeOptions
   return output;
 }
 
-function gitOutput(args: readonly string[], probe: GitProbeOptions): Promise<string | undefined> {
+async function gitOutput(args: readonly string[], probe: GitProbeOptions): Promise<string | undefined> {
+  const command = await prepareCommand(probe.git, [...hardeningPrefix(), ...args], { workspace: probe.workspace, cwd: probe.cwd, env: probe.env });
   return new Promise((resolve) => {
     execFile(
-      probe.git,
-      [...hardeningPrefix(), ...args],
-      { cwd: probe.cwd, env: probe.env, signal: probe.signal, timeout: GIT_PROBE_TIMEOUT_MS, maxBuffer: GIT_PROBE_OUTPUT_BYTES },
+      command.file,
+      command.args,
+      { cwd: command.cwd, env: command.env, signal: probe.signal, timeout: GIT_PROBE_TIMEOUT_MS, maxBuffer: GIT_PROBE_OUTPUT_BYTES },
       (error, stdout) => resolve(error ? undefined : stdout.replace(/\n$/, '')),
     );
   });

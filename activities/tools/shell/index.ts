@@ -17,6 +17,7 @@ export { parseCommand, type ParsedCommand } from './parse';
 export { classifyCommand, classifyInvocation } from './classify';
 export { runInvocation, ShellCommandDeniedError, type RunOptions, type RunResult } from './run';
 export { GitHardeningError } from './git-hardening';
+export { SandboxUnavailableError } from './sandbox';
 export type { ShellDecision, ShellPolicyContext, ShellTier } from './tiers';
 
 export interface ShellEvaluation {
@@ -58,16 +59,31 @@ export interface ShellExecution {
  * out, or is cancelled). `timeoutMs` bounds the whole sequence, not each step. Denied invocations
  * throw `ShellCommandDeniedError` (see `runInvocation`).
  */
-export async function executeShellCommand(invocations: string[][], opts: RunOptions): Promise<ShellExecution> {
+export interface ExecuteOptions extends RunOptions {
+  /**
+   * Called right before each invocation runs; a returned sentence stops the sequence there (the step
+   * is reported as refused). Lets the caller judge again what an earlier step may have changed: a link
+   * checked out by the previous command, the refs a push would now update.
+   */
+  beforeStep?: (argv: string[], index: number) => Promise<string | undefined>;
+}
+
+export async function executeShellCommand(invocations: string[][], opts: ExecuteOptions): Promise<ShellExecution> {
   const deadline = Date.now() + Math.min(opts.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS, MAX_SHELL_TIMEOUT_MS);
   const steps: ShellStepResult[] = [];
-  for (const argv of invocations) {
+  const { beforeStep, ...runOptions } = opts;
+  for (const [index, argv] of invocations.entries()) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) {
       steps.push({ argv, result: timedOutBeforeStart() });
       return { steps, succeeded: false };
     }
-    const result = await runInvocation(argv, { ...opts, timeoutMs: remaining });
+    const refusal = await beforeStep?.(argv, index);
+    if (refusal !== undefined) {
+      steps.push({ argv, result: { ...timedOutBeforeStart(), timedOut: false, refused: refusal } });
+      return { steps, succeeded: false };
+    }
+    const result = await runInvocation(argv, { ...runOptions, timeoutMs: remaining });
     steps.push({ argv, result });
     if (result.exitCode !== 0 || result.timedOut || result.cancelled) return { steps, succeeded: false };
   }

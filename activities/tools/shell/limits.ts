@@ -53,3 +53,21 @@ export const MAX_SUBMODULE_PATH_DEPTH = 8;
 
 /** Output a git config listing may produce before the scan gives up (and git is not run). */
 export const GIT_PROBE_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Sandbox: CPU seconds a tool process may use. Equal to the longest wall time a command may have, so
+ * the limit only bites on work that the wall clock would not stop (a process that spins in many threads).
+ */
+export const SANDBOX_CPU_SECONDS = MAX_SHELL_TIMEOUT_MS / 1000;
+
+/** Sandbox: largest file a tool process may write (RLIMIT_FSIZE); far above source files and build outputs, far below a full disk. */
+export const SANDBOX_FILE_SIZE_BYTES = 1024 * 1024 * 1024;
+
+/** Sandbox: address space per process (RLIMIT_AS); enough for git on a large repository and for Node, not for a runaway allocation. */
+export const SANDBOX_ADDRESS_SPACE_BYTES = 8 * 1024 * 1024 * 1024;
+
+/** Sandbox: processes at once (RLIMIT_NPROC and the PID-namespace watch); a build's parallel jobs fit, a fork bomb does not. */
+export const SANDBOX_MAX_PROCESSES = 256;
+
+/** Sandbox: how long the one-time check that bubblewrap works may take. */
+export const SANDBOX_PROBE_TIMEOUT_MS = 10_000;

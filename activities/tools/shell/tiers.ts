@@ -24,6 +24,11 @@ export interface ShellPolicyContext {
    * needs approval; without this list a plain `git switch <name>` cannot be proved to create a branch.
    */
   existingBranches?: readonly string[];
+  /**
+   * Every local ref (`refs/heads/…`, `refs/tags/…`, `refs/remotes/…` …), read just before classifying,
+   * so a branch move resolves its target as git does (a tag named like a branch, `refs/heads/x`).
+   */
+  existingRefs?: readonly string[];
 }
 
 const TIER_RANK: Record<ShellTier, number> = { allow: 0, approval: 1, deny: 2 };

@@ -7,12 +7,12 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import { stopEmbeddedServer } from '../../activities/store/embedded-server';
-import { CLUSTER_HISTORY_SHARDS, startCluster } from './topology';
+import { CLUSTER_HISTORY_SHARDS, DEFAULT_BASE_PORT, startCluster } from './topology';
 
 async function main(): Promise<void> {
   const options = new Command()
     .option('--dir <dir>', 'where the cluster keeps its databases, config and logs', path.resolve('.data', 'cluster'))
-    .option('--base-port <port>', "the first of the Temporal server's ports", '17233')
+    .option('--base-port <port>', "the first of the Temporal server's ports", String(DEFAULT_BASE_PORT))
     .option('--fresh', 'start from empty databases')
     .parse()
     .opts<{ dir: string; basePort: string; fresh?: boolean }>();

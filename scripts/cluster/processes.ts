@@ -1,6 +1,6 @@
 /** The cluster's child processes: each logs to its own file, and is stopped gently, then for sure. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** How long a process may take to drain after SIGTERM before it is killed. */
@@ -40,9 +40,20 @@ export function startProcess(name: string, command: string, args: string[], opti
 export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs: number, watched?: ClusterProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (watched && watched.child.exitCode !== null) throw new Error(`${watched.name} exited with code ${watched.child.exitCode} while waiting for ${what}; see ${watched.logFile}`);
+    if (watched && watched.child.exitCode !== null) {
+      throw new Error(`${watched.name} exited with code ${watched.child.exitCode} while waiting for ${what}; the end of ${watched.logFile}:\n${logTail(watched.logFile)}`);
+    }
     if (await check().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${watched ? `; see ${watched.logFile}` : ''}`);
     await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The last lines of a log, for an error message (the log may be gone with its folder by the time someone reads it). */
+function logTail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).map((line) => line.slice(0, 500)).join('\n');
+  } catch {
+    return '(no log)';
   }
 }

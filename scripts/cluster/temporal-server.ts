@@ -62,6 +62,12 @@ export interface ClusterPorts {
 
 export const portsFrom = (base: number): ClusterPorts => ({ frontend: base, frontendHttp: base + 10, history: base + 1, matching: base + 2, worker: base + 6, membershipOffset: 100 });
 
+/** Every port the server's processes listen on. */
+export const listenPorts = (ports: ClusterPorts): number[] => {
+  const grpc = [ports.frontend, ports.history, ports.matching, ports.worker];
+  return [...grpc, ports.frontendHttp, ...grpc.map((port) => port + ports.membershipOffset)];
+};
+
 /** Temporal's services, each its own process (as in production, where each scales on its own). */
 export const TEMPORAL_SERVICES = ['frontend', 'history', 'matching', 'worker'] as const;
 

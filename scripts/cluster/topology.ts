@@ -6,6 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
@@ -13,7 +14,7 @@ import pg from 'pg';
 import { ensureEmbeddedServer, freeLoopbackPort, stopEmbeddedServer } from '../../activities/store/embedded-server';
 import { temporalCliPath } from '../../test/support/temporal-cli';
 import { startProcess, waitUntil, type ClusterProcess } from './processes';
-import { ensureTemporalServer, portsFrom, prepareTemporalDatabases, TEMPORAL_SERVICES, writeTemporalConfig } from './temporal-server';
+import { ensureTemporalServer, listenPorts, portsFrom, prepareTemporalDatabases, TEMPORAL_SERVICES, writeTemporalConfig } from './temporal-server';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -25,6 +26,27 @@ export const CLUSTER_APIS = 2;
 /** The product's search attributes (workflows/contract.ts); a cluster needs them registered once. */
 const SEARCH_ATTRIBUTES = ['AgentId', 'TaskId', 'TaskState'];
 const START_TIMEOUT_MS = 180_000;
+export const DEFAULT_BASE_PORT = 17233;
+/** Below Linux's ephemeral range (32768 and up), so no outgoing connection holds a port the cluster needs. */
+const FREE_BASE_RANGE = { from: 20_000, to: 32_000 };
+
+/** A base port whose whole block is free now (for tests, which must not collide with each other). */
+export async function freeBasePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = FREE_BASE_RANGE.from + Math.floor(Math.random() * (FREE_BASE_RANGE.to - FREE_BASE_RANGE.from - 200));
+    const free = await Promise.all(listenPorts(portsFrom(base)).map((port) => portFree(port)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error('no free block of ports for the Temporal server between 20000 and 32000');
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
 
 export interface ClusterOptions {
   /** Where the cluster keeps its databases, config and logs (default `.data/cluster`). */
@@ -71,7 +93,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     await prepareTemporalDatabases(install, temporalDb.url, log);
     const productDatabaseUrl = await ensureDatabase(productDb.url, 'durable_agents');
 
-    const ports = portsFrom(options.basePort ?? 17233);
+    const ports = portsFrom(options.basePort ?? DEFAULT_BASE_PORT);
+    const taken = [];
+    for (const port of listenPorts(ports)) if (!(await portFree(port))) taken.push(port);
+    if (taken.length) throw new Error(`the Temporal server's ports ${taken.join(', ')} are in use on 127.0.0.1; stop what holds them or choose another --base-port`);
     const configFile = writeTemporalConfig(dir, { pgUrl: temporalDb.url, ports, shards: CLUSTER_HISTORY_SHARDS, dynamicConfigPath: path.join(ROOT, 'deploy', 'temporal-dynamicconfig.yaml') });
     await checkShardCount(temporalDb.url, CLUSTER_HISTORY_SHARDS);
     const temporalAddress = `127.0.0.1:${ports.frontend}`;

@@ -5,8 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { openDatabase, type DatabaseHandle } from '../../activities/store/db';
 import { createToken } from '../../api/tokens';
 import { AgentsClient } from '../../client';
-import { freeLoopbackPort } from '../../activities/store/embedded-server';
-import { checkShardCount, CLUSTER_HISTORY_SHARDS, startCluster, type Cluster } from '../../scripts/cluster/topology';
+import { checkShardCount, CLUSTER_HISTORY_SHARDS, freeBasePort, startCluster, type Cluster } from '../../scripts/cluster/topology';
 import { eventually } from '../support/eventually';
 
 /** The first run builds the Temporal server with go install (minutes on 2 cores); later runs reuse it. */
@@ -29,8 +28,8 @@ describe('the cluster topology', () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'da-cluster-'));
     // As root, the embedded PostgreSQL runs as another user, who must be able to enter the folder.
     chmodSync(dir, 0o755);
-    // Its own port block, well clear of the dev server the suite uses.
-    const basePort = 20_000 + ((await freeLoopbackPort()) % 20_000);
+    // Its own block of ports, free now and below the ephemeral range.
+    const basePort = await freeBasePort();
     cluster = await startCluster({ dir, basePort, log: () => undefined, productEnv: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', OPENAI_COMPATIBLE_BASE_URL: '' } });
     db = await openDatabase({ url: cluster.productDatabaseUrl, poolSize: 2 });
     connection = await Connection.connect({ address: cluster.temporalAddress });

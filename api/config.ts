@@ -8,7 +8,7 @@ export interface ApiConfig {
   rateLimitPerMinute: number;
   callTimeoutMs: number;
   temporalUiUrl: string;
-  /** The Temporal runtime's Prometheus endpoint to include in /metrics (default: from TEMPORAL_METRICS_BIND when set). */
+  /** The Temporal runtime's Prometheus endpoint, served at /metrics/temporal (default: from TEMPORAL_METRICS_BIND when set). */
   temporalMetricsUrl?: string;
 }
 

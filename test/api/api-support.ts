@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { buildApi, type ApiOptions, type ApiServer } from '../../api/server';
 import { createToken, type TokenScope } from '../../api/tokens';
 import type { Harness } from '../support/harness';
+import { checkContract, recordResponses } from './contract';
 
 export interface TestApi {
   url: string;
@@ -17,6 +18,8 @@ let tokenCounter = 0;
 
 export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}): Promise<TestApi> {
   const app = await buildApi({ client: h.client, db: h.db.db, databaseUrl: h.db.kind === 'postgres' ? h.db.url : undefined, workspaceRoot: h.workspaceDir, ...options });
+  // Every response this API sends is checked against its published spec when it closes.
+  const responses = recordResponses(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const suffix = `${process.pid}-${++tokenCounter}-${Date.now()}`;
@@ -49,7 +52,11 @@ export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}
     },
     async close() {
       await app.closeStreams();
-      await app.close();
+      try {
+        await checkContract(url, responses);
+      } finally {
+        await app.close();
+      }
     },
   };
 }

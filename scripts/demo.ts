@@ -40,6 +40,19 @@ async function main(): Promise<void> {
   console.log(config.demoModel ? `Model: ${DEMO_LABEL}` : `Providers: ${config.providers.map((p) => p.name).join(' → ')}`);
   const api = await startEmbeddedApi({ client, database, workspaceRoot: config.workspaceRoot, namespace: config.namespace, registries: telemetry ? [telemetry.registry] : [] });
   console.log(`HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`);
+  // SIGTERM or Ctrl-C: close the API (ending its streams) and drain the worker at once, then exit.
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nStopping: closing the API and draining the worker (Temporal keeps every task).');
+    void api.close().finally(() => {
+      // Temporal's runtime may have begun the drain on the same signal already.
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+    });
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 
   await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), { id: DEMO_AGENT_ID, workspaceDir: path.join(config.workspaceRoot, DEMO_AGENT_ID) });
   // The agent's heartbeat (every 30 min) and daily consolidation, as Temporal Schedules you can pause in the UI.
@@ -77,7 +90,11 @@ async function main(): Promise<void> {
       `or send the reviewDecision signal from the Temporal UI. Ctrl-C stops the worker; Temporal keeps the task.`,
   );
   await running;
+  await connection.close();
+  await nativeConnection.close();
   await database.close();
+  await telemetry?.shutdown();
+  process.exit(0);
 }
 
 main().catch((error) => {

@@ -1,0 +1,48 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
+import path from 'node:path';
+import { eventually } from '../support/eventually';
+
+/** A worker that drains and exits this fast on SIGTERM is well inside an orchestrator's grace period (compose gives 30 s). */
+const SIGTERM_EXIT_WITHIN_MS = 15_000;
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+
+/**
+ * The worker process as an orchestrator sees it (`npm run worker`, the image's command): `/readyz`
+ * turns 200 once it polls, and SIGTERM makes it drain and exit with status 0 within seconds.
+ */
+describe('the worker process', () => {
+  test('/healthz and /readyz answer, and SIGTERM stops it cleanly and promptly', async () => {
+    const port = await freePort();
+    const child = spawn(path.resolve('node_modules/.bin/tsx'), ['worker/main.ts'], {
+      env: { ...process.env, HEALTH_PORT: String(port), HEALTH_HOST: '127.0.0.1', TEMPORAL_TASK_QUEUE: `test-process-${randomUUID()}`, LOG_LEVEL: 'warn', NODE_ENV: 'test' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += String(chunk)));
+    child.stderr.on('data', (chunk) => (output += String(chunk)));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 'the worker to be ready', 90_000, 250).catch((error: Error) => {
+        throw new Error(`${error.message}\n${output}`);
+      });
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { ready: boolean; postgres: { state: string } };
+      expect(ready).toMatchObject({ ready: true, postgres: { state: 'up' }, temporal: { state: 'up' } });
+      const started = Date.now();
+      child.kill('SIGTERM');
+      const code = await exited;
+      expect([code, Date.now() - started < SIGTERM_EXIT_WITHIN_MS]).toEqual([0, true]);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 120_000);
+});

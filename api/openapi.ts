@@ -180,6 +180,17 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
       responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }, 400: errorResponse(MALFORMED_REQUEST) },
     },
   };
+  paths['/v1/temporal-contract.json'] = {
+    get: {
+      operationId: 'getTemporalContract',
+      summary: 'The Temporal contract as JSON Schema',
+      description:
+        'The inputs, results, queries, signals and updates of `taskWorkflow` and `agentWorkflow`, as JSON Schema (draft 2020-12), for services that use a Temporal SDK directly (the same document as docs/temporal-contract.schema.json). Public: no token needed.',
+      tags: ['service'],
+      security: [],
+      responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }, 400: errorResponse(MALFORMED_REQUEST) },
+    },
+  };
   paths['/healthz'] = {
     get: {
       operationId: 'getHealth',

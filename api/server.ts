@@ -27,6 +27,7 @@ import { registerOrganisationRoutes } from './routes/organisations';
 import { registerTaskRoutes } from './routes/tasks';
 import { fetchTemporalMetrics } from '../worker/telemetry';
 import { RunStreams } from './sse';
+import { temporalContractDocument } from './temporal-contract';
 import { TaskEventHub } from './streams';
 import { scopeAllows, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
@@ -122,7 +123,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     // Every answer: no MIME sniffing, no full URL sent on to other sites (same-origin keeps `Origin` on
     // the inbox's own posts, which `no-referrer` would blank to "null").
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'same-origin');
-    if (url === '/healthz' || url === '/v1/openapi.json') return;
+    if (url === '/healthz' || url === '/v1/openapi.json' || url === '/v1/temporal-contract.json') return;
     if (/[?&]token=/.test(request.url)) {
       // A URL lands in history, logs and Referer headers: a secret never belongs in one.
       throw new ApiError(400, 'token_in_url', 'never put a token in a URL: send "Authorization: Bearer <token>", or sign in to the inbox at /inbox/sign-in');
@@ -265,6 +266,8 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     return reply.header('content-type', 'text/plain; version=0.0.4; charset=utf-8').send(text);
   });
 
+  // The Temporal contract as JSON Schema, for services that drive the workflows with their own SDK. Public like the OpenAPI document.
+  app.get('/v1/temporal-contract.json', async () => temporalContractDocument());
   // Public, like any API's published description: it holds no data, and clients are generated from it.
   app.get('/v1/openapi.json', async (request) => buildOpenApi(routes, { serverUrl: `${request.protocol}://${request.host}` }));
 

@@ -9,9 +9,10 @@ import path from 'node:path';
 
 /**
  * Pinned so a run is repeatable: the OpenTelemetry protocol's published definitions, compiled for
- * Python by the OpenTelemetry project (the OTLP receiver decodes with them).
+ * Python by the OpenTelemetry project (the OTLP receiver decodes with them), and the Python Temporal
+ * SDK (the README's Python example drives a task with it).
  */
-export const PYTHON_TOOL_PACKAGES = ['opentelemetry-proto==1.45.2'];
+export const PYTHON_TOOL_PACKAGES = ['opentelemetry-proto==1.45.2', 'temporalio==1.35.0'];
 
 const VENV_DIR = path.resolve(__dirname, '../../.tools/python');
 const MARKER = path.join(VENV_DIR, 'durable-agents-packages.txt');

@@ -20,9 +20,19 @@ describe('the Temporal contract as JSON Schema', () => {
     for (const [workflow, w] of Object.entries(doc.workflows)) {
       ajv.compile(w.input);
       ajv.compile(w.result);
-      for (const [name, q] of Object.entries(w.queries)) (ajv.compile(q.result), names.push(`${workflow} query ${name}`));
-      for (const [name, s] of Object.entries(w.signals)) (s.args.forEach((a) => ajv.compile(a)), names.push(`${workflow} signal ${name}`));
-      for (const [name, u] of Object.entries(w.updates)) (u.args.forEach((a) => ajv.compile(a)), ajv.compile(u.result), names.push(`${workflow} update ${name}`));
+      for (const [name, q] of Object.entries(w.queries)) {
+        ajv.compile(q.result);
+        names.push(`${workflow} query ${name}`);
+      }
+      for (const [name, s] of Object.entries(w.signals)) {
+        for (const a of s.args) ajv.compile(a);
+        names.push(`${workflow} signal ${name}`);
+      }
+      for (const [name, u] of Object.entries(w.updates)) {
+        for (const a of u.args) ajv.compile(a);
+        ajv.compile(u.result);
+        names.push(`${workflow} update ${name}`);
+      }
     }
     expect(names).toEqual(
       expect.arrayContaining(['taskWorkflow query status', 'taskWorkflow signal approvalDecision', 'taskWorkflow signal reviewDecision', 'taskWorkflow signal comment', 'taskWorkflow update decideApproval', 'agentWorkflow update deliver', 'agentWorkflow query mailbox']),

@@ -7,7 +7,7 @@
  * ESM-only packages the tests load (Jest runs CommonJS): SWC turns their `import`/`export` into
  * `require`, and Jest's default ignore pattern lets them through.
  */
-const ESM_ONLY_PACKAGES = ['eventsource', 'eventsource-parser'];
+const ESM_ONLY_PACKAGES = ['eventsource', 'eventsource-parser', 'openid-client', 'oauth4webapi', 'jose'];
 const transform = {
   '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }],
   [`/node_modules/(${ESM_ONLY_PACKAGES.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2023' }, module: { type: 'commonjs' } }],

@@ -13,6 +13,7 @@ import type { Database } from '../schema/database';
 import { roundWorkflowId, taskWorkflowId } from '../workflows/contract';
 import { ApiError, toApiError } from './errors';
 import { clearSessionCookie, closeSession, openSession, requireFormToken, SESSION_COOKIE, setSessionCookie, type InboxSession } from './inbox-sessions';
+import { registerSso, type SsoOptions } from './sso';
 import { verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
 /** The agent's words before a call are shown up to this length (the rest is in the Temporal UI). */
@@ -28,6 +29,8 @@ interface InboxDeps {
   requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal;
   decideApproval(requestId: string, body: { decision: 'approved' | 'rejected'; comment?: string }, principal: ApiPrincipal): Promise<unknown>;
   withTimeout<T>(what: string, call: () => Promise<T>): Promise<T>;
+  /** Single sign-on through an OpenID provider, when configured. */
+  sso?: SsoOptions;
 }
 
 const escape = (text: string): string =>
@@ -47,13 +50,16 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     return principal;
   };
 
-  app.get('/inbox/sign-in', async (_request, reply) => sendPage(reply, signInPage()));
+  const withSso = deps.sso !== undefined;
+  if (deps.sso) registerSso(app, db, deps.sso, (reply, status, problem) => sendPage(reply.status(status), signInPage(problem, withSso)));
+
+  app.get('/inbox/sign-in', async (_request, reply) => sendPage(reply, signInPage(undefined, withSso)));
 
   app.post('/inbox/sign-in', async (request, reply) => {
     const form = (request.body ?? {}) as Record<string, string>;
     const principal = form.token ? await verifyToken(db, form.token.trim()) : undefined;
-    if (!principal) return sendPage(reply.status(401), signInPage('That token is unknown or revoked.'));
-    if (principal.scope !== 'operator') return sendPage(reply.status(403), signInPage(`The inbox needs an operator token; "${principal.name}" has scope "${principal.scope}".`));
+    if (!principal) return sendPage(reply.status(401), signInPage('That token is unknown or revoked.', withSso));
+    if (principal.scope !== 'operator') return sendPage(reply.status(403), signInPage(`The inbox needs an operator token; "${principal.name}" has scope "${principal.scope}".`, withSso));
     const session = await openSession(db, { name: principal.name, scope: principal.scope, tokenId: principal.tokenId });
     setSessionCookie(request, reply, session.id);
     return reply.redirect('/inbox', 303);
@@ -241,14 +247,15 @@ a.run{font-size:13px;color:#3451b2} .empty{color:#667}
 .signin{max-width:420px} .signin input{width:100%;box-sizing:border-box;margin:6px 0 12px}
 `;
 
-/** The sign-in page: a token typed into a form (posted, so it never reaches a URL or history). */
-function signInPage(problem?: string): string {
+/** The sign-in page: single sign-on when configured, and a token typed into a form (posted, so it never reaches a URL or history). */
+function signInPage(problem?: string, sso = false): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sign in · durable-agents inbox</title><style>${PAGE_STYLE}</style></head>
 <body><main class="signin">
 <h1>Sign in to the inbox</h1>
 ${problem ? `<p class="notice problem" role="alert">${escape(problem)}</p>` : ''}
+${sso ? '<p><a class="sso approve" href="/inbox/sso" style="display:inline-block;padding:7px 14px;border-radius:6px;text-decoration:none">Sign in with single sign-on</a></p><p class="who">Or with an operator token:</p>' : ''}
 <form method="post" action="/inbox/sign-in" style="display:block">
   <label for="token">Operator token</label>
   <input id="token" name="token" type="password" autocomplete="off" required>

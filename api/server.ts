@@ -17,6 +17,7 @@ import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 import { ApiError, errorBody, toApiError } from './errors';
 import { registerInbox } from './inbox';
 import { findSession, requireSameOrigin, SESSION_COOKIE, type InboxSession } from './inbox-sessions';
+import type { SsoOptions } from './sso';
 import { apiMetrics } from './metrics';
 import { buildOpenApi, type RouteDoc } from './openapi';
 import type { ApiContext, DefineRoute } from './route-kit';
@@ -61,6 +62,8 @@ export interface ApiOptions {
   registries?: Registry[];
   /** The Temporal runtime's Prometheus endpoint (Runtime telemetry `bindAddress`), served at /metrics/temporal. */
   temporalMetricsUrl?: string;
+  /** Single sign-on to the inbox through an OpenID Connect provider (api/sso.ts); absent: operator tokens only. */
+  sso?: SsoOptions;
   /** Fastify's logger (JSON lines on stdout, or to `stream`); tokens are never logged. Default off. */
   logger?: boolean | { stream: NodeJS.WritableStream };
 }
@@ -282,7 +285,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
   const decideApproval = registerApprovalRoutes(context);
-  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout });
+  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, ...(options.sso ? { sso: options.sso } : {}) });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;

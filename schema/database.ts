@@ -375,6 +375,14 @@ export interface InboxSessionsTable {
   expires_at: Timestamp;
 }
 
+/** Single sign-on logins under way (migration 021): one row per authorization request, used once. */
+export interface InboxSsoLoginsTable {
+  state_hash: string;
+  code_verifier: string;
+  nonce: string;
+  expires_at: Timestamp;
+}
+
 export interface ApiTokensTable {
   id: string;
   /** Unique; approvals and reviews decided with the token record this name. */
@@ -443,6 +451,7 @@ export interface Database {
   mailbox_items: MailboxItemsTable;
   api_tokens: ApiTokensTable;
   inbox_sessions: InboxSessionsTable;
+  inbox_sso_logins: InboxSsoLoginsTable;
   group_channels: GroupChannelsTable;
   group_members: GroupMembersTable;
   group_messages: GroupMessagesTable;

@@ -19,8 +19,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('inbox_sessions_expires').on('inbox_sessions').column('expires_at').execute();
+  // Single sign-on logins under way: what the callback needs to finish one (authorization code + PKCE),
+  // kept server-side so any API process can take the callback. One use each, minutes long.
+  await db.schema
+    .createTable('inbox_sso_logins')
+    // sha256 of the `state` parameter (the browser holds it in a cookie too, so a callback is bound to it).
+    .addColumn('state_hash', 'text', (c) => c.primaryKey())
+    .addColumn('code_verifier', 'text', (c) => c.notNull())
+    .addColumn('nonce', 'text', (c) => c.notNull())
+    .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable('inbox_sso_logins').execute();
   await db.schema.dropTable('inbox_sessions').execute();
 }

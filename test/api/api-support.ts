@@ -16,11 +16,11 @@ export interface TestApi {
 
 let tokenCounter = 0;
 
-export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}): Promise<TestApi> {
+export async function startTestApi(h: Harness, { port = 0, ...options }: Partial<ApiOptions> & { port?: number } = {}): Promise<TestApi> {
   const app = await buildApi({ client: h.client, db: h.db.db, databaseUrl: h.db.kind === 'postgres' ? h.db.url : undefined, workspaceRoot: h.workspaceDir, ...options });
   // Every response this API sends is checked against its published spec when it closes.
   const responses = recordResponses(app);
-  await app.listen({ host: '127.0.0.1', port: 0 });
+  await app.listen({ host: '127.0.0.1', port });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const suffix = `${process.pid}-${++tokenCounter}-${Date.now()}`;
   const tokens = {

@@ -13,6 +13,8 @@ export interface ApiConfig {
   temporalMetricsUrl?: string;
   /** Single sign-on to the inbox (`OIDC_*`), when an issuer is set. */
   sso?: SsoOptions;
+  /** `API_TRUST_PROXY=1`: behind a TLS-terminating proxy, trust its forwarded protocol and host. */
+  trustProxy: boolean;
 }
 
 /** The API's default port: free of Temporal's 7233/8233 and the common 3000/8080. */
@@ -35,5 +37,6 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
     temporalMetricsUrl: env.TEMPORAL_METRICS_URL || (env.TEMPORAL_METRICS_BIND ? `http://${env.TEMPORAL_METRICS_BIND}/metrics` : undefined),
     sso: ssoFromEnv(env),
+    trustProxy: env.API_TRUST_PROXY === '1',
   };
 }

@@ -62,6 +62,12 @@ export interface ApiOptions {
   registries?: Registry[];
   /** The Temporal runtime's Prometheus endpoint (Runtime telemetry `bindAddress`), served at /metrics/temporal. */
   temporalMetricsUrl?: string;
+  /**
+   * Behind a reverse proxy that terminates TLS: trust its `X-Forwarded-Proto`/`-Host`, so the inbox's
+   * origin check and its Secure cookie see the address the browser used. Default off (a direct client
+   * could forge them).
+   */
+  trustProxy?: boolean;
   /** Single sign-on to the inbox through an OpenID Connect provider (api/sso.ts); absent: operator tokens only. */
   sso?: SsoOptions;
   /** Fastify's logger (JSON lines on stdout, or to `stream`); tokens are never logged. Default off. */
@@ -86,6 +92,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const namespace = options.namespace ?? 'default';
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    trustProxy: options.trustProxy ?? false,
     requestTimeout: REQUEST_TIMEOUT_MS,
     logger: options.logger
       ? {

@@ -142,6 +142,26 @@ describe('approvals inbox in headless Chromium', () => {
     expect([replayed.status, replayed.headers.get('location')]).toEqual([303, '/inbox/sign-in']);
   });
 
+  test('behind a TLS-terminating proxy (API_TRUST_PROXY) the session cookie is Secure and the origin check uses https', async () => {
+    const signIn = (url: string, origin: string) =>
+      fetch(`${url}/inbox/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin, 'x-forwarded-proto': 'https' },
+        body: `token=${encodeURIComponent(api.tokens.operator)}`,
+      });
+    const proxied = await startTestApi(h, { trustProxy: true });
+    try {
+      const host = new URL(proxied.url).host;
+      const answer = await signIn(proxied.url, `https://${host}`);
+      expect([answer.status, answer.headers.get('set-cookie')]).toEqual([303, expect.stringMatching(/^da_session=[^;]+; HttpOnly; SameSite=Strict; Path=\/inbox; Max-Age=\d+; Secure$/)]);
+    } finally {
+      await proxied.close();
+    }
+    // Without trusting a proxy, a forwarded header changes nothing: the https origin is not ours.
+    expect((await signIn(api.url, `https://${new URL(api.url).host}`)).status).toBe(403);
+  });
+
   test('no session, a token in the URL, or a token below operator cannot open or post to the inbox', async () => {
     const page = await (await browser.newContext()).newPage();
     await page.goto(`${api.url}/inbox`);

@@ -91,7 +91,8 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
     const agentId = await h.createAgent();
     const taskId = agents.task([toolTurn('file_write', { path: 'traced.txt', content: 'hello' }), submitTurn('wrote it')]);
     expect((await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Traced' } })).status).toBe(201);
-    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    // The review route checks the task's row, written just after the workflow's own state changes.
+    await eventually(async () => (await h.client.getTaskRow(taskId)).state === 'review', `task ${taskId} in review`);
     expect((await api.call('POST', `/v1/tasks/${taskId}/review`, { body: { decision: 'accept' } })).status).toBe(202);
     await h.client.result(taskId);
 

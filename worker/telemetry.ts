@@ -356,8 +356,34 @@ export function telemetryFromEnv(env: NodeJS.ProcessEnv = process.env): Telemetr
 
 /**
  * `Runtime.install` telemetry options: the Temporal runtime's own metrics (workflow task latency,
- * poll counts, sticky cache…) on a Prometheus endpoint when `TEMPORAL_METRICS_BIND` (host:port) is set.
+ * poll counts, sticky cache…) on a Prometheus endpoint when `TEMPORAL_METRICS_BIND` (host:port) is set,
+ * or, optionally, pushed by OTLP/HTTP to `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (the full URL, usually
+ * `…/v1/metrics`) every `OTEL_METRIC_EXPORT_INTERVAL` ms (default 10 s).
  */
-export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env): { metrics: { prometheus: { bindAddress: string } } } | undefined {
-  return env.TEMPORAL_METRICS_BIND ? { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND } } } : undefined;
+export function runtimeTelemetryOptions(
+  env: NodeJS.ProcessEnv = process.env,
+): { metrics: { prometheus: { bindAddress: string } } | { otel: { url: string; http: true; metricsExportInterval: number; headers?: Record<string, string> } } } | undefined {
+  if (env.TEMPORAL_METRICS_BIND) return { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND } } };
+  if (env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) {
+    const headers = parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS);
+    return {
+      metrics: {
+        otel: { url: env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, http: true, metricsExportInterval: Number(env.OTEL_METRIC_EXPORT_INTERVAL) || DEFAULT_METRIC_EXPORT_INTERVAL_MS, ...(headers ? { headers } : {}) },
+      },
+    };
+  }
+  return undefined;
+}
+
+/** The specification's default push interval for metrics exporters. */
+const DEFAULT_METRIC_EXPORT_INTERVAL_MS = 10_000;
+
+/** `key1=value1,key2=value2` (the OTEL_EXPORTER_OTLP_*_HEADERS format), values URL-decoded. */
+function parseOtlpHeaders(text: string | undefined): Record<string, string> | undefined {
+  if (!text) return undefined;
+  const pairs = text.split(',').flatMap((pair) => {
+    const cut = pair.indexOf('=');
+    return cut > 0 ? [[pair.slice(0, cut).trim(), decodeURIComponent(pair.slice(cut + 1).trim())] as const] : [];
+  });
+  return pairs.length > 0 ? Object.fromEntries(pairs) : undefined;
 }

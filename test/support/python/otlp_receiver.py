@@ -1,11 +1,13 @@
-"""An OTLP/HTTP trace receiver for tests, decoding with the OpenTelemetry project's own protocol
-definitions (the `opentelemetry-proto` package). Prints the port it listens on, then one JSON line
-per request: its content type, and every span with its ids, name and attributes, each attribute
-tagged with the protobuf `AnyValue` field that carried it (so a test can see a nested map)."""
+"""An OTLP/HTTP receiver for tests, decoding with the OpenTelemetry project's own protocol definitions
+(the `opentelemetry-proto` package). Prints the port it listens on, then one JSON line per request:
+its path and content type, every span with its ids, name and attributes (each attribute tagged with
+the protobuf `AnyValue` field that carried it, so a test can see a nested map), and the names of the
+metrics it carried."""
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest, ExportMetricsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
 
@@ -38,7 +40,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.read_body()
         content_type = self.headers.get("content-type", "")
-        record = {"path": self.path, "contentType": content_type, "spans": []}
+        record = {"path": self.path, "contentType": content_type, "spans": [], "metrics": []}
+        if self.path == "/v1/metrics" and content_type.startswith("application/x-protobuf"):
+            request = ExportMetricsServiceRequest.FromString(body)
+            for resource_metrics in request.resource_metrics:
+                for scope_metrics in resource_metrics.scope_metrics:
+                    record["metrics"] += [m.name for m in scope_metrics.metrics]
+            print(json.dumps(record), flush=True)
+            return self.reply(ExportMetricsServiceResponse().SerializeToString())
         if content_type.startswith("application/x-protobuf"):
             request = ExportTraceServiceRequest.FromString(body)
             for resource_spans in request.resource_spans:
@@ -55,7 +64,9 @@ class Handler(BaseHTTPRequestHandler):
                             "attributes": {a.key: any_value(a.value) for a in span.attributes},
                         })
         print(json.dumps(record), flush=True)
-        reply = ExportTraceServiceResponse().SerializeToString()
+        self.reply(ExportTraceServiceResponse().SerializeToString())
+
+    def reply(self, reply):
         self.send_response(200)
         self.send_header("content-type", "application/x-protobuf")
         self.send_header("content-length", str(len(reply)))

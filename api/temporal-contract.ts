@@ -188,7 +188,7 @@ function describeWorkflow(w: Definition) {
 export function temporalContractDocument(): Record<string, unknown> {
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
-    $id: 'https://durable-agents.dev/schemas/temporal-contract.json',
+    $id: 'urn:durable-agents:temporal-contract',
     title: 'durable-agents Temporal contract',
     description:
       'What a Temporal client in any language sends to and receives from the durable-agents workflows, as JSON Schema. Payloads use Temporal\'s default JSON converter. Start a task with the workflow id `task-{taskId}` on the task queue below; to make a repeated start join the running execution, set the id conflict policy USE_EXISTING (a default start raises "already started").',

@@ -24,8 +24,11 @@ function readmePythonExample(): string {
 describe('the Temporal contract from Python', () => {
   let h: Harness;
   let agents: ScriptedAgents;
+  let python: string;
 
   beforeAll(async () => {
+    // The first run installs the Python tools (a minute or so); later runs find them.
+    python = pythonWithTools();
     h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
@@ -35,7 +38,6 @@ describe('the Temporal contract from Python', () => {
   });
 
   test("the README's Python example starts, queries, updates and signals a task, and its answers match the JSON Schema", async () => {
-    const python = pythonWithTools();
     const agentId = await h.createAgent();
     const taskId = agents.task([toolTurn('shell_execute', { command: 'touch from-python.txt' }), submitTurn('Created the file.')]);
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'da-python-')), 'example.py');
@@ -47,10 +49,14 @@ describe('the Temporal contract from Python', () => {
       child.stdout.on('data', (c) => (out += String(c)));
       child.stderr.on('data', (c) => (err += String(c)));
       const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-      child.once('exit', (code) => {
+      child.once('exit', (code, signal) => {
         clearTimeout(timer);
-        if (code === 0) resolve(out);
-        else reject(new Error(`the Python example exited with ${code}:\n${err}\n${out}`));
+        // temporalio 1.35 sometimes aborts while the interpreter shuts down, after main() has returned
+        // (its runtime threads release the GIL too late: "PyGILState_Release"). Everything the example
+        // does is finished and printed by then, and checked below; any other failure fails the test.
+        const teardownAbort = signal === 'SIGABRT' && err.includes('PyGILState_Release') && out.includes('{"result"');
+        if (code === 0 || teardownAbort) resolve(out);
+        else reject(new Error(`the Python example exited with ${code ?? signal}:\n${err}\n${out}`));
       });
     });
     const lines = output.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);

@@ -24,9 +24,15 @@ const freePort = () =>
  * with status 0 within seconds.
  */
 describe('the worker process', () => {
+  let python: string;
+  // The first run installs the Python tools (a minute or so); later runs find them.
+  beforeAll(() => {
+    python = pythonWithTools();
+  }, 300_000);
+
   test('/healthz and /readyz answer, runtime metrics go out by OTLP, and SIGTERM stops it cleanly and promptly', async () => {
     const port = await freePort();
-    const receiver = spawn(pythonWithTools(), [path.join(__dirname, '../support/python/otlp_receiver.py')]);
+    const receiver = spawn(python, [path.join(__dirname, '../support/python/otlp_receiver.py')]);
     const metricNames = new Set<string>();
     const lines = createInterface({ input: receiver.stdout });
     const receiverPort = await new Promise<string>((resolve) => lines.once('line', resolve));

@@ -16,6 +16,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 COPY examples ./examples
+# The agents' workspaces (a volume in compose): created here and owned by the user the worker runs as,
+# so a fresh named volume inherits that ownership instead of root's.
+RUN mkdir -p /workspaces && chown node:node /workspaces
+ENV AGENTS_WORKSPACE_ROOT=/workspaces
 USER node
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/worker/main.js"]

@@ -3,7 +3,16 @@
  * a real PostgreSQL or the embedded PGlite, provisioned by test/support/global-setup.ts).
  * Jest runs TypeScript through SWC (transpile only; `npm run typecheck` is the type gate).
  */
-const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] };
+/**
+ * ESM-only packages the tests load (Jest runs CommonJS): SWC turns their `import`/`export` into
+ * `require`, and Jest's default ignore pattern lets them through.
+ */
+const ESM_ONLY_PACKAGES = ['eventsource', 'eventsource-parser', 'openid-client', 'oauth4webapi', 'jose'];
+const transform = {
+  '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }],
+  [`/node_modules/(${ESM_ONLY_PACKAGES.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2023' }, module: { type: 'commonjs' } }],
+};
+const transformIgnorePatterns = [`/node_modules/(?!(${ESM_ONLY_PACKAGES.join('|')})/)`];
 
 module.exports = {
   testTimeout: 120_000,
@@ -18,12 +27,14 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
       displayName: 'integration',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/workflow/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/api/**/*.test.ts', '<rootDir>/test/cluster/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -99,15 +99,18 @@ export function createActivities(deps: ActivityDeps) {
       return { requestedAt: row.requested_at.toISOString() };
     },
 
-    /** Records who decided what, and when. */
+    /**
+     * Records who decided what, and when; returns how long the request waited (for the approval-wait
+     * metric), or nothing when it was already decided (a retry).
+     */
     async recordApprovalDecision(input: {
       requestId: string;
       taskId?: string;
       status: 'approved' | 'rejected' | 'timed_out';
       decidedBy?: string;
       comment?: string;
-    }): Promise<void> {
-      await db
+    }): Promise<{ waitedSeconds?: number }> {
+      const decided = await db
         .updateTable('approvals')
         .set({
           status: input.status,
@@ -118,10 +121,12 @@ export function createActivities(deps: ActivityDeps) {
         })
         .where('id', '=', input.requestId)
         .where('status', '=', 'pending')
-        .execute();
+        .returning(['requested_at', 'decided_at'])
+        .executeTakeFirst();
       if (input.taskId) {
         await addTaskEvent(db, input.taskId, 'approval-decided', { ...input }, `approval-dec:${input.requestId}`);
       }
+      return decided?.decided_at ? { waitedSeconds: Math.max(0, (decided.decided_at.getTime() - decided.requested_at.getTime()) / 1000) } : {};
     },
 
     /** The task's start gates: a pending human approval, and the dependencies not yet completed. */

@@ -10,6 +10,7 @@ import { toolsForAgent, type Scenario } from './tools/registry';
 import { unknownAgent } from './errors';
 import { loadActivations } from './store/skills';
 import { DISCOVER_TOOLS } from './tools/discover-tools';
+import { inToolSpan } from './tracing';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
 export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -59,7 +60,7 @@ export async function runToolWithLedger(
   try {
     // Tools discover_tools activated in this session or task are dispatched too (seed D1 F4).
     const activated = known?.activated ?? (await loadActivations(db, input.sessionId, input.taskId)).tools;
-    return await executeToolCall(input, toolsForAgent(input.scenario, config, activated), {
+    return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () => executeToolCall(input, toolsForAgent(input.scenario, config, activated), {
       db,
       agentId: input.agentId,
       taskId: input.taskId,
@@ -68,7 +69,7 @@ export async function runToolWithLedger(
       signal: ctx?.cancellationSignal ?? new AbortController().signal,
       agentConfig: config,
       heartbeat: beat,
-    }, known?.call, { fresh: known?.fresh === true });
+    }, known?.call, { fresh: known?.fresh === true }));
   } finally {
     clearInterval(heartbeat);
   }

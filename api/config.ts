@@ -1,5 +1,6 @@
 /** The API's settings from the environment (documented in the README's configuration table). */
 import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_RATE_LIMIT_PER_MINUTE } from './server';
+import { ssoFromEnv, type SsoOptions } from './sso';
 
 export interface ApiConfig {
   host: string;
@@ -8,8 +9,12 @@ export interface ApiConfig {
   rateLimitPerMinute: number;
   callTimeoutMs: number;
   temporalUiUrl: string;
-  /** The Temporal runtime's Prometheus endpoint to include in /metrics (default: from TEMPORAL_METRICS_BIND when set). */
+  /** The Temporal runtime's Prometheus endpoint, served at /metrics/temporal (default: from TEMPORAL_METRICS_BIND when set). */
   temporalMetricsUrl?: string;
+  /** Single sign-on to the inbox (`OIDC_*`), when an issuer is set. */
+  sso?: SsoOptions;
+  /** `API_TRUST_PROXY=1`: behind a TLS-terminating proxy, trust its forwarded protocol and host. */
+  trustProxy: boolean;
 }
 
 /** The API's default port: free of Temporal's 7233/8233 and the common 3000/8080. */
@@ -31,5 +36,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     callTimeoutMs: int('API_CALL_TIMEOUT_MS', DEFAULT_CALL_TIMEOUT_MS),
     temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
     temporalMetricsUrl: env.TEMPORAL_METRICS_URL || (env.TEMPORAL_METRICS_BIND ? `http://${env.TEMPORAL_METRICS_BIND}/metrics` : undefined),
+    sso: ssoFromEnv(env),
+    trustProxy: env.API_TRUST_PROXY === '1',
   };
 }

@@ -1,8 +1,10 @@
 /**
- * The approvals inbox: one server-rendered page for the people who decide, behind an operator token.
- * Open `/inbox?token=…` once: the token moves into an HttpOnly, SameSite=Strict cookie and the page
- * reloads without it in the URL. Decisions are plain form posts that go through the same operations as
- * the JSON API (the `decideApproval` update, the `reviewDecision` signal), recorded under the token's name.
+ * The approvals inbox: one server-rendered page for the people who decide. A person signs in at
+ * `/inbox/sign-in` (an operator token typed into the form; a token never goes in a URL) and gets a
+ * short-lived server-side session (see inbox-sessions.ts). Decisions are plain form posts, each
+ * carrying the session's form token and checked for our own `Origin`, that go through the same
+ * operations as the JSON API (the `decideApproval` update, the `reviewDecision` signal), recorded
+ * under the signed-in name. A machine may still call these routes with `Authorization: Bearer`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
@@ -10,7 +12,9 @@ import type { AgentsClient } from '../client';
 import type { Database } from '../schema/database';
 import { roundWorkflowId, taskWorkflowId } from '../workflows/contract';
 import { ApiError } from './errors';
-import type { ApiPrincipal, TokenScope } from './tokens';
+import { clearSessionCookie, closeSession, openSession, requireFormToken, SESSION_COOKIE, setSessionCookie, type InboxSession } from './inbox-sessions';
+import { registerSso, type SsoOptions } from './sso';
+import { verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
 /** The agent's words before a call are shown up to this length (the rest is in the Temporal UI). */
 const WORDS_MAX_CHARS = 1_500;
@@ -27,6 +31,8 @@ interface InboxDeps {
   withTimeout<T>(what: string, call: () => Promise<T>): Promise<T>;
   /** The answer to a failure, logged first when unexpected (the page then says where). */
   failure(error: unknown, request: FastifyRequest): ApiError;
+  /** Single sign-on through an OpenID provider, when configured. */
+  sso?: SsoOptions;
 }
 
 const escape = (text: string): string =>
@@ -39,16 +45,47 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   const { db } = deps;
   const runLink = (workflowId: string) => `${deps.uiBase}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 
+  /** The signed-in operator; a browser's post must also carry its session's form token. */
+  const decider = (request: FastifyRequest, form: Record<string, string>): ApiPrincipal => {
+    const principal = deps.requireScope(request.principal, 'operator');
+    if (request.inboxSession) requireFormToken(request.inboxSession, form);
+    return principal;
+  };
+
+  const withSso = deps.sso !== undefined;
+  if (deps.sso) registerSso(app, db, deps.sso, (reply, status, problem) => sendPage(reply.status(status), signInPage(problem, withSso)));
+
+  app.get('/inbox/sign-in', async (_request, reply) => sendPage(reply, signInPage(undefined, withSso)));
+
+  app.post('/inbox/sign-in', async (request, reply) => {
+    const form = (request.body ?? {}) as Record<string, string>;
+    const principal = form.token ? await verifyToken(db, form.token.trim()) : undefined;
+    if (!principal) return sendPage(reply.status(401), signInPage('That token is unknown or revoked.', withSso));
+    if (principal.scope !== 'operator') return sendPage(reply.status(403), signInPage(`The inbox needs an operator token; "${principal.name}" has scope "${principal.scope}".`, withSso));
+    const session = await openSession(db, { name: principal.name, scope: principal.scope, tokenId: principal.tokenId });
+    setSessionCookie(request, reply, session.id);
+    return reply.redirect('/inbox', 303);
+  });
+
+  app.post('/inbox/sign-out', async (request, reply) => {
+    const form = (request.body ?? {}) as Record<string, string>;
+    decider(request, form);
+    const id = cookieValue(request, SESSION_COOKIE);
+    if (id) await closeSession(db, id);
+    clearSessionCookie(request, reply);
+    return reply.redirect('/inbox/sign-in', 303);
+  });
+
   app.get('/inbox', async (request, reply) => {
     const principal = deps.requireScope(request.principal, 'operator');
     const { notice, problem, agent } = request.query as Record<string, string | undefined>;
-    return sendPage(reply, await renderInbox(principal, notice, problem, agent));
+    return sendPage(reply, await renderInbox(principal, request.inboxSession, notice, problem, agent));
   });
 
   app.post('/inbox/approvals/:requestId', async (request, reply) => {
-    const principal = deps.requireScope(request.principal, 'operator');
     const { requestId } = request.params as { requestId: string };
     const form = (request.body ?? {}) as Record<string, string>;
+    const principal = decider(request, form);
     if (form.decision !== 'approved' && form.decision !== 'rejected') throw new ApiError(400, 'invalid_request', 'decision must be approved or rejected');
     try {
       await deps.decideApproval(requestId, { decision: form.decision, comment: form.comment?.trim() || undefined }, principal);
@@ -59,9 +96,9 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   });
 
   app.post('/inbox/reviews/:taskId', async (request, reply) => {
-    const principal = deps.requireScope(request.principal, 'operator');
     const { taskId } = request.params as { taskId: string };
     const form = (request.body ?? {}) as Record<string, string>;
+    const principal = decider(request, form);
     if (form.decision !== 'accept' && form.decision !== 'revise') throw new ApiError(400, 'invalid_request', 'decision must be accept or revise');
     const decision = form.decision;
     const feedback = form.feedback?.trim();
@@ -77,7 +114,8 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     return reply.redirect(`${back(form)}notice=${encodeURIComponent(form.decision === 'accept' ? 'Accepted.' : 'Sent back for revision.')}`, 303);
   });
 
-  async function renderInbox(principal: ApiPrincipal, notice: string | undefined, problem: string | undefined, agent: string | undefined): Promise<string> {
+  async function renderInbox(principal: ApiPrincipal, session: InboxSession | undefined, notice: string | undefined, problem: string | undefined, agent: string | undefined): Promise<string> {
+    const csrf = session ? `<input type="hidden" name="csrf" value="${escape(session.csrfToken)}">` : '';
     let approvalsQuery = db
       .selectFrom('approvals')
       .leftJoin('tasks', 'tasks.id', 'approvals.task_id')
@@ -114,7 +152,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   <pre class="command">${escape(command)}</pre>
   ${reason ? `<p class="reason"><b>Why it needs you:</b> ${escape(reason)}</p>` : ''}
   ${words ? `<blockquote class="words"><b>The agent said:</b> ${escape(words)}</blockquote>` : ''}
-  <form method="post" action="/inbox/approvals/${encodeURIComponent(a.id)}">${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}
+  <form method="post" action="/inbox/approvals/${encodeURIComponent(a.id)}">${csrf}${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}
     <input name="comment" placeholder="Comment for the agent (optional)" aria-label="comment">
     <button name="decision" value="approved" class="approve">Approve</button>
     <button name="decision" value="rejected" class="reject">Reject</button>
@@ -129,7 +167,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   <header><span class="tool">review</span> <span class="age">waiting ${escape(age(now - t.updated_at.getTime()))}</span></header>
   <h3>${escape(t.title)} <small>· agent ${escape(t.agent_id)} · round ${t.round}</small></h3>
   <blockquote class="words"><b>Submission:</b> ${escape(t.result_summary ?? '(no summary)')}</blockquote>
-  <form method="post" action="/inbox/reviews/${encodeURIComponent(t.id)}">${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}
+  <form method="post" action="/inbox/reviews/${encodeURIComponent(t.id)}">${csrf}${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}
     <input name="feedback" placeholder="Feedback (needed to revise)" aria-label="feedback">
     <button name="decision" value="accept" class="approve">Accept</button>
     <button name="decision" value="revise" class="reject">Revise</button>
@@ -140,26 +178,13 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     );
     return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>Inbox (${approvals.length + reviews.length}) · durable-agents</title>
-<style>
-body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f5f6f8;color:#1d2330}
-main{max-width:860px;margin:0 auto;padding:24px}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 10px}
-.who{color:#667;margin:0 0 16px} .notice{background:#e6f4ea;border:1px solid #b7dfc2;padding:8px 12px;border-radius:6px}
-.problem{background:#fdecea;border-color:#f3b9b4}
-.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:14px 16px;margin:0 0 12px}
-.card header{display:flex;justify-content:space-between;color:#667;font-size:13px}
-.tool{font-weight:600;color:#3451b2;text-transform:uppercase;letter-spacing:.03em}
-h3{font-size:16px;margin:6px 0} h3 small{color:#667;font-weight:400}
-pre.command{background:#1d2330;color:#e8ecf3;padding:10px 12px;border-radius:6px;white-space:pre-wrap;word-break:break-word}
-blockquote{margin:8px 0;padding:6px 12px;border-left:3px solid #c9cfdb;color:#333;white-space:pre-wrap}
-form{display:flex;gap:8px;margin:10px 0 6px} input{flex:1;padding:7px 9px;border:1px solid #c9cfdb;border-radius:6px}
-button{padding:7px 14px;border:0;border-radius:6px;cursor:pointer;font-weight:600}
-.approve{background:#1f883d;color:#fff} .reject{background:#cf222e;color:#fff}
-a.run{font-size:13px;color:#3451b2} .empty{color:#667}
+<title>Inbox (${approvals.length + reviews.length}) · durable-agents</title>
+<style>${PAGE_STYLE}
 </style></head>
 <body><main>
-<h1>Inbox</h1><p class="who">Signed in as ${escape(principal.name)}. Decisions are recorded under this name.</p>
+<h1>Inbox</h1><p class="who">Signed in as ${escape(principal.name)}. Decisions are recorded under this name.${
+      session ? ` <form class="inline" method="post" action="/inbox/sign-out">${csrf}<button class="link">Sign out</button></form>` : ''
+    }</p>
 ${notice ? `<p class="notice" role="status">${escape(notice)}</p>` : ''}
 ${problem ? `<p class="notice problem" role="alert">${escape(problem)}</p>` : ''}
 <h2>Waiting for approval (${approvals.length})</h2>
@@ -204,12 +229,63 @@ ${reviewCards.join('\n') || '<p class="empty">No task waits for review.</p>'}
   }
 }
 
+const PAGE_STYLE = `
+body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f5f6f8;color:#1d2330}
+main{max-width:860px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 10px}
+.who{color:#667;margin:0 0 16px} .notice{background:#e6f4ea;border:1px solid #b7dfc2;padding:8px 12px;border-radius:6px}
+.problem{background:#fdecea;border-color:#f3b9b4}
+.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:14px 16px;margin:0 0 12px}
+.card header{display:flex;justify-content:space-between;color:#667;font-size:13px}
+.tool{font-weight:600;color:#3451b2;text-transform:uppercase;letter-spacing:.03em}
+h3{font-size:16px;margin:6px 0} h3 small{color:#667;font-weight:400}
+pre.command{background:#1d2330;color:#e8ecf3;padding:10px 12px;border-radius:6px;white-space:pre-wrap;word-break:break-word}
+blockquote{margin:8px 0;padding:6px 12px;border-left:3px solid #c9cfdb;color:#333;white-space:pre-wrap}
+form{display:flex;gap:8px;margin:10px 0 6px} input{flex:1;padding:7px 9px;border:1px solid #c9cfdb;border-radius:6px}
+button{padding:7px 14px;border:0;border-radius:6px;cursor:pointer;font-weight:600}
+.approve{background:#1f883d;color:#fff} .reject{background:#cf222e;color:#fff}
+a.run{font-size:13px;color:#3451b2} .empty{color:#667}
+.inline{display:inline;margin:0} button.link{background:none;color:#3451b2;padding:0;font-weight:400;text-decoration:underline}
+.signin{max-width:420px} .signin input{width:100%;box-sizing:border-box;margin:6px 0 12px}
+`;
+
+/** The sign-in page: single sign-on when configured, and a token typed into a form (posted, so it never reaches a URL or history). */
+function signInPage(problem?: string, sso = false): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in · durable-agents inbox</title><style>${PAGE_STYLE}</style></head>
+<body><main class="signin">
+<h1>Sign in to the inbox</h1>
+${problem ? `<p class="notice problem" role="alert">${escape(problem)}</p>` : ''}
+${sso ? '<p><a class="sso approve" href="/inbox/sso" style="display:inline-block;padding:7px 14px;border-radius:6px;text-decoration:none">Sign in with single sign-on</a></p><p class="who">Or with an operator token:</p>' : ''}
+<form method="post" action="/inbox/sign-in" style="display:block">
+  <label for="token">Operator token</label>
+  <input id="token" name="token" type="password" autocomplete="off" required>
+  <button class="approve" type="submit">Sign in</button>
+</form>
+<p class="who">Create one with <code>npm run agents -- token create &lt;your name&gt; --scope operator</code>. The session ends after 30 minutes unused.</p>
+</main></body></html>`;
+}
+
+/**
+ * Every inbox page: not cached, never framed (clickjacking), and a content policy that allows our own
+ * inline style and form posts to ourselves only.
+ */
 function sendPage(reply: FastifyReply, html: string): FastifyReply {
   return reply
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+    .header('x-frame-options', 'DENY')
+    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
     .send(html);
+}
+
+function cookieValue(request: FastifyRequest, name: string): string | undefined {
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return undefined;
 }
 
 function age(ms: number): string {

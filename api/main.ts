@@ -6,6 +6,8 @@
 import { Client, Connection } from '@temporalio/client';
 import { openDatabase } from '../activities/store/db';
 import { AgentsClient } from '../client';
+import { tracingClientInterceptors } from '../client/tracing';
+import { startProcessTracing } from '../worker/tracing';
 import { loadConfig } from '../worker/config';
 import { loadApiConfig } from './config';
 import { buildApi } from './server';
@@ -13,9 +15,11 @@ import { buildApi } from './server';
 async function main(): Promise<void> {
   const config = loadConfig();
   const apiConfig = loadApiConfig();
+  // The API's request spans, exported as the OTEL_* variables say (off without an endpoint).
+  const tracing = startProcessTracing('durable-agents-api');
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir });
   const connection = await Connection.connect({ address: config.temporalAddress });
-  const client = new AgentsClient(new Client({ connection, namespace: config.namespace }), database.db, { taskQueue: config.taskQueue });
+  const client = new AgentsClient(new Client({ connection, namespace: config.namespace, interceptors: tracingClientInterceptors() }), database.db, { taskQueue: config.taskQueue });
   const app = await buildApi({
     client,
     db: database.db,
@@ -32,6 +36,7 @@ async function main(): Promise<void> {
     await app.close();
     await connection.close();
     await database.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());

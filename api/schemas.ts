@@ -105,6 +105,7 @@ export const TaskStatusSchema = z.object({
   lastError: z.string().optional(),
   submission: z.string().optional(),
   budget: BudgetReportSchema.optional(),
+  roundUsage: UsageTotalsSchema.optional(),
 });
 
 export const TaskEventSchema = z.object({ seq: z.number(), type: z.string(), data: z.record(z.string(), z.unknown()), createdAt: z.string() });

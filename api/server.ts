@@ -5,7 +5,8 @@
  * Every workflow operation goes through the typed client (`AgentsClient`), like the CLI.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { context, defaultTextMapGetter, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { ZodObject, type z } from 'zod';
@@ -16,6 +17,8 @@ import type { AgentRow, Database } from '../schema/database';
 import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 import { ApiError, errorBody, toApiError } from './errors';
 import { registerInbox } from './inbox';
+import { findSession, requireSameOrigin, SESSION_COOKIE, type InboxSession } from './inbox-sessions';
+import type { SsoOptions } from './sso';
 import { apiMetrics } from './metrics';
 import { buildOpenApi, type RouteDoc } from './openapi';
 import type { ApiContext, DefineRoute } from './route-kit';
@@ -24,7 +27,9 @@ import { registerApprovalRoutes } from './routes/approvals';
 import { registerConversationRoutes } from './routes/conversations';
 import { registerOrganisationRoutes } from './routes/organisations';
 import { registerTaskRoutes } from './routes/tasks';
+import { fetchTemporalMetrics } from '../worker/telemetry';
 import { RunStreams } from './sse';
+import { temporalContractDocument } from './temporal-contract';
 import { TaskEventHub } from './streams';
 import { scopeAllows, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 
@@ -38,8 +43,8 @@ export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 /** The rate limit's window. */
 const RATE_WINDOW_MS = 60_000;
-/** Cookie holding the inbox's token (HttpOnly, SameSite=Strict). */
-export const INBOX_COOKIE = 'da_token';
+/** Inbox pages a browser may reach before signing in (posts to them still pass the origin check). */
+const INBOX_PUBLIC_PATHS = new Set(['/inbox/sign-in', '/inbox/sso', '/inbox/sso/callback']);
 
 export interface ApiOptions {
   client: AgentsClient;
@@ -56,19 +61,29 @@ export interface ApiOptions {
   callTimeoutMs?: number;
   /** Extra Prometheus registries served at /metrics (the in-process worker's telemetry). */
   registries?: Registry[];
-  /** The Temporal runtime's Prometheus endpoint (Runtime telemetry `bindAddress`), appended to /metrics. */
+  /** The Temporal runtime's Prometheus endpoint (Runtime telemetry `bindAddress`), served at /metrics/temporal. */
   temporalMetricsUrl?: string;
   /**
-   * Fastify's logger, JSON lines; tokens are never logged. `true`: every request on stdout; `{ stream }`:
-   * to that stream (`where` names it in 500 answers; `level` default info). Default: failures only
-   * (level error) on stderr, so a 500 that says where its error is logged is never a dead end.
+   * Behind a reverse proxy that terminates TLS: trust its `X-Forwarded-Proto`/`-Host`, so the inbox's
+   * origin check and its Secure cookie see the address the browser used. Default off (a direct client
+   * could forge them).
    */
-  logger?: true | { stream: NodeJS.WritableStream; where?: string; level?: 'info' | 'warn' | 'error' };
+  trustProxy?: boolean;
+  /** Single sign-on to the inbox through an OpenID Connect provider (api/sso.ts); absent: operator tokens only. */
+  sso?: SsoOptions;
+  /**
+   * Fastify's logger, JSON lines; tokens are never logged. `true`: every request on stdout; `{ stream }`:
+   * to that stream (`where` names it in 500 answers; `level` default info). Default (or `false`):
+   * failures only (level error) on stderr, so a 500 that says where its error is logged is never a dead end.
+   */
+  logger?: boolean | { stream: NodeJS.WritableStream; where?: string; level?: 'info' | 'warn' | 'error' };
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: ApiPrincipal;
+    /** The inbox session a browser request came with (absent for a bearer token). */
+    inboxSession?: InboxSession;
   }
 }
 
@@ -80,18 +95,21 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const rateLimit = options.rateLimitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE;
   const uiBase = (options.temporalUiUrl ?? 'http://localhost:8233').replace(/\/$/, '');
   const namespace = options.namespace ?? 'default';
+  const given = typeof options.logger === 'object' ? options.logger : undefined;
   const logTo = options.logger === true ? { stream: process.stdout, where: "the API process's standard output", level: 'info' } : {
-    stream: options.logger?.stream ?? process.stderr,
-    where: options.logger?.where ?? (options.logger ? 'the log stream the API was given' : "the API process's standard error"),
-    level: options.logger?.level ?? (options.logger ? 'info' : 'error'),
+    stream: given?.stream ?? process.stderr,
+    where: given?.where ?? (given ? 'the log stream the API was given' : "the API process's standard error"),
+    level: given?.level ?? (given ? 'info' : 'error'),
   };
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    trustProxy: options.trustProxy ?? false,
     requestTimeout: REQUEST_TIMEOUT_MS,
     logger: {
       stream: logTo.stream,
       level: logTo.level,
       // Only method and URL, with the inbox's token parameter redacted: no headers (Authorization, Cookie).
+      // (A token in a URL is refused, but its request is still logged: redacted.)
       serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]') }) },
     },
     // Ids unique across restarts, so the one a 500 names finds one log line.
@@ -129,34 +147,37 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const windows = new Map<string, { start: number; count: number }>();
   app.addHook('onRequest', async (request, reply) => {
     const url = request.url.split('?')[0]!;
-    if (url === '/healthz') return;
-    if (url === '/inbox' && request.method === 'GET') {
-      const token = (request.query as Record<string, string | undefined>).token;
-      if (token) {
-        // Move the token from the URL (history, logs, Referer) into an HttpOnly cookie.
-        const principal = await verifyToken(db, token);
-        if (!principal) throw new ApiError(401, 'unauthorized', 'that token is unknown or revoked');
-        void reply
-          .header('set-cookie', `${INBOX_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`)
-          .redirect('/inbox', 303);
-        return reply;
-      }
+    // Every answer: no MIME sniffing, no full URL sent on to other sites (same-origin keeps `Origin` on
+    // the inbox's own posts, which `no-referrer` would blank to "null").
+    void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'same-origin');
+    if (url === '/healthz' || url === '/v1/openapi.json' || url === '/v1/temporal-contract.json') return;
+    if (/[?&]token=/.test(request.url)) {
+      // A URL lands in history, logs and Referer headers: a secret never belongs in one.
+      throw new ApiError(400, 'token_in_url', 'never put a token in a URL: send "Authorization: Bearer <token>", or sign in to the inbox at /inbox/sign-in');
     }
+    const inbox = url === '/inbox' || url.startsWith('/inbox/');
     const header = request.headers.authorization;
-    let token: string | undefined;
+    let principal: ApiPrincipal | undefined;
     if (header !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!match) throw new ApiError(401, 'unauthorized', 'the Authorization header must be "Bearer <token>"');
-      token = match[1];
-    } else if (url.startsWith('/inbox')) {
-      token = cookie(request, INBOX_COOKIE);
-    }
-    if (!token) {
-      if (url.startsWith('/inbox')) throw new ApiError(401, 'unauthorized', 'open /inbox?token=<operator token> once; the page keeps it in a cookie');
+      principal = await verifyToken(db, match[1]!);
+      if (!principal) throw new ApiError(401, 'unauthorized', 'that token is unknown or revoked');
+    } else if (inbox) {
+      // A browser: the cookie is sent by itself, so a post must prove it comes from our own page.
+      if (request.method !== 'GET' && request.method !== 'HEAD') requireSameOrigin(request);
+      if (INBOX_PUBLIC_PATHS.has(url)) return;
+      const sessionId = cookie(request, SESSION_COOKIE);
+      const session = sessionId ? await findSession(db, sessionId) : undefined;
+      if (!session) {
+        if (url === '/inbox' && request.method === 'GET') return reply.redirect('/inbox/sign-in', 303);
+        throw new ApiError(401, 'unauthorized', 'sign in at /inbox/sign-in (your session ended or was never opened)');
+      }
+      request.inboxSession = session;
+      principal = session;
+    } else {
       throw new ApiError(401, 'unauthorized', 'send "Authorization: Bearer <token>"; create one with `npm run agents -- token create <name> --scope read|service|operator`');
     }
-    const principal = await verifyToken(db, token);
-    if (!principal) throw new ApiError(401, 'unauthorized', 'that token is unknown or revoked');
     request.principal = principal;
     const now = Date.now();
     const window = windows.get(principal.tokenId);
@@ -181,16 +202,19 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     app.route({
       method: spec.method,
       url: spec.url,
-      handler: async (request, reply) => {
-        const principal = requireScope(request.principal, spec.scope);
-        const params = parse(spec.params, request.params, 'path');
-        const query = parse(spec.query, spec.query ? request.query : undefined, 'query');
-        if (spec.body && request.body === undefined) throw new ApiError(400, 'invalid_request', 'this route needs a JSON body (Content-Type: application/json)');
-        const body = parse(spec.body, spec.body ? request.body : undefined, 'body');
-        const result = await spec.handler({ params: params as never, query: query as never, body: body as never, principal, request, reply });
-        if (reply.sent) return reply;
-        return reply.status(spec.status ?? 200).send(result);
-      },
+      // Each call is a server span (continuing a caller's `traceparent`), so a task started here is
+      // traced from this request on: the client interceptor puts this span's context in the workflow's headers.
+      handler: (request, reply) =>
+        inServerSpan(request, reply, spec.method, spec.url, async () => {
+          const principal = requireScope(request.principal, spec.scope);
+          const params = parse(spec.params, request.params, 'path');
+          const query = parse(spec.query, spec.query ? request.query : undefined, 'query');
+          if (spec.body && request.body === undefined) throw new ApiError(400, 'invalid_request', 'this route needs a JSON body (Content-Type: application/json)');
+          const body = parse(spec.body, spec.body ? request.body : undefined, 'body');
+          const result = await spec.handler({ params: params as never, query: query as never, body: body as never, principal, request, reply });
+          if (reply.sent) return reply;
+          return reply.status(spec.status ?? 200).send(result);
+        }),
     });
   };
 
@@ -257,16 +281,22 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     requireScope(request.principal, 'read');
     const parts = [await metrics.registry.metrics()];
     for (const registry of options.registries ?? []) parts.push(await registry.metrics());
-    if (options.temporalMetricsUrl) {
-      parts.push(await fetch(options.temporalMetricsUrl, { signal: AbortSignal.timeout(2_000) }).then((r) => r.text()).catch(() => '# temporal runtime metrics unavailable\n'));
-    }
     return reply.header('content-type', metrics.registry.contentType).send(parts.join('\n'));
   });
-
-  app.get('/v1/openapi.json', async (request) => {
+  // The Temporal runtime's own metrics keep the SDK's names (counters without `_total`): served apart,
+  // so /metrics passes `promtool check metrics` and a scrape config can treat them on their own.
+  app.get('/metrics/temporal', async (request, reply) => {
     requireScope(request.principal, 'read');
-    return buildOpenApi(routes);
+    if (!options.temporalMetricsUrl) throw new ApiError(404, 'route_not_found', 'no Temporal runtime metrics here: set TEMPORAL_METRICS_BIND on the process that runs the worker');
+    const text = await fetchTemporalMetrics(options.temporalMetricsUrl);
+    if (text === undefined) throw new ApiError(502, 'upstream_unavailable', `the Temporal runtime metrics endpoint ${options.temporalMetricsUrl} does not answer`);
+    return reply.header('content-type', 'text/plain; version=0.0.4; charset=utf-8').send(text);
   });
+
+  // The Temporal contract as JSON Schema, for services that drive the workflows with their own SDK. Public like the OpenAPI document.
+  app.get('/v1/temporal-contract.json', async () => temporalContractDocument());
+  // Public, like any API's published description: it holds no data, and clients are generated from it.
+  app.get('/v1/openapi.json', async (request) => buildOpenApi(routes, { serverUrl: `${request.protocol}://${request.host}` }));
 
   const requireAgent = async (agentId: string): Promise<AgentRow> => {
     const agent = await findAgent(db, agentId);
@@ -279,7 +309,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
   const decideApproval = registerApprovalRoutes(context);
-  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, failure });
+  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;
@@ -288,6 +318,35 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     runStreams.closeAll();
   };
   return server;
+}
+
+/**
+ * Runs a route handler inside an HTTP server span named `{method} {route}` (OpenTelemetry's HTTP
+ * conventions), a child of the caller's trace when the request has a `traceparent`. A no-op span
+ * unless the process registered a tracer provider.
+ */
+async function inServerSpan<T>(request: FastifyRequest, reply: FastifyReply, method: string, route: string, run: () => Promise<T>): Promise<T> {
+  const parent = propagation.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
+  const span = trace.getTracer('durable-agents-api').startSpan(
+    `${method} ${route}`,
+    { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route, 'url.path': request.url.split('?')[0]!, 'url.scheme': request.protocol } },
+    parent,
+  );
+  try {
+    const result = await context.with(trace.setSpan(parent, span), run);
+    span.setAttribute('http.response.status_code', reply.statusCode);
+    return result;
+  } catch (error) {
+    const status = toApiError(error).status;
+    span.setAttribute('http.response.status_code', status);
+    if (status >= 500) {
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.setAttribute('error.type', String(status));
+    }
+    throw error;
+  } finally {
+    span.end();
+  }
 }
 
 function parse<T extends z.ZodType | undefined>(schema: T, value: unknown, where: string): T extends z.ZodType ? z.infer<T> : undefined {

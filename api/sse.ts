@@ -51,6 +51,15 @@ export function openSse(request: FastifyRequest, reply: FastifyReply) {
   };
 }
 
+/**
+ * Answers 204 No Content to a stream request: the stream has ended and the client already has all of
+ * it. A standard EventSource stops reconnecting only on a non-200 answer (WHATWG HTML, server-sent
+ * events), so answering 200 with another `end` event would bring it back every `retry` interval forever.
+ */
+export function streamEnded(reply: FastifyReply): FastifyReply {
+  return reply.status(204).header('cache-control', 'no-store').send();
+}
+
 /** The sequence number to resume after: the `Last-Event-ID` header if sent, else `fallback`. */
 export function resumeAfter(request: FastifyRequest, fallback = 0): number {
   const value = request.headers['last-event-id'];

@@ -122,6 +122,22 @@ export class TaskEventHub {
   }
 }
 
+/** The sequence number of a run stream's `end` event, or undefined while it has none (it is still running). */
+export async function runStreamEndSeq(db: Kysely<Database>, streamId: string): Promise<number | undefined> {
+  const row = await db.selectFrom('stream_events').select('seq').where('stream_id', '=', streamId).where('kind', '=', 'end').orderBy('seq').limit(1).executeTakeFirst();
+  return row?.seq;
+}
+
+/**
+ * Whether a task's text stream has nothing more to send after `afterSeq`: the task is finished (it
+ * writes no more text) and the stream's head is at or before `afterSeq`.
+ */
+export async function taskTextEnded(db: Kysely<Database>, taskId: string, taskState: string, afterSeq: number): Promise<boolean> {
+  if (!isTerminal(taskState as TaskState)) return false;
+  const head = await db.selectFrom('stream_heads').select('last_seq').where('stream_id', '=', taskWorkflowId(taskId)).executeTakeFirst();
+  return afterSeq >= (head?.last_seq ?? 0);
+}
+
 /** How often a finished-or-not check runs for an open text stream (the end of a finished task's stream). */
 export const TEXT_STREAM_STATE_CHECK_MS = 500;
 /** Without LISTEN (the embedded database serves one session) the text stream polls this often. */

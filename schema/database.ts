@@ -364,6 +364,25 @@ export interface MailboxItemsTable {
 }
 
 /** HTTP API bearer tokens: only the sha256 of the secret is stored. */
+/** The inbox's sign-in sessions (migration 021): the cookie holds the random id, the row its hash. */
+export interface InboxSessionsTable {
+  id_hash: string;
+  name: string;
+  scope: 'operator' | 'service' | 'read';
+  token_id: string | null;
+  csrf_token: string;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
+/** Single sign-on logins under way (migration 021): one row per authorization request, used once. */
+export interface InboxSsoLoginsTable {
+  state_hash: string;
+  code_verifier: string;
+  nonce: string;
+  expires_at: Timestamp;
+}
+
 export interface ApiTokensTable {
   id: string;
   /** Unique; approvals and reviews decided with the token record this name. */
@@ -431,6 +450,8 @@ export interface Database {
   stream_events: StreamEventsTable;
   mailbox_items: MailboxItemsTable;
   api_tokens: ApiTokensTable;
+  inbox_sessions: InboxSessionsTable;
+  inbox_sso_logins: InboxSsoLoginsTable;
   group_channels: GroupChannelsTable;
   group_members: GroupMembersTable;
   group_messages: GroupMessagesTable;

@@ -25,6 +25,7 @@ import { loadConfig } from '../worker/config';
 import { createAgentWorker } from '../worker/create-worker';
 import { runtimeTelemetryOptions, telemetryFromEnv } from '../worker/telemetry';
 import { startEmbeddedApi } from '../api/embedded';
+import { tracingClientInterceptors } from '../client/tracing';
 
 const DEMO_AGENT_ID = 'scribe';
 
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir });
   const nativeConnection = await NativeConnection.connect({ address: config.temporalAddress });
   const connection = await Connection.connect({ address: config.temporalAddress });
-  const client = new AgentsClient(new Client({ connection, namespace: config.namespace }), database.db, { taskQueue: config.taskQueue });
+  const client = new AgentsClient(new Client({ connection, namespace: config.namespace, interceptors: tracingClientInterceptors() }), database.db, { taskQueue: config.taskQueue });
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   const worker = await createAgentWorker({ connection: nativeConnection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router, telemetry });
   const running = worker.run();
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
       await connection.close();
       await nativeConnection.close();
       await closeDatabase(database, config.embeddedDbDir);
+      await telemetry?.shutdown();
     })());
   // `on`, not `once`: a Ctrl-C reaches both tsx and this process, and tsx relays it once more; a second
   // signal must not kill the process halfway through its shutdown (stop() runs once).
@@ -71,7 +73,7 @@ async function main(): Promise<void> {
   console.log(`\nWorker polling "${config.taskQueue}" on Temporal ${config.temporalAddress}; database: ${database.kind === 'embedded' ? `embedded PostgreSQL at ${database.url}` : database.url}`);
   console.log(config.demoModel ? `Model: ${DEMO_LABEL}` : `Providers: ${config.providers.map((p) => p.name).join(' → ')}`);
   api = await startEmbeddedApi({ client, database, workspaceRoot: config.workspaceRoot, namespace: config.namespace, registries: telemetry ? [telemetry.registry] : [] });
-  console.log(`HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}\n  Approvals inbox: ${api.url}/inbox?token=${api.token}`);
+  console.log(`HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`);
 
   await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), { id: DEMO_AGENT_ID, workspaceDir: path.join(config.workspaceRoot, DEMO_AGENT_ID) });
   // The agent's heartbeat (every 30 min) and daily consolidation, as Temporal Schedules you can pause in the UI.

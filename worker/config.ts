@@ -44,6 +44,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     });
   }
   const demoModel = providers.length === 0;
+  // In production a missing API key is a mistake, not a wish to see the demo: the offline model would
+  // answer every task with canned text while everything looks healthy. Only asking for it by name runs it.
+  if (demoModel && env.NODE_ENV === 'production' && env.LLM_PROVIDER !== 'demo') {
+    throw new Error(
+      'no LLM provider is configured (NODE_ENV=production): set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_COMPATIBLE_BASE_URL; ' +
+        'to run the offline demo model on purpose, set LLM_PROVIDER=demo',
+    );
+  }
   if (demoModel) providers.push({ name: 'demo', kind: 'demo' });
   return {
     temporalAddress: env.TEMPORAL_ADDRESS ?? 'localhost:7233',

@@ -5,6 +5,7 @@ import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
+import { serveWorkerHealth } from './health-server';
 import { createLogger, TemporalPinoLogger } from './logger';
 import { sandboxStatus } from '../activities/tools/shell/sandbox';
 import { ensureStreamPruneSchedule } from './stream-prune-schedule';
@@ -38,8 +39,15 @@ async function main(): Promise<void> {
     await telemetry.serveMetrics(Number(process.env.METRICS_PORT), process.env.METRICS_HOST, process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`);
   }
   let stopping = false;
+  let current: Worker | undefined;
+  // SIGTERM (an orchestrator's stop) drains: the worker stops polling, lets in-flight activities finish
+  // within its grace time, and Temporal re-dispatches anything left to another worker.
   const stop = (): void => {
+    if (stopping) return;
     stopping = true;
+    logger.info('stopping: draining the worker');
+    // Temporal's runtime may have begun the drain on the same signal already.
+    if (current?.getState() === 'RUNNING') current.shutdown();
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
@@ -66,6 +74,9 @@ async function main(): Promise<void> {
   });
   healthRef.current = health;
   health.start();
+  const healthServer = process.env.HEALTH_PORT
+    ? await serveWorkerHealth({ snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' }, Number(process.env.HEALTH_PORT), process.env.HEALTH_HOST)
+    : undefined;
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   // Hourly pruning of old stream rows; failing to create it must not stop the worker from serving.
   await ensureStreamPruneSchedule({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue }).catch((error: unknown) =>
@@ -82,7 +93,7 @@ async function main(): Promise<void> {
     while (!stopping) {
       let worker: Worker | undefined;
       try {
-        worker = await createAgentWorker({
+        worker = current = await createAgentWorker({
           connection,
           namespace: config.namespace,
           taskQueue: config.taskQueue,
@@ -91,6 +102,7 @@ async function main(): Promise<void> {
           telemetry,
           ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),
         });
+        if (stopping) break;
         await worker.run();
         if (!stopping) logger.warn('the worker stopped without being asked to; starting a new one');
       } catch (error) {
@@ -101,6 +113,8 @@ async function main(): Promise<void> {
       if (!stopping) await new Promise((r) => setTimeout(r, WORKER_RESTART_DELAY_MS));
     }
   } finally {
+    current = undefined;
+    healthServer?.close();
     health.stop();
     await connection.close();
     await database.close();

@@ -12,8 +12,6 @@
  */
 import { createServer, type Server } from 'node:http';
 import { context, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ActivityInboundCallsInterceptor, Next, WorkerOptions } from '@temporalio/worker';
@@ -22,9 +20,14 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ChatRouter } from '../activities/llm-step';
 import { costUsd } from '../activities/llm/cost';
 import type { CircuitBreaker } from '../activities/llm/circuit-breaker';
+import { activeConversation, withConversation } from '../activities/tracing';
+import { FlatAttributesSpanProcessor, otlpTraceExporterFromEnv, registerTracing, tracingRequested } from './tracing';
 
-/** The workflow-side interceptors, bundled into the workflow code (a pre-built bundle must include them). */
-export const WORKFLOW_INTERCEPTOR_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+/**
+ * The workflow-side interceptors (Temporal's, with signals and updates kept in the task's trace and an
+ * `invoke_agent` span per round), bundled into the workflow code (a pre-built bundle must include them).
+ */
+export const WORKFLOW_INTERCEPTOR_MODULE = require.resolve('../workflows/telemetry-interceptors');
 
 /** LLM latency buckets (seconds): from a cached short answer to a long streamed one. */
 const LLM_LATENCY_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
@@ -32,12 +35,23 @@ const LLM_LATENCY_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
 const BREAKER_STATE_VALUE = { closed: 0, half_open: 1, open: 2 } as const;
 /** Tool results that start so were refused by governance without asking anyone. */
 const DENIAL_PREFIX = 'Denied by policy';
+/** Approval wait buckets (seconds): from a person at the screen to one who answers after the weekend. */
+const APPROVAL_WAIT_BUCKETS = [5, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600];
+/**
+ * Distinct values a label driven by data may take before the rest are counted as `other`: tool names
+ * come from the model (an unknown tool's name too) and agent ids from users, so neither may grow a
+ * series without bound.
+ */
+export const MAX_TOOL_LABELS = 100;
+export const MAX_AGENT_LABELS = 500;
 
 export interface TelemetryOptions {
   /** Where spans go; absent: no tracing (metrics only). */
   spanProcessor?: SpanProcessor;
   /** Collect Prometheus metrics (default true). */
   metrics?: boolean;
+  /** Also count spend per agent (`durable_agents_agent_cost_usd_total{agent}`), for a bounded number of agents. Default off. */
+  spendPerAgent?: boolean;
   serviceName?: string;
 }
 
@@ -52,23 +66,46 @@ export class Telemetry {
   private readonly cost: Counter<'provider' | 'model'>;
   private readonly latency: Histogram<'provider' | 'model' | 'outcome'>;
   private readonly denials: Counter<'tool'>;
+  private readonly activityMetrics: ActivityMetrics;
   private readonly breakers = new Set<{ breaker: CircuitBreaker; candidates: () => Array<{ provider: string; model: string }> }>();
 
   constructor(options: TelemetryOptions) {
     this.resource = new Resource({ 'service.name': options.serviceName ?? 'durable-agents-worker' });
     this.metricsOn = options.metrics ?? true;
     if (options.spanProcessor) {
-      this.spanProcessor = options.spanProcessor;
-      this.provider = new BasicTracerProvider({ resource: this.resource, spanProcessors: [options.spanProcessor] });
+      this.spanProcessor = new FlatAttributesSpanProcessor(options.spanProcessor);
+      this.provider = new BasicTracerProvider({ resource: this.resource, spanProcessors: [this.spanProcessor] });
       this.tracer = this.provider.getTracer('durable-agents');
-      // Spans nest across awaits only with a context manager; a second registration is refused harmlessly.
-      context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+      // The propagator links activities to their workflow's trace; the global provider serves the
+      // tool spans made inside activities and the client interceptor.
+      registerTracing(this.provider);
     }
     const registers = [this.registry];
     this.tokens = new Counter({ name: 'durable_agents_llm_tokens_total', help: 'LLM tokens by provider, model and kind (input, output, cache_read, cache_write)', labelNames: ['provider', 'model', 'kind'], registers });
     this.cost = new Counter({ name: 'durable_agents_llm_cost_usd_total', help: 'LLM spend in USD at list prices', labelNames: ['provider', 'model'], registers });
     this.latency = new Histogram({ name: 'durable_agents_llm_call_seconds', help: 'LLM call latency, routing and fallbacks included', labelNames: ['provider', 'model', 'outcome'], buckets: LLM_LATENCY_BUCKETS, registers });
     this.denials = new Counter({ name: 'durable_agents_tool_denials_total', help: 'Tool calls refused by governance without asking anyone', labelNames: ['tool'], registers });
+    this.activityMetrics = {
+      denials: this.denials,
+      toolCalls: new Counter({
+        name: 'durable_agents_tool_calls_total',
+        help: 'Tool call outcomes by tool: ok, error, denied, interrupted, replayed, run_in_workflow, and approval_required (the call counts again with how it ran once decided)',
+        labelNames: ['tool', 'outcome'],
+        registers,
+      }),
+      approvalWait: new Histogram({
+        name: 'durable_agents_approval_wait_seconds',
+        help: 'How long an approval request waited for its decision, by decision',
+        labelNames: ['decision'],
+        buckets: APPROVAL_WAIT_BUCKETS,
+        registers,
+      }),
+      agentSpend: options.spendPerAgent
+        ? new Counter({ name: 'durable_agents_agent_cost_usd_total', help: "LLM spend in USD at list prices per agent (the agent loop's steps)", labelNames: ['agent'], registers })
+        : undefined,
+      tools: new BoundedLabel(MAX_TOOL_LABELS),
+      agents: new BoundedLabel(MAX_AGENT_LABELS),
+    };
     const breakers = this.breakers;
     new Gauge({
       name: 'durable_agents_llm_breaker_state',
@@ -92,9 +129,10 @@ export class Telemetry {
     if (this.tracer) {
       const tracer = this.tracer;
       activity.push((ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) }));
+      activity.push(() => ({ inbound: new ConversationContext() }));
     }
     if (this.metricsOn) {
-      activity.push((ctx) => ({ inbound: new ToolDenialCounter(ctx.info.activityType, this.denials) }));
+      activity.push((ctx) => ({ inbound: new ActivityOutcomeCounter(ctx.info.activityType, this.activityMetrics) }));
     }
     return {
       interceptors: { activity, ...(this.tracer && !options.prebuiltBundle ? { workflowModules: [WORKFLOW_INTERCEPTOR_MODULE] } : {}) },
@@ -114,6 +152,7 @@ export class Telemetry {
       chat: async (request, target, callbacks) => {
         const requested = router.candidates(target)[0];
         const started = Date.now();
+        const conversation = activeConversation();
         const span = this.tracer?.startSpan(`chat ${requested?.model ?? 'unknown'}`, {
           kind: SpanKind.CLIENT,
           attributes: {
@@ -121,6 +160,8 @@ export class Telemetry {
             'gen_ai.provider.name': requested?.provider ?? 'unknown',
             'gen_ai.request.model': requested?.model ?? 'unknown',
             ...(request.maxTokens !== undefined ? { 'gen_ai.request.max_tokens': request.maxTokens } : {}),
+            ...(request.temperature !== undefined ? { 'gen_ai.request.temperature': request.temperature } : {}),
+            ...(conversation ? { 'gen_ai.conversation.id': conversation } : {}),
           },
         });
         try {
@@ -132,7 +173,10 @@ export class Telemetry {
             'gen_ai.provider.name': provider,
             'gen_ai.response.model': model,
             'gen_ai.response.finish_reasons': [result.stopReason],
-            'gen_ai.usage.input_tokens': usage.inputTokens,
+            ...(result.responseId ? { 'gen_ai.response.id': result.responseId } : {}),
+            ...(result.server ? { 'server.address': result.server.address, ...(result.server.port ? { 'server.port': result.server.port } : {}) } : {}),
+            // The conventions count cached prompt tokens in the input; our usage keeps them apart.
+            'gen_ai.usage.input_tokens': usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
             'gen_ai.usage.output_tokens': usage.outputTokens,
             'gen_ai.usage.cache_read.input_tokens': usage.cacheReadTokens,
             'gen_ai.usage.cache_creation.input_tokens': usage.cacheWriteTokens,
@@ -160,21 +204,31 @@ export class Telemetry {
     };
   }
 
-  /** Serves this registry (and the Temporal runtime's metrics, when given) at http://host:port/metrics. */
+  /**
+   * Serves this registry at http://host:port/metrics and, when given, the Temporal runtime's metrics at
+   * /metrics/temporal: they follow the SDK's naming (counters without `_total`), so they stay apart
+   * and ours pass `promtool check metrics`.
+   */
   async serveMetrics(port: number, host = '127.0.0.1', temporalMetricsUrl?: string): Promise<Server> {
     const server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
       void (async () => {
-        const parts = [await this.registry.metrics()];
-        if (temporalMetricsUrl) parts.push(await fetch(temporalMetricsUrl, { signal: AbortSignal.timeout(2_000) }).then((r) => r.text()).catch(() => '# temporal runtime metrics unavailable\n'));
-        res.writeHead(200, { 'content-type': this.registry.contentType }).end(parts.join('\n'));
+        if (req.url === '/metrics') {
+          res.writeHead(200, { 'content-type': this.registry.contentType }).end(await this.registry.metrics());
+        } else if (req.url === '/metrics/temporal' && temporalMetricsUrl) {
+          const text = await fetchTemporalMetrics(temporalMetricsUrl);
+          res.writeHead(text === undefined ? 502 : 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text ?? '# the Temporal runtime metrics endpoint does not answer\n');
+        } else {
+          res.writeHead(404).end();
+        }
       })();
     });
     await new Promise<void>((resolve) => server.listen(port, host, resolve));
     return server;
+  }
+
+  /** Exports every span that has ended so far. */
+  async flush(): Promise<void> {
+    await this.provider?.forceFlush();
   }
 
   async shutdown(): Promise<void> {
@@ -182,53 +236,154 @@ export class Telemetry {
   }
 }
 
+/** Puts the session an activity works on into its context, for the `gen_ai.conversation.id` of its LLM and tool spans. */
+class ConversationContext implements ActivityInboundCallsInterceptor {
+  async execute(input: Parameters<ActivityInboundCallsInterceptor['execute'] & object>[0], next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    const first = input.args[0] as { sessionId?: unknown } | undefined;
+    if (typeof first?.sessionId !== 'string') return next(input);
+    return context.with(withConversation(context.active(), first.sessionId), () => next(input));
+  }
+}
+
+interface ActivityMetrics {
+  denials: Counter<'tool'>;
+  toolCalls: Counter<'tool' | 'outcome'>;
+  approvalWait: Histogram<'decision'>;
+  agentSpend?: Counter<'agent'>;
+  tools: BoundedLabel;
+  agents: BoundedLabel;
+}
+
+/** A label's values as they come, up to `max` distinct ones; every later one is `other`. */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly max: number) {}
+
+  of(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return 'other';
+    this.seen.add(value);
+    return value;
+  }
+}
+
+type ToolOutcome = { kind?: string; tool?: string; isError?: boolean; preview?: string; replayed?: boolean; interrupted?: boolean };
+
+/** A tool call's outcome as the `outcome` label names it. */
+function outcomeLabel(r: ToolOutcome): string {
+  if (r.kind === 'approval-required') return 'approval_required';
+  if (r.kind === 'run-in-workflow') return 'run_in_workflow';
+  if (r.replayed) return 'replayed';
+  if (r.interrupted) return 'interrupted';
+  if (r.isError && r.preview?.startsWith(DENIAL_PREFIX)) return 'denied';
+  return r.isError ? 'error' : 'ok';
+}
+
 /**
- * Counts tool calls that governance refused outright: the result of an `executeTool` activity (a call
- * run after an approval decision) and each call the fused `llmStepWithTools` step ran itself.
+ * Metrics read from activity results: each tool call's outcome (an `executeTool` activity, or each
+ * call the fused `llmStepWithTools` step ran or deferred), governance denials, how long an approval
+ * waited (`recordApprovalDecision`), and, when switched on, each agent's spend on its loop's steps.
  */
-class ToolDenialCounter implements ActivityInboundCallsInterceptor {
+class ActivityOutcomeCounter implements ActivityInboundCallsInterceptor {
   constructor(
     private readonly activityType: string,
-    private readonly denials: Counter<'tool'>,
+    private readonly metrics: ActivityMetrics,
   ) {}
 
   async execute(input: Parameters<ActivityInboundCallsInterceptor['execute'] & object>[0], next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
     const result = await next(input);
-    type ToolOutcome = { kind?: string; tool?: string; isError?: boolean; preview?: string };
+    const m = this.metrics;
     const outcomes: ToolOutcome[] =
       this.activityType === 'executeTool'
         ? [result as ToolOutcome]
         : this.activityType === 'llmStepWithTools'
-          ? ((result as { toolResults?: Array<{ result: ToolOutcome }> }).toolResults ?? []).map((t) => t.result)
+          ? [
+              ...((result as { toolResults?: Array<{ result: ToolOutcome }> }).toolResults ?? []).map((t) => t.result),
+              // Only the first deferred call was examined (the ones after it wait their turn); a call that
+              // is approved later counts again, with how it ran, from its `executeTool` activity.
+              ...((result as { deferred?: Array<{ name: string; approval?: unknown; inWorkflow?: unknown }> }).deferred ?? [])
+                .slice(0, 1)
+                .flatMap((d) => (d.approval ? [{ kind: 'approval-required', tool: d.name }] : d.inWorkflow ? [{ kind: 'run-in-workflow', tool: d.name }] : [])),
+            ]
           : [];
     for (const r of outcomes) {
-      if (r.kind === 'done' && r.isError && r.preview?.startsWith(DENIAL_PREFIX)) this.denials.inc({ tool: r.tool ?? 'unknown' });
+      const tool = m.tools.of(r.tool ?? 'unknown');
+      const outcome = outcomeLabel(r);
+      m.toolCalls.inc({ tool, outcome });
+      if (outcome === 'denied') m.denials.inc({ tool });
+    }
+    if (this.activityType === 'recordApprovalDecision') {
+      const waited = (result as { waitedSeconds?: number } | undefined)?.waitedSeconds;
+      const decision = (input.args[0] as { status?: string } | undefined)?.status;
+      if (waited !== undefined && (decision === 'approved' || decision === 'rejected' || decision === 'timed_out')) m.approvalWait.observe({ decision }, waited);
+    }
+    if (m.agentSpend && (this.activityType === 'llmStep' || this.activityType === 'llmStepWithTools')) {
+      const step = result as { replayed?: boolean; usage?: { costUsd?: number } };
+      const agentId = (input.args[0] as { agentId?: unknown } | undefined)?.agentId;
+      if (!step.replayed && typeof agentId === 'string' && (step.usage?.costUsd ?? 0) > 0) m.agentSpend.inc({ agent: m.agents.of(agentId) }, step.usage!.costUsd!);
     }
     return result;
   }
 }
 
+/** The Temporal runtime's Prometheus text, or undefined when its endpoint does not answer within 2 s. */
+export async function fetchTemporalMetrics(url: string): Promise<string | undefined> {
+  return fetch(url, { signal: AbortSignal.timeout(2_000) })
+    .then((r) => (r.ok ? r.text() : undefined))
+    .catch(() => undefined);
+}
+
 /**
  * Telemetry from the environment; undefined (off) unless one of these is set:
- * - `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: traces by OTLP over HTTP
- *   (the exporter reads the standard OTEL_* variables, headers included); `OTEL_SERVICE_NAME` names it;
- * - `DURABLE_AGENTS_METRICS=1` or `METRICS_PORT`: Prometheus metrics.
+ * - `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: traces by OTLP over HTTP,
+ *   protobuf unless `OTEL_EXPORTER_OTLP_PROTOCOL=http/json` (the exporter reads the standard OTEL_*
+ *   variables, headers included); `OTEL_SERVICE_NAME` names it;
+ * - `DURABLE_AGENTS_METRICS=1` or `METRICS_PORT`: Prometheus metrics (`DURABLE_AGENTS_METRICS_AGENT_SPEND=1`
+ *   adds spend per agent).
  */
 export function telemetryFromEnv(env: NodeJS.ProcessEnv = process.env): Telemetry | undefined {
-  const tracing = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const tracing = tracingRequested(env);
   const metrics = env.DURABLE_AGENTS_METRICS === '1' || Boolean(env.METRICS_PORT);
   if (!tracing && !metrics) return undefined;
   return new Telemetry({
-    spanProcessor: tracing ? new BatchSpanProcessor(new OTLPTraceExporter()) : undefined,
+    spanProcessor: tracing ? new BatchSpanProcessor(otlpTraceExporterFromEnv(env)) : undefined,
     metrics,
+    spendPerAgent: env.DURABLE_AGENTS_METRICS_AGENT_SPEND === '1',
     serviceName: env.OTEL_SERVICE_NAME,
   });
 }
 
 /**
  * `Runtime.install` telemetry options: the Temporal runtime's own metrics (workflow task latency,
- * poll counts, sticky cache…) on a Prometheus endpoint when `TEMPORAL_METRICS_BIND` (host:port) is set.
+ * poll counts, sticky cache…) on a Prometheus endpoint when `TEMPORAL_METRICS_BIND` (host:port) is set,
+ * or, optionally, pushed by OTLP/HTTP to `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (the full URL, usually
+ * `…/v1/metrics`) every `OTEL_METRIC_EXPORT_INTERVAL` ms (default 10 s).
  */
-export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env): { metrics: { prometheus: { bindAddress: string } } } | undefined {
-  return env.TEMPORAL_METRICS_BIND ? { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND } } } : undefined;
+export function runtimeTelemetryOptions(
+  env: NodeJS.ProcessEnv = process.env,
+): { metrics: { prometheus: { bindAddress: string } } | { otel: { url: string; http: true; metricsExportInterval: number; headers?: Record<string, string> } } } | undefined {
+  if (env.TEMPORAL_METRICS_BIND) return { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND } } };
+  if (env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) {
+    const headers = parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS);
+    return {
+      metrics: {
+        otel: { url: env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, http: true, metricsExportInterval: Number(env.OTEL_METRIC_EXPORT_INTERVAL) || DEFAULT_METRIC_EXPORT_INTERVAL_MS, ...(headers ? { headers } : {}) },
+      },
+    };
+  }
+  return undefined;
+}
+
+/** The specification's default push interval for metrics exporters. */
+const DEFAULT_METRIC_EXPORT_INTERVAL_MS = 10_000;
+
+/** `key1=value1,key2=value2` (the OTEL_EXPORTER_OTLP_*_HEADERS format), values URL-decoded. */
+function parseOtlpHeaders(text: string | undefined): Record<string, string> | undefined {
+  if (!text) return undefined;
+  const pairs = text.split(',').flatMap((pair) => {
+    const cut = pair.indexOf('=');
+    return cut > 0 ? [[pair.slice(0, cut).trim(), decodeURIComponent(pair.slice(cut + 1).trim())] as const] : [];
+  });
+  return pairs.length > 0 ? Object.fromEntries(pairs) : undefined;
 }

@@ -12,6 +12,16 @@ import type { ToolUseBlock } from './types';
  */
 export const DEFAULT_STREAM_TIMEOUT_MS = 10 * 60_000;
 
+/** The host and port an SDK sends to (its resolved base URL), named as tracing wants it. */
+export function serverOf(baseURL: string): { address: string; port?: number } | undefined {
+  try {
+    const url = new URL(baseURL);
+    return { address: url.hostname, ...(url.port ? { port: Number(url.port) } : {}) };
+  } catch {
+    return undefined;
+  }
+}
+
 /** How much malformed argument text an error quotes: enough to see the mistake, small enough for a prompt. */
 const ARGUMENT_PREVIEW_CHARS = 200;
 

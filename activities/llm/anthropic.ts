@@ -8,7 +8,7 @@
  * last tool (1) + message breakpoint (1) + flagged system segments (the rest, earliest first).
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { DEFAULT_STREAM_TIMEOUT_MS, openStreamScope, parseToolArguments, type StreamScope } from './adapter-support';
+import { DEFAULT_STREAM_TIMEOUT_MS, openStreamScope, parseToolArguments, serverOf, type StreamScope } from './adapter-support';
 import type {
   ChatCallbacks,
   ChatMessage,
@@ -110,6 +110,7 @@ type BlockInProgress = { kind: 'text'; text: string } | { kind: 'tool_use'; id: 
 class StreamAccumulator {
   readonly blocks = new Map<number, BlockInProgress>();
   model: string | undefined;
+  responseId: string | undefined;
   stopReason: StopReason = 'other';
   usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   complete = false;
@@ -120,6 +121,7 @@ class StreamAccumulator {
     switch (event.type) {
       case 'message_start':
         this.model = event.message.model;
+        this.responseId = event.message.id;
         this.usage = {
           inputTokens: event.message.usage.input_tokens,
           outputTokens: event.message.usage.output_tokens,
@@ -185,6 +187,7 @@ function stoppedByScope(scope: StreamScope, timeoutMs: number): Error | undefine
 export function createAnthropicProvider(config: ProviderConfig): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_STREAM_TIMEOUT_MS;
   const client = new Anthropic({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: timeoutMs });
+  const server = serverOf(client.baseURL);
 
   async function chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
     const scope = openStreamScope(callbacks.signal, timeoutMs);
@@ -210,6 +213,8 @@ export function createAnthropicProvider(config: ProviderConfig): LlmProvider {
       usage: accumulator.usage,
       model: accumulator.model ?? request.model,
       provider: config.name,
+      ...(accumulator.responseId ? { responseId: accumulator.responseId } : {}),
+      ...(server ? { server } : {}),
     };
   }
 

@@ -9,7 +9,7 @@
  * `prompt_tokens - cached_tokens`, and there is no cache-write count.
  */
 import OpenAI from 'openai';
-import { DEFAULT_STREAM_TIMEOUT_MS, openStreamScope, parseToolArguments, type StreamScope } from './adapter-support';
+import { DEFAULT_STREAM_TIMEOUT_MS, openStreamScope, parseToolArguments, serverOf, type StreamScope } from './adapter-support';
 import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, LlmProvider, ProviderConfig, StopReason, TextBlock, ToolUseBlock, Usage } from './types';
 
 /** Joins system segments and text blocks: a blank line keeps them visibly separate for the model. */
@@ -102,6 +102,7 @@ class StreamAccumulator {
   /** The call each `index` the server sent (or its absence) currently continues. */
   private readonly slots = new Map<number | undefined, ToolCallInProgress>();
   model: string | undefined;
+  responseId: string | undefined;
   finishReason: string | undefined;
   usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
 
@@ -109,6 +110,7 @@ class StreamAccumulator {
 
   add(chunk: OpenAI.ChatCompletionChunk): void {
     if (chunk.model) this.model = chunk.model;
+    if (chunk.id) this.responseId = chunk.id;
     if (chunk.usage) {
       const cached = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
       this.usage = {
@@ -191,6 +193,7 @@ export function createOpenAiProvider(config: ProviderConfig): LlmProvider {
     maxRetries: 0,
     timeout: timeoutMs,
   });
+  const server = serverOf(client.baseURL);
 
   async function chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
     const scope = openStreamScope(callbacks.signal, timeoutMs);
@@ -222,6 +225,8 @@ export function createOpenAiProvider(config: ProviderConfig): LlmProvider {
       usage: accumulator.usage,
       model: accumulator.model ?? request.model,
       provider: config.name,
+      ...(accumulator.responseId ? { responseId: accumulator.responseId } : {}),
+      ...(server ? { server } : {}),
     };
   }
 

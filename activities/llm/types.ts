@@ -86,6 +86,10 @@ export interface ChatResult {
   /** The model that actually answered (after fallback). */
   model: string;
   provider: string;
+  /** The provider's id for this response (Anthropic `msg_…`, OpenAI `chatcmpl-…`), for tracing. */
+  responseId?: string;
+  /** The host (and port) the request went to, for tracing (`server.address`, `server.port`). */
+  server?: { address: string; port?: number };
 }
 
 export interface ChatCallbacks {

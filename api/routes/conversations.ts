@@ -6,8 +6,8 @@ import { chatRunWorkflowId } from '../../workflows/agent-contract';
 import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
-import { openSse, resumeAfter } from '../sse';
-import { TEXT_STREAM_POLL_ONLY_MS } from '../streams';
+import { openSse, resumeAfter, streamEnded } from '../sse';
+import { runStreamEndSeq, TEXT_STREAM_POLL_ONLY_MS } from '../streams';
 
 export function registerConversationRoutes({ route, client, db, databaseUrl, runStreams, withTimeout, requireAgent }: ApiContext): void {
   const conversations = new ConversationClient(client, databaseUrl ? { connectionString: databaseUrl } : {});
@@ -47,7 +47,7 @@ export function registerConversationRoutes({ route, client, db, databaseUrl, run
     method: 'GET',
     url: '/v1/agents/:agentId/chat/:itemId/stream',
     scope: 'read',
-    summary: 'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`. A merged message follows the item it was merged into',
+    summary: 'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`; a resume at or after `end` gets 204 at once. A merged message follows the item it was merged into',
     params: S.ChatItemParams,
     stream: true,
     handler: async ({ params, request, reply }) => {
@@ -55,8 +55,12 @@ export function registerConversationRoutes({ route, client, db, databaseUrl, run
       const item = await db.selectFrom('mailbox_items').select(['id', 'merged_into']).where('id', '=', params.itemId).where('agent_id', '=', params.agentId).executeTakeFirst();
       if (!item) throw new ApiError(404, 'item_not_found', `agent ${params.agentId} has no mailbox item ${JSON.stringify(params.itemId)}`);
       const after = resumeAfter(request);
+      const streamId = chatRunWorkflowId(params.agentId, item.merged_into ?? item.id);
+      // A resume at or past the answer's `end` would wait for events that never come: 204 at once.
+      const endSeq = await runStreamEndSeq(db, streamId);
+      if (endSeq !== undefined && after >= endSeq) return streamEnded(reply);
       const sse = openSse(request, reply);
-      runStreams.pipe(sse, (deliver, signal) => followRun(chatRunWorkflowId(params.agentId, item.merged_into ?? item.id), after, deliver, signal));
+      runStreams.pipe(sse, (deliver, signal) => followRun(streamId, after, deliver, signal));
       return reply;
     },
   });

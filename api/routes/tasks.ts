@@ -8,8 +8,8 @@ import { isTerminal, type TaskState } from '../../workflows/rules/task-state';
 import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
-import { openSse, resumeAfter } from '../sse';
-import { followTaskText, readTaskEvents, type TaskEventHub } from '../streams';
+import { openSse, resumeAfter, streamEnded } from '../sse';
+import { followTaskText, readTaskEvents, taskTextEnded, type TaskEventHub } from '../streams';
 
 export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams, withTimeout, requireTask, signalTask }: ApiContext, events: TaskEventHub): void {
   const streamSource: { db: Kysely<Database>; connectionString?: string } = { db, ...(databaseUrl ? { connectionString: databaseUrl } : {}) };
@@ -58,7 +58,7 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     url: '/v1/tasks/:taskId/events',
     scope: 'read',
     summary:
-      'The task timeline. JSON by default (`?after=<seq>`); with `Accept: text/event-stream`, Server-Sent Events whose ids are the sequence numbers, resumable with `Last-Event-ID`, ending with an `end` event once the task is finished',
+      'The task timeline. JSON by default (`?after=<seq>`); with `Accept: text/event-stream`, Server-Sent Events whose ids are the sequence numbers, resumable with `Last-Event-ID`, ending with an `end` event once the task is finished; a reconnect after the last event of a finished task gets 204 (an EventSource then stops)',
     params: S.TaskIdParams,
     query: S.EventsQuery,
     response: S.EventsResponse,
@@ -69,8 +69,10 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {
         return { events: await readTaskEvents(db, params.taskId, after) };
       }
-      const sse = openSse(request, reply);
       let finished = isTerminal(task.state as TaskState);
+      // A finished task whose events the client has all: 204, so an EventSource stops reconnecting.
+      if (finished && (await readTaskEvents(db, params.taskId, after, 1)).length === 0) return streamEnded(reply);
+      const sse = openSse(request, reply);
       const unsubscribe = await events.subscribe(params.taskId, after, (event) => {
         sse.send({ id: String(event.seq), data: event });
         if (event.type === 'state-changed' && isTerminal(event.data.state as TaskState)) finished = true;
@@ -92,12 +94,13 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     url: '/v1/tasks/:taskId/deltas',
     scope: 'read',
     summary:
-      "The LLM's text as it streams (Server-Sent Events), read from the task's stored run stream: each event's id is its sequence number in the stream, so `Last-Event-ID` resumes with no gap and no duplicate on any API process. Events: `delta` (`text`), `step-start`, `step-end`, `rewind` (an attempt that died mid-stream: drop the text of the deltas `data.fromSeq`..`data.toSeq`, the retry writes it again), then `end` once the task is finished",
+      "The LLM's text as it streams (Server-Sent Events), read from the task's stored run stream: each event's id is its sequence number in the stream, so `Last-Event-ID` resumes with no gap and no duplicate on any API process. Events: `delta` (`text`), `step-start`, `step-end`, `rewind` (an attempt that died mid-stream: drop the text of the deltas `data.fromSeq`..`data.toSeq`, the retry writes it again), then `end` once the task is finished; a reconnect after the last event of a finished task gets 204",
     params: S.TaskIdParams,
     stream: true,
     handler: async ({ params, request, reply }) => {
-      await requireTask(params.taskId);
+      const task = await requireTask(params.taskId);
       const after = resumeAfter(request);
+      if (await taskTextEnded(db, params.taskId, task.state, after)) return streamEnded(reply);
       const sse = openSse(request, reply);
       runStreams.pipe(sse, (deliver, signal) => followTaskText(streamSource, params.taskId, after, deliver, signal));
       return reply;

@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { buildApi, type ApiOptions, type ApiServer } from '../../api/server';
 import { createToken, type TokenScope } from '../../api/tokens';
 import type { Harness } from '../support/harness';
+import { checkContract, recordResponses } from './contract';
 
 export interface TestApi {
   url: string;
@@ -20,7 +21,7 @@ export interface TestApi {
 
 let tokenCounter = 0;
 
-export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}): Promise<TestApi> {
+export async function startTestApi(h: Harness, { port = 0, ...options }: Partial<ApiOptions> & { port?: number } = {}): Promise<TestApi> {
   // The API's failure log is kept here, not printed: tests print nothing on success, and some read it.
   const logged: string[] = [];
   const stream = new Writable({
@@ -32,12 +33,14 @@ export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}
   const app = await buildApi({
     client: h.client,
     db: h.db.db,
-    databaseUrl: h.db.kind === 'postgres' ? h.db.url : undefined,
+    databaseUrl: h.db.url,
     workspaceRoot: h.workspaceDir,
     logger: { stream, where: 'the test log', level: 'error' },
     ...options,
   });
-  await app.listen({ host: '127.0.0.1', port: 0 });
+  // Every response this API sends is checked against its published spec when it closes.
+  const responses = recordResponses(app);
+  await app.listen({ host: '127.0.0.1', port });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const suffix = `${process.pid}-${++tokenCounter}-${Date.now()}`;
   const tokenNames = { operator: `operator-${suffix}`, service: `service-${suffix}`, read: `read-${suffix}` };
@@ -72,7 +75,11 @@ export async function startTestApi(h: Harness, options: Partial<ApiOptions> = {}
     logLines: () => [...logged],
     async close() {
       await app.closeStreams();
-      await app.close();
+      try {
+        await checkContract(url, responses);
+      } finally {
+        await app.close();
+      }
     },
   };
 }

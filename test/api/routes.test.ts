@@ -32,7 +32,6 @@ describe('HTTP API: auth and bad input on every route', () => {
   const agentBody = { name: 'Writer', files: { soul: 'You write.', agents: '', heartbeat: '', tools: '' } };
   /** Every route, the scope it needs, and a body that would be valid. */
   const routes = (): Array<{ method: string; path: string; scope: 'read' | 'service' | 'operator'; body?: unknown; task?: boolean }> => [
-    { method: 'GET', path: '/v1/openapi.json', scope: 'read' },
     { method: 'GET', path: '/metrics', scope: 'read' },
     { method: 'GET', path: '/v1/agents', scope: 'read' },
     { method: 'GET', path: `/v1/agents/${agentId}`, scope: 'read' },
@@ -73,19 +72,25 @@ describe('HTTP API: auth and bad input on every route', () => {
     expect(JSON.stringify(response.body)).not.toMatch(/\n\s+at |node_modules|\.ts:\d+/);
   };
 
-  test('no token, a malformed header, an unknown or a revoked token → 401 on every route; /healthz is open', async () => {
+  test('no token, a malformed header, an unknown or a revoked token → 401 on every route; /healthz and the OpenAPI document are open', async () => {
     const { token: revoked } = await createToken(h.db.db, `revoked-${randomUUID().slice(0, 8)}`, 'operator');
     expect(await revokeToken(h.db.db, revoked.split('_')[1]!)).toBe(true);
     for (const route of routes()) {
       const none = await api.call(route.method, route.path, { token: null, body: route.body });
-      expectError(none, 401, 'unauthorized');
-      expect(none.body.error.message).toMatch(/Bearer|token/);
+      // A browser without a session is sent to the inbox's sign-in page (test/api/inbox.test.ts).
+      if (route.path === '/inbox') expect([none.status, String(none.body)]).toEqual([200, expect.stringContaining('Sign in to the inbox')]);
+      else {
+        expectError(none, 401, 'unauthorized');
+        expect(none.body.error.message).toMatch(/Bearer|token/);
+      }
       expectError(await api.call(route.method, route.path, { token: null, body: route.body, headers: { authorization: 'Basic abc' } }), 401, 'unauthorized');
       expectError(await api.call(route.method, route.path, { token: `da_000000000000_${'x'.repeat(43)}`, body: route.body }), 401, 'unauthorized');
       expectError(await api.call(route.method, route.path, { token: revoked, body: route.body }), 401, 'unauthorized');
     }
     const health = await api.call('GET', '/healthz', { token: null });
     expect(health).toMatchObject({ status: 200, body: { status: 'ok', postgres: { ok: true }, temporal: { ok: true } } });
+    const spec = await api.call('GET', '/v1/openapi.json', { token: null });
+    expect([spec.status, spec.body.openapi, spec.body.servers]).toEqual([200, '3.1.0', [{ url: api.url, description: 'This API' }]]);
   });
 
   test('a token of too small a scope → 403 naming the scope needed; the right scope passes auth', async () => {
@@ -158,7 +163,7 @@ describe('HTTP API: auth and bad input on every route', () => {
   });
 
   test('the OpenAPI document lists every route with its schemas', async () => {
-    const { status, body } = await api.call('GET', '/v1/openapi.json', { token: api.tokens.read });
+    const { status, body } = await api.call('GET', '/v1/openapi.json', { token: null });
     expect(status).toBe(200);
     expect(body.openapi).toBe('3.1.0');
     for (const route of routes().filter((r) => r.path.startsWith('/v1/') && r.path !== '/v1/openapi.json')) {
@@ -187,15 +192,22 @@ describe('HTTP API: auth and bad input on every route', () => {
     }
   });
 
-  test('request logs never contain a token: not the Authorization header, the cookie, nor the inbox token parameter', async () => {
+  test('request logs never contain a token: not the Authorization header, the session cookie, the sign-in form, nor a token wrongly put in a URL', async () => {
     const lines: string[] = [];
     const stream = new Writable({ write: (chunk, _encoding, done) => void (lines.push(String(chunk)), done()) });
     const logged = await startTestApi(h, { logger: { stream } });
     try {
-      const page = await fetch(`${logged.url}/inbox?token=${logged.tokens.operator}`, { redirect: 'manual' });
-      expect(page.status).toBe(303);
-      const cookie = page.headers.get('set-cookie')!.split(';')[0]!;
-      expect(cookie).toBe(`da_token=${encodeURIComponent(logged.tokens.operator)}`);
+      // A token in a URL is refused (and redacted in the log line of that refusal).
+      expect((await fetch(`${logged.url}/inbox?token=${logged.tokens.operator}`, { redirect: 'manual' })).status).toBe(400);
+      const signIn = await fetch(`${logged.url}/inbox/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: logged.url },
+        body: `token=${encodeURIComponent(logged.tokens.operator)}`,
+      });
+      expect(signIn.status).toBe(303);
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      expect(cookie).toMatch(/^da_session=[A-Za-z0-9_-]{43}$/);
       expect((await fetch(`${logged.url}/inbox`, { headers: { cookie } })).status).toBe(200);
       expect((await logged.call('GET', '/v1/agents', { token: logged.tokens.read })).status).toBe(200);
     } finally {

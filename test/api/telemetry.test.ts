@@ -1,3 +1,6 @@
+import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { bundleWorkflowCode, NativeConnection, type Worker } from '@temporalio/worker';
 import { createProvider } from '../../activities/llm/providers';
@@ -22,7 +25,9 @@ describe('telemetry', () => {
   let running: Promise<void>;
   let connection: NativeConnection;
   const exporter = new InMemorySpanExporter();
-  const telemetry = new Telemetry({ spanProcessor: new SimpleSpanProcessor(exporter), metrics: true });
+  const telemetry = new Telemetry({ spanProcessor: new SimpleSpanProcessor(exporter), metrics: true, spendPerAgent: true });
+  /** Stands in for the Temporal runtime's Prometheus endpoint (its counters have no `_total`). */
+  let runtimeMetrics: Server;
 
   beforeAll(async () => {
     h = await createHarness();
@@ -40,7 +45,9 @@ describe('telemetry', () => {
       telemetry,
     });
     running = worker.run();
-    api = await startTestApi(h, { registries: [telemetry.registry] });
+    runtimeMetrics = createServer((_req, res) => res.end('# TYPE temporal_request counter\ntemporal_request{operation="Poll"} 3\n'));
+    await new Promise<void>((resolve) => runtimeMetrics.listen(0, '127.0.0.1', resolve));
+    api = await startTestApi(h, { registries: [telemetry.registry], temporalMetricsUrl: `http://127.0.0.1:${(runtimeMetrics.address() as AddressInfo).port}/metrics` });
   }, 180_000);
   afterAll(async () => {
     await api.close();
@@ -48,6 +55,7 @@ describe('telemetry', () => {
     await running;
     await connection.close();
     await telemetry.shutdown();
+    runtimeMetrics.close();
     await h.close();
   });
 
@@ -56,9 +64,12 @@ describe('telemetry', () => {
     const taskId = agents.task([
       toolTurn('shell_execute', { command: 'git push --force origin main' }),
       toolTurn('file_write', { path: 'traced.txt', content: 'hello' }),
+      toolTurn('shell_execute', { command: 'touch approved.txt' }),
       submitTurn('wrote it'),
     ]);
     await h.client.startTask({ agentId, taskId, title: 'Traced', description: 'write a file' });
+    const waiting = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
+    await h.client.decideApproval(taskId, { requestId: waiting.pendingApprovals[0]!.requestId, decision: 'approved', decidedBy: 'tester' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     await h.client.review(taskId, { decision: 'accept', decidedBy: 'tester' });
     await h.client.result(taskId);
@@ -71,7 +82,8 @@ describe('telemetry', () => {
     for (const name of ['RunWorkflow:taskWorkflow', 'RunWorkflow:taskRoundWorkflow', 'StartActivity:llmStepWithTools', 'RunActivity:llmStepWithTools']) {
       expect([name, names.has(name)]).toEqual([name, true]);
     }
-    const llmSpans = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat' && s.attributes['gen_ai.usage.input_tokens'] === 100);
+    // (The Anthropic SDK adds its own `anthropic.messages.create` span below ours once a tracer is registered.)
+    const llmSpans = spans.filter((s) => s.name.startsWith('chat ') && s.attributes['gen_ai.usage.input_tokens'] === 160);
     expect(llmSpans.length).toBeGreaterThanOrEqual(3);
     const [first] = llmSpans;
     expect(first!.name).toMatch(/^chat /);
@@ -79,7 +91,8 @@ describe('telemetry', () => {
       'gen_ai.provider.name': 'anthropic',
       'gen_ai.request.model': expect.any(String),
       'gen_ai.response.model': expect.any(String),
-      'gen_ai.usage.input_tokens': 100,
+      // Cached tokens count as input (GenAI conventions): 100 uncached + 50 cache read + 10 cache write.
+      'gen_ai.usage.input_tokens': 160,
       'gen_ai.usage.output_tokens': 20,
       'gen_ai.usage.cache_read.input_tokens': 50,
       'gen_ai.usage.cache_creation.input_tokens': 10,
@@ -106,6 +119,22 @@ describe('telemetry', () => {
     expect(value(/^durable_agents_llm_breaker_state\{provider="anthropic",model="[^"]+"\} (\d+)/m)).toBe(0);
     expect(value(/^durable_agents_approvals_pending (\d+)/m)).toBe(Number(pending.n));
     expect(value(/^durable_agents_http_requests_total\{method="GET",route="\/v1\/agents",status="200"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    // Tool calls by tool and outcome; the approved call counts its ask and its run.
+    expect(value(/^durable_agents_tool_calls_total\{tool="shell_execute",outcome="denied"\} (\d+)/m)).toBe(1);
+    expect(value(/^durable_agents_tool_calls_total\{tool="file_write",outcome="ok"\} (\d+)/m)).toBe(1);
+    expect(value(/^durable_agents_tool_calls_total\{tool="shell_execute",outcome="approval_required"\} (\d+)/m)).toBe(1);
+    expect(value(/^durable_agents_tool_calls_total\{tool="shell_execute",outcome="ok"\} (\d+)/m)).toBe(1);
+    expect(value(/^durable_agents_approval_wait_seconds_count\{decision="approved"\} (\d+)/m)).toBe(1);
+    expect(value(/^durable_agents_tasks\{state="completed"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    expect(value(new RegExp(`^durable_agents_agent_cost_usd_total\\{agent="${agentId}"\\} ([\\d.e-]+)`, 'm'))).toBeGreaterThan(0);
+
+    // promtool (Prometheus's own checker) finds nothing to say about our exposition; Temporal's runtime
+    // metrics, named its own way, are served apart.
+    expect(text).not.toContain('temporal_request');
+    const checked = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect([checked.status, checked.stdout + checked.stderr]).toEqual([0, '']);
+    const runtime = await api.call('GET', '/metrics/temporal', { token: api.tokens.read });
+    expect([runtime.status, String(runtime.body)]).toEqual([200, expect.stringContaining('temporal_request{operation="Poll"} 3')]);
   });
 });
 

@@ -14,6 +14,7 @@ import type { TaskStatus } from '../../workflows/contract';
 import { createAgentWorker } from '../../worker/create-worker';
 import { startFakeLlmServer, type FakeLlmServer } from '../fake-llm';
 import { installQuietRuntime } from './quiet-runtime';
+import { tracingClientInterceptors } from '../../client/tracing';
 
 export interface Harness {
   db: DatabaseHandle;
@@ -48,7 +49,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const db = await openDatabase({ url: options.databaseUrl ?? process.env.DATABASE_URL, poolSize: 5 });
   const llm = await startFakeLlmServer();
   const connection = await Connection.connect({ address });
-  const temporal = new Client({ connection });
+  // The same tracing interceptor as the product's clients: a no-op unless a test registers a tracer.
+  const temporal = new Client({ connection, interceptors: tracingClientInterceptors() });
   const nativeConnection = await NativeConnection.connect({ address });
   const taskQueue = `test-${randomUUID()}`;
   const client = new AgentsClient(temporal, db.db, { taskQueue });

@@ -1,0 +1,150 @@
+/**
+ * Single sign-on to the inbox through any OpenID Connect provider (authorization code flow with PKCE,
+ * `openid-client`). The provider vouches for who the person is; a claim it sends (`groups` by
+ * default) maps to one of the API's scopes, and only `operator` may open the inbox. The operator
+ * token stays for machines and for a sign-in without a provider.
+ *
+ * The login's state is kept server-side (`inbox_sso_logins`, one use, minutes long) and in a cookie
+ * of the browser that started it, so a callback that this browser did not ask for (login CSRF) or that
+ * is replayed finds nothing to finish.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import * as oidc from 'openid-client';
+import type { Database } from '../schema/database';
+import { ApiError } from './errors';
+import { openSession, ownOrigin, setSessionCookie } from './inbox-sessions';
+import { TOKEN_SCOPES, type TokenScope } from './tokens';
+
+/** A login must come back from the provider within this time. */
+export const SSO_LOGIN_TTL_MS = 10 * 60_000;
+/** The cookie binding a callback to the browser that started the login. Lax: the callback is a top-level navigation from the provider's site. */
+const SSO_STATE_COOKIE = 'da_sso_state';
+
+export interface SsoOptions {
+  /** The provider's issuer URL (its discovery document is at `/.well-known/openid-configuration`). */
+  issuer: string;
+  clientId: string;
+  /** Absent: a public client (PKCE alone). */
+  clientSecret?: string;
+  /** The claim that carries the person's roles or groups (a string or an array of strings). */
+  roleClaim: string;
+  /** Role values per scope: a person with one of `operator`'s roles gets the operator scope, and so on. */
+  roles: Partial<Record<TokenScope, string[]>>;
+  /** Where the provider sends the browser back; default `<this API's origin>/inbox/sso/callback`. */
+  redirectUrl?: string;
+  scopes?: string;
+}
+
+/** SSO settings from the environment (`OIDC_*`); undefined when no issuer is set. */
+export function ssoFromEnv(env: NodeJS.ProcessEnv = process.env): SsoOptions | undefined {
+  if (!env.OIDC_ISSUER) return undefined;
+  if (!env.OIDC_CLIENT_ID) throw new Error('OIDC_ISSUER is set but OIDC_CLIENT_ID is not: register the inbox with the provider and set its client id');
+  const roles: Partial<Record<TokenScope, string[]>> = {};
+  for (const scope of TOKEN_SCOPES) {
+    const value = env[`OIDC_${scope.toUpperCase()}_ROLES`];
+    if (value) roles[scope] = value.split(',').map((r) => r.trim()).filter(Boolean);
+  }
+  if (!roles.operator?.length) throw new Error('OIDC_OPERATOR_ROLES is empty: name the provider roles or groups whose members may decide in the inbox');
+  return {
+    issuer: env.OIDC_ISSUER,
+    clientId: env.OIDC_CLIENT_ID,
+    ...(env.OIDC_CLIENT_SECRET ? { clientSecret: env.OIDC_CLIENT_SECRET } : {}),
+    roleClaim: env.OIDC_ROLE_CLAIM || 'groups',
+    roles,
+    ...(env.OIDC_REDIRECT_URL ? { redirectUrl: env.OIDC_REDIRECT_URL } : {}),
+    ...(env.OIDC_SCOPES ? { scopes: env.OIDC_SCOPES } : {}),
+  };
+}
+
+const hash = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+/** The highest scope any of the person's roles maps to, or undefined. */
+export function scopeForRoles(options: SsoOptions, claimValue: unknown): TokenScope | undefined {
+  const held = new Set(Array.isArray(claimValue) ? claimValue.filter((v): v is string => typeof v === 'string') : typeof claimValue === 'string' ? claimValue.split(/[\s,]+/) : []);
+  for (const scope of [...TOKEN_SCOPES].reverse()) if ((options.roles[scope] ?? []).some((r) => held.has(r))) return scope;
+  return undefined;
+}
+
+export function registerSso(app: FastifyInstance, db: Kysely<Database>, options: SsoOptions, page: (reply: FastifyReply, status: number, problem: string) => FastifyReply): void {
+  let configuration: Promise<oidc.Configuration> | undefined;
+  const provider = (): Promise<oidc.Configuration> => {
+    // Discovered once, on first use (the provider may start after the API); a failure is retried next time.
+    configuration ??= discover(options).catch((error: unknown) => {
+      configuration = undefined;
+      throw error;
+    });
+    return configuration;
+  };
+  const redirectUrl = (request: FastifyRequest) => options.redirectUrl ?? `${ownOrigin(request)}/inbox/sso/callback`;
+
+  app.get('/inbox/sso', async (request, reply) => {
+    const config = await provider().catch((error: unknown) => {
+      request.log.error({ err: error }, 'OpenID provider discovery failed');
+      throw new ApiError(502, 'sso_unavailable', `the sign-in provider ${options.issuer} does not answer; sign in with an operator token meanwhile`);
+    });
+    const codeVerifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    await db.deleteFrom('inbox_sso_logins').where('expires_at', '<', new Date()).execute();
+    await db.insertInto('inbox_sso_logins').values({ state_hash: hash(state), code_verifier: codeVerifier, nonce, expires_at: new Date(Date.now() + SSO_LOGIN_TTL_MS) }).execute();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUrl(request),
+      scope: options.scopes ?? 'openid profile email',
+      code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    });
+    const secure = request.protocol === 'https' ? '; Secure' : '';
+    void reply.header('set-cookie', `${SSO_STATE_COOKIE}=${state}; HttpOnly; SameSite=Lax; Path=/inbox/sso; Max-Age=${SSO_LOGIN_TTL_MS / 1000}${secure}`);
+    return reply.redirect(url.href, 303);
+  });
+
+  app.get('/inbox/sso/callback', async (request, reply) => {
+    const query = request.query as Record<string, string | undefined>;
+    const state = query.state ?? '';
+    const cookieState = /(?:^|;\s*)da_sso_state=([^;]+)/.exec(request.headers.cookie ?? '')?.[1];
+    // One use: whatever happens next, this login cannot be finished twice.
+    const login = state ? await db.deleteFrom('inbox_sso_logins').where('state_hash', '=', hash(state)).returningAll().executeTakeFirst() : undefined;
+    if (!login || login.expires_at.getTime() < Date.now() || cookieState !== state) {
+      return page(reply, 400, 'That sign-in link is unknown, used or expired, or it was started in another browser. Start again.');
+    }
+    if (query.error) return page(reply, 401, `The provider refused the sign-in: ${query.error_description ?? query.error}`);
+    const config = await provider();
+    const currentUrl = new URL(`${redirectUrl(request)}?${new URLSearchParams(query as Record<string, string>).toString()}`);
+    let claims: Record<string, unknown>;
+    try {
+      const tokens = await oidc.authorizationCodeGrant(config, currentUrl, { pkceCodeVerifier: login.code_verifier, expectedState: state, expectedNonce: login.nonce });
+      const idClaims = tokens.claims();
+      if (!idClaims) throw new Error('the provider sent no ID token');
+      const info = await oidc.fetchUserInfo(config, tokens.access_token, idClaims.sub);
+      claims = { ...info, ...idClaims };
+    } catch (error) {
+      request.log.warn({ err: error }, 'single sign-on failed');
+      return page(reply, 401, 'The sign-in could not be completed with the provider. Start again.');
+    }
+    const scope = scopeForRoles(options, claims[options.roleClaim]);
+    const who = String(claims.email ?? claims.preferred_username ?? claims.sub);
+    if (scope !== 'operator') {
+      return page(reply, 403, `${who} is signed in with the provider but holds no role that may decide here (${options.roleClaim}: ${JSON.stringify(claims[options.roleClaim] ?? null)}).`);
+    }
+    const session = await openSession(db, { name: `sso:${who}`.slice(0, 200), scope });
+    setSessionCookie(request, reply, session.id);
+    return reply.redirect('/inbox', 303);
+  });
+}
+
+async function discover(options: SsoOptions): Promise<oidc.Configuration> {
+  const issuer = new URL(options.issuer);
+  // Plain HTTP only to a provider on this machine (a development or test provider); never across a network.
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(issuer.hostname);
+  return oidc.discovery(
+    issuer,
+    options.clientId,
+    undefined,
+    options.clientSecret ? oidc.ClientSecretPost(options.clientSecret) : oidc.None(),
+    loopback && issuer.protocol === 'http:' ? { execute: [oidc.allowInsecureRequests] } : undefined,
+  );
+}

@@ -12,7 +12,7 @@
  * It starts its own Temporal dev server (in memory, free port) on which Temporal suggests continuing
  * as new after SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS events, so that the continue-as-new scenario stays
  * a few hundred events; a fake LLM server; and a worker. PostgreSQL: DATABASE_URL, else an embedded
- * PGlite in a temporary folder. Each workflow run becomes `test/histories/<version>/<scenario>--<run>.json`,
+ * PostgreSQL in a temporary folder. Each workflow run becomes `test/histories/<version>/<scenario>--<run>.json`,
  * in the JSON format of `temporal workflow show --output json`.
  */
 import type { ChildProcess } from 'node:child_process';

@@ -94,7 +94,7 @@ describe('recorded workflow histories replay on the current code', () => {
     const tampered = structuredClone(original);
     const scheduled = tampered.history.events.find((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')!;
     const attributes = scheduled.activityTaskScheduledEventAttributes as { activityType: { name: string } };
-    expect(attributes.activityType.name).toBe('loadTaskContext');
+    expect(attributes.activityType.name).toBe('openTask');
     attributes.activityType.name = 'somethingElse';
     const [result] = await replay([tampered]);
     expect(result!.error).toBeDefined();

@@ -10,8 +10,8 @@
  * what they were, and the process that ran them carries on.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describeStatus } from '../../activities/tools/shell-tool';
@@ -19,59 +19,18 @@ import { runInvocation, runProgram, type RunResult } from '../../activities/tool
 import { BWRAP_PATH_SETTING, forgetSandboxCheck, SANDBOX_SETTING, SandboxUnavailableError, sandboxMode } from '../../activities/tools/shell/sandbox';
 import { HeadTailBuffer } from '../../activities/tools/shell/output-buffer';
 import { redactSecrets } from '../../activities/security/secrets';
+import { findLeakedPieces, git, GIT_ENV, snapshot } from '../support/canaries';
 
-const GIT_ENV = { PATH: '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
-const git = (cwd: string, ...args: string[]): string =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
 
 const KEY_SECRET = `sk-canary${randomUUID().replaceAll('-', '')}`;
 const DB_PASSWORD = `pw${randomUUID().replaceAll('-', '')}`;
 const FILE_SECRET = `file${randomUUID().replaceAll('-', '')}`;
 const ENV_FILE_SECRET = `dotenv${randomUUID().replaceAll('-', '')}`;
 const SECRETS = [KEY_SECRET, DB_PASSWORD, FILE_SECRET, ENV_FILE_SECRET];
-/** Length of the pieces looked for: a secret split across outputs still leaves pieces this long. */
-const PIECE = 10;
+const leakedPieces = (text: string): string[] => findLeakedPieces(text, SECRETS);
 
-/** Every file under `dir` with its content hash (or link target). */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (current: string) => {
-    for (const name of readdirSync(current)) {
-      const full = path.join(current, name);
-      const info = lstatSync(full);
-      if (info.isSymbolicLink()) out[full] = `link:${readlinkSync(full)}`;
-      else if (info.isDirectory()) walk(full);
-      else out[full] = createHash('sha256').update(readFileSync(full)).digest('hex');
-    }
-  };
-  walk(dir);
-  return out;
-}
 
-/** The text plus everything in it that decodes as base64 or hex, so an encoded secret is seen too. */
-function withDecodings(text: string): string {
-  const decoded = [text];
-  for (const token of text.match(/[A-Za-z0-9+/=_-]{12,}/g) ?? []) {
-    for (const offset of [0, 1, 2, 3]) decoded.push(Buffer.from(token.slice(offset), 'base64').toString('latin1'));
-  }
-  for (const token of text.match(/[0-9a-fA-F]{12,}/g) ?? []) {
-    for (const offset of [0, 1]) decoded.push(Buffer.from(token.slice(offset), 'hex').toString('latin1'));
-  }
-  return decoded.join('\n');
-}
 
-/** The canary secrets' pieces found in `text`, in any of the encodings above. */
-function leakedPieces(text: string): string[] {
-  const haystack = withDecodings(text);
-  const found: string[] = [];
-  for (const secret of SECRETS) {
-    for (let i = 0; i + PIECE <= secret.length; i += 1) {
-      const piece = secret.slice(i, i + PIECE);
-      if (haystack.includes(piece)) found.push(piece);
-    }
-  }
-  return found;
-}
 
 let host: string;
 let workspace: string;

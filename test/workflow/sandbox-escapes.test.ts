@@ -7,8 +7,8 @@
  * stored outputs, approvals, task events, the worker's logs or Temporal history.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -16,10 +16,8 @@ import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
 import { historiesOfAllRuns, lastToolResults, ScriptedAgents } from './task-support';
 import type { ScriptedResponse } from '../fake-llm';
+import { findLeakedPieces, git, GIT_ENV, snapshot } from '../support/canaries';
 
-const GIT_ENV = { PATH: '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
-const git = (cwd: string, ...args: string[]): string =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
 
 /** Short, so every approval-tier call times out unapproved quickly: nothing runs without a human. */
 const APPROVAL_TIMEOUT_MS = 400;
@@ -29,48 +27,14 @@ const DB_PASSWORD = `pw${randomUUID().replaceAll('-', '')}`;
 const FILE_SECRET = `file${randomUUID().replaceAll('-', '')}`;
 const ENV_FILE_SECRET = `dotenv${randomUUID().replaceAll('-', '')}`;
 const SECRETS = [KEY_SECRET, DB_PASSWORD, FILE_SECRET, ENV_FILE_SECRET];
+const leakedPieces = (text: string): string[] => findLeakedPieces(text, SECRETS);
 /** The canaries, in the worker process's own environment from its start. */
 const CANARY_ENV = { SBX_CANARY_ANTHROPIC_API_KEY: KEY_SECRET, SBX_CANARY_DATABASE_URL: `postgres://agent:${DB_PASSWORD}@127.0.0.1:5439/x` };
-const PIECE = 10;
 
 const TIMED_OUT = /^Not run: the approval request .* timed out/;
 
-function snapshot(dir: string, skip: (full: string) => boolean = () => false): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (current: string) => {
-    for (const name of readdirSync(current)) {
-      const full = path.join(current, name);
-      if (skip(full)) continue;
-      const info = lstatSync(full);
-      if (info.isSymbolicLink()) out[full] = `link:${readlinkSync(full)}`;
-      else if (info.isDirectory()) walk(full);
-      else out[full] = createHash('sha256').update(readFileSync(full)).digest('hex');
-    }
-  };
-  walk(dir);
-  return out;
-}
 
-/** The text plus everything in it that decodes as base64 or hex. */
-function withDecodings(text: string): string {
-  const decoded = [text];
-  for (const token of text.match(/[A-Za-z0-9+/=_-]{12,}/g) ?? []) {
-    for (const offset of [0, 1, 2, 3]) decoded.push(Buffer.from(token.slice(offset), 'base64').toString('latin1'));
-  }
-  for (const token of text.match(/[0-9a-fA-F]{12,}/g) ?? []) {
-    for (const offset of [0, 1]) decoded.push(Buffer.from(token.slice(offset), 'hex').toString('latin1'));
-  }
-  return decoded.join('\n');
-}
 
-function leakedPieces(text: string): string[] {
-  const haystack = withDecodings(text);
-  const found: string[] = [];
-  for (const secret of SECRETS) {
-    for (let i = 0; i + PIECE <= secret.length; i += 1) if (haystack.includes(secret.slice(i, i + PIECE))) found.push(secret.slice(i, i + PIECE));
-  }
-  return found;
-}
 
 describe('the kernel sandbox against issue 18 (real worker process with canary secrets in its environment)', () => {
   let h: Harness;

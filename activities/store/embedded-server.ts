@@ -42,6 +42,8 @@ export const EMBEDDED_START_TIMEOUT_MS = 120_000;
 /** A start lock older than this was left by a process that died while holding it. */
 const STALE_LOCK_MS = 150_000;
 const LOCK_POLL_MS = 100;
+/** How long a start may keep failing because the previous, killed server's processes are still exiting. */
+const RESTART_AFTER_CRASH_MS = 30_000;
 /** A local server answers a probe in milliseconds; a port that does not is not ours. */
 const PROBE_TIMEOUT_MS = 3_000;
 /**
@@ -72,7 +74,7 @@ export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer>
     if (!existsSync(path.join(paths.cluster, 'PG_VERSION'))) await initialise(paths.cluster, owner);
     const port = record && (await portFree(record.port)) ? record.port : (await portFree(EMBEDDED_DEFAULT_PORT)) ? EMBEDDED_DEFAULT_PORT : await freeLoopbackPort();
     writeRecord(paths.record, { port });
-    await startCluster(paths, port, owner);
+    await startClusterAfterCrash(paths, port, owner);
     if (!(await isOurServer(port, paths.cluster))) throw new Error(`the embedded PostgreSQL started but does not answer on 127.0.0.1:${port}; its log is ${paths.log}`);
     return { url: embeddedUrl(port), port, started: true };
   } finally {
@@ -85,7 +87,8 @@ export async function stopEmbeddedServer(dir: string): Promise<boolean> {
   const paths = embeddedPaths(dir);
   if (!existsSync(path.join(paths.cluster, 'postmaster.pid'))) return false;
   const { code, output } = await run(binary('pg_ctl'), ['stop', '-D', paths.cluster, '-m', 'fast', '-w', '-t', '60'], serverUser());
-  if (code !== 0 && !/Is server running\?/.test(output)) throw new Error(`could not stop the embedded PostgreSQL in ${paths.cluster}: ${output.trim()}`);
+  // A pid file left by a server that died (a crash, kill -9) is not a running server.
+  if (code !== 0 && !/Is server running\?|No such process/.test(output)) throw new Error(`could not stop the embedded PostgreSQL in ${paths.cluster}: ${output.trim()}`);
   return code === 0;
 }
 
@@ -172,6 +175,22 @@ function unreachableAncestor(target: string, user: ServerUser): string | undefin
     if ((stat.mode & bit) === 0) return folder;
   }
   return undefined;
+}
+
+/**
+ * Right after the server was killed, its backends may still hold the old shared memory for a moment,
+ * and a new postmaster refuses to start until they are gone: try again for a while before failing.
+ */
+async function startClusterAfterCrash(paths: ReturnType<typeof embeddedPaths>, port: number, owner: ServerUser | undefined): Promise<void> {
+  const deadline = Date.now() + RESTART_AFTER_CRASH_MS;
+  for (;;) {
+    try {
+      return await startCluster(paths, port, owner);
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, LOCK_POLL_MS * 5));
+    }
+  }
 }
 
 async function startCluster(paths: ReturnType<typeof embeddedPaths>, port: number, owner: ServerUser | undefined): Promise<void> {

@@ -142,7 +142,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       return api;
     });
     const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
-    const workerPolls = (worker: ClusterProcess) => () => Promise.resolve(existsSync(worker.logFile) && readFileSync(worker.logFile, 'utf8').includes('durable-agents worker started'));
+    // Polling, not merely started: the worker bundles its workflow code after its start-up line.
+    const workerPolls = (worker: ClusterProcess) => () => Promise.resolve(existsSync(worker.logFile) && /"msg":"Worker state changed".*"state":"RUNNING"|"state":"RUNNING".*"msg":"Worker state changed"/.test(readFileSync(worker.logFile, 'utf8')));
     for (const worker of workers) await waitUntil(workerPolls(worker), `${worker.name} to start`, START_TIMEOUT_MS, worker);
     for (const [i, api] of apis.entries()) {
       await waitUntil(async () => (await fetch(`${apiUrls[i]}/healthz`)).ok, `${api.name} to answer /healthz`, START_TIMEOUT_MS, api);

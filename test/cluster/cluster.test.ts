@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -41,6 +41,10 @@ describe('the cluster topology', () => {
     await connection?.close();
     await db?.close();
     await cluster?.stop();
+    // The processes' logs outlive the run (the newest run's in .data/cluster-test-logs), for a failure's post-mortem.
+    const kept = path.resolve('.data', 'cluster-test-logs');
+    rmSync(kept, { recursive: true, force: true });
+    if (existsSync(path.join(dir, 'logs'))) cpSync(path.join(dir, 'logs'), kept, { recursive: true });
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
@@ -57,16 +61,16 @@ describe('the cluster topology', () => {
   test('a task started through one API process is followed through the other to review, on the 16-shard server', async () => {
     const started = await api<{ taskId: string }>(0, 'POST', '/v1/tasks', { agentId: 'scribe', title: 'Plan a guide', description: 'write plan.md' });
     expect(started.status).toBe(201);
-    await eventually(async () => ((await stateOf(1, started.json.taskId)) === 'review' ? true : undefined), 'the task to reach review', 120_000);
+    await eventually(async () => ((await stateOf(1, started.json.taskId)) === 'review' ? true : undefined), 'the task to reach review', 180_000);
     // The database really has the shard count the topology asks for.
     await expect(checkShardCount(cluster.temporalDatabaseUrl, CLUSTER_HISTORY_SHARDS)).resolves.toBeUndefined();
-  }, 180_000);
+  }, 240_000);
 
   test("a killed worker's tasks finish on the other worker", async () => {
     await cluster.workers[0]!.kill();
     const taskIds: string[] = [];
     for (let i = 0; i < 3; i++) taskIds.push((await api<{ taskId: string }>(1, 'POST', '/v1/tasks', { agentId: 'scribe', title: `After the kill ${i}`, description: 'write plan.md' })).json.taskId);
-    for (const taskId of taskIds) await eventually(async () => ((await stateOf(0, taskId)) === 'review' ? true : undefined), `task ${taskId} to reach review on the remaining worker`, 120_000);
+    for (const taskId of taskIds) await eventually(async () => ((await stateOf(0, taskId)) === 'review' ? true : undefined), `task ${taskId} to reach review on the remaining worker`, 180_000);
     await cluster.restartWorker(0);
   }, 300_000);
 

@@ -37,14 +37,16 @@ export function startProcess(name: string, command: string, args: string[], opti
 }
 
 /** Polls `check` until it returns true; fails naming `what` and the log to read. */
-export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs: number, watched?: ClusterProcess): Promise<void> {
+export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs: number, watched: ClusterProcess | ClusterProcess[] = []): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const processes = Array.isArray(watched) ? watched : [watched];
   for (;;) {
-    if (watched && watched.child.exitCode !== null) {
-      throw new Error(`${watched.name} exited with code ${watched.child.exitCode} while waiting for ${what}; the end of ${watched.logFile}:\n${logTail(watched.logFile)}`);
+    const exited = processes.find((p) => p.child.exitCode !== null);
+    if (exited) {
+      throw new Error(`${exited.name} exited with code ${exited.child.exitCode} while waiting for ${what}; the end of ${exited.logFile}:\n${logTail(exited.logFile)}`);
     }
     if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${watched ? `; see ${watched.logFile}` : ''}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${processes.length ? `; see ${processes.map((p) => p.logFile).join(', ')}` : ''}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

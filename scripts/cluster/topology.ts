@@ -26,6 +26,8 @@ export const CLUSTER_APIS = 2;
 /** The product's search attributes (workflows/contract.ts); a cluster needs them registered once. */
 const SEARCH_ATTRIBUTES = ['AgentId', 'TaskId', 'TaskState'];
 const START_TIMEOUT_MS = 180_000;
+/** gRPC's status code for "not found" (the raw service answers with gRPC errors). */
+const GRPC_NOT_FOUND = 5;
 export const DEFAULT_BASE_PORT = 17233;
 /** Below Linux's ephemeral range (32768 and up), so no outgoing connection holds a port the cluster needs. */
 const FREE_BASE_RANGE = { from: 20_000, to: 32_000 };
@@ -100,25 +102,22 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const configFile = writeTemporalConfig(dir, { pgUrl: temporalDb.url, ports, shards: CLUSTER_HISTORY_SHARDS, dynamicConfigPath: path.join(ROOT, 'deploy', 'temporal-dynamicconfig.yaml') });
     await checkShardCount(temporalDb.url, CLUSTER_HISTORY_SHARDS);
     const temporalAddress = `127.0.0.1:${ports.frontend}`;
-    const temporalServices = TEMPORAL_SERVICES.map((service) =>
-      startProcess(`temporal-${service}`, install.server, ['--config-file', configFile, '--allow-no-auth', 'start', '--service', service], {
-        cwd: dir,
-        env: process.env,
-        logDir,
-      }),
-    );
-    started.push(...temporalServices);
-    log(`Temporal ${TEMPORAL_SERVICES.join(', ')} starting (${CLUSTER_HISTORY_SHARDS} history shards, PostgreSQL at ${temporalDb.url})`);
-    await waitUntil(async () => {
-      const connection = await Connection.connect({ address: temporalAddress, connectTimeout: '1 second' });
-      try {
-        await connection.workflowService.getSystemInfo({});
-        return true;
-      } finally {
-        await connection.close();
-      }
-    }, 'the Temporal frontend to answer', START_TIMEOUT_MS, temporalServices[0]);
+    const startService = (service: (typeof TEMPORAL_SERVICES)[number]) => {
+      const child = startProcess(`temporal-${service}`, install.server, ['--config-file', configFile, '--allow-no-auth', 'start', '--service', service], { cwd: dir, env: process.env, logDir });
+      started.push(child);
+      return child;
+    };
+    // Every service records the cluster's metadata at start-up when the database has none; several doing it at
+    // once on a fresh database collide on its primary key and the losers exit. The frontend goes first, alone.
+    const [first, ...rest] = TEMPORAL_SERVICES;
+    const temporalServices = [startService(first)];
+    log(`Temporal ${first} starting (${CLUSTER_HISTORY_SHARDS} history shards, PostgreSQL at ${temporalDb.url})`);
+    await waitUntil(() => clusterMetadataSaved(temporalDb.url), 'the Temporal cluster metadata to be recorded', START_TIMEOUT_MS, temporalServices);
+    temporalServices.push(...rest.map(startService));
+    log(`Temporal ${rest.join(', ')} starting`);
+    await waitUntil(() => frontendAnswers(temporalAddress), 'the Temporal frontend to answer', START_TIMEOUT_MS, temporalServices);
     await ensureNamespace(temporalAddress);
+    await waitUntil(() => historyAnswers(temporalAddress), 'the Temporal history service to own its shards', START_TIMEOUT_MS, temporalServices);
 
     const productEnv: NodeJS.ProcessEnv = {
       ...process.env,
@@ -200,6 +199,42 @@ export async function checkShardCount(url: string, shards: number): Promise<void
     }
   } finally {
     await client.end();
+  }
+}
+
+async function clusterMetadataSaved(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: new URL('/temporal', url).toString() });
+  await client.connect();
+  try {
+    return ((await client.query('select 1 from cluster_metadata_info limit 1')).rowCount ?? 0) > 0;
+  } finally {
+    await client.end();
+  }
+}
+
+async function frontendAnswers(address: string): Promise<boolean> {
+  const connection = await Connection.connect({ address, connectTimeout: '1 second' });
+  try {
+    await connection.workflowService.getSystemInfo({});
+    return true;
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * The frontend answers before any history host owns the shards; a describe of a workflow that does not exist
+ * reaches a history host, which answers "not found" once it serves (and "not enough hosts" before).
+ */
+async function historyAnswers(address: string): Promise<boolean> {
+  const connection = await Connection.connect({ address, connectTimeout: '1 second' });
+  try {
+    await connection.workflowService.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: 'cluster-probe-none' } });
+    return true;
+  } catch (error) {
+    return (error as { code?: number }).code === GRPC_NOT_FOUND;
+  } finally {
+    await connection.close();
   }
 }
 

@@ -2,6 +2,7 @@ import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { LlmRouter } from '../activities/llm/router';
 import { createProvider } from '../activities/llm/providers';
 import { openDatabase, type DatabaseHandle } from '../activities/store/db';
+import { DatabaseSchemaError } from '../schema/migrate';
 import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
@@ -128,7 +129,8 @@ async function main(): Promise<void> {
       try {
         return await connect();
       } catch (error) {
-        if (stopping) throw error;
+        // A schema from another release is not a server still starting: waiting would hide it.
+        if (stopping || error instanceof DatabaseSchemaError) throw error;
         if (attempt === 1 || attempt % 10 === 0) logger.warn({ err: error instanceof Error ? error.message : String(error), attempt }, `waiting for ${what}`);
         await new Promise((r) => setTimeout(r, STARTUP_RETRY_DELAY_MS));
       }

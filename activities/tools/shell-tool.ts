@@ -2,6 +2,8 @@ import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { judgeConfig } from '../security/git-config-policy';
+import { findAgent } from '../store/agents';
+import { agentGitIdentity, applyGitIdentity, type GitIdentity } from '../store/workspace-dir';
 import { knownRemoteUrls, recordRemoteUrls } from '../security/remotes';
 import { evaluateShellCommand, executeShellCommand, runInvocation, type RunResult, type ShellEvaluation } from './shell';
 import { confinePaths } from './shell/confine-paths';
@@ -62,6 +64,7 @@ export const shellExecute = defineTool({
     }
     const remotes = await remoteAccess(ctx);
     const runGit = gitRunner(ctx, remotes);
+    let identity: GitIdentity | undefined;
     const execution = await executeShellCommand(verdict.invocations, {
       cwd: ctx.workspaceDir,
       signal: ctx.signal,
@@ -73,6 +76,11 @@ export const shellExecute = defineTool({
         if (index > 0) {
           const paths = await confinePaths([argv], ctx.workspaceDir);
           if (paths.tier !== 'allow') return `${paths.reason} (judged again after the previous step)`;
+          // `git init && git commit` in one call: the repository the first step made commits as the agent too.
+          if (argv[0] === 'git') {
+            identity ??= await agentIdentity(ctx);
+            if (identity) await applyGitIdentity(ctx.workspaceDir, identity);
+          }
         }
         if (isGitPush(argv)) {
           const push = await judgePushByGit(argv, runGit, ctx.agentConfig.protectedBranches);
@@ -98,6 +106,11 @@ export function describeStatus(result: RunResult): string {
   if (result.timedOut) return 'timed out';
   if (result.limit) return `${result.limit}; exit code ${result.exitCode ?? result.signal}`;
   return `exit code ${result.exitCode ?? result.signal}`;
+}
+
+async function agentIdentity(ctx: ToolContext): Promise<GitIdentity | undefined> {
+  const agent = await findAgent(ctx.db, ctx.agentId);
+  return agent ? agentGitIdentity(agent) : undefined;
 }
 
 function isGitPush(argv: readonly string[]): boolean {

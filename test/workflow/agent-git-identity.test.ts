@@ -48,6 +48,28 @@ describe("an agent's git identity", () => {
     expect(git(workspaceDir, 'log', '-1', '--format=%an <%ae>|%s')).toBe(`Cora Committer <${agentId}@agents.localhost>|Add notes`);
   }, 90_000);
 
+  test('`git init && git add && git commit` in one call commits as the agent (the repository made by the first step gets the identity before the next)', async () => {
+    // The worker the previous test started serves this one too.
+
+    const agents = new ScriptedAgents(h.llm);
+    const workspaceDir = path.join(scratch, 'one-call');
+    const agentId = `one-call-${Date.now()}`;
+    await h.client.upsertAgent({ id: agentId, name: 'Olga Onecall', files: { soul: 's', agents: 'a', heartbeat: '', tools: '' }, workspaceDir });
+    const taskId = agents.task([
+      toolTurn('file_write', { path: 'notes.md', content: 'first notes' }),
+      toolTurn('shell_execute', { command: 'git init -q -b main && git add notes.md && git commit -q -m "Add notes"' }),
+      submitTurn('committed'),
+    ]);
+    await h.client.startTask({ agentId, taskId, title: 'Commit in one call', description: 'commit the notes' });
+    for (;;) {
+      const status = await h.waitForStatus(taskId, (s) => s.state === 'review' || s.pendingApprovals.length > 0, 60_000);
+      if (status.state === 'review') break;
+      for (const pending of status.pendingApprovals) await h.client.decideApproval(taskId, { requestId: pending.requestId, decision: 'approved', decidedBy: 'ana' }).catch(() => undefined);
+    }
+    expect(JSON.stringify(lastToolResults(agents.requests(taskId).at(-1)!))).not.toMatch(/Author identity unknown|Please tell me who you are/);
+    expect(git(workspaceDir, 'log', '-1', '--format=%an <%ae>|%s')).toBe(`Olga Onecall <${agentId}@agents.localhost>|Add notes`);
+  }, 90_000);
+
   test('an identity the repository already has is kept; the address domain is configurable; a bad domain is refused', async () => {
     const configured = path.join(scratch, 'configured');
     mkdirSync(configured);

@@ -82,11 +82,14 @@ export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer>
   }
 }
 
-/** Stops the embedded server under `dir` (a fast shutdown, which checkpoints). False if it was not running. */
-export async function stopEmbeddedServer(dir: string): Promise<boolean> {
+/**
+ * Stops the embedded server under `dir`: a fast shutdown by default (it checkpoints), or `immediate` (no
+ * checkpoint: the next start recovers from the WAL, as after a crash). False if it was not running.
+ */
+export async function stopEmbeddedServer(dir: string, options: { mode?: 'fast' | 'immediate' } = {}): Promise<boolean> {
   const paths = embeddedPaths(dir);
   if (!existsSync(path.join(paths.cluster, 'postmaster.pid'))) return false;
-  const { code, output } = await run(binary('pg_ctl'), ['stop', '-D', paths.cluster, '-m', 'fast', '-w', '-t', '60'], serverUser());
+  const { code, output } = await run(binary('pg_ctl'), ['stop', '-D', paths.cluster, '-m', options.mode ?? 'fast', '-w', '-t', '60'], serverUser());
   // A pid file left by a server that died (a crash, kill -9) is not a running server.
   if (code !== 0 && !/Is server running\?|No such process/.test(output)) throw new Error(`could not stop the embedded PostgreSQL in ${paths.cluster}: ${output.trim()}`);
   return code === 0;

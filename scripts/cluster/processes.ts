@@ -1,6 +1,6 @@
 /** The cluster's child processes: each logs to its own file, and is stopped gently, then for sure. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** How long a process may take to drain after SIGTERM before it is killed. */
@@ -10,6 +10,9 @@ export interface ClusterProcess {
   name: string;
   child: ChildProcess;
   logFile: string;
+  /** The log's length when this process started: what it wrote is after it (the file is shared by restarts). */
+  logOffset: number;
+  startedAt: number;
   /** SIGTERM, then SIGKILL after the grace period; resolves once it exited. */
   stop(): Promise<void>;
   /** SIGKILL at once, as a crash would. */
@@ -19,6 +22,7 @@ export interface ClusterProcess {
 export function startProcess(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; logDir: string }): ClusterProcess {
   mkdirSync(options.logDir, { recursive: true });
   const logFile = path.join(options.logDir, `${name}.log`);
+  const logOffset = existsSync(logFile) ? statSync(logFile).size : 0;
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.pipe(log, { end: false });
@@ -33,7 +37,7 @@ export function startProcess(name: string, command: string, args: string[], opti
     }
     log.end();
   };
-  return { name, child, logFile, stop: () => end('SIGTERM'), kill: () => end('SIGKILL') };
+  return { name, child, logFile, logOffset, startedAt: Date.now(), stop: () => end('SIGTERM'), kill: () => end('SIGKILL') };
 }
 
 /** Polls `check` until it returns true; fails naming `what` and the log to read. */
@@ -49,6 +53,11 @@ export async function waitUntil(check: () => Promise<boolean>, what: string, tim
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${processes.length ? `; see ${processes.map((p) => p.logFile).join(', ')}` : ''}`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** What this process wrote to its log so far (not what an earlier process of the same name wrote). */
+export function ownLog(process: ClusterProcess): string {
+  return existsSync(process.logFile) ? readFileSync(process.logFile).subarray(process.logOffset).toString('utf8') : '';
 }
 
 /** The last lines of a log, for an error message (the log may be gone with its folder by the time someone reads it). */

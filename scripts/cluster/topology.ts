@@ -5,7 +5,7 @@
  * 2 HTTP API processes. Models answer through the offline demo model unless a provider is configured.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -13,7 +13,7 @@ import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ensureEmbeddedServer, freeLoopbackPort, stopEmbeddedServer } from '../../activities/store/embedded-server';
 import { temporalCliPath } from '../../test/support/temporal-cli';
-import { startProcess, waitUntil, type ClusterProcess } from './processes';
+import { ownLog, startProcess, waitUntil, type ClusterProcess } from './processes';
 import { ensureTemporalServer, listenPorts, portsFrom, prepareTemporalDatabases, TEMPORAL_SERVICES, writeTemporalConfig } from './temporal-server';
 
 const run = promisify(execFile);
@@ -58,6 +58,11 @@ export interface ClusterOptions {
   log?: (line: string) => void;
   /** Extra environment for the agent workers and APIs (a provider, test settings). */
   productEnv?: Record<string, string>;
+  /**
+   * A previous release's code (a folder): its worker starts first and migrates the database to its
+   * schema, then the current workers join, as in a rolling deploy. `Cluster.previousWorker` is it.
+   */
+  previousRelease?: { root: string; version: string };
 }
 
 export interface Cluster {
@@ -67,10 +72,19 @@ export interface Cluster {
   apiUrls: string[];
   temporalServices: ClusterProcess[];
   workers: ClusterProcess[];
+  /** The previous release's worker, while it runs (see `ClusterOptions.previousRelease`). */
+  previousWorker?: ClusterProcess;
   apis: ClusterProcess[];
   logDir: string;
   /** Starts agent worker `index` again (after a kill), with the same settings. */
   restartWorker(index: number): Promise<ClusterProcess>;
+  /** Starts API process `index` again (after a kill), on the same port. */
+  restartApi(index: number): Promise<ClusterProcess>;
+  /** Stops the named Temporal services gently and starts them again; resolves once history serves again. */
+  restartTemporal(services: ReadonlyArray<(typeof TEMPORAL_SERVICES)[number]>): Promise<void>;
+  /** The product's PostgreSQL: stopped at once (no checkpoint), as a crash would, then started again. */
+  stopProductDatabase(): Promise<void>;
+  startProductDatabase(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -128,25 +142,30 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       LOG_LEVEL: 'info',
       ...options.productEnv,
     };
-    const startWorker = (index: number): ClusterProcess => {
-      const worker = startProcess(`worker-${index + 1}`, process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: ROOT, env: productEnv, logDir });
+    const startWorker = (index: number, name = `worker-${index + 1}`, root = ROOT): ClusterProcess => {
+      const worker = startProcess(name, process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: root, env: productEnv, logDir });
       started.push(worker);
       return worker;
     };
+    // Polling, not merely started: the worker bundles its workflow code after its start-up line.
+    const workerPolls = (worker: ClusterProcess) => () => Promise.resolve(/"msg":"Worker state changed".*"state":"RUNNING"|"state":"RUNNING".*"msg":"Worker state changed"/.test(ownLog(worker)));
+    let previousWorker: ClusterProcess | undefined;
+    if (options.previousRelease) {
+      previousWorker = startWorker(0, `worker-previous-${options.previousRelease.version}`, options.previousRelease.root);
+      await waitUntil(workerPolls(previousWorker), `${previousWorker.name} to start`, START_TIMEOUT_MS, previousWorker);
+    }
     const workers = Array.from({ length: CLUSTER_WORKERS }, (_, i) => startWorker(i));
     const apiPorts = await Promise.all(Array.from({ length: CLUSTER_APIS }, () => freeLoopbackPort()));
-    const apis = apiPorts.map((port, i) => {
-      const api = startProcess(`api-${i + 1}`, process.execPath, ['--import', 'tsx', 'api/main.ts'], { cwd: ROOT, env: { ...productEnv, API_PORT: String(port) }, logDir });
+    const startApi = (i: number): ClusterProcess => {
+      const api = startProcess(`api-${i + 1}`, process.execPath, ['--import', 'tsx', 'api/main.ts'], { cwd: ROOT, env: { ...productEnv, API_PORT: String(apiPorts[i]) }, logDir });
       started.push(api);
       return api;
-    });
+    };
+    const apis = apiPorts.map((_, i) => startApi(i));
+    const apiAnswers = (i: number) => async () => (await fetch(`${apiUrls[i]}/healthz`)).ok;
     const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
-    // Polling, not merely started: the worker bundles its workflow code after its start-up line.
-    const workerPolls = (worker: ClusterProcess) => () => Promise.resolve(existsSync(worker.logFile) && /"msg":"Worker state changed".*"state":"RUNNING"|"state":"RUNNING".*"msg":"Worker state changed"/.test(readFileSync(worker.logFile, 'utf8')));
     for (const worker of workers) await waitUntil(workerPolls(worker), `${worker.name} to start`, START_TIMEOUT_MS, worker);
-    for (const [i, api] of apis.entries()) {
-      await waitUntil(async () => (await fetch(`${apiUrls[i]}/healthz`)).ok, `${api.name} to answer /healthz`, START_TIMEOUT_MS, api);
-    }
+    for (const [i, api] of apis.entries()) await waitUntil(apiAnswers(i), `${api.name} to answer /healthz`, START_TIMEOUT_MS, api);
     return {
       temporalAddress,
       productDatabaseUrl,
@@ -154,6 +173,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       apiUrls,
       temporalServices,
       workers,
+      previousWorker,
       apis,
       logDir,
       async restartWorker(index) {
@@ -161,6 +181,26 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         workers[index] = worker;
         await waitUntil(workerPolls(worker), `${worker.name} to start again`, START_TIMEOUT_MS, worker);
         return worker;
+      },
+      async restartApi(index) {
+        const api = startApi(index);
+        apis[index] = api;
+        await waitUntil(apiAnswers(index), `${api.name} to answer /healthz again`, START_TIMEOUT_MS, api);
+        return api;
+      },
+      async restartTemporal(services) {
+        for (const service of services) {
+          const index = TEMPORAL_SERVICES.indexOf(service);
+          await temporalServices[index]!.stop();
+          temporalServices[index] = startService(service);
+        }
+        await waitUntil(() => historyAnswers(temporalAddress), 'the Temporal history service to serve again', START_TIMEOUT_MS, temporalServices);
+      },
+      async stopProductDatabase() {
+        await stopEmbeddedServer(databases[1]!, { mode: 'immediate' });
+      },
+      async startProductDatabase() {
+        await ensureEmbeddedServer(databases[1]!);
       },
       stop: stopAll,
     };

@@ -79,6 +79,10 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
 
   async function reply(res: ServerResponse, record: RecordedRequest, scripted: ScriptedResponse): Promise<void> {
     const { protocol, body } = record;
+    if (scripted.kind === 'reset') {
+      res.socket?.destroy(); // the connection drops before any byte of the reply, as a reset does
+      return;
+    }
     if (scripted.kind === 'error') {
       sendError(res, protocol, scripted.status, scripted.message ?? `fake ${scripted.status} error`, scripted.headers);
       return;

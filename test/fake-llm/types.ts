@@ -62,7 +62,10 @@ export type ScriptedError = {
  */
 export type ScriptedHang = { kind: 'hang' };
 
-export type ScriptedResponse = ScriptedMessage | ScriptedError | ScriptedHang;
+/** The connection is dropped before any byte of the reply (a reset by a proxy or a crashed server). */
+export type ScriptedReset = { kind: 'reset' };
+
+export type ScriptedResponse = ScriptedMessage | ScriptedError | ScriptedHang | ScriptedReset;
 
 export interface RecordedRequest {
   protocol: FakeProtocol;

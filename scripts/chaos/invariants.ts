@@ -1,0 +1,209 @@
+/**
+ * What the chaos run proves, checked at the end from the product's database, the agents' workspaces and
+ * Temporal's own histories (never from the load generator's memory of what it did).
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Client } from '@temporalio/client';
+import { sql, type Kysely } from 'kysely';
+import { readTranscript } from '../../client/streams';
+import type { Database } from '../../schema/database';
+import { chatRunWorkflowId } from '../../workflows/agent-contract';
+import type { FollowedChat, StartedTask } from './load';
+import { commitSubject, taskFile, taskFileContent } from './provider';
+
+const run = promisify(execFile);
+
+/** A worker whose resident memory passes this over a run is leaking, whatever the load. */
+export const WORKER_RSS_BOUND_MB = 1_536;
+/** Task states a chaos task may end in: it reached review (the load never rejects or cancels one). */
+const EXPECTED_TASK_STATES = new Set(['review']);
+
+export interface Invariant {
+  name: string;
+  held: boolean;
+  detail: string;
+}
+
+export interface InvariantInputs {
+  db: Kysely<Database>;
+  temporal: Client;
+  tasks: StartedTask[];
+  chats: FollowedChat[];
+  workspaceOf: (agentId: string) => string;
+  rssSamplesMb: Map<string, number[]>;
+}
+
+export async function checkInvariants(inputs: InvariantInputs): Promise<Invariant[]> {
+  return [
+    await taskStates(inputs),
+    await fileEffects(inputs),
+    await commitEffects(inputs),
+    await ledger(inputs),
+    await llmCalls(inputs),
+    await approvals(inputs),
+    await sseTexts(inputs),
+    await nondeterminism(inputs),
+    workerMemory(inputs),
+  ];
+}
+
+async function taskStates({ db, tasks }: InvariantInputs): Promise<Invariant> {
+  const rows = tasks.length ? await db.selectFrom('tasks').select(['id', 'state', 'last_error']).where('id', 'in', tasks.map((t) => t.taskId)).execute() : [];
+  const byState = new Map<string, number>();
+  for (const row of rows) byState.set(row.state, (byState.get(row.state) ?? 0) + 1);
+  const missing = tasks.length - rows.length;
+  const unexpected = rows.filter((r) => !EXPECTED_TASK_STATES.has(r.state));
+  const counts = [...byState].map(([state, n]) => `${n} ${state}`).join(', ') || 'none';
+  const why = unexpected.slice(0, 3).map((r) => `${r.id} ${r.state}${r.last_error ? ` (${r.last_error.slice(0, 120)})` : ''}`);
+  return {
+    name: 'every task in an expected state, none lost',
+    held: missing === 0 && unexpected.length === 0,
+    detail: `${tasks.length} started: ${counts}${missing ? `; ${missing} without a row` : ''}${why.length ? `; e.g. ${why.join('; ')}` : ''}`,
+  };
+}
+
+async function fileEffects({ tasks, workspaceOf }: InvariantInputs): Promise<Invariant> {
+  let wrong = 0;
+  const examples: string[] = [];
+  for (const task of tasks) {
+    const content = await readFile(path.join(workspaceOf(task.agentId), taskFile(task.taskId)), 'utf8').catch(() => undefined);
+    if (content !== taskFileContent(task.taskId)) {
+      wrong++;
+      if (examples.length < 3) examples.push(`${task.taskId}: ${content === undefined ? 'missing' : JSON.stringify(content.slice(0, 80))}`);
+    }
+  }
+  return { name: 'every file written once, with its content', held: wrong === 0, detail: `${tasks.length - wrong}/${tasks.length} files as written${examples.length ? `; ${examples.join('; ')}` : ''}` };
+}
+
+async function commitEffects({ tasks, workspaceOf }: InvariantInputs): Promise<Invariant> {
+  const subjectsByAgent = new Map<string, string[]>();
+  for (const agentId of new Set(tasks.map((t) => t.agentId))) {
+    const log = await run('git', ['-C', workspaceOf(agentId), 'log', '--format=%s'], { maxBuffer: 16 << 20 }).then((r) => r.stdout, () => '');
+    subjectsByAgent.set(agentId, log.split('\n').filter(Boolean));
+  }
+  let missing = 0;
+  let duplicated = 0;
+  for (const task of tasks) {
+    const count = subjectsByAgent.get(task.agentId)!.filter((s) => s === commitSubject(task.taskId)).length;
+    if (count === 0) missing++;
+    if (count > 1) duplicated++;
+  }
+  return { name: 'every commit made once', held: missing === 0 && duplicated === 0, detail: `${tasks.length - missing - duplicated}/${tasks.length} exactly once; ${duplicated} duplicated; ${missing} missing` };
+}
+
+async function ledger({ db, tasks }: InvariantInputs): Promise<Invariant> {
+  if (tasks.length === 0) return { name: 'every tool call executed at most once (ledger)', held: true, detail: 'no tasks' };
+  const rows = await db.selectFrom('tool_calls').select(['tool', 'status', 'executions']).where('task_id', 'in', tasks.map((t) => t.taskId)).execute();
+  const rerun = rows.filter((r) => r.executions > 1).length;
+  const unknown = rows.filter((r) => r.status === 'started').length;
+  return {
+    name: 'every tool call executed at most once (ledger)',
+    held: rerun === 0,
+    detail: `${rows.length} calls; ${rerun} executed twice; ${unknown} left with an unknown outcome (reported to the model as interrupted)`,
+  };
+}
+
+async function llmCalls({ db, tasks }: InvariantInputs): Promise<Invariant> {
+  const duplicated = await db
+    .selectFrom('llm_calls')
+    .select(['session_id', 'idem_key', sql<number>`count(*)::int`.as('n')])
+    .where('idem_key', 'is not', null)
+    .groupBy(['session_id', 'idem_key'])
+    .having(sql`count(*)`, '>', 1)
+    .execute();
+  const taskCalls = tasks.length
+    ? await db.selectFrom('llm_calls').select(['error', 'input_tokens', 'cost_usd']).where('task_id', 'in', tasks.map((t) => t.taskId)).execute()
+    : [];
+  const succeeded = taskCalls.filter((c) => !c.error);
+  const unpriced = succeeded.filter((c) => c.input_tokens <= 0 || Number(c.cost_usd) <= 0).length;
+  return {
+    name: 'every LLM call recorded once, with its spend',
+    held: duplicated.length === 0 && unpriced === 0,
+    detail: `${taskCalls.length} task calls recorded (${taskCalls.length - succeeded.length} failed attempts); ${duplicated.length} recorded twice; ${unpriced} without tokens or cost`,
+  };
+}
+
+async function approvals({ db, tasks }: InvariantInputs): Promise<Invariant> {
+  if (tasks.length === 0) return { name: 'every approval decided once', held: true, detail: 'no tasks' };
+  const rows = await db.selectFrom('approvals').select(['id', 'status']).where('task_id', 'in', tasks.map((t) => t.taskId)).execute();
+  const pending = rows.filter((r) => r.status === 'pending').length;
+  const approvedRuns = await db
+    .selectFrom('approvals as a')
+    .innerJoin('tool_calls as c', (join) => join.onRef('c.task_id', '=', 'a.task_id').onRef('c.tool', '=', 'a.tool'))
+    .select(['a.id', 'c.executions'])
+    .where('a.task_id', 'in', tasks.map((t) => t.taskId))
+    .where('a.status', '=', 'approved')
+    .execute();
+  const twice = approvedRuns.filter((r) => r.executions > 1).length;
+  const byStatus = new Map<string, number>();
+  for (const r of rows) byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
+  return {
+    name: 'every approval decided once',
+    held: pending === 0 && twice === 0,
+    detail: `${rows.length} requests: ${[...byStatus].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}; ${twice} approved calls run twice`,
+  };
+}
+
+async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
+  let equal = 0;
+  const differences: string[] = [];
+  let unresumable = 0;
+  for (const chat of chats) {
+    if (!chat.itemId) {
+      unresumable++;
+      continue;
+    }
+    const item = await db.selectFrom('mailbox_items').select(['merged_into']).where('id', '=', chat.itemId).executeTakeFirst();
+    const stored = await readTranscript(db, chatRunWorkflowId(chat.agentId, item?.merged_into ?? chat.itemId));
+    const storedText = stored.steps.map((s) => s.text).filter(Boolean).join('\n\n');
+    if (chat.ended && chat.text === storedText && storedText.length > 0) equal++;
+    else if (differences.length < 3) differences.push(`${chat.itemId}: client ${chat.text.length} chars${chat.ended ? '' : ' (never ended)'}, stored ${storedText.length}`);
+  }
+  const followed = chats.length - unresumable;
+  const reconnects = chats.reduce((n, c) => n + c.reconnects, 0);
+  return {
+    name: "every SSE client's text equals the stored text",
+    held: equal === followed,
+    detail: `${equal}/${followed} equal, ${reconnects} resumed connections${unresumable ? `; ${unresumable} POSTs lost before the item id (not resumable by design)` : ''}${differences.length ? `; ${differences.join('; ')}` : ''}`,
+  };
+}
+
+/** Every workflow history of the run, read from Temporal, searched for a workflow task that failed on non-determinism. */
+async function nondeterminism({ temporal }: InvariantInputs): Promise<Invariant> {
+  let histories = 0;
+  const failing: string[] = [];
+  for await (const execution of temporal.workflow.list()) {
+    histories++;
+    const history = await temporal.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+    for (const event of history.events ?? []) {
+      const failure = event.workflowTaskFailedEventAttributes;
+      if (!failure) continue;
+      const text = `${failure.failure?.message ?? ''} ${String(failure.cause ?? '')}`;
+      if (/nondetermin/i.test(text) || String(failure.cause) === '24' || /NON_DETERMINISTIC/.test(String(failure.cause))) {
+        failing.push(`${execution.workflowId}: ${failure.failure?.message?.slice(0, 160)}`);
+        break;
+      }
+    }
+  }
+  return { name: 'no non-determinism error in any history', held: failing.length === 0, detail: `${histories} histories read; ${failing.length} with one${failing.length ? `: ${failing.slice(0, 2).join('; ')}` : ''}` };
+}
+
+function workerMemory({ rssSamplesMb }: InvariantInputs): Invariant {
+  const lines: string[] = [];
+  let held = true;
+  for (const [name, samples] of rssSamplesMb) {
+    if (samples.length === 0) continue;
+    const max = Math.max(...samples);
+    held &&= max <= WORKER_RSS_BOUND_MB;
+    lines.push(`${name} ${samples[0]}→${samples.at(-1)} MB (max ${max})`);
+  }
+  return { name: `the workers' RSS bounded (≤ ${WORKER_RSS_BOUND_MB} MB)`, held, detail: lines.join('; ') || 'no samples' };
+}
+
+export function invariantTable(invariants: Invariant[]): string {
+  const rows = invariants.map((i) => `| ${i.name} | ${i.held ? 'held' : '**BROKEN**'} | ${i.detail.replaceAll('|', '\\|')} |`);
+  return ['| invariant | result | figures |', '|---|---|---|', ...rows].join('\n');
+}

@@ -123,7 +123,7 @@ describe('/mcp: the runtime as an MCP server', () => {
     const get = await fetch(`${api.url}/mcp`, { headers: { authorization: `Bearer ${api.tokens.read}`, accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
-    expect((await get.json()).error.message).toContain('stateless');
+    expect(((await get.json()) as { error: { message: string } }).error.message).toContain('stateless');
     const client = new Client({ name: 'no-token', version: '1' });
     await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`)))).rejects.toThrow(/401|nauthorized/);
     await expect(connect('da_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).rejects.toThrow(/401|nauthorized/);

@@ -13,12 +13,21 @@ import { binaryReason } from '../../security/binary';
 /** Markdown returned at most; a longer page is cut with a note (the result is offloaded past 50K anyway). */
 export const WEB_FETCH_MAX_MARKDOWN_CHARS = 200_000;
 
+/**
+ * HTML characters converted at most. Conversion runs on the worker's event loop (about 0.5 ms per KB on
+ * a quiet machine, several times that under load), so a huge page would stall every other activity;
+ * articles are 50-300 KB of HTML, and the rest of a bigger page is cut with a note.
+ */
+export const WEB_FETCH_MAX_HTML_CHARS = 1_500_000;
+
 const HTML_TYPES = new Set(['text/html', 'application/xhtml+xml']);
 const TEXT_TYPES = /^(text\/|application\/(json|ld\+json|xml|rss\+xml|atom\+xml|javascript|x-ndjson)$)/;
 
 export interface PageText {
   title?: string;
   markdown: string;
+  /** Set when the HTML was cut at WEB_FETCH_MAX_HTML_CHARS before conversion. */
+  htmlCut?: number;
 }
 
 /** Converts a body by its content type; undefined for content that is not text. */
@@ -30,7 +39,8 @@ export function pageToMarkdown(body: Buffer, contentType: string, url: string): 
   if (mime === '' && binaryReason(body)) return undefined;
   const text = decode(body, charset);
   if (!HTML_TYPES.has(mime) && !sniffedHtml) return { markdown: text };
-  return htmlToMarkdown(text, url);
+  if (text.length <= WEB_FETCH_MAX_HTML_CHARS) return htmlToMarkdown(text, url);
+  return { ...htmlToMarkdown(text.slice(0, WEB_FETCH_MAX_HTML_CHARS), url), htmlCut: text.length };
 }
 
 export function htmlToMarkdown(html: string, url: string): PageText {

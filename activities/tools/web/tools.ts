@@ -11,7 +11,7 @@ import { defineTool, type GovernanceDecision } from '../types';
 import { webToolsConfig } from './config';
 import { fetchPage, WEB_FETCH_MAX_BYTES, WEB_FETCH_MAX_URL_CHARS, WebFetchError } from './fetch-page';
 import { searchWeb, WEB_SEARCH_DEFAULT_RESULTS, WEB_SEARCH_MAX_RESULTS, WebSearchError } from './search';
-import { pageToMarkdown, WEB_FETCH_MAX_MARKDOWN_CHARS } from './to-markdown';
+import { pageToMarkdown, WEB_FETCH_MAX_HTML_CHARS, WEB_FETCH_MAX_MARKDOWN_CHARS } from './to-markdown';
 
 /** Longest query sent to a provider: search engines cut far shorter, and a long query is how data leaves. */
 export const WEB_SEARCH_MAX_QUERY_CHARS = 400;
@@ -68,6 +68,7 @@ export const webFetch = defineTool({
     }
     let markdown = converted.markdown;
     const notes: string[] = [];
+    if (converted.htmlCut) notes.push(`the page has ${converted.htmlCut} characters of HTML; only the first ${WEB_FETCH_MAX_HTML_CHARS} were converted`);
     if (page.truncated) notes.push(`the page is larger than ${WEB_FETCH_MAX_BYTES / (1024 * 1024)} MB; only its beginning was read`);
     if (markdown.length > WEB_FETCH_MAX_MARKDOWN_CHARS) {
       notes.push(`cut at ${WEB_FETCH_MAX_MARKDOWN_CHARS} of ${markdown.length} characters`);

@@ -62,8 +62,18 @@ export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideAppro
         void transport.close();
         void server.close();
       });
-      await server.connect(transport);
-      await transport.handleRequest(request.raw, reply.raw, request.body);
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(request.raw, reply.raw, request.body);
+      } catch (error) {
+        // Past the hijack Fastify cannot answer: log under the request id and answer a JSON-RPC error.
+        request.log.error({ err: error }, 'the MCP request failed');
+        if (!reply.raw.headersSent) {
+          reply.raw
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: `the server failed to handle this request; the error is logged with reqId ${request.id}` }, id: null }));
+        } else reply.raw.end();
+      }
     },
   });
   // RFC 6750 (and the MCP authorization spec): a 401 names the scheme a client must use.

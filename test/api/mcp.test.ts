@@ -1,3 +1,8 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -7,6 +12,9 @@ import { eventually } from '../support/eventually';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
 
+const run = promisify(execFile);
+/** The official MCP Inspector's launcher (its `--cli` mode is a non-interactive MCP client). */
+const INSPECTOR = path.join(path.dirname(require.resolve('@modelcontextprotocol/inspector/package.json')), 'clients/launcher/build/index.js');
 const CHAT_QUESTION = 'ping from an MCP client: are you there?';
 const CHAT_ANSWER = 'Yes, I am here and listening over MCP.';
 
@@ -98,6 +106,40 @@ describe('/mcp: the runtime as an MCP server', () => {
       return r.state === 'completed' ? r : undefined;
     }, 'the task row to say completed');
     expect(row.created_by).toBe(api.tokenNames.operator);
+  });
+
+  test('the MCP Inspector (CLI mode) drives a task too: start, follow to the approval, approve, follow to review, accept', async () => {
+    const agentId = await h.createAgent();
+    // Its catalog file goes to a folder of this test, not the home directory.
+    const home = mkdtempSync(path.join(os.tmpdir(), 'da-inspector-'));
+    const inspector = async (token: string, tool: string, args: Record<string, unknown>): Promise<{ structuredContent?: any; isError?: boolean; content: Array<{ text: string }> }> => {
+      const argv = [INSPECTOR, '--cli', `${api.url}/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--method', 'tools/call', '--tool-name', tool, '--tool-args-json', JSON.stringify(args)];
+      const env = { ...process.env, HOME: home, MCP_CATALOG_PATH: path.join(home, 'mcp.json') };
+      // A tool error exits non-zero, after printing the result: the result is read either way.
+      const { stdout } = await run(process.execPath, argv, { env, timeout: 60_000 }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+      return JSON.parse(stdout.slice(0, stdout.lastIndexOf('\n}') + 2));
+    };
+    try {
+      const refused = await inspector(api.tokens.read, 'start_task', { agentId, title: 'Not with a read token' });
+      expect(refused.isError).toBe(true);
+      expect(refused.content[0]!.text).toMatch(/^forbidden: start_task needs a token with scope "service"/);
+      const { taskId } = (await inspector(api.tokens.service, 'start_task', { agentId, title: 'Publish the report' })).structuredContent;
+      const waiting = await eventually(async () => {
+        const status = (await inspector(api.tokens.read, 'task_status', { taskId, waitSeconds: 5 })).structuredContent;
+        return status.pendingApprovals.length > 0 ? status : undefined;
+      }, 'the task to wait on an approval');
+      const decided = await inspector(api.tokens.operator, 'decide_approval', { requestId: waiting.pendingApprovals[0].requestId, decision: 'approved' });
+      expect(decided.structuredContent).toMatchObject({ decision: 'approved', decidedBy: api.tokenNames.operator });
+      const review = await eventually(async () => {
+        const status = (await inspector(api.tokens.read, 'task_status', { taskId, waitSeconds: 10, untilStates: ['review'] })).structuredContent;
+        return status.state === 'review' ? status : undefined;
+      }, 'the task to reach review');
+      expect(review.pendingApprovals).toEqual([]);
+      expect((await inspector(api.tokens.operator, 'review_task', { taskId, decision: 'accept' })).structuredContent).toEqual({ ok: true, taskId, decision: 'accept' });
+      expect((await inspector(api.tokens.read, 'task_status', { taskId, waitSeconds: 10, untilStates: ['completed'] })).structuredContent.state).toBe('completed');
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   test('chat with an agent: the answer comes back whole', async () => {

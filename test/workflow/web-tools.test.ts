@@ -1,8 +1,10 @@
 import http from 'node:http';
+import zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { addressPolicy } from '../../activities/tools/web/address-policy';
 import { configureWebTools, type ResolvedAddress, type WebToolsConfig } from '../../activities/tools/web/config';
-import { fetchPage } from '../../activities/tools/web/fetch-page';
+import { fetchPage, WEB_FETCH_MAX_BYTES } from '../../activities/tools/web/fetch-page';
+import { searchWeb } from '../../activities/tools/web/search';
 import { toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
 import type { RecordedRequest } from '../fake-llm';
 import { submitTurn, toolTurn } from '../support/harness';
@@ -51,6 +53,8 @@ describe('web tools through the task workflow', () => {
   const v4 = (address: string): ResolvedAddress => ({ address, family: 4 });
   const configure = (allow: string[], extra: Partial<WebToolsConfig> = {}) => configureWebTools({ fetchEnabled: true, policy: addressPolicy(allow), resolve, ...extra });
 
+  /** 50 MB of zeros in about 50 KB of gzip: decompression must stop at the cap. */
+  const bomb = zlib.gzipSync(Buffer.alloc(50 * 1024 * 1024));
   beforeAll(async () => {
     ({ h, agents } = await startScriptedHarness());
     canary = await serve('127.0.0.2', (_req, res) => res.end('<html><body><p>CANARY-INTERNAL-SECRET</p></body></html>'));
@@ -61,6 +65,14 @@ describe('web tools through the task workflow', () => {
       if (url.pathname === '/to-metadata') return void res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/iam/' }).end();
       if (url.pathname === '/to-internal') return void res.writeHead(301, { location: `http://internal.test:${canary.port}/secret` }).end();
       if (url.pathname === '/to-mapped') return void res.writeHead(307, { location: `http://[::ffff:127.0.0.2]:${canary.port}/secret` }).end();
+      if (url.pathname === '/bomb') return void res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(bomb);
+      if (url.pathname === '/hang') return void res.writeHead(200, { 'content-type': 'text/plain' }).write('the first bytes, then nothing');
+      if (url.pathname === '/brave') {
+        if (req.headers['x-subscription-token'] !== 'bsa-test-token') return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"bad token"}');
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({ web: { results: [{ title: 'Temporal docs', url: 'https://docs.temporal.io/retry-policies', description: 'How <strong>retries</strong> &amp; backoff work' }] } }),
+        );
+      }
       if (url.pathname === '/search') {
         const q = url.searchParams.get('q');
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(
@@ -216,6 +228,25 @@ describe('web tools through the task workflow', () => {
     expect(offeredTools(denied.requests[0]!).filter((n) => n.startsWith('web_'))).toEqual([]);
     expect(denied.results[0]!.isError).toBe(true);
     expect(denied.results[0]!.text).toMatch(/Unknown tool/);
+  });
+
+  test('size and time caps: a decompression bomb is cut at the byte cap, a server that stops sending times out', async () => {
+    const policy = addressPolicy(['127.0.0.1/32']);
+    const signal = new AbortController().signal;
+    const cut = await fetchPage(`${pages.origin}/bomb`, { policy, resolve, signal });
+    expect([cut.truncated, cut.body.length]).toEqual([true, WEB_FETCH_MAX_BYTES]);
+    const started = Date.now();
+    await expect(fetchPage(`${pages.origin}/hang`, { policy, resolve, signal, timeoutMs: 500 })).rejects.toThrow(`${pages.origin} did not answer within 0.5 s`);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  test('the Brave provider: its token header, its answer shape, and a refusal reported with the status', async () => {
+    const signal = new AbortController().signal;
+    const brave = { kind: 'brave' as const, url: `${pages.origin}/brave`, apiKey: 'bsa-test-token' };
+    expect(await searchWeb(brave, 'retries', 5, signal)).toEqual([{ title: 'Temporal docs', url: 'https://docs.temporal.io/retry-policies', snippet: 'How retries & backoff work' }]);
+    expect(pages.requests).toContain(`${pages.origin.slice(7)} /brave?q=retries&count=5`);
+    await expect(searchWeb({ ...brave, apiKey: 'wrong' }, 'retries', 5, signal)).rejects.toThrow('the brave search provider answered HTTP 401: {"error":"bad token"}');
+    await expect(searchWeb({ kind: 'searxng', url: `${pages.origin}/missing` }, 'x', 5, signal)).rejects.toThrow('the searxng search provider answered HTTP 404');
   });
 
   test('a URL carrying a worker secret is denied before anything is sent', async () => {

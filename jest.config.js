@@ -3,11 +3,13 @@
  * a real PostgreSQL or the embedded PGlite, provisioned by test/support/global-setup.ts).
  * Jest runs TypeScript through SWC (transpile only; `npm run typecheck` is the type gate).
  */
+/** linkedom (web_fetch's DOM) ships CommonJS, but its selector and entity packages are ESM-only. */
+const LINKEDOM_ESM_DEPENDENCIES = ['css-select', 'css-what', 'domutils', 'domhandler', 'dom-serializer', 'entities', 'nth-check', 'boolbase', 'domelementtype', 'cssomnom'];
 /**
  * ESM-only packages the tests load (Jest runs CommonJS): SWC turns their `import`/`export` into
  * `require`, and Jest's default ignore pattern lets them through.
  */
-const ESM_ONLY_PACKAGES = ['eventsource', 'eventsource-parser', 'openid-client', 'oauth4webapi', 'jose'];
+const ESM_ONLY_PACKAGES = ['eventsource', 'eventsource-parser', 'openid-client', 'oauth4webapi', 'jose', ...LINKEDOM_ESM_DEPENDENCIES];
 const transform = {
   '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }],
   [`/node_modules/(${ESM_ONLY_PACKAGES.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2023' }, module: { type: 'commonjs' } }],

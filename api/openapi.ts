@@ -4,6 +4,7 @@
  * and return; what they can refuse with is listed here, beside the codes the server raises.
  */
 import { z } from 'zod';
+import { mcpOpenApiPath } from './mcp-server';
 import { ErrorResponse } from './schemas';
 import type { TokenScope } from './tokens';
 
@@ -170,6 +171,7 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
       responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
     };
   }
+  paths['/mcp'] = mcpOpenApiPath();
   paths['/v1/openapi.json'] = {
     get: {
       operationId: 'getOpenApi',

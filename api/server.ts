@@ -20,6 +20,7 @@ import { registerInbox } from './inbox';
 import { findSession, requireSameOrigin, SESSION_COOKIE, type InboxSession } from './inbox-sessions';
 import type { SsoOptions } from './sso';
 import { apiMetrics } from './metrics';
+import { registerMcpEndpoint } from './mcp-server';
 import { buildOpenApi, type RouteDoc } from './openapi';
 import type { ApiContext, DefineRoute } from './route-kit';
 import { registerAgentRoutes } from './routes/agents';
@@ -309,6 +310,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
   const decideApproval = registerApprovalRoutes(context);
+  registerMcpEndpoint(context, decideApproval);
   registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
   metrics.observe(app);
 

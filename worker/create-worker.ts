@@ -1,6 +1,7 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
 import { createActivities } from '../activities';
+import { webToolsConfig } from '../activities/tools/web/config';
 import type { ChatRouter } from '../activities/llm-step';
 import type { Database } from '../schema/database';
 import type { Telemetry } from './telemetry';
@@ -33,6 +34,8 @@ export interface AgentWorkerOptions {
 }
 
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
+  // The web tools' environment settings: a bad value stops every kind of worker at start, not each agent's step.
+  webToolsConfig();
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

@@ -9,6 +9,7 @@ import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { serveWorkerHealth } from './health-server';
 import { createLogger, TemporalPinoLogger } from './logger';
 import { sandboxStatus } from '../activities/tools/shell/sandbox';
+import { webToolsConfig } from '../activities/tools/web/config';
 import { ensureStreamPruneSchedule } from './stream-prune-schedule';
 import { runtimeTelemetryOptions, telemetryFromEnv } from './telemetry';
 
@@ -90,6 +91,9 @@ async function main(): Promise<void> {
   // Every start says where tool processes run; an unknown AGENTS_SANDBOX value stops the start here.
   const sandbox = await sandboxStatus();
   logger[sandbox.level]({ sandbox: sandbox.level === 'info' ? 'bwrap' : sandbox.level === 'warn' ? 'off' : 'unavailable' }, sandbox.message);
+  // The web tools' settings (WEB_FETCH*, WEB_SEARCH_*): a bad value stops the start here, not at an agent's first call.
+  const web = webToolsConfig();
+  logger.info({ webFetch: web.fetchEnabled ? 'on' : 'off', webFetchAllow: web.policy.allowed, webSearch: web.search?.kind ?? 'off' }, 'web tools');
   try {
     while (!stopping) {
       let worker: Worker | undefined;

@@ -58,6 +58,8 @@ export const AgentConfigSchema = z
         messageAgents: z.boolean().optional(),
         /** `goal_create`, `goal_update`. */
         manageGoals: z.boolean().optional(),
+        /** Tools that reach outside the worker: `web_fetch`, `web_search`. */
+        canCallExternalTools: z.boolean().optional(),
       })
       .strict()
       .optional(),

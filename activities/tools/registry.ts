@@ -18,6 +18,7 @@ import { groupTools } from '../mailbox/group-tools';
 import type { ConversationScenario } from '../../workflows/rules/conversation';
 import { createDiscoverTools } from './discover-tools';
 import { subagentTools } from './subagent-tools';
+import { webTools } from './web/tools';
 
 /** The scenarios of runs that offer tools: task rounds, sub-agents, background runs, and the conversation scenarios. */
 export type Scenario = 'task' | 'heartbeat' | 'reflection' | 'consolidation' | 'subagent' | ConversationScenario;
@@ -57,7 +58,10 @@ registerTools([taskSubmitReview, taskNote, requestUserApproval, notifyUser, shel
 
 export function toolsForScenario(scenario: Scenario): Map<string, ToolSpec> {
   const out = new Map<string, ToolSpec>();
-  for (const name of [...SCENARIO_TOOLS[scenario]].sort()) out.set(name, ALL_TOOLS.get(name)!);
+  for (const name of [...SCENARIO_TOOLS[scenario]].sort()) {
+    const spec = ALL_TOOLS.get(name)!;
+    if (spec.offered?.() !== false) out.set(name, spec);
+  }
   return out;
 }
 
@@ -80,6 +84,8 @@ export const TOOL_PERMISSIONS: Readonly<Record<string, PermissionFlag>> = {
   agent_list_colleagues: 'messageAgents',
   goal_create: 'manageGoals',
   goal_update: 'manageGoals',
+  web_fetch: 'canCallExternalTools',
+  web_search: 'canCallExternalTools',
 };
 
 /**
@@ -188,3 +194,6 @@ registerTools(subagentTools, ['task']);
 /** Memory tools a sub-agent may use: reads only; what is worth keeping is the parent's call. */
 const SUBAGENT_MEMORY_TOOLS = new Set(['memory_search']);
 registerTools([fileRead, fileWrite, readToolOutput, shellExecute, ...memoryTools.filter((t) => SUBAGENT_MEMORY_TOOLS.has(t.name))], ['subagent']);
+
+// The web (issue 22): fetching and searching where an agent researches: task rounds, chat and sub-agents.
+registerTools(webTools, ['task', 'chat', 'subagent']);

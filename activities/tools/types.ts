@@ -50,6 +50,11 @@ export interface ToolSpec<S extends z.ZodType = z.ZodType> {
    * validated call as `run-in-workflow` and the workflow records its result with `workflowResult`.
    */
   runsInWorkflow?: boolean;
+  /**
+   * Whether the worker offers the tool at all (its configuration can withdraw it: no search provider,
+   * web fetching switched off). Default: offered. A withdrawn tool is in no tool list and no prompt.
+   */
+  offered?: () => boolean;
   /** Default: allow. */
   govern?: (args: z.infer<S>, ctx: ToolContext) => Promise<GovernanceDecision> | GovernanceDecision;
   /** One-line, human-readable description of the call, for approvals and activity summaries. */

@@ -63,7 +63,7 @@ describe('agent permissions', () => {
     // The same prompt names the tools the restricted agent was denied: the check above can fail.
     const system = (request.body.system as Array<{ text: string }>).map((s) => s.text).join('\n');
     expect(system).toMatch(/task_create/);
-    expect(grantedPermissions({})).toEqual({ shell: true, writeFiles: true, manageTasks: true, contactHumans: true, messageAgents: true, manageGoals: true });
+    expect(grantedPermissions({})).toEqual({ shell: true, writeFiles: true, manageTasks: true, contactHumans: true, messageAgents: true, manageGoals: true, canCallExternalTools: true });
   }, 90_000);
 
   test('messageAgents gates the A2A tools in every conversation scenario', () => {

@@ -19,6 +19,13 @@ export interface WorkerConfig {
   demoModel: boolean;
   /** A workflow bundle built ahead of time (WORKFLOW_BUNDLE_PATH); absent: bundled when the worker starts. */
   workflowBundlePath?: string;
+  /**
+   * Worker versioning (TEMPORAL_DEPLOYMENT_NAME + TEMPORAL_WORKER_BUILD_ID): the worker polls as this
+   * version of a Temporal Worker Deployment. Workflows auto-upgrade to the deployment's current version at
+   * their next workflow task, so a previous release's worker never receives a history the current release
+   * wrote (it could not replay its patches). Absent: unversioned, as before.
+   */
+  deployment?: { deploymentName: string; buildId: string };
 }
 
 /**
@@ -64,5 +71,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     providers,
     demoModel,
     workflowBundlePath: env.WORKFLOW_BUNDLE_PATH || undefined,
+    ...deploymentConfig(env),
   };
+}
+
+function deploymentConfig(env: NodeJS.ProcessEnv): Pick<WorkerConfig, 'deployment'> {
+  const deploymentName = env.TEMPORAL_DEPLOYMENT_NAME?.trim();
+  const buildId = env.TEMPORAL_WORKER_BUILD_ID?.trim();
+  if (!deploymentName && !buildId) return {};
+  if (!deploymentName || !buildId) {
+    throw new Error('worker versioning needs both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID (e.g. durable-agents and the release, 0.6.0+3f2c1ab); set both or neither');
+  }
+  return { deployment: { deploymentName, buildId } };
 }

@@ -106,6 +106,9 @@ async function main(): Promise<void> {
           router,
           telemetry,
           ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),
+          ...(config.deployment
+            ? { overrides: { workerDeploymentOptions: { version: config.deployment, useWorkerVersioning: true, defaultVersioningBehavior: 'AUTO_UPGRADE' } } }
+            : {}),
         });
         if (stopping) break;
         await worker.run();

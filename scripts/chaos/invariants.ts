@@ -78,20 +78,33 @@ async function fileEffects({ tasks, workspaceOf }: InvariantInputs): Promise<Inv
   return { name: 'every file written once, with its content', held: wrong === 0, detail: `${tasks.length - wrong}/${tasks.length} files as written${examples.length ? `; ${examples.join('; ')}` : ''}` };
 }
 
-async function commitEffects({ tasks, workspaceOf }: InvariantInputs): Promise<Invariant> {
+async function commitEffects({ db, tasks, workspaceOf }: InvariantInputs): Promise<Invariant> {
   const subjectsByAgent = new Map<string, string[]>();
   for (const agentId of new Set(tasks.map((t) => t.agentId))) {
     const log = await run('git', ['-C', workspaceOf(agentId), 'log', '--format=%s'], { maxBuffer: 16 << 20 }).then((r) => r.stdout, () => '');
     subjectsByAgent.set(agentId, log.split('\n').filter(Boolean));
   }
+  // A call whose worker died before its result was recorded is reported to the model as interrupted and never
+  // run again: its commit may or may not exist (at most once). Every other commit must exist exactly once.
+  const interrupted = new Set(
+    tasks.length
+      ? (await db.selectFrom('tool_calls').select('task_id').where('tool', '=', 'shell_execute').where('status', '=', 'started').where('task_id', 'in', tasks.map((t) => t.taskId)).execute()).map((r) => r.task_id)
+      : [],
+  );
   let missing = 0;
   let duplicated = 0;
+  let unknown = 0;
   for (const task of tasks) {
     const count = subjectsByAgent.get(task.agentId)!.filter((s) => s === commitSubject(task.taskId)).length;
-    if (count === 0) missing++;
     if (count > 1) duplicated++;
+    else if (count === 0 && interrupted.has(task.taskId)) unknown++;
+    else if (count === 0) missing++;
   }
-  return { name: 'every commit made once', held: missing === 0 && duplicated === 0, detail: `${tasks.length - missing - duplicated}/${tasks.length} exactly once; ${duplicated} duplicated; ${missing} missing` };
+  return {
+    name: 'every commit made at most once, and once where its call completed',
+    held: missing === 0 && duplicated === 0,
+    detail: `${tasks.length - missing - duplicated - unknown}/${tasks.length} exactly once; ${duplicated} duplicated; ${missing} missing; ${unknown} absent after an interrupted call (outcome unknown, not re-run)`,
+  };
 }
 
 async function ledger({ db, tasks }: InvariantInputs): Promise<Invariant> {

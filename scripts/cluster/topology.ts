@@ -4,8 +4,8 @@
  * history, matching and worker as separate processes; the product's own PostgreSQL; 2 agent workers;
  * 2 HTTP API processes. Models answer through the offline demo model unless a provider is configured.
  */
-import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -135,6 +135,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
     const productEnv: NodeJS.ProcessEnv = {
       ...process.env,
+      // Versioned workers (the production setting): a previous release's worker never gets a history this one wrote.
+      TEMPORAL_DEPLOYMENT_NAME: CLUSTER_DEPLOYMENT_NAME,
+      TEMPORAL_WORKER_BUILD_ID: buildId(),
       TEMPORAL_ADDRESS: temporalAddress,
       DATABASE_URL: productDatabaseUrl,
       DATA_DIR: path.join(dir, 'product-data'),
@@ -165,6 +168,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const apiAnswers = (i: number) => async () => (await fetch(`${apiUrls[i]}/healthz`)).ok;
     const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
     for (const worker of workers) await waitUntil(workerPolls(worker), `${worker.name} to start`, START_TIMEOUT_MS, worker);
+    await setCurrentVersion(temporalAddress, buildId());
     for (const [i, api] of apis.entries()) await waitUntil(apiAnswers(i), `${api.name} to answer /healthz`, START_TIMEOUT_MS, api);
     return {
       temporalAddress,
@@ -240,6 +244,29 @@ export async function checkShardCount(url: string, shards: number): Promise<void
   } finally {
     await client.end();
   }
+}
+
+/** The Worker Deployment the cluster's agent workers poll as. */
+export const CLUSTER_DEPLOYMENT_NAME = 'durable-agents';
+
+/** This tree's build: the release and the commit (a deploy of the same commit is the same build). */
+export function buildId(): string {
+  const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  let commit = 'worktree';
+  try {
+    commit = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short=10', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    // not a git checkout: the release alone
+  }
+  return `${version}-${commit}`;
+}
+
+/**
+ * Makes `build` the deployment's current version: new workflows, and running ones at their next workflow
+ * task, go to its workers. The deploy step an operator runs once the new workers poll.
+ */
+export async function setCurrentVersion(address: string, build: string): Promise<void> {
+  await run(temporalCliPath(), ['worker', 'deployment', 'set-current-version', '--deployment-name', CLUSTER_DEPLOYMENT_NAME, '--build-id', build, '--yes', '--address', address], { timeout: 60_000 });
 }
 
 async function clusterMetadataSaved(url: string): Promise<boolean> {

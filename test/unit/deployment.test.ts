@@ -75,6 +75,13 @@ describe('deployment', () => {
     expect(loadConfig({}).demoModel).toBe(true);
   });
 
+  test('worker versioning: both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID, or neither', () => {
+    expect(loadConfig({}).deployment).toBeUndefined();
+    expect(loadConfig({ TEMPORAL_DEPLOYMENT_NAME: 'durable-agents', TEMPORAL_WORKER_BUILD_ID: '0.6.0-abc' }).deployment).toEqual({ deploymentName: 'durable-agents', buildId: '0.6.0-abc' });
+    expect(() => loadConfig({ TEMPORAL_DEPLOYMENT_NAME: 'durable-agents' })).toThrow('worker versioning needs both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID');
+    expect(() => loadConfig({ TEMPORAL_WORKER_BUILD_ID: '0.6.0-abc' })).toThrow('set both or neither');
+  });
+
   test('the worker health endpoints: /healthz while alive, /readyz only when dependencies are up and a worker polls', async () => {
     const up = { state: 'up' as const, since: new Date().toISOString() };
     let snapshot: HealthSnapshot = { status: 'degraded', postgres: up, temporal: { state: 'down', since: up.since, lastError: 'connection refused' } };

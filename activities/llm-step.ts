@@ -5,7 +5,7 @@ import type { Database } from '../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harness';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
 import type { AgentRow, TaskRow } from '../schema/database';
-import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, ContentBlock, ToolDefinition, ToolUseBlock } from './llm/types';
+import type { ChatMessage, ChatResult, ChatRouter, ChatTarget, ContentBlock, ToolDefinition, ToolUseBlock } from './llm/types';
 import { assembleContext, createSessionSummaryCache, fetchPromptRows, loadPromptInputs, type AssembledContext } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from './context';
 import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from './llm/usage';
@@ -26,23 +26,6 @@ import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
-
-export interface ChatTarget {
-  provider?: string;
-  model?: string;
-  tier?: 'cheap' | 'standard' | 'premium';
-}
-
-/** The part of the LLM router the step needs. */
-export interface ChatRouter {
-  /** The route's candidates in order; the first is the model the prompt is budgeted for. */
-  candidates(target: ChatTarget): Array<{ provider: string; model: string }>;
-  chat(
-    request: Omit<ChatRequest, 'model' | 'maxTokens'> & { maxTokens?: number },
-    target: ChatTarget,
-    callbacks?: ChatCallbacks,
-  ): Promise<ChatResult>;
-}
 
 export interface LlmStepInput {
   agentId: string;

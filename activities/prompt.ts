@@ -23,7 +23,7 @@ import { lookupModel } from './llm/catalog';
 import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from './llm/types';
 import { capKnowledge, knowledgeQuery, notebookQuery } from './memory/store';
 import { KNOWLEDGE_PROMPT_MAX_CHARS } from '../workflows/rules/memory-limits';
-import type { ChatRouter } from './llm-step';
+import type { ChatRouter } from './llm/types';
 import { agentConfig } from './store/agents';
 import { PRIORITY_RANK } from './store/task-graph';
 import { grantedPermissions, type Scenario } from './tools/registry';

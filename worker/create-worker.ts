@@ -1,7 +1,7 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
 import { createActivities } from '../activities';
-import type { ChatRouter } from '../activities/llm-step';
+import type { ChatRouter } from '../activities/llm/types';
 import type { Database } from '../schema/database';
 import type { Telemetry } from './telemetry';
 

@@ -19,7 +19,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { AgentConfig } from '../store/agents';
-import type { ChatRouter } from '../llm-step';
+import type { ChatRouter } from '../llm/types';
 import { auxiliaryCallKey, recordLlmCall } from '../llm/usage';
 import type { ChatResult } from '../llm/types';
 import { searchMemory, upsertNotebookEntry } from '../memory';

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import type { ChatRouter } from '../../activities/llm-step';
+import type { ChatRouter } from '../../activities/llm/types';
 import { createActivities } from '../../activities';
 import { upsertAgent } from '../../activities/store/agents';
 import { runStepWithTools } from '../../activities/step-with-tools';

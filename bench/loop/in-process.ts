@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import type { ChatRouter } from '../../activities/llm-step';
+import type { ChatRouter } from '../../activities/llm/types';
 import type { ChatMessage, ContentBlock, ToolUseBlock } from '../../activities/llm/types';
 import { assembleContext, loadPromptInputs } from '../../activities/prompt';
 import { findAgent } from '../../activities/store/agents';

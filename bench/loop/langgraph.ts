@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import type { ChatRouter } from '../../activities/llm-step';
+import type { ChatRouter } from '../../activities/llm/types';
 import { assembleContext, loadPromptInputs } from '../../activities/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { findTask } from '../../activities/store/tasks';

@@ -1,19 +1,17 @@
 import { Context } from '@temporalio/activity';
-import type { Kysely } from 'kysely';
-import type { Database } from '../schema/database';
 import type { TaskState } from '../workflows/rules/task-state';
 import type { UsageTotals } from '../workflows/contract';
 import { usageTotals } from './llm/usage';
 import { storableText } from './security/binary';
 import { unknownAgent, unknownTask } from './errors';
-import { runLlmStep, type LlmStepInput } from './llm-step';
-import type { ChatRouter } from './llm/types';
+import { runLlmStep } from './step/llm-step';
+import type { LlmStepInput } from './step/types';
 import { agentConfig, findAgent } from './store/agents';
 import { addTaskEvent, findTask, recordTask, updateTaskState, type RecordTaskInput } from './store/tasks';
 import { findMessage } from './store/sessions';
 import { assistantMessageKey, type ExecuteToolInput } from './tools/execute';
 import type { Scenario } from './tools/registry';
-import { runStepWithTools, runToolWithLedger } from './step-with-tools';
+import { runStepWithTools, runToolWithLedger } from './step/with-tools';
 import type { ToolUseBlock } from './llm/types';
 import { createSubagentActivities } from './subagents';
 import { createMemoryActivities } from './memory/activities';
@@ -21,13 +19,11 @@ import { startGates, type StartGates } from './store/task-graph';
 import { applyPropagation, planPropagation } from './task-graph';
 import { createStreamActivities } from './streams/activities';
 import { createMailboxActivities } from './mailbox/activities';
+import type { ActivityDeps } from './deps';
 
-export interface ActivityDeps {
-  db: Kysely<Database>;
-  router: ChatRouter;
-}
+export type { ActivityDeps } from './deps';
 
-export { TOOL_HEARTBEAT_INTERVAL_MS } from './step-with-tools';
+export { TOOL_HEARTBEAT_INTERVAL_MS } from './step/with-tools';
 
 /**
  * The worker's activities, closed over their dependencies (database, LLM router). Workflows import

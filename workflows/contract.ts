@@ -8,6 +8,9 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { withTreeCost } from './rules/subagents';
 import type { TaskState } from './rules/task-state';
 import type { BudgetReport, SubagentCarry } from './subagent-contract';
+import { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
+
+export { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
 
 export const DEFAULT_TASK_QUEUE = 'agents';
 export const DEFAULT_NAMESPACE = 'default';
@@ -87,14 +90,6 @@ export interface PendingApproval {
   tool: string;
   summary: string;
   requestedAt: string;
-}
-
-export interface UsageTotals {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  costUsd: number;
 }
 
 export type TaskPhase =
@@ -271,8 +266,6 @@ export const roundProgressSignal = defineSignal<[RoundProgress]>('roundProgress'
  * round; the client's `getStatus` merges this in (`withLiveRound`).
  */
 export const roundProgressQuery = defineQuery<RoundProgress>('progress');
-
-export const ZERO_USAGE_TOTALS: UsageTotals = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
 
 /**
  * A task's status with its running round's live progress: iteration, phase, usage (the task's earlier

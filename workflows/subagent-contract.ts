@@ -3,7 +3,7 @@
  * signals, queries and the input/output types. Imported by workflows, the client and the tests.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { UsageTotals } from './contract';
+import type { UsageTotals } from './usage';
 import type { BudgetNode } from './rules/subagents';
 
 /** The n-th sub-agent (1-based, counted over the parent run's whole life) of a workflow. */

@@ -15,8 +15,8 @@ import {
 import { FUSED_STEP, TASK_LLM, TASK_STORE, TASK_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { ExecuteToolResult } from '../activities/tools/execute';
-import type { LlmStepResult } from '../activities/llm-step';
-import type { DeferredToolCall, StepWithToolsResult } from '../activities/step-with-tools';
+import type { LlmStepResult } from '../activities/step/types';
+import type { DeferredToolCall, StepWithToolsResult } from '../activities/step/with-tools';
 import {
   addUsage,
   approvalDecisionSignal,

@@ -12,7 +12,7 @@ import type { Database } from '../../schema/database';
 import type { ChatRouter } from '../../activities/llm/types';
 import { createActivities } from '../../activities';
 import { upsertAgent } from '../../activities/store/agents';
-import { runStepWithTools } from '../../activities/step-with-tools';
+import { runStepWithTools } from '../../activities/step/with-tools';
 import { injectionsAfterToolIteration } from '../../workflows/rules/harness';
 import { modelPrefixCache, type CacheFigures } from './cache-model';
 import { offersTools, type ScriptedTasks } from './scenario';

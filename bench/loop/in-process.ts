@@ -10,7 +10,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { ChatRouter } from '../../activities/llm/types';
 import type { ChatMessage, ContentBlock, ToolUseBlock } from '../../activities/llm/types';
-import { assembleContext, loadPromptInputs } from '../../activities/prompt';
+import { assembleContext, loadPromptInputs } from '../../activities/step/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { appendMessage, ensureSession } from '../../activities/store/sessions';
 import { findTask } from '../../activities/store/tasks';

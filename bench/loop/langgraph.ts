@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { ChatRouter } from '../../activities/llm/types';
-import { assembleContext, loadPromptInputs } from '../../activities/prompt';
+import { assembleContext, loadPromptInputs } from '../../activities/step/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { findTask } from '../../activities/store/tasks';
 import { toolDefinitions, toolsForScenario } from '../../activities/tools/registry';

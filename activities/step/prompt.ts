@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
-import type { AgentRow, Database, TaskRow } from '../schema/database';
+import type { AgentRow, Database, TaskRow } from '../../schema/database';
 import {
   buildSummarizerPrompt,
   buildSystemPrompt,
@@ -18,17 +18,17 @@ import {
   type PromptTask,
   type PromptWarning,
   type SummaryCache,
-} from './context';
-import { lookupModel } from './llm/catalog';
-import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from './llm/types';
-import { capKnowledge, knowledgeQuery, notebookQuery } from './memory/store';
-import { KNOWLEDGE_PROMPT_MAX_CHARS } from '../workflows/rules/memory-limits';
-import type { ChatRouter } from './llm/types';
-import { agentConfig } from './store/agents';
-import { PRIORITY_RANK } from './store/task-graph';
-import { grantedPermissions, type Scenario } from './tools/registry';
+} from '../context';
+import { lookupModel } from '../llm/catalog';
+import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from '../llm/types';
+import { capKnowledge, knowledgeQuery, notebookQuery } from '../memory/store';
+import { KNOWLEDGE_PROMPT_MAX_CHARS } from '../../workflows/rules/memory-limits';
+import type { ChatRouter } from '../llm/types';
+import { agentConfig } from '../store/agents';
+import { PRIORITY_RANK } from '../store/task-graph';
+import { grantedPermissions, type Scenario } from '../tools/registry';
 import { loadPromptWorld } from './prompt-world';
-import { loadActivations, type Activations } from './store/skills';
+import { loadActivations, type Activations } from '../store/skills';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;

@@ -23,13 +23,13 @@
 import os from 'node:os';
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
-import type { AgentRow, Database, TaskRow } from '../schema/database';
-import { MAILBOX_MERGE_SEPARATOR } from '../workflows/rules/mailbox';
-import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs, type PromptTask } from './context';
-import type { AgentConfig } from './store/agents';
-import { ANNOUNCEMENTS_SHOWN_MAX } from './store/organisations';
-import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations } from './store/skills';
-import { PRIORITY_RANK } from './store/task-graph';
+import type { AgentRow, Database, TaskRow } from '../../schema/database';
+import { MAILBOX_MERGE_SEPARATOR } from '../../workflows/rules/mailbox';
+import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs, type PromptTask } from '../context';
+import type { AgentConfig } from '../store/agents';
+import { ANNOUNCEMENTS_SHOWN_MAX } from '../store/organisations';
+import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations } from '../store/skills';
+import { PRIORITY_RANK } from '../store/task-graph';
 
 /** Colleagues read for the identity section: 10 are listed, the rest counted (seed D1 B13). */
 const COLLEAGUES_FETCH_MAX = 200;

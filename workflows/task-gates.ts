@@ -11,18 +11,10 @@ import type { StartGates } from '../activities/store/task-graph';
 import { dependenciesChangedSignal, TaskFailureType, taskApprovalSignal, type TaskApprovalDecision, type TaskWorkflowInput } from './contract';
 import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
 import { isTerminal, type TaskState } from './rules/task-state';
+import { DEPENDENCY_WAKE_KEPT_PATCH } from './patches';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
-/** Marker of the workflow change that added the gates: histories recorded before it take the old path. */
-export const START_GATES_PATCH = 'task-start-gates';
-/**
- * Marker of the change that keeps a `dependenciesChanged` wake which arrives while the gates are read
- * or the blockers recorded (dependants are woken on every state change of a dependency, so a review
- * and an accept in quick succession are two wakes); before it the flag was cleared after that work
- * and such a wake waited for the periodic recheck.
- */
-export const DEPENDENCY_WAKE_KEPT_PATCH = 'task-dependency-wake-kept';
 
 /**
  * Records the task row from the input (idempotent by task id) and loads what the workflow needs. A
@@ -41,8 +33,6 @@ export async function recordTask(input: TaskWorkflowInput, taskId: string, carri
   return context;
 }
 
-/** Marker of the one-activity start of a fresh task (`openTask`): histories recorded before it take the three-activity path. */
-export const OPEN_TASK_PATCH = 'task-open-one-activity';
 
 /**
  * `recordTask` for a fresh task, with its start folded into the same activity: when the row is

@@ -33,11 +33,10 @@ import {
   type TaskComment,
   type TaskPhase,
 } from './contract';
+import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
 import {
   CONTINUATION_PROMPT,
-  FUSED_STEP_PATCH_ID,
   finalCriticalReminderText,
-  NO_START_REPORT_PATCH_ID,
   injectionsAfterToolIteration,
   phaseReportDue,
   progressReportDue,
@@ -78,9 +77,9 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   let lastReportedIteration: number | undefined;
   // Runs started before the fused step take the old path (two activities per iteration, progress
   // signals every few iterations), so their histories replay unchanged. Decided before any command.
-  const fusedLoop = patched(FUSED_STEP_PATCH_ID);
-  // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH_ID).
-  if (fusedLoop && !carry && patched(NO_START_REPORT_PATCH_ID)) lastReportedIteration = toolIterations;
+  const fusedLoop = patched(FUSED_STEP_PATCH);
+  // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH).
+  if (fusedLoop && !carry && patched(NO_START_REPORT_PATCH)) lastReportedIteration = toolIterations;
 
   setHandler(approvalDecisionSignal, (d) => {
     if (!decisions.has(d.requestId)) decisions.set(d.requestId, d);

@@ -58,7 +58,8 @@ import { failureMessage, isNonRetryable } from './rules/failures';
 import { taskInputProblem } from './rules/task-input';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { startPostTaskReflection } from './reflection';
-import { OPEN_TASK_PATCH, openTask, passStartGates, recordTask, START_GATES_PATCH, type GateHost } from './task-gates';
+import { openTask, passStartGates, recordTask, type GateHost } from './task-gates';
+import { OPEN_TASK_PATCH, START_GATES_PATCH, TASK_FAILURE_RECORDED_PATCH } from './patches';
 import { taskRoundWorkflow } from './task-round';
 import { installDecisionHandlers } from './task-decisions';
 import { budgetQuery, type BudgetReport } from './subagent-contract';
@@ -327,7 +328,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         pendingApprovals = []; // nobody can decide them any more
         if (!isTerminal(state)) await moveTo('cancelled');
       });
-    } else if (error instanceof TemporalFailure && taskRecorded && !isTerminal(state) && patched('task-failure-recorded')) {
+    } else if (error instanceof TemporalFailure && taskRecorded && !isTerminal(state) && patched(TASK_FAILURE_RECORDED_PATCH)) {
       // Only failures that end the workflow: any other error fails just the workflow task, whose
       // commands are discarded and which Temporal retries (continue-as-new is not a failure either).
       await recordWorkflowFailure(error);

@@ -84,21 +84,6 @@ export function injectionsAfterToolIteration(taskId: string, toolIterations: num
 }
 
 /**
- * Rounds started since the fused step (one activity per iteration: LLM call + auto-allowed tools)
- * carry this `patched()` marker; older histories replay the two-activity loop.
- */
-export const FUSED_STEP_PATCH_ID = 'fused-llm-tool-step';
-
-/**
- * Rounds started since this patch skip the fused loop's first progress report when the run starts a
- * fresh round (no carry): the task workflow already shows that phase, iteration 0, zero usage and no
- * approvals when the round starts, so the signal said nothing new, and it cost a workflow task in both
- * workflows (the round waited for it before scheduling its first step). A run continued as new still
- * reports once (its carried usage). Older histories replay the report.
- */
-export const NO_START_REPORT_PATCH_ID = 'round-no-start-report';
-
-/**
  * The fused loop reports to its task workflow only when its phase changes for a human: the first
  * report, and approval requests and decisions (forced). Per-iteration signals would add a workflow
  * task to the parent for every few iterations; the round's own current details stay live.

@@ -58,9 +58,10 @@ export const PATCHES: readonly PatchEntry[] = [
   {
     id: FUSED_STEP_PATCH,
     addedIn: '0.2.0',
+    // Only 0.1.0's rounds took the legacy loop; they are out of the window and their histories are gone.
     legacy: 'two activities per iteration (llmStep, then executeTool for every call) and a progress signal every few iterations',
     deprecateAfter: '0.4.0',
-    status: 'active',
+    status: 'deprecated',
   },
   {
     id: START_GATES_PATCH,

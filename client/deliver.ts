@@ -13,6 +13,7 @@ import { agentWorkflowId, deliverUpdate, type DeliverInput, type DeliverResult }
 import type { agentWorkflow } from '../workflows/agent';
 import { deliveryProblem } from '../workflows/rules/mailbox';
 import { DeliveryRejectedError, innermostMessage, innermostType, UnknownAgentError } from './errors';
+import { FailureType } from '../workflows/failure-types';
 
 /**
  * A delivery that reaches the agent while it continues as new is rejected unprocessed by the server;
@@ -49,7 +50,7 @@ export async function deliverToAgent(access: MailboxAccess, agentId: string, inp
     } catch (error) {
       // The agent continued as new in the workflow task that received the update: nothing ran or was
       // stored, so sending it again (to the new run) is safe.
-      if (error instanceof WorkflowUpdateFailedError && innermostType(error) === 'UnprocessedUpdate' && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
+      if (error instanceof WorkflowUpdateFailedError && innermostType(error) === FailureType.UnprocessedUpdate && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
       if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
       throw error;
     }

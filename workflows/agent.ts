@@ -51,8 +51,9 @@ import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 import { fromRecord, view, type Item } from './mailbox-items';
 import { AGENT_ANSWERS_JOIN_TASK_PATCH, AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH } from './patches';
+import { FailureType } from './failure-types';
 
-const store = proxyLocalActivities<Activities>({ ...MAILBOX_STORE_LOCAL, retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: ['UnknownAgent', 'UnknownTask'] } });
+const store = proxyLocalActivities<Activities>({ ...MAILBOX_STORE_LOCAL, retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: [FailureType.UnknownAgent, FailureType.UnknownTask] } });
 const messaging = proxyActivities<Activities>(MESSAGING);
 
 /** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
@@ -108,7 +109,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     {
       validator: (delivery: DeliverInput) => {
         const problem = deliveryProblem(delivery);
-        if (problem) throw ApplicationFailure.nonRetryable(problem, 'InvalidDelivery');
+        if (problem) throw ApplicationFailure.nonRetryable(problem, FailureType.InvalidDelivery);
       },
     },
   );

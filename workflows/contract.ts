@@ -9,6 +9,7 @@ import { withTreeCost } from './rules/subagents';
 import type { TaskState } from './rules/task-state';
 import type { BudgetReport, SubagentCarry } from './subagent-contract';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
+import { FailureType } from './failure-types';
 
 export { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
 
@@ -173,15 +174,15 @@ export const taskIdFromWorkflowId = (workflowId: string): string => (workflowId.
  */
 export const TaskFailureType = {
   /** The input names an agent that does not exist. */
-  unknownAgent: 'UnknownAgent',
+  unknownAgent: FailureType.UnknownAgent,
   /** The input is malformed (missing agent id, a title needed to create the task, a bad priority…). */
-  invalidInput: 'InvalidTaskInput',
+  invalidInput: FailureType.InvalidTaskInput,
   /** The task id already belongs to another agent, or that task already ended: a task id runs once. */
-  taskConflict: 'TaskConflict',
+  taskConflict: FailureType.TaskConflict,
   /** The workflow asked for a move the task state machine forbids (a bug, never retried). */
-  invalidTransition: 'InvalidTaskTransition',
+  invalidTransition: FailureType.InvalidTaskTransition,
   /** A malformed or stale human decision sent by update (rejected by its validator). */
-  invalidDecision: 'InvalidDecision',
+  invalidDecision: FailureType.InvalidDecision,
 } as const;
 
 /** What a continued-as-new task workflow needs: counters and ids only. */

@@ -17,6 +17,7 @@ import {
   type GroupRecipient,
 } from '../../workflows/rules/group';
 import { findAgent } from '../store/agents';
+import { FailureType } from '../../workflows/failure-types';
 
 export interface GroupMessageView {
   id: string;
@@ -32,7 +33,7 @@ export interface GroupMessageView {
 
 export type GroupPostOutcome = { posted: true; message: GroupMessageView } | { posted: false; reason: string };
 
-const groupProblem = (message: string): ApplicationFailure => ApplicationFailure.nonRetryable(message, 'InvalidGroup');
+const groupProblem = (message: string): ApplicationFailure => ApplicationFailure.nonRetryable(message, FailureType.InvalidGroup);
 
 /** Creates a group channel with its members (agents must exist). Refuses a name in use or bad members. */
 export async function createGroup(db: Kysely<Database>, input: { name: string; createdBy: string; members: GroupMember[] }): Promise<void> {

@@ -10,6 +10,7 @@ import type { TaskState } from './rules/task-state';
 import type { BudgetReport, SubagentCarry } from './subagent-contract';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
 import { FailureType } from './failure-types';
+import type { TaskPriority } from './rules/priority';
 
 export { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
 
@@ -126,8 +127,7 @@ export const statusQuery = defineQuery<TaskStatus>('status');
 
 // ---- workflow inputs and outputs ---------------------------------------------------------------
 
-export const TASK_PRIORITIES = ['low', 'medium', 'high', 'urgent'] as const;
-export type TaskPriority = (typeof TASK_PRIORITIES)[number];
+export { TASK_PRIORITIES, type TaskPriority } from './rules/priority';
 
 /**
  * What starts a task: any Temporal client can send it (`temporal workflow start --type taskWorkflow`,

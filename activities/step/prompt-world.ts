@@ -30,6 +30,7 @@ import type { AgentConfig } from '../store/agents';
 import { ANNOUNCEMENTS_SHOWN_MAX } from '../store/organisations';
 import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations } from '../store/skills';
 import { PRIORITY_RANK } from '../store/task-graph';
+import { promptPriority } from '../../workflows/rules/priority';
 
 /** Colleagues read for the identity section: 10 are listed, the rest counted (seed D1 B13). */
 const COLLEAGUES_FETCH_MAX = 200;
@@ -195,7 +196,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
   if (mailbox) world.attention = mailbox;
   if (teamTasks.length) {
     const names = new Map(colleagues.map((c) => [c.id, c.name]));
-    world.teamTasks = teamTasks.map((t) => ({ id: t.id, title: t.title, priority: toPriority(t.priority), status: t.state, assignee: names.get(t.agent_id) ?? t.agent_id }));
+    world.teamTasks = teamTasks.map((t) => ({ id: t.id, title: t.title, priority: promptPriority(t.priority), status: t.state, assignee: names.get(t.agent_id) ?? t.agent_id }));
   }
   if (context.task) world.skillQuery = `${context.task.title} ${context.task.description}`;
   return world;
@@ -227,6 +228,3 @@ function attentionFrom(
   return attention;
 }
 
-function toPriority(p: string): PromptTask['priority'] {
-  return (['critical', 'urgent', 'high', 'medium', 'low'] as const).find((x) => x === p) ?? 'medium';
-}

@@ -19,8 +19,8 @@ import {
   TASK_LIST_PAGE_MAX,
   TASK_LIST_PAGE_SIZE,
   TASK_MAX_DEPENDENCIES,
-  TASK_PRIORITIES,
 } from '../../workflows/rules/task-graph';
+import { TASK_PRIORITIES } from '../../workflows/rules/priority';
 import { TERMINAL_STATES } from '../../workflows/rules/task-state';
 import { agentConfig, findAgent } from '../store/agents';
 import { addDependencies, PRIORITY_RANK, recordNewTask, TaskGraphError } from '../store/task-graph';

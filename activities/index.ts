@@ -1,9 +1,9 @@
 import { composeActivities } from './compose';
 import type { ActivityDeps } from './deps';
-import { createMailboxActivities } from './mailbox/activities';
-import { createMemoryActivities } from './memory/activities';
+import { createMailboxActivities } from './mailbox/mailbox-activities';
+import { createMemoryActivities } from './memory/memory-activities';
 import { createStepActivities } from './step/step-activities';
-import { createStreamActivities } from './streams/activities';
+import { createStreamActivities } from './streams/stream-activities';
 import { createSubagentActivities } from './subagents';
 import { createTaskActivities } from './task-activities';
 

@@ -8,7 +8,7 @@ import { recordApprovalDecision, recordApprovalRequest, type ApprovalDecisionInp
 import { startGates, type StartGates } from './store/task-graph';
 import { writeTaskApproval, writeTaskBlockers, writeTaskState, type TaskStateChange } from './store/task-state';
 import { findTask, recordTask, type RecordTaskInput } from './store/tasks';
-import { applyPropagation, planPropagation } from './task-graph';
+import { applyPropagation, planPropagation } from './task-propagation';
 
 /** What the task workflow needs of its task: the agent, the title, the model label for summaries, the row's state. */
 export interface TaskContext {

@@ -11,7 +11,7 @@ import type { Database, NotificationRow, TaskRow } from '../schema/database';
 import { addTaskEvent, findTask } from '../activities/store/tasks';
 import { PRIORITY_RANK, recordNewTask, TaskGraphError } from '../activities/store/task-graph';
 import { listNotifications, markNotificationsRead, type NotificationFilter } from '../activities/store/notifications';
-import { ignoreGone, propagateTaskState, startTaskWorkflow } from '../activities/task-graph';
+import { ignoreGone, propagateTaskState, startTaskWorkflow } from '../activities/task-propagation';
 import {
   AgentIdSearchAttribute,
   DEFAULT_TASK_QUEUE,

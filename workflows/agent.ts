@@ -20,7 +20,7 @@ import {
 } from '@temporalio/workflow';
 import { MAILBOX_STORE_LOCAL, MESSAGING } from './activity-options';
 import type { Activities } from '../activities';
-import type { MailboxItemChange, MailboxItemRecord } from '../activities/mailbox/activities';
+import type { MailboxItemChange, MailboxItemRecord } from '../activities/mailbox/mailbox-activities';
 import {
   channelSessionId,
   chatRunWorkflowId,

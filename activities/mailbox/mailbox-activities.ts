@@ -10,7 +10,7 @@ import { NO_RESPONSE_MARKER, sendAgentMessage } from './send';
 import { groupNameOf } from '../../workflows/rules/group';
 import { groupMembers, postGroupMessage } from './group';
 import { recordNewTask } from '../store/task-graph';
-import { startTaskWorkflow } from '../task-graph';
+import { startTaskWorkflow } from '../task-propagation';
 import { FailureType } from '../../workflows/failure-types';
 
 /** A task started from a mailbox item is titled by the first line of its text, cut here (tasks allow 200). */

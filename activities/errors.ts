@@ -1,8 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../workflows/failure-types';
 
-/** Stable failure types that cross the activity boundary (STYLE.md habit 4). */
-export const UNKNOWN_AGENT = 'UnknownAgent';
-export const UNKNOWN_TASK = 'UnknownTask';
+/** Stable failure types that cross the activity boundary (STYLE.md habit 4), from the one registry. */
+export const UNKNOWN_AGENT = FailureType.UnknownAgent;
+export const UNKNOWN_TASK = FailureType.UnknownTask;
 
 export function unknownAgent(agentId: string): ApplicationFailure {
   return ApplicationFailure.create({

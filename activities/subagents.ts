@@ -1,4 +1,4 @@
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 import { findMessage } from './store/sessions';
 import { assistantMessageKey } from './tools/execute';
 import type { TextBlock } from './llm/types';

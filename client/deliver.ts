@@ -3,16 +3,17 @@
  * `AgentsClient.comment`, `ConversationClient.comment`, `POST /v1/tasks/:id/comments` and
  * `agents task comment`, so @mentions are routed the same way whichever door a comment came in by.
  */
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Kysely } from 'kysely';
+import { deliverToAgent as sendDelivery } from '../activities/mailbox/deliver-to-agent';
 import { deliverCommentMentions } from '../activities/mailbox/mentions';
 import { findAgent } from '../activities/store/agents';
 import { findTask } from '../activities/store/tasks';
 import type { Database } from '../schema/database';
-import { agentWorkflowId, deliverUpdate, type DeliverInput, type DeliverResult } from '../workflows/agent-contract';
-import type { agentWorkflow } from '../workflows/agent';
+import type { DeliverInput, DeliverResult } from '../workflows/agent-contract';
 import { deliveryProblem } from '../workflows/rules/mailbox';
 import { DeliveryRejectedError, innermostMessage, innermostType, UnknownAgentError } from './errors';
+import { FailureType } from '../workflows/failure-types';
 
 /**
  * A delivery that reaches the agent while it continues as new is rejected unprocessed by the server;
@@ -36,20 +37,14 @@ export async function deliverToAgent(access: MailboxAccess, agentId: string, inp
   const problem = deliveryProblem(input);
   if (problem) throw new DeliveryRejectedError(problem);
   if (!(await findAgent(access.db, agentId))) throw new UnknownAgentError(agentId);
-  const start = new WithStartWorkflowOperation<typeof agentWorkflow>('agentWorkflow', {
-    workflowId: agentWorkflowId(agentId),
-    taskQueue: access.taskQueue,
-    args: [{ agentId }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
   for (let attempt = 1; ; attempt++) {
     try {
-      const operation = attempt === 1 ? start : new WithStartWorkflowOperation<typeof agentWorkflow>('agentWorkflow', start.options);
-      return await access.temporal.workflow.executeUpdateWithStart(deliverUpdate, { args: [input], startWorkflowOperation: operation });
+      // A fresh start operation per attempt: an operation is used once.
+      return await sendDelivery(access.temporal, access.taskQueue, agentId, input);
     } catch (error) {
       // The agent continued as new in the workflow task that received the update: nothing ran or was
       // stored, so sending it again (to the new run) is safe.
-      if (error instanceof WorkflowUpdateFailedError && innermostType(error) === 'UnprocessedUpdate' && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
+      if (error instanceof WorkflowUpdateFailedError && innermostType(error) === FailureType.UnprocessedUpdate && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
       if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
       throw error;
     }

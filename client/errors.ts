@@ -1,4 +1,5 @@
 /** The client library's errors, in one module that every client file can import without a cycle. */
+import { FailureType } from '../workflows/failure-types';
 
 /** The message of the innermost cause: a validator's "no round … is running" rather than "Workflow Update failed". */
 export function innermostMessage(error: Error): string {
@@ -15,7 +16,7 @@ export function innermostType(error: Error): string | undefined {
 }
 
 export class UnknownAgentError extends Error {
-  readonly type = 'UnknownAgent';
+  readonly type = FailureType.UnknownAgent;
   constructor(readonly agentId: string) {
     super(`unknown agent ${JSON.stringify(agentId)}: create it first with upsertAgent / upsertAgentFromFolder`);
     this.name = 'UnknownAgentError';
@@ -24,7 +25,7 @@ export class UnknownAgentError extends Error {
 
 /** A delivery the agent refused (bad input, unknown task …): nothing was stored. */
 export class DeliveryRejectedError extends Error {
-  readonly type = 'DeliveryRejected';
+  readonly type = FailureType.DeliveryRejected;
   constructor(message: string, override readonly cause?: unknown) {
     super(message);
     this.name = 'DeliveryRejectedError';
@@ -33,7 +34,7 @@ export class DeliveryRejectedError extends Error {
 
 /** A task's input that cannot start a task (what is wrong is in the message); nothing was started. */
 export class InvalidTaskInputError extends Error {
-  readonly type = 'InvalidTaskInput';
+  readonly type = FailureType.InvalidTaskInput;
   constructor(message: string) {
     super(message);
     this.name = 'InvalidTaskInputError';

@@ -39,6 +39,7 @@ import { recordNewTask } from '../activities/store/task-graph';
 import { readUserTextFile } from '../activities/store/user-files';
 import type { DeliverInput } from '../workflows/agent-contract';
 import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
+import { FailureType } from '../workflows/failure-types';
 
 export * from '../workflows/contract';
 export type { AgentConfig, AgentDefinition } from '../activities/store/agents';
@@ -61,7 +62,7 @@ function parseManifest(folder: string, text: string | undefined): { name?: strin
 
 /** A budget decision the task refused (no round running, not "raise"/"stop", a raise not above the spend). */
 export class BudgetDecisionRejectedError extends Error {
-  readonly type = 'InvalidBudgetDecision';
+  readonly type = FailureType.InvalidBudgetDecision;
   constructor(message: string, override readonly cause?: unknown) {
     super(message);
     this.name = 'BudgetDecisionRejectedError';
@@ -74,7 +75,7 @@ export type { CommentResult } from './deliver';
 
 /** The task id is taken: a task id runs once (starting it again would not start new work). */
 export class TaskExistsError extends Error {
-  readonly type = 'TaskConflict';
+  readonly type = FailureType.TaskConflict;
   constructor(readonly taskId: string) {
     super(`task ${JSON.stringify(taskId)} already exists: a task id runs once; start a new task or follow this one`);
     this.name = 'TaskExistsError';

@@ -14,7 +14,7 @@
  */
 import type { Command } from 'commander';
 import type { TaskRow } from '../schema/database';
-import { TASK_PRIORITIES, type TaskPriorityLevel } from '../workflows/rules/task-graph';
+import { TASK_PRIORITIES, type TaskPriority } from '../workflows/rules/priority';
 import type { TaskAdmin, TaskTree } from './task-admin';
 
 export type TaskAdminCommand =
@@ -49,7 +49,7 @@ export async function runTaskAdminCommand(admin: TaskAdmin, cmd: TaskAdminComman
         agentId: cmd.agentId,
         title: cmd.title,
         ...(cmd.description ? { description: cmd.description } : {}),
-        ...(cmd.priority ? { priority: cmd.priority as TaskPriorityLevel } : {}),
+        ...(cmd.priority ? { priority: cmd.priority as TaskPriority } : {}),
         ...(cmd.parent ? { parentTaskId: cmd.parent } : {}),
         dependsOn: csv(cmd.dependsOn),
         createdBy: process.env.USER ?? 'human',

@@ -11,7 +11,7 @@ import type { Database, NotificationRow, TaskRow } from '../schema/database';
 import { addTaskEvent, findTask } from '../activities/store/tasks';
 import { PRIORITY_RANK, recordNewTask, TaskGraphError } from '../activities/store/task-graph';
 import { listNotifications, markNotificationsRead, type NotificationFilter } from '../activities/store/notifications';
-import { ignoreGone, propagateTaskState, startTaskWorkflow } from '../activities/task-graph';
+import { ignoreGone, propagateTaskState, startTaskWorkflow } from '../activities/task-propagation';
 import {
   AgentIdSearchAttribute,
   DEFAULT_TASK_QUEUE,
@@ -21,7 +21,8 @@ import {
   taskWorkflowId,
   type TaskWorkflowInput,
 } from '../workflows/contract';
-import { TASK_LIST_PAGE_MAX, type TaskPriorityLevel } from '../workflows/rules/task-graph';
+import { TASK_LIST_PAGE_MAX } from '../workflows/rules/task-graph';
+import type { TaskPriority } from '../workflows/rules/priority';
 import { TERMINAL_STATES, type TaskState } from '../workflows/rules/task-state';
 
 export { TaskGraphError };
@@ -48,7 +49,7 @@ export interface CreateTaskOptions {
   title: string;
   description?: string;
   taskId?: string;
-  priority?: TaskPriorityLevel;
+  priority?: TaskPriority;
   createdBy?: string;
   parentTaskId?: string;
   dependsOn?: string[];

@@ -2,7 +2,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import type { Kysely } from 'kysely';
 import { createActivities } from '../activities';
 import { webToolsConfig } from '../activities/tools/web/config';
-import type { ChatRouter } from '../activities/llm-step';
+import type { ChatRouter } from '../activities/llm/types';
 import type { Database } from '../schema/database';
 import type { Telemetry } from './telemetry';
 

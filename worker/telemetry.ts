@@ -17,7 +17,7 @@ import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@op
 import type { ActivityInboundCallsInterceptor, Next, WorkerOptions } from '@temporalio/worker';
 import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ChatRouter } from '../activities/llm-step';
+import type { ChatRouter } from '../activities/llm/types';
 import { costUsd } from '../activities/llm/cost';
 import type { CircuitBreaker } from '../activities/llm/circuit-breaker';
 import { activeConversation, withConversation } from '../activities/tracing';

@@ -5,7 +5,13 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { ConversationScenario } from './rules/conversation';
-import type { MailboxItemStatus, MailboxPriorityName, MailboxTriageDecision } from './rules/mailbox';
+
+/** Seed priorities: 0 critical, 1 high, 2 normal, 3 low, 4 background. */
+export const MAILBOX_PRIORITIES = { critical: 0, high: 1, normal: 2, low: 3, background: 4 } as const;
+export type MailboxPriorityName = keyof typeof MAILBOX_PRIORITIES;
+
+export type MailboxItemStatus = 'queued' | 'processing' | 'completed' | 'merged' | 'deferred' | 'dropped';
+export type MailboxTriageDecision = 'pick' | 'continue' | 'preempt' | 'merge' | 'wait';
 
 export const agentWorkflowId = (agentId: string): string => `agent-${agentId}`;
 /** Seed DM channel between two agents: `dm:a2a:{sorted id}:{sorted id}`. */

@@ -20,7 +20,7 @@ import {
 } from '@temporalio/workflow';
 import { MAILBOX_STORE_LOCAL, MESSAGING } from './activity-options';
 import type { Activities } from '../activities';
-import type { MailboxItemChange, MailboxItemRecord } from '../activities/mailbox/activities';
+import type { MailboxItemChange, MailboxItemRecord } from '../activities/mailbox/mailbox-activities';
 import {
   channelSessionId,
   chatRunWorkflowId,
@@ -50,8 +50,10 @@ import { agentMessageText, conversationScenario, taskCommentText } from './rules
 import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 import { fromRecord, view, type Item } from './mailbox-items';
+import { AGENT_ANSWERS_JOIN_TASK_PATCH, AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH } from './patches';
+import { FailureType } from './failure-types';
 
-const store = proxyLocalActivities<Activities>({ ...MAILBOX_STORE_LOCAL, retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: ['UnknownAgent', 'UnknownTask'] } });
+const store = proxyLocalActivities<Activities>({ ...MAILBOX_STORE_LOCAL, retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: [FailureType.UnknownAgent, FailureType.UnknownTask] } });
 const messaging = proxyActivities<Activities>(MESSAGING);
 
 /** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
@@ -107,7 +109,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     {
       validator: (delivery: DeliverInput) => {
         const problem = deliveryProblem(delivery);
-        if (problem) throw ApplicationFailure.nonRetryable(problem, 'InvalidDelivery');
+        if (problem) throw ApplicationFailure.nonRetryable(problem, FailureType.InvalidDelivery);
       },
     },
   );
@@ -184,7 +186,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       // A delivery may have arrived while the changes were written: continuing as new now would abandon
       // it (the sender gets UnprocessedUpdate; found by the mailbox bench). Loop instead. Behind
       // patched() so histories recorded before the fix replay (the marker is written only on this path).
-      if (queued().length === 0 && (allHandlersFinished() || !patched('agent-can-waits-for-late-deliveries'))) {
+      if (queued().length === 0 && (allHandlersFinished() || !patched(AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH))) {
         log.info('agent continues as new', { agentId, historyLength: workflowInfo().historyLength });
         await continueAsNew<typeof agentWorkflow>({ agentId, carry: counters });
       }
@@ -230,7 +232,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     // A colleague's answer on a thread this agent opened from a task joins that task's running round.
     // Agents' messages did not carry a task before this path; the patch keeps a raw client's older one
     // (a message delivered with a taskId) on its recorded path.
-    if (item.kind === 'message' && item.from.type === 'agent' && item.taskId && item.replyTo && patched('agent-answers-join-task') && (await forwardToTask(item, item.taskId))) {
+    if (item.kind === 'message' && item.from.type === 'agent' && item.taskId && item.replyTo && patched(AGENT_ANSWERS_JOIN_TASK_PATCH) && (await forwardToTask(item, item.taskId))) {
       return `handed to the running round of task ${item.taskId}`;
     }
     const workflowId = chatRunWorkflowId(agentId, item.itemId);

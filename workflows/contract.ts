@@ -8,6 +8,11 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { withTreeCost } from './rules/subagents';
 import type { TaskState } from './rules/task-state';
 import type { BudgetReport, SubagentCarry } from './subagent-contract';
+import { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
+import { FailureType } from './failure-types';
+import type { TaskPriority } from './rules/priority';
+
+export { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
 
 export const DEFAULT_TASK_QUEUE = 'agents';
 export const DEFAULT_NAMESPACE = 'default';
@@ -89,14 +94,6 @@ export interface PendingApproval {
   requestedAt: string;
 }
 
-export interface UsageTotals {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  costUsd: number;
-}
-
 export type TaskPhase =
   | 'starting'
   | 'thinking'
@@ -130,8 +127,7 @@ export const statusQuery = defineQuery<TaskStatus>('status');
 
 // ---- workflow inputs and outputs ---------------------------------------------------------------
 
-export const TASK_PRIORITIES = ['low', 'medium', 'high', 'urgent'] as const;
-export type TaskPriority = (typeof TASK_PRIORITIES)[number];
+export { TASK_PRIORITIES, type TaskPriority } from './rules/priority';
 
 /**
  * What starts a task: any Temporal client can send it (`temporal workflow start --type taskWorkflow`,
@@ -178,15 +174,15 @@ export const taskIdFromWorkflowId = (workflowId: string): string => (workflowId.
  */
 export const TaskFailureType = {
   /** The input names an agent that does not exist. */
-  unknownAgent: 'UnknownAgent',
+  unknownAgent: FailureType.UnknownAgent,
   /** The input is malformed (missing agent id, a title needed to create the task, a bad priority…). */
-  invalidInput: 'InvalidTaskInput',
+  invalidInput: FailureType.InvalidTaskInput,
   /** The task id already belongs to another agent, or that task already ended: a task id runs once. */
-  taskConflict: 'TaskConflict',
+  taskConflict: FailureType.TaskConflict,
   /** The workflow asked for a move the task state machine forbids (a bug, never retried). */
-  invalidTransition: 'InvalidTaskTransition',
+  invalidTransition: FailureType.InvalidTaskTransition,
   /** A malformed or stale human decision sent by update (rejected by its validator). */
-  invalidDecision: 'InvalidDecision',
+  invalidDecision: FailureType.InvalidDecision,
 } as const;
 
 /** What a continued-as-new task workflow needs: counters and ids only. */
@@ -271,8 +267,6 @@ export const roundProgressSignal = defineSignal<[RoundProgress]>('roundProgress'
  * round; the client's `getStatus` merges this in (`withLiveRound`).
  */
 export const roundProgressQuery = defineQuery<RoundProgress>('progress');
-
-export const ZERO_USAGE_TOTALS: UsageTotals = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
 
 /**
  * A task's status with its running round's live progress: iteration, phase, usage (the task's earlier

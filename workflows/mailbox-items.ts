@@ -1,4 +1,4 @@
-import type { MailboxItemRecord } from '../activities/mailbox/activities';
+import type { MailboxItemRecord } from '../activities/mailbox/mailbox-activities';
 import type { MailboxItemKind, MailboxItemView } from './agent-contract';
 import { MAILBOX_ITEM_PREVIEW_CHARS, type MailboxItemStatus, type MailboxTriageDecision, type TriageItem } from './rules/mailbox';
 

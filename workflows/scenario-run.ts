@@ -1,7 +1,7 @@
 import { CancellationScope, proxyActivities, proxyLocalActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { CHAT_LLM, MAILBOX_STORE_LOCAL, RUN_TOOL } from './activity-options';
 import type { Activities } from '../activities';
-import type { LlmStepResult } from '../activities/llm-step';
+import type { LlmStepResult } from '../activities/step/types';
 import type { ChatRunInput, ChatRunResult } from './agent-contract';
 import { CONVERSATION_APPROVAL_REFUSAL, CONVERSATION_MAX_TOOL_ITERATIONS } from './rules/conversation';
 import { CONTINUATION_PROMPT } from './rules/harness';

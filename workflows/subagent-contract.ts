@@ -3,8 +3,9 @@
  * signals, queries and the input/output types. Imported by workflows, the client and the tests.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { UsageTotals } from './contract';
+import type { UsageTotals } from './usage';
 import type { BudgetNode } from './rules/subagents';
+import { FailureType } from './failure-types';
 
 /** The n-th sub-agent (1-based, counted over the parent run's whole life) of a workflow. */
 export const subagentWorkflowId = (parentWorkflowId: string, n: number): string => `${parentWorkflowId}-sub-${n}`;
@@ -36,9 +37,9 @@ export interface SubagentWorkflowResult {
 }
 
 /** `ApplicationFailure.type` of a sub-agent that failed (details: `[{ usage }]`, what it spent). */
-export const SUBAGENT_FAILED_TYPE = 'SubagentFailed';
+export const SUBAGENT_FAILED_TYPE = FailureType.SubagentFailed;
 /** `ApplicationFailure.type` of a round stopped by a human's budget decision (never retried). */
-export const BUDGET_STOPPED_TYPE = 'BudgetStopped';
+export const BUDGET_STOPPED_TYPE = FailureType.BudgetStopped;
 
 /**
  * A human's answer when the task's tree reached its cost budget: `raise` sets the new limit (USD, above
@@ -64,7 +65,7 @@ export interface RecordedBudgetDecision extends BudgetDecision {
  */
 export const decideBudgetUpdate = defineUpdate<RecordedBudgetDecision, [BudgetDecision]>('decideBudget');
 /** `ApplicationFailure.type` of a budget decision the validator refused. */
-export const INVALID_BUDGET_DECISION_TYPE = 'InvalidBudgetDecision';
+export const INVALID_BUDGET_DECISION_TYPE = FailureType.InvalidBudgetDecision;
 
 /** Why the tree would ignore this decision, or undefined when it applies. */
 export function budgetDecisionProblem(decision: BudgetDecision | undefined, spentUsd: number, roundRunning: boolean): string | undefined {

@@ -38,6 +38,7 @@ import {
   type SubagentCarry,
 } from './subagent-contract';
 import { subagentWorkflow } from './subagent';
+import { SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH } from './patches';
 
 export interface SpawnOutcome {
   content: string;
@@ -251,7 +252,7 @@ export type SubagentSpawner = ReturnType<typeof createSubagentSpawner>;
  * the patch keep Promise.all's order of commands.
  */
 async function settleAll<T>(work: Array<Promise<T>>): Promise<T[]> {
-  if (!patched('subagents-settle-before-cancel')) return Promise.all(work);
+  if (!patched(SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH)) return Promise.all(work);
   const settled = await Promise.allSettled(work);
   const rejected = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (rejected) throw rejected.reason;

@@ -11,18 +11,11 @@ import type { StartGates } from '../activities/store/task-graph';
 import { dependenciesChangedSignal, TaskFailureType, taskApprovalSignal, type TaskApprovalDecision, type TaskWorkflowInput } from './contract';
 import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
 import { isTerminal, type TaskState } from './rules/task-state';
+import { DEPENDENCY_WAKE_KEPT_PATCH } from './patches';
+import type { TaskRun } from './task-run';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
-/** Marker of the workflow change that added the gates: histories recorded before it take the old path. */
-export const START_GATES_PATCH = 'task-start-gates';
-/**
- * Marker of the change that keeps a `dependenciesChanged` wake which arrives while the gates are read
- * or the blockers recorded (dependants are woken on every state change of a dependency, so a review
- * and an accept in quick succession are two wakes); before it the flag was cleared after that work
- * and such a wake waited for the periodic recheck.
- */
-export const DEPENDENCY_WAKE_KEPT_PATCH = 'task-dependency-wake-kept';
 
 /**
  * Records the task row from the input (idempotent by task id) and loads what the workflow needs. A
@@ -41,8 +34,6 @@ export async function recordTask(input: TaskWorkflowInput, taskId: string, carri
   return context;
 }
 
-/** Marker of the one-activity start of a fresh task (`openTask`): histories recorded before it take the three-activity path. */
-export const OPEN_TASK_PATCH = 'task-open-one-activity';
 
 /**
  * `recordTask` for a fresh task, with its start folded into the same activity: when the row is
@@ -84,19 +75,6 @@ function checkNotEnded(context: { state?: string }, taskId: string, carried: boo
   }
 }
 
-export interface GateHost {
-  taskId: string;
-  state(): TaskState;
-  moveTo(to: TaskState, error?: string): Promise<unknown>;
-  /** Shown by the status query while the task waits. */
-  setPhase(phase: 'awaiting-approval' | 'paused' | 'starting'): void;
-  /** A human sent `resume` while the task was blocked (the task workflow's own handler records it). */
-  resumeRequested(): boolean;
-  clearResume(): void;
-  /** The status query's `lastError`: what the blocked task waits for. */
-  setLastError(message: string): void;
-}
-
 /**
  * Waits until the task may start. Returns `rejected` when a human rejected it (the task is then
  * `rejected`), else `start` once it is approved (if it had to be) and every dependency completed.
@@ -107,7 +85,7 @@ export interface GateHost {
  * or cancelled dependency keeps the task blocked (its error says which): a human retries the dependency,
  * or cancels this task. `resume` starts a blocked task without waiting (a human's override).
  */
-export async function passStartGates(host: GateHost, read?: StartGates): Promise<'start' | 'rejected'> {
+export async function passStartGates(run: TaskRun, read?: StartGates): Promise<'start' | 'rejected'> {
   let approval: TaskApprovalDecision | undefined;
   let changed = false;
   setHandler(taskApprovalSignal, (decision) => {
@@ -122,42 +100,42 @@ export async function passStartGates(host: GateHost, read?: StartGates): Promise
   });
 
   // `read`: the gates `openTask` read just before (not read again).
-  let gates = read ?? (await store.taskStartGates({ taskId: host.taskId }));
+  let gates = read ?? (await store.taskStartGates({ taskId: run.taskId }));
   if (gates.awaitApproval) {
-    host.setPhase('awaiting-approval');
+    run.setPhase('awaiting-approval');
     await condition(() => approval !== undefined);
-    await store.recordTaskApproval({ taskId: host.taskId, approved: approval!.decision === 'approve', decidedBy: approval!.decidedBy, comment: approval!.comment });
+    await store.recordTaskApproval({ taskId: run.taskId, approved: approval!.decision === 'approve', decidedBy: approval!.decidedBy, comment: approval!.comment });
     if (approval!.decision === 'reject') {
-      await host.moveTo('rejected', approval!.comment ? `rejected: ${approval!.comment}` : 'rejected by a human');
+      await run.moveTo('rejected', approval!.comment ? `rejected: ${approval!.comment}` : 'rejected by a human');
       return 'rejected';
     }
-    host.setPhase('starting');
-    gates = await store.taskStartGates({ taskId: host.taskId });
+    run.setPhase('starting');
+    gates = await store.taskStartGates({ taskId: run.taskId });
   }
-  host.clearResume(); // a resume sent before the task was blocked is not an override
+  run.resumeRequested = false; // a resume sent before the task was blocked is not an override
   let reason = '';
   const wakeKept = gates.blockedBy.length > 0 && patched(DEPENDENCY_WAKE_KEPT_PATCH);
   while (gates.blockedBy.length > 0) {
     const waitingFor = `waiting for ${gates.blockedBy.map((d) => `${d.id} (${d.state})`).join(', ')}`;
-    if (host.state() !== 'blocked') {
-      host.setPhase('paused');
-      await host.moveTo('blocked', waitingFor);
+    if (run.state !== 'blocked') {
+      run.setPhase('paused');
+      await run.moveTo('blocked', waitingFor);
     } else if (waitingFor !== reason) {
       // Still blocked, for a new reason (a dependency failed or was cancelled): say so.
-      host.setLastError(waitingFor);
-      await store.recordTaskBlockers({ taskId: host.taskId, message: waitingFor });
+      run.lastError = waitingFor;
+      await store.recordTaskBlockers({ taskId: run.taskId, message: waitingFor });
     }
     reason = waitingFor;
     if (!wakeKept) changed = false;
-    await condition(() => changed || host.resumeRequested(), DEPENDENCY_RECHECK_INTERVAL_MS);
-    if (host.resumeRequested()) {
-      host.clearResume();
+    await condition(() => changed || run.resumeRequested, DEPENDENCY_RECHECK_INTERVAL_MS);
+    if (run.resumeRequested) {
+      run.resumeRequested = false;
       break;
     }
     // Cleared before the read: a wake that arrives while it (or the blockers' record) runs is kept.
     if (wakeKept) changed = false;
-    gates = await store.taskStartGates({ taskId: host.taskId });
+    gates = await store.taskStartGates({ taskId: run.taskId });
   }
-  host.setPhase('starting');
+  run.setPhase('starting');
   return 'start';
 }

@@ -6,17 +6,17 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  deprecatePatch,
   patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { FUSED_STEP, TASK_LLM, TASK_STORE, TASK_TOOL } from './activity-options';
+import { FUSED_STEP, TASK_STORE, TASK_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { ExecuteToolResult } from '../activities/tools/execute';
-import type { LlmStepResult } from '../activities/llm-step';
-import type { DeferredToolCall, StepWithToolsResult } from '../activities/step-with-tools';
+import type { DeferredToolCall, StepWithToolsResult } from '../activities/step/with-tools';
 import {
   addUsage,
   approvalDecisionSignal,
@@ -33,21 +33,18 @@ import {
   type TaskComment,
   type TaskPhase,
 } from './contract';
+import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
 import {
   CONTINUATION_PROMPT,
-  FUSED_STEP_PATCH_ID,
   finalCriticalReminderText,
-  NO_START_REPORT_PATCH_ID,
   injectionsAfterToolIteration,
   phaseReportDue,
-  progressReportDue,
   ROUND_MAX_HISTORY_EVENTS_PER_RUN,
   shouldContinueAsNew,
 } from './rules/harness';
 import { formatTokens } from './rules/format';
 import { createSubagentSpawner } from './subagent-spawner';
 
-const llm = proxyActivities<Activities>(TASK_LLM);
 const tools = proxyActivities<Activities>(TASK_TOOL);
 const fused = proxyActivities<Activities>(FUSED_STEP);
 const store = proxyActivities<Activities>(TASK_STORE);
@@ -76,11 +73,11 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   const pending = new Map<string, PendingApproval>();
   let opening = carry ? undefined : { revisionFeedback: input.revisionFeedback };
   let lastReportedIteration: number | undefined;
-  // Runs started before the fused step take the old path (two activities per iteration, progress
-  // signals every few iterations), so their histories replay unchanged. Decided before any command.
-  const fusedLoop = patched(FUSED_STEP_PATCH_ID);
-  // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH_ID).
-  if (fusedLoop && !carry && patched(NO_START_REPORT_PATCH_ID)) lastReportedIteration = toolIterations;
+  // Every round in the support window runs the fused step; the marker is still written first, so
+  // the histories that carry it replay unchanged (see FUSED_STEP_PATCH in patches.ts).
+  deprecatePatch(FUSED_STEP_PATCH);
+  // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH).
+  if (!carry && patched(NO_START_REPORT_PATCH)) lastReportedIteration = toolIterations;
 
   setHandler(approvalDecisionSignal, (d) => {
     if (!decisions.has(d.requestId)) decisions.set(d.requestId, d);
@@ -116,8 +113,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   /** Tells the task workflow what this round is doing (throttled: each report is history in both workflows). */
   const report = async (now: TaskPhase, force = false): Promise<void> => {
     details(now);
-    const due = fusedLoop ? phaseReportDue(lastReportedIteration, force) : progressReportDue(lastReportedIteration, toolIterations, force);
-    if (!due) return;
+    if (!phaseReportDue(lastReportedIteration, force)) return;
     lastReportedIteration = toolIterations;
     try {
       await getExternalWorkflowHandle(input.parentWorkflowId).signal(roundProgressSignal, progress());
@@ -168,9 +164,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       await spawner.beforeLlmCall();
       injections.push(...drainComments(comments));
       const stepInput = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, scenario: 'task' as const, attempt: input.attempt, turn, opening, injections };
-      const step: LlmStepResult | StepWithToolsResult = fusedLoop
-        ? await fused.llmStepWithTools.executeWithOptions({ summary: `llm ${input.modelLabel} + tools · round ${input.round} turn ${turn}` }, [stepInput])
-        : await llm.llmStep.executeWithOptions({ summary: `llm ${input.modelLabel} · round ${input.round} turn ${turn}` }, [stepInput]);
+      const step: StepWithToolsResult = await fused.llmStepWithTools.executeWithOptions({ summary: `llm ${input.modelLabel} + tools · round ${input.round} turn ${turn}` }, [stepInput]);
       const stepTurn = turn;
       turn += 1;
       opening = undefined;
@@ -182,12 +176,11 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       if (step.toolCalls.length > 0) {
         let submission: string | undefined;
         // The fused step already ran the calls that needed nobody, in order, up to the first that needs a human.
-        const fusedStep = fusedLoop ? (step as StepWithToolsResult) : undefined;
-        const ran = fusedStep?.toolResults ?? [];
+        const ran = step.toolResults;
         for (const { result } of ran) if (result.submission !== undefined) submission = result.submission;
         if (ran.length > 0) details('running-tool', ` · ran ${ran.map((r) => r.summary).join(', ')}`.slice(0, TOOL_DETAILS_MAX_CHARS));
         // Sequentially, in the model's order (seed D1-4: task execution runs tools one by one).
-        const toRun: DeferredToolCall[] = fusedStep ? fusedStep.deferred : step.toolCalls;
+        const toRun: DeferredToolCall[] = step.deferred;
         for (const call of toRun) {
           const result = await runTool(call, stepTurn, call.approval ?? call.inWorkflow);
           if (result.kind === 'done' && result.submission !== undefined) submission = result.submission;

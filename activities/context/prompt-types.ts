@@ -8,6 +8,7 @@
  */
 import type { SystemSegment, ToolDefinition } from '../llm/types';
 import type { Instant } from './quantize';
+import type { PromptPriority } from '../../workflows/rules/priority';
 
 export type PromptScenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' | 'a2a' | 'comment_response' | 'group_chat' | 'subagent';
 
@@ -90,12 +91,11 @@ export interface ActiveSkill {
   expanded?: boolean;
 }
 
-export type TaskPriority = 'critical' | 'urgent' | 'high' | 'medium' | 'low';
 
 export interface PromptTask {
   id: string;
   title: string;
-  priority: TaskPriority;
+  priority: PromptPriority;
   status: string;
   description?: string;
   assignee?: string;

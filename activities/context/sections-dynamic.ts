@@ -23,10 +23,11 @@ import {
   SYSTEM_TEAM_TASKS_MAX,
 } from './limits';
 import { fence, inline, neutralize, truncateChars } from './neutralize';
-import type { PromptInputs, PromptScenario, PromptTask, SkillSummary, TaskPriority } from './prompt-types';
+import type { PromptInputs, PromptScenario, PromptTask, SkillSummary } from './prompt-types';
 import { formatMinuteUtc, mailboxElapsedLabel, notebookAgeLabel } from './quantize';
 import type { SegmentDraft } from './segment-fit';
 import { mention, offeredToolNames } from './tool-mentions';
+import { PRIORITY_RANK } from '../../workflows/rules/priority';
 
 /** Shrink order when the message is over target: lowest first. Undefined (sender, time…) never shrinks. */
 const SHRINK_ORDER = {
@@ -116,7 +117,6 @@ function skillsCatalogueSection(inputs: PromptInputs): SegmentDraft | undefined 
   };
 }
 
-const PRIORITY_RANK: Record<TaskPriority, number> = { critical: 0, urgent: 0, high: 1, medium: 2, low: 3 };
 const CLOSED_STATUSES = new Set(['completed', 'done', 'cancelled', 'canceled', 'rejected', 'archived', 'closed']);
 
 function byPriority(tasks: readonly PromptTask[]): PromptTask[] {

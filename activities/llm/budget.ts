@@ -12,6 +12,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { lookupModel, pricesForPrompt, TOKENS_PER_MILLION, type ModelInfo } from './catalog';
+import { FailureType } from '../../workflows/failure-types';
 
 /** Tokens reserved for the model's answer in the pre-flight estimate (seed D2 §5). */
 export const RESPONSE_TOKEN_RESERVE = 1_500;
@@ -23,7 +24,7 @@ export type BudgetThresholdPercent = (typeof BUDGET_THRESHOLD_PERCENTS)[number];
 /** The run's error message when the guard blocks it (seed D2 §5: `errorMessage='Budget exceeded'`). */
 export const BUDGET_EXCEEDED_REASON = 'Budget exceeded';
 /** `ApplicationFailure.type` of a blocked call; never retried. */
-export const BUDGET_EXCEEDED_TYPE = 'BudgetExceeded';
+export const BUDGET_EXCEEDED_TYPE = FailureType.BudgetExceeded;
 
 export type BudgetUnit = 'usd' | 'tokens';
 

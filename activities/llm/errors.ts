@@ -24,36 +24,10 @@ import {
   APIUserAbortError as OpenAiUserAbortError,
 } from 'openai';
 import type { ProviderKind } from './types';
+import { LlmFailureType } from '../../workflows/failure-types';
 
-/** Stable `ApplicationFailure.type` values for LLM failures; workflows and retry policies match on these. */
-export const LlmFailureType = {
-  /** 429: too many requests or tokens per minute. Retryable. */
-  RateLimited: 'LlmRateLimited',
-  /** 529 / `overloaded_error`: the provider is shedding load. Retryable. */
-  Overloaded: 'LlmOverloaded',
-  /** Other 5xx (and 499). Retryable. */
-  ServerError: 'LlmServerError',
-  /** Connection refused / reset, DNS failure. Retryable. */
-  NetworkError: 'LlmNetworkError',
-  /** Request timed out (client-side timeout or 408). Retryable. */
-  Timeout: 'LlmTimeout',
-  /** 409: a conflicting concurrent request. Retryable. */
-  Conflict: 'LlmConflict',
-  /** 401: the API key is missing, wrong or revoked. Not retryable. */
-  AuthError: 'LlmAuthError',
-  /** 403: the key may not use this model or region. Not retryable. */
-  PermissionDenied: 'LlmPermissionDenied',
-  /** 402 / `billing_error` / `insufficient_quota` / credit balance too low. Not retryable. */
-  BillingError: 'LlmBillingError',
-  /** 404: no such model (or a wrong base URL). Not retryable. */
-  NotFound: 'LlmNotFound',
-  /** 400, 413, 422 and other 4xx: the request itself is invalid. Not retryable. */
-  BadRequest: 'LlmBadRequest',
-  /** An error the classifier does not recognise (e.g. a malformed stream). Retryable. */
-  ProviderError: 'LlmProviderError',
-  /** The router was asked for a model or provider that is not configured. Not retryable. */
-  ConfigError: 'LlmConfigError',
-} as const;
+export { LlmFailureType } from '../../workflows/failure-types';
+
 
 export type LlmFailureTypeName = (typeof LlmFailureType)[keyof typeof LlmFailureType];
 

@@ -127,3 +127,20 @@ export interface ProviderConfig {
 }
 
 export const ZERO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });
+
+export interface ChatTarget {
+  provider?: string;
+  model?: string;
+  tier?: 'cheap' | 'standard' | 'premium';
+}
+
+/** The part of the LLM router the step needs. */
+export interface ChatRouter {
+  /** The route's candidates in order; the first is the model the prompt is budgeted for. */
+  candidates(target: ChatTarget): Array<{ provider: string; model: string }>;
+  chat(
+    request: Omit<ChatRequest, 'model' | 'maxTokens'> & { maxTokens?: number },
+    target: ChatTarget,
+    callbacks?: ChatCallbacks,
+  ): Promise<ChatResult>;
+}

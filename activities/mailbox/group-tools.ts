@@ -7,6 +7,7 @@ import { channelSessionId } from '../../workflows/agent-contract';
 import { GROUP_NAME_PATTERN, groupChannel } from '../../workflows/rules/group';
 import { MAILBOX_TEXT_MAX_CHARS } from '../../workflows/rules/mailbox';
 import { createGroup, postGroupMessage } from './group';
+import { FailureType } from '../../workflows/failure-types';
 
 /** Groups listed by agent_list_group_chats: more than an agent is in for any real team setup. */
 const GROUP_LIST_MAX = 50;
@@ -148,7 +149,7 @@ async function asToolError(run: () => Promise<ToolOutput>): Promise<ToolOutput> 
   try {
     return await run();
   } catch (error) {
-    if (error instanceof ApplicationFailure && error.type === 'InvalidGroup') return { content: `${error.message}.`, isError: true };
+    if (error instanceof ApplicationFailure && error.type === FailureType.InvalidGroup) return { content: `${error.message}.`, isError: true };
     throw error;
   }
 }

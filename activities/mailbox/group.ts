@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import { agentWorkflowId, deliverUpdate } from '../../workflows/agent-contract';
 import { MAILBOX_TEXT_MAX_CHARS } from '../../workflows/rules/mailbox';
 import {
   GROUP_CONTEXT_MESSAGES,
@@ -17,6 +16,8 @@ import {
   type GroupRecipient,
 } from '../../workflows/rules/group';
 import { findAgent } from '../store/agents';
+import { FailureType } from '../../workflows/failure-types';
+import { deliverToAgent } from './deliver-to-agent';
 
 export interface GroupMessageView {
   id: string;
@@ -32,7 +33,7 @@ export interface GroupMessageView {
 
 export type GroupPostOutcome = { posted: true; message: GroupMessageView } | { posted: false; reason: string };
 
-const groupProblem = (message: string): ApplicationFailure => ApplicationFailure.nonRetryable(message, 'InvalidGroup');
+const groupProblem = (message: string): ApplicationFailure => ApplicationFailure.nonRetryable(message, FailureType.InvalidGroup);
 
 /** Creates a group channel with its members (agents must exist). Refuses a name in use or bad members. */
 export async function createGroup(db: Kysely<Database>, input: { name: string; createdBy: string; members: GroupMember[] }): Promise<void> {
@@ -131,26 +132,20 @@ export async function postGroupMessage(
     .map((r) => ({ from: { type: r.from_type as GroupMember['type'], id: r.from_id }, text: r.text }));
   await Promise.all(
     recipients.map(async (r) => {
-      const start = new WithStartWorkflowOperation('agentWorkflow', {
-        workflowId: agentWorkflowId(r.agentId),
+      await deliverToAgent(
+        client,
         taskQueue,
-        args: [{ agentId: r.agentId }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
-      await client.workflow.executeUpdateWithStart(deliverUpdate, {
-        updateId: `group-${id}-${r.agentId}`,
-        args: [
-          {
-            kind: r.kind,
-            from: { type: input.from.type, id: input.from.id },
-            channel: groupChannel(input.group),
-            text: groupPrompt({ group: input.group, agentId: r.agentId, members, message: { id, from: input.from, text: input.text }, targeted: r.targeted, recent }),
-            replyTo: id,
-            thread: message.turnId,
-          },
-        ],
-        startWorkflowOperation: start,
-      });
+        r.agentId,
+        {
+          kind: r.kind,
+          from: { type: input.from.type, id: input.from.id },
+          channel: groupChannel(input.group),
+          text: groupPrompt({ group: input.group, agentId: r.agentId, members, message: { id, from: input.from, text: input.text }, targeted: r.targeted, recent }),
+          replyTo: id,
+          thread: message.turnId,
+        },
+        { updateId: `group-${id}-${r.agentId}` },
+      );
     }),
   );
   return { posted: true, message };

@@ -1,9 +1,10 @@
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import { agentWorkflowId, deliverUpdate, type DeliverInput } from '../../workflows/agent-contract';
+import type { DeliverInput } from '../../workflows/agent-contract';
 import { mentionTokens } from '../../workflows/rules/group';
 import { findAgent } from '../store/agents';
+import { deliverToAgent } from './deliver-to-agent';
 
 /** Agents one comment can mention: a comment addressing more is a broadcast, which belongs in a group. */
 export const COMMENT_MAX_MENTIONS = 5;
@@ -41,16 +42,7 @@ export async function deliverAgentComment(
   input: { taskId: string; assignee: string; fromAgentId: string; text: string; commentId: string },
 ): Promise<string | undefined> {
   if ((await agentCommentRoom(db, input.taskId)) === 0) return undefined;
-  const result = await client.workflow.executeUpdateWithStart(deliverUpdate, {
-    updateId: input.commentId,
-    args: [{ kind: 'comment', from: { type: 'agent', id: input.fromAgentId }, taskId: input.taskId, text: input.text }],
-    startWorkflowOperation: new WithStartWorkflowOperation('agentWorkflow', {
-      workflowId: agentWorkflowId(input.assignee),
-      taskQueue,
-      args: [{ agentId: input.assignee }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    }),
-  });
+  const result = await deliverToAgent(client, taskQueue, input.assignee, { kind: 'comment', from: { type: 'agent', id: input.fromAgentId }, taskId: input.taskId, text: input.text }, { updateId: input.commentId });
   return result.itemId;
 }
 
@@ -78,25 +70,20 @@ export async function deliverCommentMentions(
   const from = `${input.from.type}:${input.from.id}`;
   await Promise.all(
     mentioned.map((agentId) =>
-      client.workflow.executeUpdateWithStart(deliverUpdate, {
-        updateId: `mention-${input.commentItemId}-${agentId}`,
-        args: [
-          {
-            kind: 'mention',
-            from: input.from,
-            channel: `task:${input.taskId}`,
-            taskId: input.taskId,
-            replyTo: input.commentItemId,
-            text: `[MENTION in a comment on task ${input.taskId} from ${from}: answer in the task's thread]\n${input.text}`,
-          },
-        ],
-        startWorkflowOperation: new WithStartWorkflowOperation('agentWorkflow', {
-          workflowId: agentWorkflowId(agentId),
-          taskQueue,
-          args: [{ agentId }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-        }),
-      }),
+      deliverToAgent(
+        client,
+        taskQueue,
+        agentId,
+        {
+          kind: 'mention',
+          from: input.from,
+          channel: `task:${input.taskId}`,
+          taskId: input.taskId,
+          replyTo: input.commentItemId,
+          text: `[MENTION in a comment on task ${input.taskId} from ${from}: answer in the task's thread]\n${input.text}`,
+        },
+        { updateId: `mention-${input.commentItemId}-${agentId}` },
+      ),
     ),
   );
   return mentioned;

@@ -1,8 +1,9 @@
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import { agentDmChannel, agentWorkflowId, deliverUpdate, type DeliverResult } from '../../workflows/agent-contract';
+import { agentDmChannel, type DeliverResult } from '../../workflows/agent-contract';
 import { findAgent } from '../store/agents';
+import { deliverToAgent } from './deliver-to-agent';
 
 /**
  * Agent messages allowed in one thread (both directions, the first included). Two agents that always
@@ -41,26 +42,20 @@ export async function sendAgentMessage(
       return { sent: false, reason: `the thread's reply budget (${A2A_THREAD_MESSAGE_BUDGET} agent messages) is used up` };
     }
   }
-  const start = new WithStartWorkflowOperation('agentWorkflow', {
-    workflowId: agentWorkflowId(message.to),
+  const result: DeliverResult = await deliverToAgent(
+    client,
     taskQueue,
-    args: [{ agentId: message.to }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
-  const result: DeliverResult = await client.workflow.executeUpdateWithStart(deliverUpdate, {
-    updateId: message.idempotencyKey,
-    args: [
-      {
-        kind: 'message',
-        from: { type: 'agent', id: message.fromAgentId },
-        channel: agentDmChannel(message.fromAgentId, message.to),
-        text: message.text,
-        ...(message.replyTo ? { replyTo: message.replyTo } : {}),
-        ...(message.thread ? { thread: message.thread } : {}),
-        ...(message.taskId ? { taskId: message.taskId } : {}),
-      },
-    ],
-    startWorkflowOperation: start,
-  });
+    message.to,
+    {
+      kind: 'message',
+      from: { type: 'agent', id: message.fromAgentId },
+      channel: agentDmChannel(message.fromAgentId, message.to),
+      text: message.text,
+      ...(message.replyTo ? { replyTo: message.replyTo } : {}),
+      ...(message.thread ? { thread: message.thread } : {}),
+      ...(message.taskId ? { taskId: message.taskId } : {}),
+    },
+    { updateId: message.idempotencyKey },
+  );
   return { sent: true, itemId: result.itemId, thread: message.thread ?? result.itemId };
 }

@@ -20,4 +20,4 @@ export {
 export { searchMemory, type SearchHit } from './search';
 export { memoryAliases, memoryTools } from './tools';
 export { editAgentFile } from './self-edit';
-export { createMemoryActivities, type MemoryActivities } from './activities';
+export { createMemoryActivities, type MemoryActivities } from './memory-activities';

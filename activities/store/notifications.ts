@@ -6,13 +6,14 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database, NotificationRow } from '../../schema/database';
+import type { NotificationPriority } from '../../workflows/rules/priority';
 
 /** A listing shows at most this many rows (newest first); older ones stay in the table. */
 export const NOTIFICATIONS_LIST_MAX = 200;
 /** Notification titles longer than this are cut (the body keeps the whole text). */
 export const NOTIFICATION_TITLE_CHARS = 120;
 
-export type NotificationPriority = 'low' | 'normal' | 'high' | 'urgent';
+export type { NotificationPriority } from '../../workflows/rules/priority';
 
 export interface NewNotification {
   agentId: string;

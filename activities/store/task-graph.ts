@@ -10,13 +10,21 @@ import {
   isDependencySatisfied,
   SUBTASK_HARD_CAP,
   TASK_MAX_DEPENDENCIES,
-  type TaskPriorityLevel,
 } from '../../workflows/rules/task-graph';
 import { TERMINAL_STATES } from '../../workflows/rules/task-state';
 import { addTaskEvent } from './tasks';
+import { PRIORITY_RANK as PRIORITY_RANK_OF, type TaskPriority } from '../../workflows/rules/priority';
 
-/** Board order for `orderBy` on the tasks table: urgent (or critical) first, low last. */
-export const PRIORITY_RANK = sql<number>`case priority when 'urgent' then 0 when 'critical' then 0 when 'high' then 1 when 'medium' then 2 else 3 end`;
+/**
+ * Board order for `orderBy` on the tasks table, from the one rank table: urgent (or critical) first,
+ * low last, and a value outside the scale with low. Built from constants only, so `sql.raw` is safe.
+ */
+export const PRIORITY_RANK = sql<number>`${sql.raw(priorityRankCase())}`;
+
+function priorityRankCase(): string {
+  const ranked = Object.entries(PRIORITY_RANK_OF).filter(([level]) => level !== 'low');
+  return `case priority ${ranked.map(([level, rank]) => `when '${level}' then ${rank}`).join(' ')} else ${PRIORITY_RANK_OF.low} end`;
+}
 
 /** Known agents named in an "unknown agent" error, so the model (or a person) can pick a real one. */
 const KNOWN_AGENTS_LISTED = 20;
@@ -38,7 +46,7 @@ export interface NewTaskRecord {
   agentId: string;
   title: string;
   description: string;
-  priority: TaskPriorityLevel;
+  priority: TaskPriority;
   createdBy: string;
   parentTaskId?: string;
   dependsOn?: string[];

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { notificationId, storeNotification } from '../store/notifications';
 import { addTaskEvent, findTask } from '../store/tasks';
 import { defineTool } from './types';
+import { NOTIFICATION_PRIORITIES } from '../../workflows/rules/priority';
 
-const PRIORITY = z.enum(['low', 'normal', 'high', 'urgent']);
+const PRIORITY = z.enum(NOTIFICATION_PRIORITIES);
 
 /**
  * Ask a human a question. In a task, governance asks for approval, so the call goes through the task

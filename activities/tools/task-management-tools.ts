@@ -19,13 +19,13 @@ import {
   TASK_LIST_PAGE_MAX,
   TASK_LIST_PAGE_SIZE,
   TASK_MAX_DEPENDENCIES,
-  TASK_PRIORITIES,
 } from '../../workflows/rules/task-graph';
+import { TASK_PRIORITIES } from '../../workflows/rules/priority';
 import { TERMINAL_STATES } from '../../workflows/rules/task-state';
 import { agentConfig, findAgent } from '../store/agents';
 import { addDependencies, PRIORITY_RANK, recordNewTask, TaskGraphError } from '../store/task-graph';
 import { addTaskEvent, findTask } from '../store/tasks';
-import { ignoreGone, startTaskWorkflow } from '../task-graph';
+import { ignoreGone, startTaskWorkflow } from '../task-propagation';
 import { deliverAgentComment, deliverCommentMentions } from '../mailbox/mentions';
 import { defineTool, type ToolOutput } from './types';
 

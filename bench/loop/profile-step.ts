@@ -15,7 +15,7 @@ import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import { upsertAgent } from '../../activities/store/agents';
 import { migrateToLatest } from '../../schema/migrate';
-import { runStepWithTools } from '../../activities/step-with-tools';
+import { runStepWithTools } from '../../activities/step/with-tools';
 import { startFakeLlmServer } from '../../test/fake-llm';
 import { ScriptedTasks } from './scenario';
 

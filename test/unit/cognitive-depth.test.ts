@@ -7,7 +7,7 @@ import {
   selectCognitiveDepth,
   type CognitiveScenario,
   type DepthSignals,
-} from '../../activities/cognitive/depth';
+} from '../../activities/step/cognitive/depth';
 
 const calm = (scenario: CognitiveScenario, extra: Partial<DepthSignals> = {}): DepthSignals => ({ scenario, stimulusChars: 100, hasFailedTasks: false, hasBlockers: false, ...extra });
 

@@ -12,7 +12,7 @@ import {
   parseAppraisal,
   reflectionPrompt,
   type CognitiveSituation,
-} from '../../activities/cognitive/prompts';
+} from '../../activities/step/cognitive/prompts';
 
 const situation = (extra: Partial<CognitiveSituation> = {}): CognitiveSituation => ({
   agent: { name: 'Ada', role: 'Backend engineer', soul: 'You are meticulous about data migrations.', agents: 'You own the billing service.' },

@@ -3,10 +3,8 @@ import {
   finalCriticalReminderText,
   injectionsAfterToolIteration,
   INTERRUPTED_RETRY_TEXT,
-  PROGRESS_REPORT_EVERY_TOOL_ITERATIONS,
   REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS,
   ROUND_MAX_HISTORY_EVENTS_PER_RUN,
-  progressReportDue,
   shouldContinueAsNew,
   TASK_MAX_NO_SUBMIT_RETRIES,
   TASK_MAX_TRANSIENT_ROUND_RETRIES,
@@ -70,14 +68,6 @@ describe('task harness rules (seed D1 §2.D, §3.7)', () => {
     expect(revision).toContain('- note one');
     expect(revision).toContain('## 🔴 REVISION REQUIRED — reviewer feedback\n\nAdd a test.');
     expect(revision.indexOf('REVISION REQUIRED')).toBeLessThan(revision.indexOf('Completion Requirements'));
-  });
-
-  test(`progress is reported at once when forced, first, and then every ${PROGRESS_REPORT_EVERY_TOOL_ITERATIONS} tool iterations`, () => {
-    expect(progressReportDue(undefined, 0)).toBe(true);
-    expect(progressReportDue(0, 0)).toBe(false);
-    expect(progressReportDue(0, PROGRESS_REPORT_EVERY_TOOL_ITERATIONS - 1)).toBe(false);
-    expect(progressReportDue(0, PROGRESS_REPORT_EVERY_TOOL_ITERATIONS)).toBe(true);
-    expect(progressReportDue(3, 3, true)).toBe(true);
   });
 
   test('continue as new when Temporal suggests it or the run reaches its own bound', () => {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { buildSystemPrompt, HEARTBEAT_USER_MESSAGE, SUMMARIZER_SYSTEM_PROMPT, systemPromptText, type PromptInputs } from '../../activities/context';
-import { appraisalPrompt, evaluationPrompt, reflectionPrompt as cognitiveReflectionPrompt } from '../../activities/cognitive/prompts';
+import { appraisalPrompt, evaluationPrompt, reflectionPrompt as cognitiveReflectionPrompt } from '../../activities/step/cognitive/prompts';
 import { createMemoryActivities } from '../../activities/memory';
 import { dailyReportPrompt, dreamPrompt, heartbeatPrompt, reflectionPrompt } from '../../activities/memory/prompts';
-import { loadPromptInputs } from '../../activities/prompt';
+import { loadPromptInputs } from '../../activities/step/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { postAnnouncement, upsertOrganisation } from '../../activities/store/organisations';
 import { findMessage } from '../../activities/store/sessions';

@@ -118,7 +118,7 @@ describe('recorded workflow histories replay on the current code', () => {
       return codePath;
     };
     // The line before the task workflow's first activity (recordTask, or openTask on a fresh run).
-    const firstActivity = "    const fresh = carry === undefined && state === 'pending' && patched(OPEN_TASK_PATCH);";
+    const firstActivity = "    const fresh = run.carry === undefined && run.state === 'pending' && patched(OPEN_TASK_PATCH);";
     const taskHistories = histories.filter((h) => workflowType(h) === 'taskWorkflow' && h.history.events.some((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED'));
     const versions = [...new Set(taskHistories.map((h) => h.version))];
     expect(versions.length).toBeGreaterThan(1);

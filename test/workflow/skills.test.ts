@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildSystemPrompt, systemPromptText } from '../../activities/context';
-import { loadPromptInputs } from '../../activities/prompt';
+import { loadPromptInputs } from '../../activities/step/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { loadActivations } from '../../activities/store/skills';
 import { discoverableTools, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';

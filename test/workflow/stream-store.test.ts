@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../activities/store/db';
 import { appendStreamEvents, readStreamEvents } from '../../activities/streams/store';
 import { StepStreamPublisher } from '../../activities/streams/publisher';
-import { createStreamActivities } from '../../activities/streams/activities';
+import { createStreamActivities } from '../../activities/streams/stream-activities';
 import { eventually } from '../support/eventually';
 import { readTranscript, tailStream, transcriptText, type StreamEvent } from '../../client/streams';
 

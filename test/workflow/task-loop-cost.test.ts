@@ -1,7 +1,7 @@
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
-import { FUSED_STEP_PATCH_ID, NO_START_REPORT_PATCH_ID } from '../../workflows/rules/harness';
+import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from '../../workflows/patches';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
 import { activitySummaries, historiesOfAllRuns, toolCallSummaries } from './task-support';
@@ -46,8 +46,8 @@ describe('what a loop iteration costs', () => {
     // The run carries the patch markers, so a later change of the loop can tell its history apart.
     const markers = round!.filter((e) => e.markerRecordedEventAttributes);
     expect(markers).toHaveLength(2);
-    expect(markerPatchIds(markers[0]!).join()).toContain(`"${FUSED_STEP_PATCH_ID}"`);
-    expect(markerPatchIds(markers[1]!).join()).toContain(`"${NO_START_REPORT_PATCH_ID}"`);
+    expect(markerPatchIds(markers[0]!).join()).toContain(`"${FUSED_STEP_PATCH}"`);
+    expect(markerPatchIds(markers[1]!).join()).toContain(`"${NO_START_REPORT_PATCH}"`);
 
     // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.
     const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];

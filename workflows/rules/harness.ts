@@ -26,13 +26,6 @@ export const TOOL_RESULT_PREVIEW_CHARS = 2_000;
 /** How long a tool call waits for a human approval before it is treated as rejected. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
 /**
- * A round tells its task workflow its iteration and usage at most once per this many tool
- * iterations (approval requests and decisions are reported at once). Every report is a signal, i.e.
- * events in the task workflow's history, which cannot continue-as-new while a round runs: this keeps
- * the task workflow's history growing ~12× slower than the round's, which continues as new.
- */
-export const PROGRESS_REPORT_EVERY_TOOL_ITERATIONS = 5;
-/**
  * A round continues as new when Temporal suggests it or when its run's history reaches this many
  * events, whichever comes first: a worker that picks the round up after a restart or a cache eviction
  * replays the whole run, and 2,000 events replay in well under a second (Temporal's own suggestion
@@ -84,32 +77,12 @@ export function injectionsAfterToolIteration(taskId: string, toolIterations: num
 }
 
 /**
- * Rounds started since the fused step (one activity per iteration: LLM call + auto-allowed tools)
- * carry this `patched()` marker; older histories replay the two-activity loop.
- */
-export const FUSED_STEP_PATCH_ID = 'fused-llm-tool-step';
-
-/**
- * Rounds started since this patch skip the fused loop's first progress report when the run starts a
- * fresh round (no carry): the task workflow already shows that phase, iteration 0, zero usage and no
- * approvals when the round starts, so the signal said nothing new, and it cost a workflow task in both
- * workflows (the round waited for it before scheduling its first step). A run continued as new still
- * reports once (its carried usage). Older histories replay the report.
- */
-export const NO_START_REPORT_PATCH_ID = 'round-no-start-report';
-
-/**
  * The fused loop reports to its task workflow only when its phase changes for a human: the first
  * report, and approval requests and decisions (forced). Per-iteration signals would add a workflow
  * task to the parent for every few iterations; the round's own current details stay live.
  */
 export function phaseReportDue(lastReportedIteration: number | undefined, force = false): boolean {
   return force || lastReportedIteration === undefined;
-}
-
-/** Whether a round should report progress now: forced reports, the first one, and every N tool iterations. */
-export function progressReportDue(lastReportedIteration: number | undefined, toolIterations: number, force = false): boolean {
-  return force || lastReportedIteration === undefined || toolIterations - lastReportedIteration >= PROGRESS_REPORT_EVERY_TOOL_ITERATIONS;
 }
 
 /** Whether a run with this history should continue as new (Temporal's suggestion or our own bound). */

@@ -2,14 +2,9 @@
  * The mailbox's pure rules (seed D1 §mailbox): item priorities, what merges at delivery, what interrupts
  * the current work, what waits, and the order items are picked in. Used by the agent workflow.
  */
-import type { DeliverInput, MailboxItemKind } from '../agent-contract';
+import { MAILBOX_PRIORITIES, type DeliverInput, type MailboxItemKind } from '../agent-contract';
 
-/** Seed priorities: 0 critical, 1 high, 2 normal, 3 low, 4 background. */
-export const MAILBOX_PRIORITIES = { critical: 0, high: 1, normal: 2, low: 3, background: 4 } as const;
-export type MailboxPriorityName = keyof typeof MAILBOX_PRIORITIES;
-
-export type MailboxItemStatus = 'queued' | 'processing' | 'completed' | 'merged' | 'deferred' | 'dropped';
-export type MailboxTriageDecision = 'pick' | 'continue' | 'preempt' | 'merge' | 'wait';
+export { MAILBOX_PRIORITIES, type MailboxItemStatus, type MailboxPriorityName, type MailboxTriageDecision } from '../agent-contract';
 
 /** A delivery's text is capped: larger content belongs in a file or a task description. */
 export const MAILBOX_TEXT_MAX_CHARS = 32_000;

@@ -24,9 +24,6 @@ export const DEPENDENCY_RECHECK_INTERVAL_MS = 15 * 60_000;
 export const TASK_LIST_PAGE_SIZE = 20;
 export const TASK_LIST_PAGE_MAX = 100;
 
-export const TASK_PRIORITIES = ['low', 'medium', 'high', 'urgent'] as const;
-export type TaskPriorityLevel = (typeof TASK_PRIORITIES)[number];
-
 export function isDependencySatisfied(state: string): boolean {
   return (DEPENDENCY_SATISFIED_STATES as readonly string[]).includes(state);
 }

@@ -3,6 +3,7 @@
  * Pure: imported by workflows, activities and tests.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../failure-types';
 
 export const TASK_STATES = [
   'pending',
@@ -36,7 +37,7 @@ export const TASK_TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>>
 /** States in which the task's workflow has nothing left to do. */
 export const TERMINAL_STATES: readonly TaskState[] = ['completed', 'failed', 'rejected', 'cancelled', 'archived'];
 
-export const INVALID_TRANSITION_ERROR = 'InvalidTaskTransition';
+export const INVALID_TRANSITION_ERROR = FailureType.InvalidTaskTransition;
 
 /**
  * An illegal move in the transition table. An `ApplicationFailure` (non-retryable, type

@@ -17,13 +17,13 @@
  * retried activity that finds one skips preparation: the notebook already holds its output.
  */
 import type { Kysely } from 'kysely';
-import type { Database } from '../../schema/database';
-import type { AgentConfig } from '../store/agents';
-import type { ChatRouter } from '../llm-step';
-import { auxiliaryCallKey, recordLlmCall } from '../llm/usage';
-import type { ChatResult } from '../llm/types';
-import { searchMemory, upsertNotebookEntry } from '../memory';
-import { addTaskEvent } from '../store/tasks';
+import type { Database } from '../../../schema/database';
+import type { AgentConfig } from '../../store/agents';
+import type { ChatRouter } from '../../llm/types';
+import { auxiliaryCallKey, recordLlmCall } from '../../llm/usage';
+import type { ChatResult } from '../../llm/types';
+import { searchMemory, upsertNotebookEntry } from '../../memory';
+import { addTaskEvent } from '../../store/tasks';
 import { phasesForDepth, selectCognitiveDepth, depthLabel, type CognitiveDepth, type CognitivePhases, type CognitiveScenario } from './depth';
 import {
   APPRAISAL_MAX_TOKENS,
@@ -47,7 +47,7 @@ import {
   type CognitiveSituation,
   type PreparationPrompt,
 } from './prompts';
-import { inline } from '../context/neutralize';
+import { inline } from '../../context/neutralize';
 
 /** Ours: a failed task this recent upgrades a reflexive scenario to D1 (seed D1: "failed tasks exist"). */
 export const FAILED_TASK_LOOKBACK_MS = 7 * 24 * 60 * 60_000;

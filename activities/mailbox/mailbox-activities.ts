@@ -10,7 +10,8 @@ import { NO_RESPONSE_MARKER, sendAgentMessage } from './send';
 import { groupNameOf } from '../../workflows/rules/group';
 import { groupMembers, postGroupMessage } from './group';
 import { recordNewTask } from '../store/task-graph';
-import { startTaskWorkflow } from '../task-graph';
+import { startTaskWorkflow } from '../task-propagation';
+import { FailureType } from '../../workflows/failure-types';
 
 /** A task started from a mailbox item is titled by the first line of its text, cut here (tasks allow 200). */
 const MAILBOX_TASK_TITLE_CHARS = 120;
@@ -96,13 +97,13 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
       if (!(await findAgent(db, item.agentId))) throw unknownAgent(item.agentId);
       const taskId = item.taskId ?? (item.channel.startsWith('task:') ? item.channel.slice('task:'.length) : undefined);
       if (taskId && !(await findTask(db, taskId))) {
-        throw ApplicationFailure.nonRetryable(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`, 'UnknownTask');
+        throw ApplicationFailure.nonRetryable(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`, FailureType.UnknownTask);
       }
       const group = groupNameOf(item.channel);
       if (group !== undefined) {
         const members = await groupMembers(db, group);
-        if (!members) throw ApplicationFailure.nonRetryable(`unknown group ${JSON.stringify(group)}: create it first`, 'InvalidGroup');
-        if (!members.some((m) => m.type === 'agent' && m.id === item.agentId)) throw ApplicationFailure.nonRetryable(`agent ${item.agentId} is not a member of group ${group}`, 'InvalidGroup');
+        if (!members) throw ApplicationFailure.nonRetryable(`unknown group ${JSON.stringify(group)}: create it first`, FailureType.InvalidGroup);
+        if (!members.some((m) => m.type === 'agent' && m.id === item.agentId)) throw ApplicationFailure.nonRetryable(`agent ${item.agentId} is not a member of group ${group}`, FailureType.InvalidGroup);
       }
       await db
         .insertInto('mailbox_items')

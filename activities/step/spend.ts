@@ -3,14 +3,14 @@
  * threshold events after it.
  */
 import type { Kysely } from 'kysely';
-import type { Database } from '../schema/database';
-import type { UsageTotals } from '../workflows/contract';
-import type { ChatResult } from './llm/types';
-import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from './llm/budget';
-import { usageTotals } from './llm/usage';
-import type { AgentConfig } from './store/agents';
-import { addTaskEvent } from './store/tasks';
-import type { LlmStepInput } from './llm-step';
+import type { Database } from '../../schema/database';
+import type { UsageTotals } from '../../workflows/contract';
+import type { ChatResult } from '../llm/types';
+import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from '../llm/budget';
+import { usageTotals } from '../llm/usage';
+import type { AgentConfig } from '../store/agents';
+import { addTaskEvent } from '../store/tasks';
+import type { LlmStepInput } from './types';
 
 /** `llm_calls.cost_usd` is numeric(14, 6): the cost as PostgreSQL stores it and a read-back would return it. */
 const COST_USD_SCALE = 1e6;

@@ -4,7 +4,7 @@
  * agent's identity and role, its current state and recent activity, so two agents prepare differently
  * for the same stimulus. Everything we did not write is fenced and neutralised.
  */
-import { fence, inline, neutralize, truncateChars } from '../context/neutralize';
+import { fence, inline, neutralize, truncateChars } from '../../context/neutralize';
 
 /** Seed D1 P1: appraisal max output. (Seed D1's code used 500; the doc is our spec.) */
 export const APPRAISAL_MAX_TOKENS = 512;

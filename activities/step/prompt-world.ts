@@ -23,13 +23,14 @@
 import os from 'node:os';
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
-import type { AgentRow, Database, TaskRow } from '../schema/database';
-import { MAILBOX_MERGE_SEPARATOR } from '../workflows/rules/mailbox';
-import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs, type PromptTask } from './context';
-import type { AgentConfig } from './store/agents';
-import { ANNOUNCEMENTS_SHOWN_MAX } from './store/organisations';
-import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations } from './store/skills';
-import { PRIORITY_RANK } from './store/task-graph';
+import type { AgentRow, Database, TaskRow } from '../../schema/database';
+import { MAILBOX_MERGE_SEPARATOR } from '../../workflows/rules/mailbox';
+import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs, type PromptTask } from '../context';
+import type { AgentConfig } from '../store/agents';
+import { ANNOUNCEMENTS_SHOWN_MAX } from '../store/organisations';
+import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations } from '../store/skills';
+import { PRIORITY_RANK } from '../store/task-graph';
+import { promptPriority } from '../../workflows/rules/priority';
 
 /** Colleagues read for the identity section: 10 are listed, the rest counted (seed D1 B13). */
 const COLLEAGUES_FETCH_MAX = 200;
@@ -195,7 +196,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
   if (mailbox) world.attention = mailbox;
   if (teamTasks.length) {
     const names = new Map(colleagues.map((c) => [c.id, c.name]));
-    world.teamTasks = teamTasks.map((t) => ({ id: t.id, title: t.title, priority: toPriority(t.priority), status: t.state, assignee: names.get(t.agent_id) ?? t.agent_id }));
+    world.teamTasks = teamTasks.map((t) => ({ id: t.id, title: t.title, priority: promptPriority(t.priority), status: t.state, assignee: names.get(t.agent_id) ?? t.agent_id }));
   }
   if (context.task) world.skillQuery = `${context.task.title} ${context.task.description}`;
   return world;
@@ -227,6 +228,3 @@ function attentionFrom(
   return attention;
 }
 
-function toPriority(p: string): PromptTask['priority'] {
-  return (['critical', 'urgent', 'high', 'medium', 'low'] as const).find((x) => x === p) ?? 'medium';
-}

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
-import type { AgentRow, Database, TaskRow } from '../schema/database';
+import type { AgentRow, Database, TaskRow } from '../../schema/database';
 import {
   buildSummarizerPrompt,
   buildSystemPrompt,
@@ -18,17 +18,18 @@ import {
   type PromptTask,
   type PromptWarning,
   type SummaryCache,
-} from './context';
-import { lookupModel } from './llm/catalog';
-import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from './llm/types';
-import { capKnowledge, knowledgeQuery, notebookQuery } from './memory/store';
-import { KNOWLEDGE_PROMPT_MAX_CHARS } from '../workflows/rules/memory-limits';
-import type { ChatRouter } from './llm-step';
-import { agentConfig } from './store/agents';
-import { PRIORITY_RANK } from './store/task-graph';
-import { grantedPermissions, type Scenario } from './tools/registry';
+} from '../context';
+import { lookupModel } from '../llm/catalog';
+import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from '../llm/types';
+import { capKnowledge, knowledgeQuery, notebookQuery } from '../memory/store';
+import { KNOWLEDGE_PROMPT_MAX_CHARS } from '../../workflows/rules/memory-limits';
+import type { ChatRouter } from '../llm/types';
+import { agentConfig } from '../store/agents';
+import { PRIORITY_RANK } from '../store/task-graph';
+import { grantedPermissions, type Scenario } from '../tools/registry';
 import { loadPromptWorld } from './prompt-world';
-import { loadActivations, type Activations } from './store/skills';
+import { loadActivations, type Activations } from '../store/skills';
+import { promptPriority } from '../../workflows/rules/priority';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;
@@ -185,7 +186,7 @@ export async function loadPromptInputs(
     notebook: memory.notebook.map((n) => ({ key: n.key, content: n.content, tag: n.tag, updatedAt: n.updatedAt })),
     tasks: {
       mine: own.map(
-        (t): PromptTask => ({ id: t.id, title: t.title, priority: toPriority(t.priority), status: t.id === task?.id ? `${t.state} (current)` : t.state, description: t.description }),
+        (t): PromptTask => ({ id: t.id, title: t.title, priority: promptPriority(t.priority), status: t.id === task?.id ? `${t.state} (current)` : t.state, description: t.description }),
       ),
       myOpenTotal: Number(boardCounts.open),
       myClosedTotal: Number(boardCounts.closed),
@@ -283,6 +284,3 @@ export function createSessionSummaryCache(db: Kysely<Database>, sessionId: strin
 
 export { buildSummarizerPrompt };
 
-function toPriority(p: string): PromptTask['priority'] {
-  return (['critical', 'urgent', 'high', 'medium', 'low'] as const).find((x) => x === p) ?? 'medium';
-}

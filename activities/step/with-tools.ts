@@ -1,16 +1,17 @@
-import { Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
-import type { AgentRow, Database } from '../schema/database';
-import type { ToolUseBlock } from './llm/types';
-import type { ChatRouter, LlmStepInput, LlmStepResult } from './llm-step';
+import type { AgentRow, Database } from '../../schema/database';
+import type { ToolUseBlock } from '../llm/types';
+import type { ChatRouter } from '../llm/types';
+import type { LlmStepInput, LlmStepResult } from './types';
 import { runLlmStepWithReply } from './llm-step';
-import { agentConfig, ensureWorkspace, findAgent } from './store/agents';
-import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from './tools/execute';
-import { toolsForAgent, type Scenario } from './tools/registry';
-import { unknownAgent } from './errors';
-import { loadActivations } from './store/skills';
-import { DISCOVER_TOOLS } from './tools/discover-tools';
-import { inToolSpan } from './tracing';
+import { agentConfig, ensureWorkspace, findAgent } from '../store/agents';
+import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from '../tools/execute';
+import { toolsForAgent, type Scenario } from '../tools/registry';
+import { unknownAgent } from '../errors';
+import { loadActivations } from '../store/skills';
+import { DISCOVER_TOOLS } from '../tools/discover-tools';
+import { inToolSpan } from '../tracing';
+import { activityContext } from './activity-context';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
 export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -111,12 +112,4 @@ export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter,
     else toolResults.push({ id: call.id, summary: call.summary, result });
   }
   return { ...step, toolResults, deferred };
-}
-
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
 }

@@ -1,76 +1,32 @@
-import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../schema/database';
-import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../workflows/rules/harness';
-import { ZERO_USAGE_TOTALS, type UsageTotals } from '../workflows/contract';
-import type { AgentRow, TaskRow } from '../schema/database';
-import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, ContentBlock, ToolDefinition, ToolUseBlock } from './llm/types';
+import type { Database } from '../../schema/database';
+import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../../workflows/rules/harness';
+import { ZERO_USAGE_TOTALS, type UsageTotals } from '../../workflows/contract';
+import type { AgentRow, TaskRow } from '../../schema/database';
+import type { ChatMessage, ChatResult, ChatRouter, ChatTarget, ContentBlock, ToolDefinition, ToolUseBlock } from '../llm/types';
 import { assembleContext, createSessionSummaryCache, fetchPromptRows, loadPromptInputs, type AssembledContext } from './prompt';
-import { calibrate, countMessageTokens, type PromptInputs } from './context';
-import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from './llm/usage';
+import { calibrate, countMessageTokens, type PromptInputs } from '../context';
+import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from '../llm/usage';
 import { evaluatePreparedContext, loadDepthSignals, prepareCognitiveContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
-import { agentConfig, findAgent, type AgentConfig } from './store/agents';
-import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from './store/sessions';
-import { addTaskEvent, findTask, taskEventInsert } from './store/tasks';
-import { assistantMessageKey } from './tools/execute';
-import { requestMemoryFlushIfDue } from './memory/flush';
-import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from './tools/registry';
-import { loadTaskNotes } from './tools/task-tools';
-import { unknownAgent } from './errors';
-import { loadActivations, type Activations } from './store/skills';
-import { withSessionUniqueToolIds } from './llm/tool-ids';
-import { createStepStreamPublisher } from './streams/publisher';
-import { streamAppendCtes } from './streams/store';
-import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './step-spend';
+import { agentConfig, findAgent, type AgentConfig } from '../store/agents';
+import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from '../store/sessions';
+import { addTaskEvent, findTask, taskEventInsert } from '../store/tasks';
+import { assistantMessageKey } from '../tools/execute';
+import { requestMemoryFlushIfDue } from '../memory/flush';
+import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
+import { loadTaskNotes } from '../tools/task-tools';
+import { unknownAgent } from '../errors';
+import { loadActivations, type Activations } from '../store/skills';
+import { withSessionUniqueToolIds } from '../llm/tool-ids';
+import { createStepStreamPublisher } from '../streams/publisher';
+import { streamAppendCtes } from '../streams/store';
+import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './spend';
+import type { LlmStepInput, LlmStepResult } from './types';
+import { activityContext } from './activity-context';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
-
-export interface ChatTarget {
-  provider?: string;
-  model?: string;
-  tier?: 'cheap' | 'standard' | 'premium';
-}
-
-/** The part of the LLM router the step needs. */
-export interface ChatRouter {
-  /** The route's candidates in order; the first is the model the prompt is budgeted for. */
-  candidates(target: ChatTarget): Array<{ provider: string; model: string }>;
-  chat(
-    request: Omit<ChatRequest, 'model' | 'maxTokens'> & { maxTokens?: number },
-    target: ChatTarget,
-    callbacks?: ChatCallbacks,
-  ): Promise<ChatResult>;
-}
-
-export interface LlmStepInput {
-  agentId: string;
-  taskId?: string;
-  sessionId: string;
-  scenario: Scenario;
-  /** Round attempt (1-based) and turn within it: together the step's idempotency key. */
-  attempt: number;
-  turn: number;
-  /** First step of an attempt: open the session with the task prompt, or the "interrupted" notice. */
-  opening?: { revisionFeedback?: string };
-  /** Harness text merged into this turn ([SYSTEM REMINDER], comments, continuation…). */
-  injections?: string[];
-  /** Who the conversation's message is from: shown in Tier 3 as the sender's identity (seed D1 B4, E14). */
-  sender?: { type: string; id: string };
-}
-
-export interface LlmStepResult {
-  stopReason: ChatResult['stopReason'];
-  toolCalls: Array<{ id: string; name: string; summary: string }>;
-  /** The start of the assistant's text, for the workflow's status and the UI. */
-  textPreview: string;
-  usage: UsageTotals;
-  model: string;
-  provider: string;
-  /** The step had already completed (an activity retry): nothing was sent to the provider. */
-  replayed: boolean;
-}
 
 /** Ours: tool calls listed in the D3 evaluation's view of the response. */
 const EVALUATION_TOOL_CALLS_MAX = 10;
@@ -379,14 +335,6 @@ function summarize(
     .map((b) => ({ id: b.id, name: b.name, summary: summarizeCall(tools, b.name, b.input) }));
   const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
   return { stopReason, toolCalls, textPreview: text.slice(0, TEXT_PREVIEW_CHARS), usage, model, provider, replayed };
-}
-
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
 }
 
 /** Characters of the latest user message used as the skills query: its opening says what is asked. */

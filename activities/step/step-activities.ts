@@ -1,0 +1,30 @@
+import type { ActivityDeps } from '../deps';
+import type { ExecuteToolInput } from '../tools/execute';
+import type { Scenario } from '../tools/registry';
+import { runLlmStep } from './llm-step';
+import type { LlmStepInput } from './types';
+import { runStepWithTools, runToolWithLedger } from './with-tools';
+
+/** Activities of the LLM loop: the step, the step with its auto-allowed tools, one tool call. */
+export function createStepActivities(deps: ActivityDeps) {
+  const { db, router } = deps;
+  return {
+    /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
+    async llmStep(input: LlmStepInput) {
+      return runLlmStep(db, router, input);
+    },
+
+    /**
+     * One loop iteration in one activity: the LLM step, then the auto-allowed tool calls it asked for,
+     * through the ledger (see `runStepWithTools`). Calls that need a human come back as `deferred`.
+     */
+    async llmStepWithTools(input: LlmStepInput) {
+      return runStepWithTools(db, router, input);
+    },
+
+    /** Runs one tool call exactly once (ledger), or reports that it needs approval. */
+    async executeTool(input: ExecuteToolInput & { scenario: Scenario }) {
+      return runToolWithLedger(db, input);
+    },
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * Every `patched()` id the workflows use, in one registry. A patch keeps a workflow's old command order
+ * for histories recorded before a change (`patched(id)` is false when replaying them); new runs write
+ * the id as a marker and take the new branch. Each entry says when the patch was added, what its legacy
+ * branch does, and when it may go.
+ *
+ * Support window (docs/operations.md, "Upgrades"): a release replays the histories of the last
+ * SUPPORTED_RELEASES releases. A patch added in release R has legacy histories up to R-1, so it may be
+ * deprecated (`deprecatePatch`, the legacy branch deleted) once R-1 has left the window, and removed
+ * once no history in the window carries its marker. `test/unit/patches.test.ts` fails on a
+ * `patched('literal')` or an id that is not here.
+ */
+
+/** Releases whose committed histories must replay: open runs of an older release are not supported by an upgrade. */
+export const SUPPORTED_RELEASES = 4;
+
+export interface PatchEntry {
+  /** The marker id written into history; never change it once released. */
+  id: string;
+  /** The first release whose new runs took the patched branch. */
+  addedIn: string;
+  /** What runs recorded before the patch do (the branch `patched()` false keeps). */
+  legacy: string;
+  /** The release after which the patch may be deprecated (its legacy histories are out of the window). */
+  deprecateAfter: string;
+  /** Where it stands: `active` (both branches live) or `deprecated` (legacy branch deleted, marker still written). */
+  status: 'active' | 'deprecated';
+}
+
+/** Rounds run the LLM call and the auto-allowed tools in one activity (`llmStepWithTools`). */
+export const FUSED_STEP_PATCH = 'fused-llm-tool-step';
+/**
+ * A fresh round sends its task workflow no progress report at start: the task workflow already shows
+ * that phase, iteration 0, zero usage and no approvals, and the signal cost a workflow task in both
+ * workflows. A run continued as new still reports once (its carried usage).
+ */
+export const NO_START_REPORT_PATCH = 'round-no-start-report';
+/** A pending task passes its start gates (approval, dependencies) before its first round. */
+export const START_GATES_PATCH = 'task-start-gates';
+/**
+ * A `dependenciesChanged` wake that arrives while the gates are read or the blockers recorded is kept
+ * (dependants are woken on every state change of a dependency, so a review and an accept in quick
+ * succession are two wakes).
+ */
+export const DEPENDENCY_WAKE_KEPT_PATCH = 'task-dependency-wake-kept';
+/** A fresh task records itself, reads its gates and starts in one activity (`openTask`). */
+export const OPEN_TASK_PATCH = 'task-open-one-activity';
+/** A failure that ends the task workflow is recorded on the task row first. */
+export const TASK_FAILURE_RECORDED_PATCH = 'task-failure-recorded';
+/** The agent loops instead of continuing as new while an update handler is still running. */
+export const AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH = 'agent-can-waits-for-late-deliveries';
+/** An agent's answer on a thread opened from a task joins that task's running round. */
+export const AGENT_ANSWERS_JOIN_TASK_PATCH = 'agent-answers-join-task';
+/** A cancelled round waits for every sub-agent to settle before it ends. */
+export const SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH = 'subagents-settle-before-cancel';
+
+export const PATCHES: readonly PatchEntry[] = [
+  {
+    id: FUSED_STEP_PATCH,
+    addedIn: '0.2.0',
+    // Only 0.1.0's rounds took the legacy loop; they are out of the window and their histories are gone.
+    legacy: 'two activities per iteration (llmStep, then executeTool for every call) and a progress signal every few iterations',
+    deprecateAfter: '0.4.0',
+    status: 'deprecated',
+  },
+  {
+    id: START_GATES_PATCH,
+    addedIn: '0.2.0',
+    legacy: 'a pending task starts its first round without reading approval or dependency gates',
+    deprecateAfter: '0.4.0',
+    status: 'active',
+  },
+  {
+    id: TASK_FAILURE_RECORDED_PATCH,
+    addedIn: '0.2.0',
+    legacy: 'a failure that ends the workflow leaves the task row in its last state',
+    deprecateAfter: '0.4.0',
+    status: 'active',
+  },
+  {
+    id: NO_START_REPORT_PATCH,
+    addedIn: '0.3.0',
+    legacy: 'a fresh round signals its first progress report to the task workflow before its first step',
+    deprecateAfter: '0.5.0',
+    status: 'active',
+  },
+  {
+    id: AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH,
+    addedIn: '0.3.0',
+    legacy: 'the agent continues as new even while a delivery handler is still running (the sender gets UnprocessedUpdate)',
+    deprecateAfter: '0.5.0',
+    status: 'active',
+  },
+  {
+    id: AGENT_ANSWERS_JOIN_TASK_PATCH,
+    addedIn: '0.4.0',
+    legacy: "an agent's message that carries a task id starts a conversation run instead of joining the task's round",
+    deprecateAfter: '0.6.0',
+    status: 'active',
+  },
+  {
+    id: SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
+    addedIn: '0.4.0',
+    legacy: 'Promise.all over the sub-agents: the first cancelled child ends the round and the others are terminated',
+    deprecateAfter: '0.6.0',
+    status: 'active',
+  },
+  {
+    id: DEPENDENCY_WAKE_KEPT_PATCH,
+    addedIn: '0.5.0',
+    legacy: 'the wake flag is cleared after the gates are read, so a wake during that work waits for the periodic recheck',
+    deprecateAfter: '0.7.0',
+    status: 'active',
+  },
+  {
+    id: OPEN_TASK_PATCH,
+    addedIn: '0.5.0',
+    legacy: 'three activities at start: loadTaskContext, taskStartGates, recordTaskState',
+    deprecateAfter: '0.7.0',
+    status: 'active',
+  },
+];

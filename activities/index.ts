@@ -20,6 +20,7 @@ import { startGates, type StartGates } from './store/task-graph';
 import { applyPropagation, planPropagation } from './task-graph';
 import { createStreamActivities } from './streams/activities';
 import { createMailboxActivities } from './mailbox/activities';
+import { createApprovalActivities } from './approvals/activities';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -43,6 +44,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createMailboxActivities(deps),
     /** Sub-agents (issue 12): the final answer a sub-agent gives its parent. */
     ...createSubagentActivities(deps),
+    /** Approvals under a policy (issue 23): the request with its policy, and the audit trail. */
+    ...createApprovalActivities(deps),
 
     /** See `runLlmStep`: one idempotent, cancellable LLM call over the session stored in PostgreSQL. */
     async llmStep(input: LlmStepInput) {
@@ -106,7 +109,7 @@ export function createActivities(deps: ActivityDeps) {
     async recordApprovalDecision(input: {
       requestId: string;
       taskId?: string;
-      status: 'approved' | 'rejected' | 'timed_out';
+      status: 'approved' | 'rejected' | 'timed_out' | 'expired';
       decidedBy?: string;
       comment?: string;
     }): Promise<{ waitedSeconds?: number }> {

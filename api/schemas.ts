@@ -84,7 +84,43 @@ export const UsageTotalsSchema = z.object({
 export const UsageResponse = UsageTotalsSchema.extend({ calls: z.number() });
 export const UsageQuery = z.object({ since: z.iso.datetime({ offset: true, message: 'since must be an ISO 8601 date-time, e.g. 2026-12-01T00:00:00Z' }).optional() }).strict();
 
-export const PendingApprovalSchema = z.object({ requestId: z.string(), tool: z.string(), summary: z.string(), requestedAt: z.string() });
+const ApprovalVoteSchema = z.object({ by: z.string(), atMs: z.number(), comment: z.string().optional() });
+/** A policy as a request was opened with it (see activities/approvals/policy.ts). */
+export const ResolvedApprovalPolicySchema = z.object({
+  name: z.string(),
+  approvers: z.array(z.string()),
+  approversLabel: z.string(),
+  quorum: z.number(),
+  creatorCounts: z.boolean(),
+  rejection: z.enum(['any', 'quorum']),
+  remindAfterMs: z.number().optional(),
+  remindEveryMs: z.number().optional(),
+  webhookUrl: z.string().optional(),
+  escalateAfterMs: z.number().optional(),
+  escalateTo: z.array(z.string()),
+  escalateToLabel: z.string(),
+  expireAfterMs: z.number(),
+  onExpiry: z.union([
+    z.object({ then: z.literal('ask-again') }),
+    z.object({ then: z.literal('block') }),
+    z.object({ then: z.literal('escalate'), to: z.array(z.string()), toLabel: z.string(), extendMs: z.number() }),
+  ]),
+});
+/** An approval wait under a policy: votes, delegations, reminders, escalation so far. */
+export const ApprovalWaitStateSchema = z.object({
+  requestId: z.string(),
+  policy: ResolvedApprovalPolicySchema,
+  creator: z.string().optional(),
+  requestedAtMs: z.number(),
+  approvals: z.array(ApprovalVoteSchema),
+  rejections: z.array(ApprovalVoteSchema),
+  delegations: z.array(z.object({ from: z.string(), to: z.string(), atMs: z.number(), comment: z.string().optional() })),
+  remindersSent: z.number(),
+  escalated: z.boolean(),
+  extended: z.boolean(),
+  outcome: z.enum(['approved', 'rejected', 'expired']).optional(),
+});
+export const PendingApprovalSchema = z.object({ requestId: z.string(), tool: z.string(), summary: z.string(), requestedAt: z.string(), wait: ApprovalWaitStateSchema.optional() });
 export const BudgetReportSchema = z.object({
   limitUsd: z.number().nullable(),
   spentUsd: z.number(),
@@ -140,6 +176,7 @@ export const RecordedApprovalSchema = z.object({
   decidedBy: z.string().optional(),
   tool: z.string(),
   decidedAt: z.string(),
+  waitingFor: z.string().optional(),
 });
 export const ApprovalListItem = z.object({
   requestId: z.string(),

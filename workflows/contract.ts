@@ -8,6 +8,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { withTreeCost } from './rules/subagents';
 import type { TaskState } from './rules/task-state';
 import type { BudgetReport, SubagentCarry } from './subagent-contract';
+import type { ApprovalWaitState } from './rules/approval-wait-rules';
 
 export const DEFAULT_TASK_QUEUE = 'agents';
 export const DEFAULT_NAMESPACE = 'default';
@@ -78,6 +79,8 @@ export const dependenciesChangedSignal = defineSignal<[]>('dependenciesChanged')
 export interface RecordedApprovalDecision extends ApprovalDecision {
   tool: string;
   decidedAt: string;
+  /** Under an approval policy: what the request waits for after this decision ("1 of 2 approvals; …", or its outcome). */
+  waitingFor?: string;
 }
 
 // ---- status ------------------------------------------------------------------------------------
@@ -87,6 +90,8 @@ export interface PendingApproval {
   tool: string;
   summary: string;
   requestedAt: string;
+  /** Under an approval policy (docs/approvals.md): the policy and the decisions, reminders, escalation and delegations so far. */
+  wait?: ApprovalWaitState;
 }
 
 export interface UsageTotals {
@@ -250,6 +255,8 @@ export interface RoundCarry {
 export type RoundOutcome = (
   | { kind: 'submitted'; summary: string; usage: UsageTotals; iterations: number }
   | { kind: 'not-submitted'; usage: UsageTotals; iterations: number; lastText?: string }
+  /** An approval request expired under a policy that says the task then waits for a human (→ blocked). */
+  | { kind: 'blocked'; reason: string; usage: UsageTotals; iterations: number }
 ) & {
   /** Comments that arrived after the round's last LLM turn: the task workflow keeps them for the next one. */
   undeliveredComments?: TaskComment[];

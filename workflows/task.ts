@@ -61,6 +61,7 @@ import { startPostTaskReflection } from './reflection';
 import { OPEN_TASK_PATCH, openTask, passStartGates, recordTask, START_GATES_PATCH, type GateHost } from './task-gates';
 import { taskRoundWorkflow } from './task-round';
 import { installDecisionHandlers } from './task-decisions';
+import { ApprovalMirror } from './approval-mirror';
 import { budgetQuery, type BudgetReport } from './subagent-contract';
 import { settleBudgetReport, withTreeCost } from './rules/subagents';
 
@@ -105,6 +106,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   let roundUsage: UsageTotals = ZERO_USAGE_TOTALS;
   let pendingApprovals: PendingApproval[] = [];
   const decided = new Set<string>();
+  const approvalWaits = new ApprovalMirror();
   const reviews: ReviewDecision[] = [...(carry?.pendingReview ?? [])];
   const queuedComments: TaskComment[] = [...(carry?.comments ?? [])];
   let child: ChildWorkflowHandle<typeof taskRoundWorkflow> | undefined;
@@ -150,6 +152,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     },
     decided,
     reviews,
+    approvals: approvalWaits,
   });
   setHandler(roundProgressSignal, (p) => {
     if (p.round !== round || state !== 'in_progress') return;
@@ -160,7 +163,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       budget = p.budget;
       budgetLive = true;
     }
-    pendingApprovals = p.pendingApprovals.filter((a) => !decided.has(a.requestId));
+    pendingApprovals = approvalWaits.observe(p.pendingApprovals).filter((a) => !decided.has(a.requestId));
     showDetails();
   });
 
@@ -263,6 +266,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
         iteration = 0;
         roundUsage = ZERO_USAGE_TOTALS;
         pendingApprovals = [];
+        approvalWaits.clear();
         if (outcome.kind === 'paused') {
           pauseRequested = false;
           phase = 'paused';
@@ -279,6 +283,18 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
           phase = 'finished';
           usage = (await moveTo('failed', outcome.error)) ?? usage;
           break;
+        }
+        if (outcome.kind === 'blocked') {
+          // An approval policy said: when nobody decides in time, the task waits for a human (resume).
+          queuedComments.push(...(outcome.undeliveredComments ?? []));
+          phase = 'paused';
+          usage = (await moveTo('blocked', outcome.reason)) ?? addUsage(usage, outcome.usage);
+          await condition(() => resumeRequested);
+          resumeRequested = false;
+          attempt += 1;
+          phase = 'starting';
+          await moveTo('in_progress');
+          continue;
         }
         usage = addUsage(usage, outcome.usage);
         // The status query shows how many tool iterations the finished attempt took.

@@ -187,7 +187,21 @@ export const ApprovalListItem = z.object({
   summary: z.string(),
   args: z.unknown(),
   requestedAt: z.string(),
+  policy: z.string().nullable().describe('The approval policy the request follows; null without one'),
+  waitingFor: z.string().nullable().describe('What the request waits for, e.g. "1 of 2 approvals; escalates to @oncall in 14 min; expires in 58 min"'),
+  waitingOn: z.array(z.string()).describe('Who may decide now and has not (empty without a policy)'),
 });
+export const ApprovalsQuery = z.object({ for: z.string().trim().min(1).max(200).optional() }).strict();
+export const ApprovalTrailResponse = z.object({
+  requestId: z.string(),
+  status: z.string(),
+  summary: z.string(),
+  taskId: z.string().nullable(),
+  waitingFor: z.string().nullable(),
+  events: z.array(z.object({ kind: z.string(), actor: z.string().nullable(), targets: z.array(z.string()), comment: z.string().nullable(), at: z.string() })),
+});
+export const DelegateApprovalBody = z.object({ to: z.string().trim().min(1, 'name the colleague who gets the request').max(200), comment: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
+export const RecordedDelegationSchema = z.object({ requestId: z.string(), from: z.string(), to: z.string(), comment: z.string().optional(), delegatedAt: z.string(), waitingFor: z.string() });
 export const ApprovalsResponse = z.object({ approvals: z.array(ApprovalListItem) });
 /** Ids marked read in one request; a relay marks what it delivered in batches of at most this many. */
 export const NOTIFICATIONS_MARK_MAX = 500;

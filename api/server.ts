@@ -308,8 +308,8 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerTaskRoutes(context, events);
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
-  const decideApproval = registerApprovalRoutes(context);
-  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
+  const { decideApproval, delegateApproval } = registerApprovalRoutes(context);
+  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, delegateApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;

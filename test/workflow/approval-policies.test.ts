@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { submitTurn, toolTurn, type Harness } from '../support/harness';
 import { eventually } from '../support/eventually';
 import { lastToolResults, startScriptedHarness, type ScriptedAgents, updateRejection } from './task-support';
@@ -9,6 +11,8 @@ import { lastToolResults, startScriptedHarness, type ScriptedAgents, updateRejec
  * reminders and escalation, delegation, expiry as its own outcome, and the audit trail in PostgreSQL.
  * Policies use short times (seconds) instead of sleeps; every wait below is for a condition.
  */
+const run = promisify(execFile);
+
 describe('approval policies', () => {
   let h: Harness;
   let agents: ScriptedAgents;
@@ -22,6 +26,9 @@ describe('approval policies', () => {
       targets: e.targets,
       ...(e.comment ? { comment: e.comment } : {}),
     }));
+  /** The `agents` CLI against this test's database and task queue. */
+  const cli = async (...args: string[]) =>
+    (await run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', ...args], { env: { ...process.env, DATABASE_URL: h.db.url, TEMPORAL_TASK_QUEUE: h.taskQueue, USER: 'alice' }, timeout: 60_000 })).stdout;
   const shellRuns = async (taskId: string) =>
     h.db.db.selectFrom('tool_calls').select(['status', 'executions']).where('task_id', '=', taskId).where('tool', '=', 'shell_execute').execute();
 
@@ -95,7 +102,7 @@ describe('approval policies', () => {
     expect(notes[2]!.body).toMatch(/^Escalated: approval needed from olga: shell_execute: touch/);
   });
 
-  test('delegation: the delegate decides, the one who handed it on no longer can, and the trail names both', async () => {
+  test('delegation: the delegate decides, the one who handed it on no longer can, and the trail names both (client and CLI)', async () => {
     const file = `delegated-${Date.now()}.txt`;
     const agentId = await h.createAgent({ approvals: { policies: [{ toolClass: 'any', approvers: ['alice'], expireAfterMs: 120_000 }] } });
     const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }), submitTurn('done')]);
@@ -103,8 +110,12 @@ describe('approval policies', () => {
     const requestId = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals[0]!.requestId;
 
     expect(await updateRejection(h.client.delegateApproval(taskId, { requestId, from: 'mallory', to: 'eve' }))).toMatch(/mallory is not an allowed approver .* cannot hand it on/);
-    const handed = await h.client.delegateApproval(taskId, { requestId, from: 'alice', to: 'dan', comment: 'dan knows this repo' });
-    expect(handed).toMatchObject({ requestId, from: 'alice', to: 'dan', waitingFor: expect.stringMatching(/^0 of 1 approval; handed by alice to dan; expires in/) });
+    // Through the CLI, as alice ($USER).
+    expect(await cli('approvals', 'delegate', taskId, requestId, '--to', 'dan', '--comment', 'dan knows this repo')).toMatch(/^handed by alice to dan at \S+: 0 of 1 approval; handed by alice to dan; expires in 2 min$/m);
+    expect(await updateRejection(h.client.delegateApproval(taskId, { requestId, from: 'alice', to: 'erin' }))).toMatch(/alice is not an allowed approver/);
+    const queue = await cli('approvals', 'list', '--for', 'dan', '--agent', agentId);
+    expect(queue).toContain(`${requestId}  task ${taskId} · shell_execute: touch ${file}\n  0 of 1 approval; handed by alice to dan; expires in 2 min · waiting on dan`);
+    expect(await cli('approvals', 'list', '--for', 'alice', '--agent', agentId)).toBe('nothing waits for alice\n');
     expect(await updateRejection(h.client.decideApproval(taskId, { requestId, decision: 'approved', decidedBy: 'alice' }))).toMatch(/alice handed approval request .* to dan, who decides instead/);
 
     await h.client.decideApproval(taskId, { requestId, decision: 'approved', decidedBy: 'dan' });
@@ -115,6 +126,8 @@ describe('approval policies', () => {
       { kind: 'delegated', actor: 'alice', targets: ['dan'], comment: 'dan knows this repo' },
       { kind: 'approved', actor: 'dan', targets: [] },
     ]);
+    const trailText = (await cli('approvals', 'trail', requestId)).replace(/\d\d:\d\d:\d\d /g, '');
+    expect(trailText).toBe(`${requestId} · shell_execute: touch ${file} · approved\n  asked → alice\n  delegated by alice → dan: dan knows this repo\n  approved by dan\n`);
   });
 
   test('expiry is its own outcome: the model is told nobody decided in time, and the policy says what the task does next', async () => {

@@ -84,16 +84,19 @@ function approvalsConfigProblems(config: { groups?: Record<string, string[]>; po
     const refs: Array<[string[], (string | number)[]]> = [[policy.approvers, ['policies', i, 'approvers']]];
     if (policy.escalate) refs.push([policy.escalate.to, ['policies', i, 'escalate', 'to']]);
     if (typeof policy.onExpiry === 'object') refs.push([policy.onExpiry.escalateTo, ['policies', i, 'onExpiry', 'escalateTo']]);
+    let unknownGroup = false;
     for (const [list, path] of refs) {
       for (const ref of list) {
         if (ref.startsWith('@') && !Object.hasOwn(groups, ref.slice(1))) {
+          unknownGroup = true;
           problems.push({ path, message: `unknown approver group ${ref}; known groups: ${Object.keys(groups).map((g) => `@${g}`).join(', ') || 'none (define them under approvals.groups)'}` });
         }
       }
     }
     const people = new Set([...expand(policy.approvers, groups), ...expand(policy.escalate?.to ?? [], groups)]);
     const quorum = policy.quorum ?? 1;
-    if (quorum > people.size) {
+    // With an unknown group the count of people means nothing: that group's problem is the one to fix.
+    if (!unknownGroup && quorum > people.size) {
       problems.push({ path: ['policies', i, 'quorum'], message: `quorum ${quorum} is larger than the ${people.size} approver${people.size === 1 ? '' : 's'} who exist (${[...people].join(', ')})` });
     }
   });

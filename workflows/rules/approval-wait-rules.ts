@@ -170,12 +170,13 @@ function nextReminderAtMs(s: ApprovalWaitState): number | undefined {
 /** What is due at `nowMs`, in the order it should happen (at most one reminder: a late worker does not spam). */
 export function dueActions(s: ApprovalWaitState, nowMs: number): ApprovalWaitAction[] {
   if (s.outcome) return [];
+  // Past expiry nobody is reminded or escalated to: the request ends (or gets its one last window).
+  if (nowMs >= expiresAtMs(s)) return [s.policy.onExpiry.then === 'escalate' && !s.extended ? { kind: 'extend' } : { kind: 'expire' }];
   const due: ApprovalWaitAction[] = [];
   const reminder = nextReminderAtMs(s);
   if (reminder !== undefined && nowMs >= reminder) due.push({ kind: 'remind', n: s.remindersSent + 1 });
   const escalation = escalatesAtMs(s);
   if (!s.escalated && escalation !== undefined && nowMs >= escalation) due.push({ kind: 'escalate' });
-  if (nowMs >= expiresAtMs(s)) due.push(s.policy.onExpiry.then === 'escalate' && !s.extended ? { kind: 'extend' } : { kind: 'expire' });
   return due;
 }
 

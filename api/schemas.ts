@@ -95,7 +95,7 @@ export const ResolvedApprovalPolicySchema = z.object({
   rejection: z.enum(['any', 'quorum']),
   remindAfterMs: z.number().optional(),
   remindEveryMs: z.number().optional(),
-  webhookUrl: z.string().optional(),
+  webhook: z.boolean(),
   escalateAfterMs: z.number().optional(),
   escalateTo: z.array(z.string()),
   escalateToLabel: z.string(),

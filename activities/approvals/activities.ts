@@ -17,7 +17,7 @@ import { addTaskEvent } from '../store/tasks';
 import { storeNotification } from '../store/notifications';
 import type { ToolUseBlock } from '../llm/types';
 import { assistantMessageKey } from '../tools/execute';
-import { ApprovalsConfigSchema, resolveApprovalPolicy, type ApprovalsConfig } from './policy';
+import { ApprovalsConfigSchema, resolveApprovalPolicy, webhookFor, type ApprovalsConfig, type PolicySources } from './policy';
 
 /** A webhook that does not answer in this time is given up on for this event (the notification stays). */
 export const APPROVAL_WEBHOOK_TIMEOUT_MS = 5_000;
@@ -65,14 +65,7 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
      * workflow carries it: a policy edited while a request waits does not change that request.
      */
     async openApprovalRequest(input: OpenApprovalRequestInput): Promise<{ requestedAt: string; policy?: ResolvedApprovalPolicy; creator?: string }> {
-      const agent = await findAgent(db, input.agentId);
-      const config = agent ? agentConfig(agent) : {};
-      const org = config.org ? await db.selectFrom('organisations').select('approvals').where('name', '=', config.org).executeTakeFirst() : undefined;
-      const orgApprovals = org?.approvals ? ApprovalsConfigSchema.safeParse(org.approvals) : undefined;
-      const policy = resolveApprovalPolicy(input.tool, [
-        { origin: `agent ${input.agentId}`, config: config.approvals as ApprovalsConfig | undefined },
-        { origin: `organisation ${config.org ?? ''}`.trim(), config: orgApprovals?.success ? orgApprovals.data : undefined },
-      ]);
+      const policy = resolveApprovalPolicy(input.tool, await policySources(input.agentId));
       const task = input.taskId ? await db.selectFrom('tasks').select('created_by').where('id', '=', input.taskId).executeTakeFirst() : undefined;
       const creator = task?.created_by ?? undefined;
       const message = await findMessage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn));
@@ -111,6 +104,18 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
     },
   };
 
+  /** The agent's approval configuration, then its organisation's. */
+  async function policySources(agentId: string): Promise<PolicySources> {
+    const agent = await findAgent(db, agentId);
+    const config = agent ? agentConfig(agent) : {};
+    const org = config.org ? await db.selectFrom('organisations').select('approvals').where('name', '=', config.org).executeTakeFirst() : undefined;
+    const orgApprovals = org?.approvals ? ApprovalsConfigSchema.safeParse(org.approvals) : undefined;
+    return [
+      { origin: `agent ${agentId}`, config: config.approvals as ApprovalsConfig | undefined },
+      { origin: `organisation ${config.org ?? ''}`.trim(), config: orgApprovals?.success ? orgApprovals.data : undefined },
+    ];
+  }
+
   async function recordEvent(input: ApprovalEventInput): Promise<void> {
     const inserted = await db
       .insertInto('approval_events')
@@ -136,8 +141,10 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
     const id = `ntf_${createHash('sha256').update(input.eventKey).digest('hex').slice(0, 24)}`;
     await storeNotification(db, id, { agentId: input.agentId, ...(input.taskId ? { taskId: input.taskId } : {}), kind: 'approval_request', title: `${verb}: ${input.summary ?? input.requestId}`, body, priority: input.kind === 'asked' ? 'normal' : 'high' });
     // The webhook is told once per event: only the attempt that wrote the trail row posts it.
-    const webhook = input.state.policy.webhookUrl;
-    if (webhook && inserted && input.kind !== 'asked') await postWebhook(webhook, { event: `approval.${input.kind}`, requestId: input.requestId, taskId: input.taskId ?? null, to: input.targets, summary: input.summary ?? null, waitingFor: line });
+    if (!input.state.policy.webhook || !inserted || input.kind === 'asked') return;
+    const request = await db.selectFrom('approvals').select('tool').where('id', '=', input.requestId).executeTakeFirst();
+    const webhook = request ? webhookFor(request.tool, await policySources(input.agentId)) : undefined;
+    if (webhook) await postWebhook(webhook, { event: `approval.${input.kind}`, requestId: input.requestId, taskId: input.taskId ?? null, to: input.targets, summary: input.summary ?? null, waitingFor: line });
   }
 }
 

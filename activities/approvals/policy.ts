@@ -115,16 +115,30 @@ function covers(policy: ApprovalPolicyConfig, tool: string): boolean {
   return (TOOL_CLASSES[policy.toolClass as keyof typeof TOOL_CLASSES] as readonly string[]).includes(tool);
 }
 
+export type PolicySources = Array<{ origin: string; config: ApprovalsConfig | undefined }>;
+
+function coveringPolicy(tool: string, sources: PolicySources): { origin: string; config: ApprovalsConfig; policy: ApprovalPolicyConfig } | undefined {
+  for (const { origin, config } of sources) {
+    const policy = config?.policies.find((p) => covers(p, tool));
+    if (config && policy) return { origin, config, policy };
+  }
+  return undefined;
+}
+
+/** The webhook of the policy that covers `tool` now (read when a reminder goes out, never carried in history). */
+export function webhookFor(tool: string, sources: PolicySources): string | undefined {
+  return coveringPolicy(tool, sources)?.policy.remind?.webhookUrl;
+}
+
 /**
  * The policy for a call of `tool`: the agent's first covering policy, else its organisation's, else
  * none (the request waits for one decision until the task's `approvalTimeoutMs`, as without policies).
  */
-export function resolveApprovalPolicy(tool: string, sources: Array<{ origin: string; config: ApprovalsConfig | undefined }>): ResolvedApprovalPolicy | undefined {
-  for (const { origin, config } of sources) {
-    if (!config) continue;
-    const index = config.policies.findIndex((p) => covers(p, tool));
-    if (index === -1) continue;
-    const p = config.policies[index]!;
+export function resolveApprovalPolicy(tool: string, sources: PolicySources): ResolvedApprovalPolicy | undefined {
+  const found = coveringPolicy(tool, sources);
+  if (!found) return undefined;
+  const { origin, config, policy: p } = found;
+  {
     const groups = config.groups ?? {};
     const onExpiry: ResolvedApprovalPolicy['onExpiry'] =
       typeof p.onExpiry === 'object'
@@ -137,7 +151,8 @@ export function resolveApprovalPolicy(tool: string, sources: Array<{ origin: str
       quorum: p.quorum ?? 1,
       creatorCounts: p.creatorCounts ?? true,
       rejection: p.rejection ?? 'any',
-      ...(p.remind ? { remindAfterMs: p.remind.afterMs, ...(p.remind.everyMs ? { remindEveryMs: p.remind.everyMs } : {}), ...(p.remind.webhookUrl ? { webhookUrl: p.remind.webhookUrl } : {}) } : {}),
+      ...(p.remind ? { remindAfterMs: p.remind.afterMs, ...(p.remind.everyMs ? { remindEveryMs: p.remind.everyMs } : {}) } : {}),
+      webhook: p.remind?.webhookUrl !== undefined,
       ...(p.escalate ? { escalateAfterMs: p.escalate.afterMs } : {}),
       escalateTo: expand(p.escalate?.to ?? [], groups),
       escalateToLabel: label(p.escalate?.to ?? []),
@@ -145,5 +160,4 @@ export function resolveApprovalPolicy(tool: string, sources: Array<{ origin: str
       onExpiry,
     };
   }
-  return undefined;
 }

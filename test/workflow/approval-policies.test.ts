@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { submitTurn, toolTurn, type Harness } from '../support/harness';
@@ -76,7 +79,7 @@ describe('approval policies', () => {
     const agentId = await h.createAgent({
       approvals: {
         groups: { oncall: ['olga'] },
-        policies: [{ tools: ['shell_execute'], approvers: ['alice'], remind: { afterMs: 800 }, escalate: { afterMs: 2_000, to: ['@oncall'] }, expireAfterMs: 120_000 }],
+        policies: [{ tools: ['shell_execute'], approvers: ['alice'], remind: { afterMs: 800 }, escalate: { afterMs: 10_000, to: ['@oncall'] }, expireAfterMs: 120_000 }],
       },
     });
     const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }), submitTurn('done')]);
@@ -175,6 +178,52 @@ describe('approval policies', () => {
       /config\.approvals\.policies\.0\.quorum: quorum 3 is larger than the 2 approvers who exist \(alice, bob\)/,
     );
     await expect(h.createAgent({ approvals: { policies: [{ approvers: ['alice'], expireAfterMs: 60_000 }] } })).rejects.toThrow(/either `tools` or a `toolClass`/);
+  });
+
+  test("an organisation's APPROVALS.json applies to its agents, and reminders are posted to the policy's webhook", async () => {
+    const hooks: Array<Record<string, unknown>> = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        hooks.push({ path: req.url, ...(JSON.parse(body) as Record<string, unknown>) });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/approvals`;
+      const name = `acme-${Date.now()}`;
+      const folder = path.join(mkdtempSync(path.join(os.tmpdir(), 'org-')), name);
+      mkdirSync(folder);
+      writeFileSync(path.join(folder, 'CONTEXT.md'), 'Acme ships websites.');
+      writeFileSync(path.join(folder, 'APPROVALS.json'), JSON.stringify({ groups: { sre: ['sam'] }, policies: [{ toolClass: 'shell', approvers: ['@sre'], remind: { afterMs: 500, webhookUrl: hook }, expireAfterMs: 120_000 }] }));
+      await h.client.upsertOrganisationFromFolder(folder);
+      const file = `org-policy-${Date.now()}.txt`;
+      const agentId = await h.createAgent({ org: name });
+      const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }), submitTurn('done')]);
+      await h.client.startTask({ agentId, taskId, title: 'Org policy', description: 'the organisation decides' });
+      const [pending] = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals;
+      expect(pending!.wait!.policy).toMatchObject({ name: `organisation ${name} class shell`, approvers: ['sam'], webhook: true });
+      // The webhook's URL may carry a secret: it stays in the configuration, out of the status and the history.
+      expect(JSON.stringify(pending)).not.toContain(hook);
+      const posted = await eventually(() => hooks.find((x) => x.event === 'approval.reminded'), 'the reminder webhook');
+      expect(posted).toMatchObject({ path: '/approvals', requestId: pending!.requestId, taskId, to: ['sam'], summary: `shell_execute: touch ${file}`, waitingFor: expect.stringMatching(/^0 of 1 approval; expires in/) });
+      await h.client.decideApproval(taskId, { requestId: pending!.requestId, decision: 'approved', decidedBy: 'sam' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review');
+      expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
+      expect(hooks.filter((x) => x.event === 'approval.reminded')).toHaveLength(1);
+      const history = await h.temporal.workflow.getHandle(`task-${taskId}-r1`).fetchHistory();
+      expect(JSON.stringify(history, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : value))).not.toContain(hook);
+
+      // A bad APPROVALS.json is refused with its problem, and the organisation keeps its policies.
+      writeFileSync(path.join(folder, 'APPROVALS.json'), JSON.stringify({ policies: [{ toolClass: 'shell', approvers: ['@ops'], expireAfterMs: 1_000 }] }));
+      await expect(h.client.upsertOrganisationFromFolder(folder)).rejects.toThrow(/approvals\.policies\.0\.approvers: unknown approver group @ops/);
+      const kept = await h.db.db.selectFrom('organisations').select('approvals').where('name', '=', name).executeTakeFirstOrThrow();
+      expect(kept.approvals).toMatchObject({ groups: { sre: ['sam'] } });
+    } finally {
+      receiver.close();
+    }
   });
 
   test('without a policy the request waits as before: the old signal decides it', async () => {

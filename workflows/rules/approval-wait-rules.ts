@@ -23,8 +23,11 @@ export interface ResolvedApprovalPolicy {
   remindAfterMs?: number;
   /** After the first reminder, again every this long until the request ends. */
   remindEveryMs?: number;
-  /** Reminders are also posted here (JSON), besides the notification inbox. */
-  webhookUrl?: string;
+  /**
+   * Reminders are also posted to the policy's webhook. The URL itself stays in the configuration (it
+   * may carry a secret): it never enters workflow history, the status query or the API.
+   */
+  webhook: boolean;
   escalateAfterMs?: number;
   escalateTo: string[];
   escalateToLabel: string;

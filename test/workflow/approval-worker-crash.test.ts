@@ -46,7 +46,8 @@ describe('an approval wait survives a worker killed with SIGKILL', () => {
   }
 
   test('decisions so far, timers and the trail survive; nothing is asked twice', async () => {
-    const REMIND_AFTER_MS = 1_500;
+    // Long enough that the vote and the kill come before it on a loaded machine: the timer must fire with no worker.
+    const REMIND_AFTER_MS = 10_000;
     let worker = await startWorkerProcess();
     const agentId = await h.createAgent({ approvals: { policies: [{ toolClass: 'shell', approvers: ['alice', 'bob'], quorum: 2, remind: { afterMs: REMIND_AFTER_MS }, expireAfterMs: 300_000 }] } });
     const { taskId } = await h.client.startTask({ agentId, title: 'Two approvals', description: 'push' });
@@ -60,6 +61,7 @@ describe('an approval wait survives a worker killed with SIGKILL', () => {
       const events = await timerEvents();
       return events.length >= 3 && events.at(-1)!.timerStartedEventAttributes !== undefined && events.at(-1)!.timerStartedEventAttributes !== null;
     }, 'the round to wait on its timer after the first vote');
+    expect((await h.client.getStatus(taskId)).pendingApprovals[0]!.wait!.remindersSent).toBe(0);
     const exited = new Promise((r) => worker.once('exit', r));
     worker.kill('SIGKILL');
     await exited;

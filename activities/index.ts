@@ -6,6 +6,7 @@ import { createStepActivities } from './step/step-activities';
 import { createStreamActivities } from './streams/stream-activities';
 import { createSubagentActivities } from './subagents';
 import { createTaskActivities } from './task-activities';
+import { createApprovalActivities } from './approvals/activities';
 
 export type { ActivityDeps } from './deps';
 export type { TaskContext } from './task-activities';
@@ -29,6 +30,8 @@ export function createActivities(deps: ActivityDeps) {
     step: createStepActivities(deps),
     /** The task's row, gates and approvals. */
     task: createTaskActivities(deps),
+    /** Approvals under a policy: the request with its policy, and the audit trail. */
+    approvals: createApprovalActivities(deps),
   });
 }
 

@@ -15,6 +15,8 @@ import { ApiError } from './errors';
 import { clearSessionCookie, closeSession, openSession, requireFormToken, SESSION_COOKIE, setSessionCookie, type InboxSession } from './inbox-sessions';
 import { registerSso, type SsoOptions } from './sso';
 import { verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
+import { approvalTrail, trailLine } from '../activities/approvals/views';
+import { inQueueOf, waitingForLine, type ApprovalWaitState } from '../workflows/rules/approval-wait-rules';
 
 /** The agent's words before a call are shown up to this length (the rest is in the Temporal UI). */
 const WORDS_MAX_CHARS = 1_500;
@@ -28,6 +30,8 @@ interface InboxDeps {
   namespace: string;
   requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal;
   decideApproval(requestId: string, body: { decision: 'approved' | 'rejected'; comment?: string }, principal: ApiPrincipal): Promise<unknown>;
+  /** Hands a request under a policy to a colleague (see routes/approvals.ts). */
+  delegateApproval(requestId: string, body: { to: string; comment?: string }, principal: ApiPrincipal): Promise<unknown>;
   withTimeout<T>(what: string, call: () => Promise<T>): Promise<T>;
   /** The answer to a failure, logged first when unexpected (the page then says where). */
   failure(error: unknown, request: FastifyRequest): ApiError;
@@ -95,6 +99,20 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     return reply.redirect(`${back(form)}notice=${encodeURIComponent(`${form.decision === 'approved' ? 'Approved' : 'Rejected'}: the task continues.`)}`, 303);
   });
 
+  app.post('/inbox/approvals/:requestId/delegate', async (request, reply) => {
+    const { requestId } = request.params as { requestId: string };
+    const form = (request.body ?? {}) as Record<string, string>;
+    const principal = decider(request, form);
+    const to = form.to?.trim();
+    if (!to) return reply.redirect(`${back(form)}problem=${encodeURIComponent('Not handed on: name the colleague who gets the request.')}`, 303);
+    try {
+      await deps.delegateApproval(requestId, { to, comment: form.comment?.trim() || undefined }, principal);
+    } catch (error) {
+      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not handed on: ${deps.failure(error, request).message}`)}`, 303);
+    }
+    return reply.redirect(`${back(form)}notice=${encodeURIComponent(`Handed to ${to}.`)}`, 303);
+  });
+
   app.post('/inbox/reviews/:taskId', async (request, reply) => {
     const { taskId } = request.params as { taskId: string };
     const form = (request.body ?? {}) as Record<string, string>;
@@ -119,7 +137,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     let approvalsQuery = db
       .selectFrom('approvals')
       .leftJoin('tasks', 'tasks.id', 'approvals.task_id')
-      .select(['approvals.id', 'approvals.task_id', 'approvals.agent_id', 'approvals.workflow_id', 'approvals.tool', 'approvals.args', 'approvals.summary', 'approvals.requested_at', 'tasks.title'])
+      .select(['approvals.id', 'approvals.task_id', 'approvals.agent_id', 'approvals.workflow_id', 'approvals.tool', 'approvals.args', 'approvals.summary', 'approvals.requested_at', 'approvals.wait_state', 'tasks.title'])
       .where('approvals.status', '=', 'pending')
       .orderBy('approvals.requested_at')
       .limit(INBOX_ITEMS_MAX);
@@ -137,9 +155,16 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const [approvals, reviews] = await Promise.all([approvalsQuery.execute(), reviewsQuery.execute()]);
 
     const now = Date.now();
+    const waitOf = (a: { wait_state: unknown }) => (a.wait_state as ApprovalWaitState | null) ?? undefined;
+    const mine = approvals.filter((a) => {
+      const wait = waitOf(a);
+      return wait !== undefined && inQueueOf(wait, principal.name, now);
+    });
     const approvalCards = await Promise.all(
       approvals.map(async (a) => {
-        const [reason, words] = await Promise.all([approvalReason(a.task_id, a.id), wordsBeforeCall(a.id)]);
+        const [reason, words, trail] = await Promise.all([approvalReason(a.task_id, a.id), wordsBeforeCall(a.id), waitOf(a) ? approvalTrail(db, a.id) : undefined]);
+        const wait = waitOf(a);
+        const hidden = `${csrf}${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}`;
         const args = a.args as Record<string, unknown> | null;
         const command = typeof args?.command === 'string' ? args.command : Array.isArray(args?.command) ? (args.command as string[]).join(' ') : JSON.stringify(args ?? {}, null, 2);
         // The run that asked is the round whose session is in the request id (`task_{taskId}_r{round}:{toolCallId}`).
@@ -152,11 +177,22 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   <pre class="command">${escape(command)}</pre>
   ${reason ? `<p class="reason"><b>Why it needs you:</b> ${escape(reason)}</p>` : ''}
   ${words ? `<blockquote class="words"><b>The agent said:</b> ${escape(words)}</blockquote>` : ''}
-  <form method="post" action="/inbox/approvals/${encodeURIComponent(a.id)}">${csrf}${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}
+  ${wait ? `<p class="waiting"><b>Waits for:</b> ${escape(waitingForLine(wait, now))}</p>` : ''}
+  <form method="post" action="/inbox/approvals/${encodeURIComponent(a.id)}">${hidden}
     <input name="comment" placeholder="Comment for the agent (optional)" aria-label="comment">
     <button name="decision" value="approved" class="approve">Approve</button>
     <button name="decision" value="rejected" class="reject">Reject</button>
   </form>
+  ${
+    wait
+      ? `<form method="post" class="delegate" action="/inbox/approvals/${encodeURIComponent(a.id)}/delegate">${hidden}
+    <input name="to" placeholder="Hand to a colleague (name)" aria-label="delegate to">
+    <input name="comment" placeholder="Why (optional)" aria-label="delegation comment">
+    <button class="link-button">Hand on</button>
+  </form>`
+      : ''
+  }
+  ${trail ? `<details class="trail"><summary>Trail (${trail.events.length})</summary><ol>${trail.events.map((e) => `<li>${escape(trailLine(e))}</li>`).join('')}</ol></details>` : ''}
   <a class="run" href="${escape(runLink(round ?? a.workflow_id))}" target="_blank" rel="noopener">Open the run in Temporal</a>
 </article>`;
       }),
@@ -187,6 +223,12 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     }</p>
 ${notice ? `<p class="notice" role="status">${escape(notice)}</p>` : ''}
 ${problem ? `<p class="notice problem" role="alert">${escape(problem)}</p>` : ''}
+<h2>Your queue (${mine.length})</h2>
+${
+  mine.length
+    ? `<ul class="queue">${mine.map((a) => `<li data-request-id="${escape(a.id)}">${escape(a.summary)} <small>· ${escape(waitingForLine(waitOf(a)!, now))}</small></li>`).join('')}</ul>`
+    : '<p class="empty">Nothing waits for you by name.</p>'
+}
 <h2>Waiting for approval (${approvals.length})</h2>
 ${approvalCards.join('\n') || '<p class="empty">Nothing waits for approval.</p>'}
 <h2>Waiting for review (${reviews.length})</h2>
@@ -245,6 +287,8 @@ form{display:flex;gap:8px;margin:10px 0 6px} input{flex:1;padding:7px 9px;border
 button{padding:7px 14px;border:0;border-radius:6px;cursor:pointer;font-weight:600}
 .approve{background:#1f883d;color:#fff} .reject{background:#cf222e;color:#fff}
 a.run{font-size:13px;color:#3451b2} .empty{color:#667}
+.waiting{margin:6px 0;color:#7a4b00} .trail{font-size:13px;color:#445} .trail ol{margin:4px 0;padding-left:20px}
+.link-button{background:#eef1f6;color:#1d2330} .queue li{margin:4px 0}
 .inline{display:inline;margin:0} button.link{background:none;color:#3451b2;padding:0;font-weight:400;text-decoration:underline}
 .signin{max-width:420px} .signin input{width:100%;box-sizing:border-box;margin:6px 0 12px}
 `;

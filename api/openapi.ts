@@ -31,6 +31,8 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /v1/notifications/read': 'markNotificationsRead',
   'GET /v1/approvals': 'listApprovals',
   'POST /v1/approvals/:requestId': 'decideApproval',
+  'GET /v1/approvals/:requestId/trail': 'getApprovalTrail',
+  'POST /v1/approvals/:requestId/delegate': 'delegateApproval',
   'POST /v1/agents/:agentId/chat': 'chat',
   'GET /v1/agents/:agentId/chat/:itemId/stream': 'streamChatAnswer',
   'GET /v1/agents/:agentId/mailbox': 'getMailbox',
@@ -73,6 +75,7 @@ const CONFLICTS: Record<string, string[]> = {
   'POST /v1/tasks/:taskId/review': ['not_in_review', ...TASK_SIGNAL_CONFLICTS],
   'POST /v1/tasks/:taskId/budget': ['task_finished', 'invalid_budget_decision', 'update_rejected', 'task_not_running'],
   'POST /v1/approvals/:requestId': ['approval_decided', 'update_rejected', 'task_not_running'],
+  'POST /v1/approvals/:requestId/delegate': ['approval_decided', 'update_rejected', 'task_not_running'],
 };
 
 /** Routes without path parameters that still name something (in the body or a filter) that may not exist. */
@@ -83,7 +86,7 @@ const NOT_FOUND_WITHOUT_PARAMS = new Set(['POST /v1/tasks', 'POST /v1/announceme
  * whose row is not written yet is looked up in Temporal), the approval decision, chat and the mailbox.
  */
 const CALLS_TEMPORAL = (key: string): boolean =>
-  key.includes('/v1/tasks/') || key === 'POST /v1/tasks' || key === 'POST /v1/approvals/:requestId' || key.startsWith('POST /v1/agents/:agentId/chat') || key === 'GET /v1/agents/:agentId/mailbox';
+  key.includes('/v1/tasks/') || key === 'POST /v1/tasks' || key === 'POST /v1/approvals/:requestId' || key === 'POST /v1/approvals/:requestId/delegate' || key.startsWith('POST /v1/agents/:agentId/chat') || key === 'GET /v1/agents/:agentId/mailbox';
 
 /** What each error status means for every route that can answer it. */
 const ERROR_MEANING: Record<number, string> = {

@@ -84,7 +84,43 @@ export const UsageTotalsSchema = z.object({
 export const UsageResponse = UsageTotalsSchema.extend({ calls: z.number() });
 export const UsageQuery = z.object({ since: z.iso.datetime({ offset: true, message: 'since must be an ISO 8601 date-time, e.g. 2026-12-01T00:00:00Z' }).optional() }).strict();
 
-export const PendingApprovalSchema = z.object({ requestId: z.string(), tool: z.string(), summary: z.string(), requestedAt: z.string() });
+const ApprovalVoteSchema = z.object({ by: z.string(), atMs: z.number(), comment: z.string().optional() });
+/** A policy as a request was opened with it (see activities/approvals/policy.ts). */
+export const ResolvedApprovalPolicySchema = z.object({
+  name: z.string(),
+  approvers: z.array(z.string()),
+  approversLabel: z.string(),
+  quorum: z.number(),
+  creatorCounts: z.boolean(),
+  rejection: z.enum(['any', 'quorum']),
+  remindAfterMs: z.number().optional(),
+  remindEveryMs: z.number().optional(),
+  webhook: z.boolean(),
+  escalateAfterMs: z.number().optional(),
+  escalateTo: z.array(z.string()),
+  escalateToLabel: z.string(),
+  expireAfterMs: z.number(),
+  onExpiry: z.union([
+    z.object({ then: z.literal('ask-again') }),
+    z.object({ then: z.literal('block') }),
+    z.object({ then: z.literal('escalate'), to: z.array(z.string()), toLabel: z.string(), extendMs: z.number() }),
+  ]),
+});
+/** An approval wait under a policy: votes, delegations, reminders, escalation so far. */
+export const ApprovalWaitStateSchema = z.object({
+  requestId: z.string(),
+  policy: ResolvedApprovalPolicySchema,
+  creator: z.string().optional(),
+  requestedAtMs: z.number(),
+  approvals: z.array(ApprovalVoteSchema),
+  rejections: z.array(ApprovalVoteSchema),
+  delegations: z.array(z.object({ from: z.string(), to: z.string(), atMs: z.number(), comment: z.string().optional() })),
+  remindersSent: z.number(),
+  escalated: z.boolean(),
+  extended: z.boolean(),
+  outcome: z.enum(['approved', 'rejected', 'expired']).optional(),
+});
+export const PendingApprovalSchema = z.object({ requestId: z.string(), tool: z.string(), summary: z.string(), requestedAt: z.string(), wait: ApprovalWaitStateSchema.optional() });
 export const BudgetReportSchema = z.object({
   limitUsd: z.number().nullable(),
   spentUsd: z.number(),
@@ -140,6 +176,7 @@ export const RecordedApprovalSchema = z.object({
   decidedBy: z.string().optional(),
   tool: z.string(),
   decidedAt: z.string(),
+  waitingFor: z.string().optional(),
 });
 export const ApprovalListItem = z.object({
   requestId: z.string(),
@@ -150,7 +187,21 @@ export const ApprovalListItem = z.object({
   summary: z.string(),
   args: z.unknown(),
   requestedAt: z.string(),
+  policy: z.string().nullable().describe('The approval policy the request follows; null without one'),
+  waitingFor: z.string().nullable().describe('What the request waits for, e.g. "1 of 2 approvals; escalates to @oncall in 14 min; expires in 58 min"'),
+  waitingOn: z.array(z.string()).describe('Who may decide now and has not (empty without a policy)'),
 });
+export const ApprovalsQuery = z.object({ for: z.string().trim().min(1).max(200).optional() }).strict();
+export const ApprovalTrailResponse = z.object({
+  requestId: z.string(),
+  status: z.string(),
+  summary: z.string(),
+  taskId: z.string().nullable(),
+  waitingFor: z.string().nullable(),
+  events: z.array(z.object({ kind: z.string(), actor: z.string().nullable(), targets: z.array(z.string()), comment: z.string().nullable(), at: z.string() })),
+});
+export const DelegateApprovalBody = z.object({ to: z.string().trim().min(1, 'name the colleague who gets the request').max(200), comment: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
+export const RecordedDelegationSchema = z.object({ requestId: z.string(), from: z.string(), to: z.string(), comment: z.string().optional(), delegatedAt: z.string(), waitingFor: z.string() });
 export const ApprovalsResponse = z.object({ approvals: z.array(ApprovalListItem) });
 /** Ids marked read in one request; a relay marks what it delivered in batches of at most this many. */
 export const NOTIFICATIONS_MARK_MAX = 500;

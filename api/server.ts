@@ -309,9 +309,9 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerTaskRoutes(context, events);
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
-  const decideApproval = registerApprovalRoutes(context);
+  const { decideApproval, delegateApproval } = registerApprovalRoutes(context);
   registerMcpEndpoint(context, decideApproval);
-  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
+  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, delegateApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;

@@ -27,6 +27,7 @@ import {
 } from '../workflows/contract';
 import { TASK_STATES } from '../workflows/rules/task-state';
 import type { BudgetDecision, BudgetReport, RecordedBudgetDecision } from '../workflows/subagent-contract';
+import type { ApprovalDelegationRequest, RecordedApprovalDelegation } from '../workflows/approval-contract';
 import { BudgetReportSchema, RecordedApprovalSchema, RecordedBudgetDecisionSchema, TaskStatusSchema, UsageTotalsSchema } from './schemas';
 
 const MAILBOX_ITEM_KINDS = ['chat', 'message', 'comment', 'mention', 'notification', 'task'] as const;
@@ -63,6 +64,8 @@ export const ReviewDecisionSchema = z.object({ decision: z.enum(['accept', 'revi
 export const TaskCommentSchema = z.object({ text: z.string(), from: z.string().optional(), kind: z.literal('message').optional() });
 export const PauseSchema = z.object({ reason: z.string().optional() });
 export const TaskApprovalDecisionSchema = z.object({ decision: z.enum(['approve', 'reject']), decidedBy: z.string().optional(), comment: z.string().optional() });
+export const ApprovalDelegationSchema = z.object({ requestId: z.string(), from: z.string(), to: z.string(), comment: z.string().optional() });
+export const RecordedApprovalDelegationSchema = ApprovalDelegationSchema.extend({ delegatedAt: z.string(), waitingFor: z.string() });
 export const BudgetDecisionSchema = z.object({ decision: z.enum(['raise', 'stop']), newLimitUsd: z.number().optional(), decidedBy: z.string().optional() });
 
 export const AgentWorkflowInputSchema = z.object({
@@ -126,7 +129,9 @@ const drift: [
   Exact<z.infer<typeof DeliverInputSchema>, DeliverInput>,
   Exact<z.infer<typeof DeliverResultSchema>, DeliverResult>,
   Exact<z.infer<typeof MailboxViewSchema>, MailboxView>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+  Exact<z.infer<typeof ApprovalDelegationSchema>, ApprovalDelegationRequest>,
+  Exact<z.infer<typeof RecordedApprovalDelegationSchema>, RecordedApprovalDelegation>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 void drift;
 
 /** Each message of the contract: its name on the wire, and the schemas of its arguments and result. */
@@ -149,6 +154,7 @@ const TASK_WORKFLOW = {
   updates: {
     decideApproval: { args: [ApprovalDecisionSchema], result: RecordedApprovalSchema },
     decideBudget: { args: [BudgetDecisionSchema], result: RecordedBudgetDecisionSchema },
+    delegateApproval: { args: [ApprovalDelegationSchema], result: RecordedApprovalDelegationSchema },
   },
 };
 const AGENT_WORKFLOW = {

@@ -12,6 +12,7 @@ import { addRecurringTaskCommands } from './recurring-task-commands';
 import { addTokenCommands } from './token-commands';
 import { addDbCommands } from './db-commands';
 import { addBudgetCommands } from './budget-commands';
+import { addApprovalCommands } from './approval-commands';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -102,7 +103,7 @@ for (const decision of ['approve', 'reject'] as const) {
         comment: opts.comment,
         decidedBy: opts.by,
       });
-      console.log(`${recorded.decision}: ${recorded.tool} [${recorded.requestId}] at ${recorded.decidedAt}`);
+      console.log(`${recorded.decision}: ${recorded.tool} [${recorded.requestId}] at ${recorded.decidedAt}${recorded.waitingFor ? ` · ${recorded.waitingFor}` : ''}`);
     });
 }
 task
@@ -131,6 +132,7 @@ task
 
 addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addChatCommands(program, open);
+addApprovalCommands(program, open);
 addTokenCommands(program);
 addDbCommands(program);
 addRecurringTaskCommands(program, async () => new RecurringTasks((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));

@@ -38,6 +38,7 @@ import { InvalidTaskInputError, innermostMessage, UnknownAgentError } from './er
 import { recordNewTask } from '../activities/store/task-graph';
 import { readUserTextFile } from '../activities/store/user-files';
 import type { DeliverInput } from '../workflows/agent-contract';
+import { delegateApprovalUpdate, type ApprovalDelegationRequest, type RecordedApprovalDelegation } from '../workflows/approval-contract';
 import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
 import { FailureType } from '../workflows/failure-types';
 
@@ -300,6 +301,11 @@ export class AgentsClient {
   /** Decides a pending approval through the validated update; returns the recorded decision. */
   async decideApproval(taskId: string, decision: ApprovalDecision): Promise<RecordedApprovalDecision> {
     return this.handle(taskId).executeUpdate(decideApprovalUpdate, { args: [decision] });
+  }
+
+  /** Hands a pending request under a policy to a colleague, who then decides as if asked (validated update). */
+  async delegateApproval(taskId: string, delegation: ApprovalDelegationRequest): Promise<RecordedApprovalDelegation> {
+    return this.handle(taskId).executeUpdate(delegateApprovalUpdate, { args: [delegation] });
   }
 
   /** Same decision by signal (fire-and-forget; unknown ids are ignored by the workflow). */

@@ -163,12 +163,32 @@ export interface ApprovalsTable {
   tool: string;
   args: ColumnType<unknown, string, string>;
   summary: string;
-  /** `withdrawn`: the attempt that asked was paused, cancelled or failed before anyone decided. */
-  status: 'pending' | 'approved' | 'rejected' | 'timed_out' | 'withdrawn';
+  /**
+   * `withdrawn`: the attempt that asked was paused, cancelled or failed before anyone decided.
+   * `expired`: a policy's expiry passed with nobody deciding (without a policy that is `timed_out`).
+   */
+  status: 'pending' | 'approved' | 'rejected' | 'timed_out' | 'expired' | 'withdrawn';
   requested_at: CreatedAt;
   decided_at: NullableTimestamp;
   decided_by: string | null;
   comment: string | null;
+  /** The policy the request was opened with (migration 023); null without one. */
+  policy: ColumnType<unknown, string | null | undefined, string | null>;
+  /** The wait's state as the workflow last recorded it (`ApprovalWaitState`); null without a policy. */
+  wait_state: ColumnType<unknown, string | null | undefined, string | null>;
+}
+
+/** The audit trail of approval requests (migration 023), written by activities, one row per event. */
+export interface ApprovalEventsTable {
+  id: Generated<string>;
+  request_id: string;
+  task_id: string | null;
+  kind: 'asked' | 'reminded' | 'escalated' | 'approved' | 'rejected' | 'delegated' | 'extended' | 'expired' | 'timed_out';
+  actor: string | null;
+  targets: ColumnType<string[], string | undefined, string>;
+  comment: string | null;
+  event_key: string;
+  created_at: CreatedAt;
 }
 
 export interface LlmCallsTable {
@@ -433,6 +453,7 @@ export interface Database {
   tool_outputs: ToolOutputsTable;
   workspace_remotes: WorkspaceRemotesTable;
   approvals: ApprovalsTable;
+  approval_events: ApprovalEventsTable;
   llm_calls: LlmCallsTable;
   memory_notebook: MemoryNotebookTable;
   memory_observations: MemoryObservationsTable;
@@ -501,6 +522,8 @@ export interface OrganisationsTable {
   name: string;
   context_md: Generated<string>;
   announcements_md: Generated<string>;
+  /** The organisation's approval policies (`APPROVALS.json`, migration 023); null without. */
+  approvals: ColumnType<unknown, string | null | undefined, string | null>;
   updated_at: Timestamp;
 }
 

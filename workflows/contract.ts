@@ -11,6 +11,7 @@ import type { BudgetReport, SubagentCarry } from './subagent-contract';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
 import { FailureType } from './failure-types';
 import type { TaskPriority } from './rules/priority';
+import type { ApprovalWaitState } from './rules/approval-wait-rules';
 
 export { ZERO_USAGE_TOTALS, type UsageTotals } from './usage';
 
@@ -83,6 +84,8 @@ export const dependenciesChangedSignal = defineSignal<[]>('dependenciesChanged')
 export interface RecordedApprovalDecision extends ApprovalDecision {
   tool: string;
   decidedAt: string;
+  /** Under an approval policy: what the request waits for after this decision ("1 of 2 approvals; …", or its outcome). */
+  waitingFor?: string;
 }
 
 // ---- status ------------------------------------------------------------------------------------
@@ -92,6 +95,8 @@ export interface PendingApproval {
   tool: string;
   summary: string;
   requestedAt: string;
+  /** Under an approval policy (docs/approvals.md): the policy and the decisions, reminders, escalation and delegations so far. */
+  wait?: ApprovalWaitState;
 }
 
 export type TaskPhase =
@@ -246,6 +251,8 @@ export interface RoundCarry {
 export type RoundOutcome = (
   | { kind: 'submitted'; summary: string; usage: UsageTotals; iterations: number }
   | { kind: 'not-submitted'; usage: UsageTotals; iterations: number; lastText?: string }
+  /** An approval request expired under a policy that says the task then waits for a human (→ blocked). */
+  | { kind: 'blocked'; reason: string; usage: UsageTotals; iterations: number }
 ) & {
   /** Comments that arrived after the round's last LLM turn: the task workflow keeps them for the next one. */
   undeliveredComments?: TaskComment[];

@@ -1,4 +1,7 @@
-import { ApplicationFailure, log, setHandler, type ChildWorkflowHandle } from '@temporalio/workflow';
+import { ApplicationFailure, condition, log, setHandler, type ChildWorkflowHandle } from '@temporalio/workflow';
+import { approvalDelegationSignal, delegateApprovalUpdate, INVALID_DELEGATION_TYPE, type ApprovalDelegationRequest, type RecordedApprovalDelegation } from './approval-contract';
+import type { ApprovalMirror } from './approval-mirror';
+import { waitingForLine } from './rules/approval-wait-rules';
 import {
   approvalDecisionSignal,
   decideApprovalUpdate,
@@ -32,7 +35,15 @@ export interface DecisionHost {
   decided: Set<string>;
   /** Review decisions waiting for the main loop. */
   reviews: ReviewDecision[];
+  /** The running round's approval waits under a policy, as it reported them. */
+  approvals: ApprovalMirror;
 }
+
+/**
+ * How long an accepted decision under a policy waits for the round to count it. The round answers
+ * within one workflow task; only a round that ended meanwhile leaves it unanswered.
+ */
+const POLICY_DECISION_CONFIRM_MS = 60_000;
 
 /**
  * The task workflow's human decisions: tool-call approvals (signal, and the validated update that
@@ -71,6 +82,14 @@ export function installDecisionHandlers(host: DecisionHost): void {
 
   /** Passes a decision to the running round; the round ignores ids it never asked about. */
   const forward = async (decision: ApprovalDecision): Promise<void> => {
+    if (host.approvals.isPolicyRequest(decision.requestId)) {
+      // Under a policy one decision rarely ends the request: the request stays pending until the round says so.
+      const acceptedAtMs = Date.now();
+      host.approvals.acceptDecision(decision.requestId, decision, acceptedAtMs);
+      const forwarded: ApprovalDecision & { acceptedAtMs: number } = { ...decision, acceptedAtMs };
+      await host.round()?.signal(approvalDecisionSignal, forwarded).catch((error: unknown) => log.warn('could not forward an approval decision to the round', { requestId: decision.requestId, error: String(error) }));
+      return;
+    }
     host.decided.add(decision.requestId);
     host.setPendingApprovals(host.pendingApprovals().filter((a) => a.requestId !== decision.requestId));
     try {
@@ -91,8 +110,19 @@ export function installDecisionHandlers(host: DecisionHost): void {
     decideApprovalUpdate,
     async (decision): Promise<RecordedApprovalDecision> => {
       const request = host.pendingApprovals().find((a) => a.requestId === decision.requestId);
+      const underPolicy = host.approvals.isPolicyRequest(decision.requestId);
       await forward(decision);
-      return { ...decision, tool: request?.tool ?? 'unknown', decidedAt: new Date().toISOString() };
+      const recorded = { ...decision, tool: request?.tool ?? 'unknown', decidedAt: new Date().toISOString() };
+      if (!underPolicy) return recorded;
+      const by = decision.decidedBy!;
+      await condition(() => host.approvals.voteFate(decision.requestId, by) !== undefined, POLICY_DECISION_CONFIRM_MS);
+      const fate = host.approvals.voteFate(decision.requestId, by);
+      if (!fate) throw ApplicationFailure.create({ type: TaskFailureType.invalidDecision, message: `approval request ${decision.requestId}: the round did not confirm the decision (it may have ended)`, nonRetryable: true });
+      if (fate.fate === 'ended') {
+        const why = fate.state.outcome === 'expired' ? 'expired: nobody decided in time' : `was already ${fate.state.outcome}`;
+        throw ApplicationFailure.create({ type: TaskFailureType.invalidDecision, message: `approval request ${decision.requestId} ${why}; this decision was not counted`, nonRetryable: true });
+      }
+      return { ...recorded, waitingFor: waitingForLine(fate.state, Date.now()) };
     },
     {
       validator: (decision) => {
@@ -114,10 +144,35 @@ export function installDecisionHandlers(host: DecisionHost): void {
     host.reviews.push(review);
   });
 
+  const delegationRefused = (message: string) => ApplicationFailure.create({ type: INVALID_DELEGATION_TYPE, message, nonRetryable: true });
+  setHandler(
+    delegateApprovalUpdate,
+    async (delegation): Promise<RecordedApprovalDelegation> => {
+      const acceptedAtMs = Date.now();
+      host.approvals.acceptDelegation(delegation.requestId, delegation, acceptedAtMs);
+      await host.round()?.signal(approvalDelegationSignal, { ...delegation, acceptedAtMs });
+      await condition(() => host.approvals.delegationFate(delegation.requestId, delegation.from, delegation.to) !== undefined, POLICY_DECISION_CONFIRM_MS);
+      const fate = host.approvals.delegationFate(delegation.requestId, delegation.from, delegation.to);
+      if (fate?.fate !== 'recorded') throw delegationRefused(`approval request ${delegation.requestId} ended before it was handed on; the delegation was not recorded`);
+      return { ...delegation, delegatedAt: new Date(acceptedAtMs).toISOString(), waitingFor: waitingForLine(fate.state, Date.now()) };
+    },
+    {
+      validator: (delegation: ApprovalDelegationRequest) => {
+        if (typeof delegation?.requestId !== 'string') throw delegationRefused('a delegation needs a requestId');
+        if (!host.pendingApprovals().some((a) => a.requestId === delegation.requestId) && !host.approvals.isPolicyRequest(delegation.requestId)) {
+          throw delegationRefused(`no pending approval request ${delegation.requestId}`);
+        }
+        const problem = host.approvals.delegationProblem(delegation.requestId, delegation, Date.now());
+        if (problem) throw delegationRefused(problem);
+      },
+    },
+  );
+
   /** Why an approval decision cannot be applied. */
   function approvalProblem(decision: ApprovalDecision | undefined): string | undefined {
     if (typeof decision?.requestId !== 'string') return 'a decision needs a requestId';
     if (decision.decision !== 'approved' && decision.decision !== 'rejected') return `decision must be 'approved' or 'rejected', got ${JSON.stringify(decision.decision)}`;
+    if (host.approvals.isPolicyRequest(decision.requestId)) return host.approvals.decisionProblem(decision.requestId, decision, Date.now());
     if (host.decided.has(decision.requestId)) return `approval request ${decision.requestId} was already decided`;
     const pending = host.pendingApprovals();
     if (!pending.some((a) => a.requestId === decision.requestId)) {

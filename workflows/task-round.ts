@@ -15,7 +15,7 @@ import {
 } from '@temporalio/workflow';
 import { FUSED_STEP, TASK_STORE, TASK_TOOL } from './activity-options';
 import type { Activities } from '../activities';
-import type { ExecuteToolResult } from '../activities/tools/execute';
+import type { ApprovalOutcome, ExecuteToolResult } from '../activities/tools/execute';
 import type { DeferredToolCall, StepWithToolsResult } from '../activities/step/with-tools';
 import {
   addUsage,
@@ -44,6 +44,9 @@ import {
 } from './rules/harness';
 import { formatTokens } from './rules/format';
 import { createSubagentSpawner } from './subagent-spawner';
+import { APPROVAL_POLICY_WAIT_PATCH_ID, waitUnderPolicy, type ApprovalInboxItem } from './approval-wait';
+import { approvalDelegationSignal } from './approval-contract';
+import { expiredResultText } from './rules/approval-wait-rules';
 
 const tools = proxyActivities<Activities>(TASK_TOOL);
 const fused = proxyActivities<Activities>(FUSED_STEP);
@@ -79,9 +82,16 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH).
   if (!carry && patched(NO_START_REPORT_PATCH)) lastReportedIteration = toolIterations;
 
+  /** Requests waiting under a policy, and what reached them (each decision counts, not only the first). */
+  const policyInboxes = new Map<string, ApprovalInboxItem[]>();
+  /** Set when an expired request's policy blocks the task: the round ends after the current calls. */
+  let blockedReason: string | undefined;
   setHandler(approvalDecisionSignal, (d) => {
+    const inbox = policyInboxes.get(d.requestId);
+    if (inbox) return void inbox.push({ kind: 'decision', decision: d });
     if (!decisions.has(d.requestId)) decisions.set(d.requestId, d);
   });
+  setHandler(approvalDelegationSignal, (d) => void policyInboxes.get(d.requestId)?.push({ kind: 'delegation', delegation: d }));
   setHandler(commentSignal, (c) => void comments.push(c));
 
   // Sub-agents and the tree's cost governor; without a budget and without spawn calls it adds no command.
@@ -184,8 +194,13 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         for (const call of toRun) {
           const result = await runTool(call, stepTurn, call.approval ?? call.inWorkflow);
           if (result.kind === 'done' && result.submission !== undefined) submission = result.submission;
+          if (blockedReason) break;
         }
         toolIterations += 1;
+        if (blockedReason) {
+          details('finished', ' · blocked');
+          return { kind: 'blocked', reason: blockedReason, usage, iterations: toolIterations, ...undelivered() };
+        }
         if (submission !== undefined) {
           if (spawner.accounting()) await report('awaiting-review', true); // the final spend per node
           details('awaiting-review');
@@ -229,6 +244,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     if (first.kind !== 'approval-required') return first;
 
     const { requestId } = first;
+    if (patched(APPROVAL_POLICY_WAIT_PATCH_ID)) return awaitApproval(first, call, stepTurn, base);
     const { requestedAt } = await store.recordApprovalRequest({
       requestId,
       agentId: input.agentId,
@@ -250,6 +266,78 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     const outcome = decided && decision
       ? { requestId, decision: decision.decision, comment: decision.comment, decidedBy: decision.decidedBy }
       : { requestId, decision: 'timed_out' as const };
+    await store.recordApprovalDecision({ requestId, taskId: input.taskId, status: outcome.decision, decidedBy: outcome.decidedBy, comment: outcome.comment });
+    await report('running-tool', true);
+    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [{ ...base, approval: outcome }]);
+  }
+
+  /**
+   * Opens the request and waits for it: under a policy (reminders, escalation, quorum, delegation,
+   * expiry) when one applies, else for one decision until `approvalTimeoutMs` as before.
+   */
+  async function awaitApproval(
+    first: Extract<ExecuteToolResult, { kind: 'approval-required' }>,
+    call: { id: string; summary: string },
+    stepTurn: number,
+    base: Parameters<typeof tools.executeTool>[0],
+  ): Promise<ExecuteToolResult> {
+    const { requestId } = first;
+    const opened = await store.openApprovalRequest.executeWithOptions({ summary: `approval requested: ${call.summary}` }, [
+      {
+        requestId,
+        agentId: input.agentId,
+        taskId: input.taskId,
+        workflowId: input.parentWorkflowId,
+        sessionId: input.sessionId,
+        attempt: input.attempt,
+        turn: stepTurn,
+        toolCallId: call.id,
+        tool: first.tool,
+        summary: first.summary,
+        reason: first.reason,
+      },
+    ]);
+    const request = { requestId, tool: first.tool, summary: first.summary, requestedAt: opened.requestedAt };
+    let outcome: ApprovalOutcome;
+    if (opened.policy) {
+      policyInboxes.set(requestId, []);
+      const final = await waitUnderPolicy({
+        requestId,
+        agentId: input.agentId,
+        taskId: input.taskId,
+        summary: first.summary,
+        policy: opened.policy,
+        requestedAtMs: Date.parse(opened.requestedAt),
+        creator: opened.creator,
+        inbox: policyInboxes.get(requestId)!,
+        onChange: async (wait) => {
+          pending.set(requestId, { ...request, wait });
+          await report('awaiting-approval', true);
+        },
+      });
+      policyInboxes.delete(requestId);
+      pending.delete(requestId);
+      const votes = final.outcome === 'rejected' ? final.rejections : final.approvals;
+      outcome =
+        final.outcome === 'expired'
+          ? { requestId, decision: 'expired', explanation: expiredResultText(first.summary, final) }
+          : {
+              requestId,
+              decision: final.outcome === 'rejected' ? 'rejected' : 'approved',
+              decidedBy: votes.map((v) => v.by).join(' and '),
+              ...(votes.some((v) => v.comment) ? { comment: votes.filter((v) => v.comment).map((v) => (votes.length > 1 ? `${v.by}: ${v.comment}` : v.comment)).join('; ') } : {}),
+            };
+      if (final.outcome === 'expired' && final.policy.onExpiry.then === 'block') {
+        blockedReason = `approval request ${requestId} for "${first.summary}" expired: nobody decided in time (policy ${final.policy.name})`;
+      }
+    } else {
+      pending.set(requestId, request);
+      await report('awaiting-approval', true);
+      const decided = await condition(() => decisions.has(requestId), input.approvalTimeoutMs);
+      pending.delete(requestId);
+      const decision = decisions.get(requestId);
+      outcome = decided && decision ? { requestId, decision: decision.decision, comment: decision.comment, decidedBy: decision.decidedBy } : { requestId, decision: 'timed_out' };
+    }
     await store.recordApprovalDecision({ requestId, taskId: input.taskId, status: outcome.decision, decidedBy: outcome.decidedBy, comment: outcome.comment });
     await report('running-tool', true);
     return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [{ ...base, approval: outcome }]);

@@ -54,6 +54,7 @@ import { settleBudgetReport, withTreeCost } from './rules/subagents';
 import { isTerminal, transition, type TaskState } from './rules/task-state';
 import { budgetQuery, type BudgetReport } from './subagent-contract';
 import { installDecisionHandlers } from './task-decisions';
+import { ApprovalMirror } from './approval-mirror';
 import { startPostTaskReflection } from './reflection';
 import { taskRoundWorkflow } from './task-round';
 
@@ -89,6 +90,8 @@ export class TaskRun {
   pendingApprovals: PendingApproval[] = [];
   /** Request ids already decided: a second decision on one is refused. */
   readonly decided = new Set<string>();
+  /** The running round's approval waits under a policy, as it reported them. */
+  readonly approvalWaits = new ApprovalMirror();
   /** Review decisions waiting for the lifecycle. */
   readonly reviews: ReviewDecision[];
   /** Comments for the next attempt or round (none is running, or it ended before it got them). */
@@ -180,6 +183,7 @@ export class TaskRun {
       },
       decided: this.decided,
       reviews: this.reviews,
+      approvals: this.approvalWaits,
     });
     setHandler(roundProgressSignal, (p) => {
       if (p.round !== this.round || this.state !== 'in_progress') return;
@@ -190,7 +194,7 @@ export class TaskRun {
         this.budget = p.budget;
         this.budgetLive = true;
       }
-      this.pendingApprovals = p.pendingApprovals.filter((a) => !this.decided.has(a.requestId));
+      this.pendingApprovals = this.approvalWaits.observe(p.pendingApprovals).filter((a) => !this.decided.has(a.requestId));
       this.showDetails();
     });
     setHandler(commentSignal, async (comment) => {
@@ -264,6 +268,7 @@ export class TaskRun {
     this.iteration = 0;
     this.roundUsage = ZERO_USAGE_TOTALS;
     this.pendingApprovals = [];
+    this.approvalWaits.clear();
     if (outcome.kind === 'paused') {
       this.pauseRequested = false;
       this.phase = 'paused';
@@ -280,6 +285,18 @@ export class TaskRun {
       this.phase = 'finished';
       this.usage = (await this.moveTo('failed', outcome.error)) ?? this.usage;
       return 'end';
+    }
+    if (outcome.kind === 'blocked') {
+      // An approval policy said: when nobody decides in time, the task waits for a human (resume).
+      this.queuedComments.push(...(outcome.undeliveredComments ?? []));
+      this.phase = 'paused';
+      this.usage = (await this.moveTo('blocked', outcome.reason)) ?? addUsage(this.usage, outcome.usage);
+      await condition(() => this.resumeRequested);
+      this.resumeRequested = false;
+      this.attempt += 1;
+      this.phase = 'starting';
+      await this.moveTo('in_progress');
+      return 'next';
     }
     this.usage = addUsage(this.usage, outcome.usage);
     // The status query shows how many tool iterations the finished attempt took.

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { AgentRow, Database } from '../../schema/database';
 import { identityIsSelfEdited } from './agent-seed';
 import { InvalidWorkspaceDirError, prepareWorkspace, workspaceDirSyntaxProblem } from './workspace-dir';
+import { ApprovalsConfigSchema } from '../approvals/policy';
 import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
@@ -77,6 +78,8 @@ export const AgentConfigSchema = z
     trust: z.object({ level: z.string().trim().min(1).max(60), description: z.string().max(2_000).optional() }).strict().optional(),
     /** Shared skills bound to the agent (skill names); skills in the agent folder's `skills/` are bound too. */
     skills: z.array(z.string().min(1).max(100)).max(100).optional(),
+    /** Who decides this agent's risky tool calls, reminders, escalation, quorum and expiry (docs/approvals.md). */
+    approvals: ApprovalsConfigSchema.optional(),
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
     /**

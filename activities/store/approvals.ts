@@ -51,7 +51,7 @@ export async function recordApprovalRequest(db: Kysely<Database>, input: Approva
 export interface ApprovalDecisionInput {
   requestId: string;
   taskId?: string;
-  status: 'approved' | 'rejected' | 'timed_out';
+  status: 'approved' | 'rejected' | 'timed_out' | 'expired';
   decidedBy?: string;
   comment?: string;
 }

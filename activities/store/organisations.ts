@@ -15,6 +15,8 @@ import { readUserTextFile } from './user-files';
 import path from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
+import { z } from 'zod';
+import { ApprovalsConfigSchema, type ApprovalsConfig } from '../approvals/policy';
 import { pruneSkills, readSkillsFolder, skillProblems, skillScope, SKILLS_PER_FOLDER_MAX, upsertSkills, type SkillDefinition } from './skills';
 
 /** An organisation document is prompt text; longer belongs in a skill or the agents' knowledge. */
@@ -40,6 +42,8 @@ export interface OrganisationDefinition {
   announcements: string;
   users: Array<{ handle: string; name: string; profile: string }>;
   skills: SkillDefinition[];
+  /** Approval policies for every agent of the organisation (`APPROVALS.json`); an agent's own come first. */
+  approvals?: ApprovalsConfig;
 }
 
 /** Bad organisation input, with every problem; nothing was written. */
@@ -106,6 +110,10 @@ export function organisationProblems(org: OrganisationDefinition): string[] {
     if (skillNames.has(skill.name)) problems.push(`${which}: listed twice`);
     skillNames.add(skill.name);
   }
+  if (org.approvals !== undefined) {
+    const parsed = ApprovalsConfigSchema.safeParse(org.approvals);
+    if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`approvals${issue.path.map((p) => `.${String(p)}`).join('')}: ${issue.message}`);
+  }
   return problems;
 }
 
@@ -133,8 +141,16 @@ export async function readOrganisationFolder(folder: string, name = path.basenam
     users.push({ ...user, profile: user.profile.slice(0, ORG_DOCUMENT_MAX_CHARS) });
   }
   const skills = await readSkillsFolder(path.join(folder, 'skills'));
-  const org = { name, context: context?.trim() ?? '', announcements: announcements?.trim() ?? '', users, skills };
-  const problems = organisationProblems(org);
+  const approvalsText = await readOptional(path.join(folder, 'APPROVALS.json'));
+  let approvals: unknown;
+  const problems: string[] = [];
+  try {
+    approvals = approvalsText === undefined ? undefined : z.json().parse(JSON.parse(approvalsText));
+  } catch (error) {
+    problems.push(`APPROVALS.json is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const org: OrganisationDefinition = { name, context: context?.trim() ?? '', announcements: announcements?.trim() ?? '', users, skills, ...(approvals !== undefined ? { approvals: approvals as ApprovalsConfig } : {}) };
+  problems.push(...organisationProblems(org));
   if (files.length > ORG_USERS_MAX) problems.unshift(`users/ holds ${files.length} profiles; at most ${ORG_USERS_MAX}`);
   if (problems.length) throw new InvalidOrganisationError(`organisation folder ${folder}`, problems);
   if (context === undefined && announcements === undefined && !users.length && !skills.length) {
@@ -153,8 +169,10 @@ export async function upsertOrganisation(db: Kysely<Database>, org: Organisation
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('organisations')
-      .values({ name: org.name, context_md: org.context, announcements_md: org.announcements })
-      .onConflict((oc) => oc.column('name').doUpdateSet({ context_md: org.context, announcements_md: org.announcements, updated_at: new Date() }))
+      .values({ name: org.name, context_md: org.context, announcements_md: org.announcements, approvals: org.approvals ? JSON.stringify(org.approvals) : null })
+      .onConflict((oc) =>
+        oc.column('name').doUpdateSet({ context_md: org.context, announcements_md: org.announcements, approvals: org.approvals ? JSON.stringify(org.approvals) : null, updated_at: new Date() }),
+      )
       .execute();
     await trx.deleteFrom('user_profiles').where('org', '=', org.name).execute();
     if (org.users.length) {

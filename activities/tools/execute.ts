@@ -15,9 +15,12 @@ export const RESULT_PREVIEW_FOR_WORKFLOW_CHARS = 200;
 
 export interface ApprovalOutcome {
   requestId: string;
-  decision: 'approved' | 'rejected' | 'timed_out';
+  /** `expired`: a policy's expiry passed with nobody deciding (not a refusal; see `explanation`). */
+  decision: 'approved' | 'rejected' | 'timed_out' | 'expired';
   comment?: string;
   decidedBy?: string;
+  /** For `expired`: what the model is told, in words (nobody decided in time, and what happens next). */
+  explanation?: string;
 }
 
 export interface ExecuteToolInput {
@@ -130,6 +133,9 @@ export async function executeToolCall(
         // For a question, "rejected" is an answer, not a failure.
         const answer = input.approval.comment ? ` Their answer: ${input.approval.comment}` : ' They added no comment.';
         return recordWithoutRunning(ctx, call, `${input.approval.decidedBy ?? 'The human'} declined.${answer}`, false);
+      }
+      if (input.approval.decision === 'expired') {
+        return recordWithoutRunning(ctx, call, input.approval.explanation ?? `Not run: nobody decided on the approval request for "${summary}" in time. This is not a refusal; you may ask again.`);
       }
       const text =
         input.approval.decision === 'timed_out'

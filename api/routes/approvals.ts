@@ -6,6 +6,7 @@ import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 import type { ApiPrincipal } from '../tokens';
+import { approvalTrail, pendingApprovalViews } from '../../activities/approvals/views';
 
 /**
  * The approvals row is written by an activity just before the workflow registers the request, so a
@@ -15,9 +16,10 @@ const APPROVAL_SETTLE_MS = 5_000;
 const APPROVAL_SETTLE_POLL_MS = 100;
 
 export type DecideApproval = (requestId: string, body: z.infer<typeof S.DecideApprovalBody>, principal: ApiPrincipal) => Promise<unknown>;
+export type DelegateApproval = (requestId: string, body: z.infer<typeof S.DelegateApprovalBody>, principal: ApiPrincipal) => Promise<unknown>;
 
-/** Registers the routes; returns the approval decision path, which the inbox page shares. */
-export function registerApprovalRoutes({ route, client, db, withTimeout, requireAgent }: ApiContext): DecideApproval {
+/** Registers the routes; returns the approval decision and delegation paths, which the inbox page shares. */
+export function registerApprovalRoutes({ route, client, db, withTimeout, requireAgent }: ApiContext): { decideApproval: DecideApproval; delegateApproval: DelegateApproval } {
   const admin = new TaskAdmin(client.temporal, db);
   route({
     method: 'GET',
@@ -52,14 +54,37 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     method: 'GET',
     url: '/v1/approvals',
     scope: 'read',
-    summary: 'Pending approval requests across all tasks, oldest first',
+    summary:
+      "Pending approval requests across all tasks, oldest first, each with what it waits for under its policy (`waitingFor`, `waitingOn`); `?for=<name>`: that person's own queue (the requests they may decide now and have not)",
+    query: S.ApprovalsQuery,
     response: S.ApprovalsResponse,
-    handler: async () => {
-      const rows = await db.selectFrom('approvals').selectAll().where('status', '=', 'pending').orderBy('requested_at').execute();
-      return {
-        approvals: rows.map((r) => ({ requestId: r.id, taskId: r.task_id, agentId: r.agent_id, workflowId: r.workflow_id, tool: r.tool, summary: r.summary, args: r.args, requestedAt: r.requested_at.toISOString() })),
-      };
+    handler: async ({ query }) => {
+      const views = await pendingApprovalViews(db, query.for ? { forPerson: query.for } : {});
+      return { approvals: views.map((v) => ({ ...v, requestedAt: v.requestedAt.toISOString() })) };
     },
+  });
+  route({
+    method: 'GET',
+    url: '/v1/approvals/:requestId/trail',
+    scope: 'read',
+    summary: "A request's audit trail, oldest first: who was asked, reminded, escalated to, each decision, delegations, expiry",
+    params: S.RequestIdParams,
+    response: S.ApprovalTrailResponse,
+    handler: async ({ params }) => {
+      const trail = await approvalTrail(db, params.requestId);
+      if (!trail) throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(params.requestId)}`);
+      return { requestId: params.requestId, ...trail, events: trail.events.map((e) => ({ ...e, at: e.at.toISOString() })) };
+    },
+  });
+  route({
+    method: 'POST',
+    url: '/v1/approvals/:requestId/delegate',
+    scope: 'operator',
+    summary: 'Hand a pending request under a policy to a colleague (from = the token name), through the validated `delegateApproval` update; the colleague then decides as if asked',
+    params: S.RequestIdParams,
+    body: S.DelegateApprovalBody,
+    response: S.RecordedDelegationSchema,
+    handler: async ({ params, body, principal }) => delegateApproval(params.requestId, body, principal),
   });
   route({
     method: 'POST',
@@ -91,7 +116,15 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     }
   }
 
-  return decideApproval;
+  async function delegateApproval(requestId: string, body: z.infer<typeof S.DelegateApprovalBody>, principal: ApiPrincipal) {
+    const row = await db.selectFrom('approvals').select(['task_id', 'status']).where('id', '=', requestId).executeTakeFirst();
+    if (!row || !row.task_id) throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
+    if (row.status !== 'pending') throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
+    const taskId = row.task_id;
+    return withTimeout('the delegateApproval update', () => client.delegateApproval(taskId, { requestId, from: principal.name, to: body.to, ...(body.comment ? { comment: body.comment } : {}) }));
+  }
+
+  return { decideApproval, delegateApproval };
 }
 
 function notificationJson(n: NotificationRow) {

@@ -28,12 +28,9 @@ import {
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
-/**
- * Runs with this marker: a risky call opens its request with `openApprovalRequest` and, when a policy
- * applies, waits here. Without it (histories recorded before) the round records the request with
- * `recordApprovalRequest` and waits for one decision until `approvalTimeoutMs`, then `timed_out`.
- */
-export const APPROVAL_POLICY_WAIT_PATCH_ID = 'approval-policy-wait';
+// Runs with APPROVAL_POLICY_WAIT_PATCH (patches.ts): a risky call opens its request with `openApprovalRequest`
+// and, when a policy applies, waits here. Without it the round records the request with
+// `recordApprovalRequest` and waits for one decision until `approvalTimeoutMs`, then `timed_out`.
 
 /** What reaches a waiting request: decisions and delegations, in arrival order. */
 export type ApprovalInboxItem =

@@ -51,6 +51,8 @@ export const TASK_FAILURE_RECORDED_PATCH = 'task-failure-recorded';
 export const AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH = 'agent-can-waits-for-late-deliveries';
 /** An agent's answer on a thread opened from a task joins that task's running round. */
 export const AGENT_ANSWERS_JOIN_TASK_PATCH = 'agent-answers-join-task';
+/** A risky call under an approval policy waits with reminders, escalation, quorum, delegation and expiry. */
+export const APPROVAL_POLICY_WAIT_PATCH = 'approval-policy-wait';
 /** A cancelled round waits for every sub-agent to settle before it ends. */
 export const SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH = 'subagents-settle-before-cancel';
 
@@ -117,6 +119,13 @@ export const PATCHES: readonly PatchEntry[] = [
     addedIn: '0.5.0',
     legacy: 'three activities at start: loadTaskContext, taskStartGates, recordTaskState',
     deprecateAfter: '0.7.0',
+    status: 'active',
+  },
+  {
+    id: APPROVAL_POLICY_WAIT_PATCH,
+    addedIn: '0.6.0',
+    legacy: 'one wait for the first decision until approvalTimeoutMs, then timed_out',
+    deprecateAfter: '0.8.0',
     status: 'active',
   },
 ];

@@ -33,7 +33,7 @@ import {
   type TaskComment,
   type TaskPhase,
 } from './contract';
-import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
+import { APPROVAL_POLICY_WAIT_PATCH, FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
 import {
   CONTINUATION_PROMPT,
   finalCriticalReminderText,
@@ -44,7 +44,7 @@ import {
 } from './rules/harness';
 import { formatTokens } from './rules/format';
 import { createSubagentSpawner } from './subagent-spawner';
-import { APPROVAL_POLICY_WAIT_PATCH_ID, waitUnderPolicy, type ApprovalInboxItem } from './approval-wait';
+import { waitUnderPolicy, type ApprovalInboxItem } from './approval-wait';
 import { approvalDelegationSignal } from './approval-contract';
 import { expiredResultText } from './rules/approval-wait-rules';
 
@@ -244,7 +244,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     if (first.kind !== 'approval-required') return first;
 
     const { requestId } = first;
-    if (patched(APPROVAL_POLICY_WAIT_PATCH_ID)) return awaitApproval(first, call, stepTurn, base);
+    if (patched(APPROVAL_POLICY_WAIT_PATCH)) return awaitApproval(first, call, stepTurn, base);
     const { requestedAt } = await store.recordApprovalRequest({
       requestId,
       agentId: input.agentId,

@@ -6,6 +6,7 @@ import type { AgentRow, Database } from '../../schema/database';
 import { identityIsSelfEdited } from './agent-seed';
 import { InvalidWorkspaceDirError, prepareWorkspace, workspaceDirSyntaxProblem } from './workspace-dir';
 import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
+import { McpServersSchema } from '../tools/mcp/config';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
 export const IDENTITY_FILES = {
@@ -58,6 +59,8 @@ export const AgentConfigSchema = z
         messageAgents: z.boolean().optional(),
         /** `goal_create`, `goal_update`. */
         manageGoals: z.boolean().optional(),
+        /** MCP servers' tools (docs/mcp.md). Withheld unless `true`: they reach outside the runtime. */
+        canCallExternalTools: z.boolean().optional(),
       })
       .strict()
       .optional(),
@@ -75,6 +78,8 @@ export const AgentConfigSchema = z
     trust: z.object({ level: z.string().trim().min(1).max(60), description: z.string().max(2_000).optional() }).strict().optional(),
     /** Shared skills bound to the agent (skill names); skills in the agent folder's `skills/` are bound too. */
     skills: z.array(z.string().min(1).max(100)).max(100).optional(),
+    /** MCP servers the agent may use, in the `mcpServers` shape (docs/mcp.md); needs `permissions.canCallExternalTools`. */
+    mcpServers: McpServersSchema.optional(),
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
     /**

@@ -131,7 +131,7 @@ export function grantedPermissions(config: Pick<AgentConfig, 'permissions'>): Re
 /** Tool definitions in a stable order (sorted by name), so the tool block is cache-stable. */
 export function toolDefinitions(tools: ReadonlyMap<string, ToolSpec>): ToolDefinition[] {
   return [...tools.values()].map((tool) => {
-    const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.schema) as Record<string, unknown>;
+    const { $schema: _ignored, ...inputSchema } = tool.inputJsonSchema ?? (z.toJSONSchema(tool.schema) as Record<string, unknown>);
     return { name: tool.name, description: tool.description, inputSchema };
   });
 }

@@ -15,6 +15,7 @@ import { readUserTextFile } from './user-files';
 import path from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
+import { MCP_JSON_FILE, McpServersSchema, parseMcpJson, type McpServers } from '../tools/mcp/config';
 import { pruneSkills, readSkillsFolder, skillProblems, skillScope, SKILLS_PER_FOLDER_MAX, upsertSkills, type SkillDefinition } from './skills';
 
 /** An organisation document is prompt text; longer belongs in a skill or the agents' knowledge. */
@@ -40,6 +41,8 @@ export interface OrganisationDefinition {
   announcements: string;
   users: Array<{ handle: string; name: string; profile: string }>;
   skills: SkillDefinition[];
+  /** MCP servers every agent of the organisation gets (the folder's `mcp.json`). */
+  mcpServers?: McpServers;
 }
 
 /** Bad organisation input, with every problem; nothing was written. */
@@ -106,6 +109,10 @@ export function organisationProblems(org: OrganisationDefinition): string[] {
     if (skillNames.has(skill.name)) problems.push(`${which}: listed twice`);
     skillNames.add(skill.name);
   }
+  if (org.mcpServers !== undefined) {
+    const parsed = McpServersSchema.safeParse(org.mcpServers);
+    if (!parsed.success) problems.push(...parsed.error.issues.map((i) => `mcpServers ${i.path.join('.')}: ${i.message}`));
+  }
   return problems;
 }
 
@@ -133,8 +140,11 @@ export async function readOrganisationFolder(folder: string, name = path.basenam
     users.push({ ...user, profile: user.profile.slice(0, ORG_DOCUMENT_MAX_CHARS) });
   }
   const skills = await readSkillsFolder(path.join(folder, 'skills'));
-  const org = { name, context: context?.trim() ?? '', announcements: announcements?.trim() ?? '', users, skills };
+  const mcpText = await readOptional(path.join(folder, MCP_JSON_FILE));
+  const mcp = mcpText === undefined ? undefined : parseMcpJson(mcpText);
+  const org: OrganisationDefinition = { name, context: context?.trim() ?? '', announcements: announcements?.trim() ?? '', users, skills, ...(mcp && 'servers' in mcp ? { mcpServers: mcp.servers } : {}) };
   const problems = organisationProblems(org);
+  if (mcp && 'problems' in mcp) problems.push(...mcp.problems);
   if (files.length > ORG_USERS_MAX) problems.unshift(`users/ holds ${files.length} profiles; at most ${ORG_USERS_MAX}`);
   if (problems.length) throw new InvalidOrganisationError(`organisation folder ${folder}`, problems);
   if (context === undefined && announcements === undefined && !users.length && !skills.length) {
@@ -153,8 +163,10 @@ export async function upsertOrganisation(db: Kysely<Database>, org: Organisation
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('organisations')
-      .values({ name: org.name, context_md: org.context, announcements_md: org.announcements })
-      .onConflict((oc) => oc.column('name').doUpdateSet({ context_md: org.context, announcements_md: org.announcements, updated_at: new Date() }))
+      .values({ name: org.name, context_md: org.context, announcements_md: org.announcements, mcp_servers: org.mcpServers ? JSON.stringify(org.mcpServers) : null })
+      .onConflict((oc) =>
+        oc.column('name').doUpdateSet({ context_md: org.context, announcements_md: org.announcements, mcp_servers: org.mcpServers ? JSON.stringify(org.mcpServers) : null, updated_at: new Date() }),
+      )
       .execute();
     await trx.deleteFrom('user_profiles').where('org', '=', org.name).execute();
     if (org.users.length) {

@@ -1,6 +1,8 @@
-import { realpathSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { mcpSessions } from '../../activities/tools/mcp/pool';
+import { upsertSkills } from '../../activities/store/skills';
 import { submitTurn, toolTurn, type Harness } from '../support/harness';
 import { eventually } from '../support/eventually';
 import { lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
@@ -8,6 +10,7 @@ import { lastToolResults, startScriptedHarness, type ScriptedAgents } from './ta
 const NODE = realpathSync(process.execPath);
 const NODE_MODULES = path.resolve('node_modules');
 const EVERYTHING = path.join(NODE_MODULES, '@modelcontextprotocol/server-everything/dist/index.js');
+const FILESYSTEM = path.join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
 const HOSTILE = path.resolve('test/support/mcp-hostile-server.mjs');
 /** The servers' programs and packages: bound read-only into the sandbox they run in. */
 const READ_ONLY = [NODE_MODULES, path.dirname(HOSTILE)];
@@ -95,7 +98,10 @@ describe('MCP tools through the task workflow', () => {
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     const requests = agents.requests(taskId);
     expect(lastToolResults(requests[1]!)[0]!.text).toMatch(/\[image content: image\/png, \d+ bytes\]/);
-    expect(lastToolResults(requests[2]!)[0]!.text).toMatch(/Structured content: \{.*"temperature"/);
+    // Structured content arrives once: the server's own text rendering of it, not a second copy.
+    const structured = lastToolResults(requests[2]!)[0]!.text;
+    expect(structured).toMatch(/"temperature"/);
+    expect(structured).not.toContain('Structured content:');
   });
 
   test('cancelling the task during a long call with progress sends notifications/cancelled and leaves the task cancelled', async () => {
@@ -139,7 +145,7 @@ describe('MCP tools through the task workflow', () => {
     await h.waitForStatus(taskId, (s) => s.state === 'review', 110_000);
     const requests = agents.requests(taskId);
     const offered = toolNames(requests[0]!.body).filter((n) => n.startsWith('mcp__'));
-    const listed = (server: string) => ['ok', 'hang', 'big', 'large'].map((t) => `mcp__${server}__${t}`);
+    const listed = (server: string) => ['grow', 'ok', 'hang', 'big', 'large'].map((t) => `mcp__${server}__${t}`);
     expect(offered).toEqual([...listed('bulk'), ...listed('hostile')]);
     expect(lastToolResults(requests[1]!)[0]!.text).toMatch(/did not answer within 3000 ms and was cancelled/);
     expect(lastToolResults(requests[2]!)[0]!).toEqual({ text: expect.stringMatching(/reply was larger than 16 MB, the most one message may carry/), isError: true });
@@ -155,4 +161,69 @@ describe('MCP tools through the task workflow', () => {
     expect(refused.find((r) => r.server === 'garbage')?.reason).toMatch(/MCP server "garbage" did not start or answer/);
     expect(refused.find((r) => r.tool === 'bad-schema')?.reason).toMatch(/not valid JSON Schema/);
   }, 180_000);
+
+  test('tools/list_changed is picked up: a tool the server adds is offered from the next step, earlier steps keep their snapshot', async () => {
+    const agentId = await h.createAgent({ permissions: { canCallExternalTools: true }, mcpServers: { growing: { command: NODE, args: [HOSTILE], sandbox: { readOnlyPaths: READ_ONLY } } } });
+    const taskId = agents.task([toolTurn('mcp__growing__grow', {}), toolTurn('mcp__growing__grown', {}), submitTurn('grew')]);
+    await h.client.startTask({ agentId, taskId, title: 'Grow', description: 'grow the tool list' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    const requests = agents.requests(taskId);
+    expect(toolNames(requests[0]!.body)).not.toContain('mcp__growing__grown');
+    expect(toolNames(requests[1]!.body)).toContain('mcp__growing__grown');
+    expect(lastToolResults(requests[2]!)[0]).toEqual({ text: 'grown ok', isError: false });
+    const snapshots = await h.db.db.selectFrom('mcp_tool_snapshots').select(['step_key', 'tools']).where('session_id', 'like', `%${taskId}%`).orderBy('created_at').execute();
+    expect((snapshots[0]!.tools as Array<{ name: string }>).map((t) => t.name)).not.toContain('mcp__growing__grown');
+  });
+
+  test('the filesystem server is confined by the sandbox: it cannot read a canary outside the workspace even though its arguments allow "/", nor write a read-only workspace', async () => {
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'da-mcp-canary-'));
+    const canary = `CANARY-${Math.random().toString(36).slice(2)}-outside-the-workspace`;
+    writeFileSync(path.join(outside, 'secret.txt'), canary);
+    writeFileSync(path.join(h.workspaceDir, 'inside.txt'), 'inside the workspace');
+    try {
+      const files = { command: NODE, args: [FILESYSTEM, '/'], sandbox: { readOnlyPaths: READ_ONLY, workspace: 'ro' }, tools: { write_file: { tier: 'allow' } } };
+      const agentId = await h.createAgent({ permissions: { canCallExternalTools: true }, mcpServers: { files } });
+      const taskId = agents.task([
+        toolTurn('mcp__files__read_text_file', { path: path.join(h.workspaceDir, 'inside.txt') }),
+        toolTurn('mcp__files__read_text_file', { path: path.join(outside, 'secret.txt') }),
+        toolTurn('mcp__files__list_directory', { path: outside }),
+        toolTurn('mcp__files__write_file', { path: path.join(h.workspaceDir, 'written.txt'), content: 'should not land' }),
+        submitTurn('confined'),
+      ]);
+      await h.client.startTask({ agentId, taskId, title: 'Files', description: 'read files' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review');
+      const requests = agents.requests(taskId);
+      expect(lastToolResults(requests[1]!)[0]).toEqual({ text: 'inside the workspace', isError: false });
+      for (const i of [2, 3, 4]) {
+        const result = lastToolResults(requests[i]!)[0]!;
+        expect(result.isError).toBe(true);
+        expect(result.text).not.toContain(canary);
+      }
+      expect(existsSync(path.join(h.workspaceDir, 'written.txt'))).toBe(false);
+      expect(JSON.stringify(agents.requests(taskId).map((r) => r.body))).not.toContain(canary);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  test('a skill brings its server: its tools appear after discover_tools activates it, and only for agents bound to the skill', async () => {
+    const skill = `mcp-skill-${Math.random().toString(36).slice(2, 8)}`;
+    await upsertSkills(h.db.db, [{ name: skill, description: 'Echo things through MCP', category: 'tools', body: 'Use the echo server.', mcpServers: { skilled: everything } }], 'shared');
+    const bound = await h.createAgent({ permissions: { canCallExternalTools: true }, skills: [skill] });
+    const unbound = await h.createAgent({ permissions: { canCallExternalTools: true } });
+    const script = () => [toolTurn('discover_tools', { query: skill, activate: [skill] }), toolTurn('mcp__skilled__echo', { message: 'from a skill' }), submitTurn('done')];
+    const boundTask = agents.task(script());
+    const unboundTask = agents.task(script());
+    await h.client.startTask({ agentId: bound, taskId: boundTask, title: 'Skill', description: 'activate the skill' });
+    await h.client.startTask({ agentId: unbound, taskId: unboundTask, title: 'Skill', description: 'activate the skill' });
+    await h.waitForStatus(boundTask, (s) => s.state === 'review');
+    await h.waitForStatus(unboundTask, (s) => s.state === 'review');
+    const b = agents.requests(boundTask);
+    expect(toolNames(b[0]!.body)).not.toContain('mcp__skilled__echo');
+    expect(toolNames(b[1]!.body)).toContain('mcp__skilled__echo');
+    expect(lastToolResults(b[2]!)[0]).toEqual({ text: 'Echo: from a skill', isError: false });
+    const u = agents.requests(unboundTask);
+    expect(toolNames(u[1]!.body)).not.toContain('mcp__skilled__echo');
+    expect(lastToolResults(u[2]!)[0]!.text).toMatch(/^Unknown tool "mcp__skilled__echo"/);
+  });
 });

@@ -122,3 +122,19 @@ export function resolveSecrets(config: McpServerConfig, env: NodeJS.ProcessEnv =
 export function configKey(name: string, config: McpServerConfig): string {
   return createHash('sha256').update(name).update('\0').update(JSON.stringify(config)).digest('hex');
 }
+
+/** The file a skill or organisation folder declares its servers in, as desktop clients write it. */
+export const MCP_JSON_FILE = 'mcp.json';
+
+/** The `mcpServers` of an `mcp.json` text, or the problems that make it unusable (nothing is half-read). */
+export function parseMcpJson(text: string): { servers: McpServers } | { problems: string[] } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return { problems: [`${MCP_JSON_FILE} is not JSON: ${error instanceof Error ? error.message : String(error)}`] };
+  }
+  const parsed = z.object({ mcpServers: McpServersSchema }).strict().safeParse(json);
+  if (!parsed.success) return { problems: parsed.error.issues.map((i) => `${MCP_JSON_FILE} ${i.path.join('.') || '(root)'}: ${i.message}`) };
+  return { servers: parsed.data.mcpServers };
+}

@@ -166,7 +166,7 @@ export function mcpToolSpec(entry: McpToolEntry, lookup: ServerLookup): ToolSpec
   };
 }
 
-/** A result's content blocks as text: text as is, other blocks described, structured content as JSON. */
+/** A result's content blocks as text: text as is, other blocks described, structured content as JSON when no text carries it. */
 export function resultText(result: CallToolResult): string {
   const parts: string[] = [];
   for (const block of result.content ?? []) {
@@ -191,7 +191,9 @@ export function resultText(result: CallToolResult): string {
         parts.push(`[${String((block as { type?: unknown }).type)} content]`);
     }
   }
-  if (result.structuredContent !== undefined) parts.push(`Structured content: ${JSON.stringify(result.structuredContent)}`);
+  // The spec asks servers to repeat structured content as text; only when none came is it added.
+  const hasText = (result.content ?? []).some((block) => block.type === 'text');
+  if (result.structuredContent !== undefined && !hasText) parts.push(`Structured content: ${JSON.stringify(result.structuredContent)}`);
   const text = parts.join('\n');
   if (text.length <= MCP_RESULT_MAX_CHARS) return text;
   return `${text.slice(0, MCP_RESULT_MAX_CHARS)}\n[MCP result cut at ${MCP_RESULT_MAX_CHARS} of ${text.length} characters.]`;

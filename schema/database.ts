@@ -155,6 +155,15 @@ export interface ToolOutputsTable {
   created_at: CreatedAt;
 }
 
+/** The MCP tools one LLM step offered, recorded once (definitions only, never configuration or secrets). */
+export interface McpToolSnapshotsTable {
+  session_id: string;
+  step_key: string;
+  tools: ColumnType<unknown, string, string>;
+  refused: ColumnType<unknown, string | undefined, string>;
+  created_at: CreatedAt;
+}
+
 export interface ApprovalsTable {
   id: string;
   task_id: string | null;
@@ -451,6 +460,7 @@ export interface Database {
   messages: MessagesTable;
   tool_calls: ToolCallsTable;
   tool_outputs: ToolOutputsTable;
+  mcp_tool_snapshots: McpToolSnapshotsTable;
   workspace_remotes: WorkspaceRemotesTable;
   approvals: ApprovalsTable;
   approval_events: ApprovalEventsTable;
@@ -497,6 +507,8 @@ export interface SkillsTable {
   /** Set for an agent's own skills (deleted with the agent). */
   owner_agent_id: string | null;
   content_hash: string;
+  /** MCP servers the skill brings (`mcpServers` shape, `${NAME}` references only); null: none. */
+  mcp_servers: ColumnType<unknown, string | null | undefined, string | null>;
   updated_at: Timestamp;
 }
 
@@ -524,6 +536,8 @@ export interface OrganisationsTable {
   announcements_md: Generated<string>;
   /** The organisation's approval policies (`APPROVALS.json`, migration 023); null without. */
   approvals: ColumnType<unknown, string | null | undefined, string | null>;
+  /** MCP servers every agent of the organisation gets (`mcpServers` shape, `${NAME}` references only). */
+  mcp_servers: ColumnType<unknown, string | null | undefined, string | null>;
   updated_at: Timestamp;
 }
 

@@ -12,6 +12,7 @@ import { sandboxStatus } from '../activities/tools/shell/sandbox';
 import { webToolsConfig } from '../activities/tools/web/config';
 import { ensureStreamPruneSchedule } from './stream-prune-schedule';
 import { runtimeTelemetryOptions, telemetryFromEnv } from './telemetry';
+import { mcpSessions } from '../activities/tools/mcp/pool';
 
 /** Pause before connecting again to a dependency that is not there yet (at start-up). */
 export const STARTUP_RETRY_DELAY_MS = 2_000;
@@ -124,6 +125,8 @@ async function main(): Promise<void> {
     current = undefined;
     healthServer?.close();
     health.stop();
+    // MCP servers the worker started (sandboxed child processes) and HTTP sessions end with it.
+    await mcpSessions.closeAll();
     await connection.close();
     await database.close();
     await telemetry?.shutdown();

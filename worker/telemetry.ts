@@ -22,6 +22,7 @@ import { costUsd } from '../activities/llm/cost';
 import type { CircuitBreaker } from '../activities/llm/circuit-breaker';
 import { activeConversation, withConversation } from '../activities/tracing';
 import { FlatAttributesSpanProcessor, otlpTraceExporterFromEnv, registerTracing, tracingRequested } from './tracing';
+import { registerMcpMetrics } from '../activities/tools/mcp/metrics';
 
 /**
  * The workflow-side interceptors (Temporal's, with signals and updates kept in the task's trace and an
@@ -106,6 +107,7 @@ export class Telemetry {
       tools: new BoundedLabel(MAX_TOOL_LABELS),
       agents: new BoundedLabel(MAX_AGENT_LABELS),
     };
+    registerMcpMetrics(this.registry);
     const breakers = this.breakers;
     new Gauge({
       name: 'durable_agents_llm_breaker_state',

@@ -36,12 +36,23 @@ export const MIN_SECRET_VALUE_CHARS = 6;
 /** What replaces a secret in a tool result. */
 export const REDACTION_MARKER = '[REDACTED secret]';
 
+/**
+ * Values the worker resolved for a tool server's `${NAME}` references (MCP headers and environments):
+ * secrets whatever their variable is called, redacted like the worker's own from then on.
+ */
+const registeredSecrets = new Set<string>();
+
+export function registerSecretValues(values: readonly string[]): void {
+  for (const value of values) registeredSecrets.add(value);
+}
+
 /** The secret values found in an environment, longest first (so a value containing another goes first). */
 export function secretValues(env: NodeJS.ProcessEnv = process.env): string[] {
   const values = new Set<string>();
   const add = (value: string | undefined) => {
     if (value !== undefined && value.length >= MIN_SECRET_VALUE_CHARS) values.add(value);
   };
+  if (env === process.env) for (const value of registeredSecrets) add(value);
   for (const [name, value] of Object.entries(env)) {
     if (!value) continue;
     if (SECRET_ENV_NAME.test(name)) add(value);

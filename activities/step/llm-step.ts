@@ -24,6 +24,7 @@ import { streamAppendCtes } from '../streams/store';
 import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './spend';
 import type { LlmStepInput, LlmStepResult } from './types';
 import { activityContext } from './activity-context';
+import { withMcpTools } from '../tools/mcp';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -80,7 +81,16 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   if (!agent) throw unknownAgent(input.agentId);
   rememberSeen(input.sessionId, { agent, task, activations });
   const prefetchedRows = seen && guessedRows && sameRow(seen.agent, agent) && sameRow(seen.task, task) && sameActivations(seen.activations, activations) ? guessedRows : undefined;
-  const tools = toolsForAgent(input.scenario, agentConfig(agent), activations.tools);
+  // MCP servers' tools join the agent's own from the step's recorded snapshot (activities/tools/mcp).
+  const tools = await withMcpTools(db, toolsForAgent(input.scenario, agentConfig(agent), activations.tools), {
+    agent,
+    config: agentConfig(agent),
+    scenario: input.scenario,
+    sessionId: input.sessionId,
+    stepKey: key,
+    activations,
+    signal: activityContext()?.cancellationSignal,
+  });
   if (recorded) return { step: await replayRecorded(db, input, recorded.content, tools), content: recorded.content, agent, activatedTools: activations.tools, fresh: false };
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
@@ -297,7 +307,9 @@ const sessionMessages = new SessionMessageCache();
 const toolDefinitionCache = new Map<string, ToolDefinition[]>();
 
 function toolDefinitionsFor(scenario: Scenario, tools: ReturnType<typeof toolsForScenario>): ToolDefinition[] {
-  const key = `${scenario}\0${[...tools.keys()].join(',')}`;
+  // A server's definitions can change under the same names: they are part of the key.
+  const served = [...tools.values()].flatMap((t) => (t.inputJsonSchema ? [JSON.stringify([t.description, t.inputJsonSchema])] : []));
+  const key = `${scenario}\0${[...tools.keys()].join(',')}${served.length ? `\0${served.join('\0')}` : ''}`;
   let defs = toolDefinitionCache.get(key);
   if (!defs) toolDefinitionCache.set(key, (defs = toolDefinitions(tools)));
   return defs;

@@ -5,7 +5,8 @@ import type { ChatRouter } from '../llm/types';
 import type { LlmStepInput, LlmStepResult } from './types';
 import { runLlmStepWithReply } from './llm-step';
 import { agentConfig, ensureWorkspace, findAgent } from '../store/agents';
-import { executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from '../tools/execute';
+import { assistantMessageKey, executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from '../tools/execute';
+import { mayCallExternalTools, withMcpTools } from '../tools/mcp';
 import { toolsForAgent, type Scenario } from '../tools/registry';
 import { unknownAgent } from '../errors';
 import { loadActivations } from '../store/skills';
@@ -60,8 +61,21 @@ export async function runToolWithLedger(
   const config = agentConfig(agent);
   try {
     // Tools discover_tools activated in this session or task are dispatched too (seed D1 F4).
-    const activated = known?.activated ?? (await loadActivations(db, input.sessionId, input.taskId)).tools;
-    return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () => executeToolCall(input, toolsForAgent(input.scenario, config, activated), {
+    const activations = known?.activated && !mayCallExternalTools(config) ? undefined : await loadActivations(db, input.sessionId, input.taskId);
+    const activated = known?.activated ?? activations!.tools;
+    // The MCP tools the call's step offered, from its snapshot.
+    const tools = activations
+      ? await withMcpTools(db, toolsForAgent(input.scenario, config, activated), {
+          agent,
+          config,
+          scenario: input.scenario,
+          sessionId: input.sessionId,
+          stepKey: assistantMessageKey(input.attempt, input.turn),
+          activations: { ...activations, tools: new Set(activated) },
+          signal: ctx?.cancellationSignal,
+        })
+      : toolsForAgent(input.scenario, config, activated);
+    return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () => executeToolCall(input, tools, {
       db,
       agentId: input.agentId,
       taskId: input.taskId,

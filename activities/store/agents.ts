@@ -7,6 +7,7 @@ import { identityIsSelfEdited } from './agent-seed';
 import { InvalidWorkspaceDirError, prepareWorkspace, workspaceDirSyntaxProblem } from './workspace-dir';
 import { ApprovalsConfigSchema } from '../approvals/policy';
 import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
+import { McpServersSchema } from '../tools/mcp/config';
 
 /** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
 export const IDENTITY_FILES = {
@@ -59,7 +60,7 @@ export const AgentConfigSchema = z
         messageAgents: z.boolean().optional(),
         /** `goal_create`, `goal_update`. */
         manageGoals: z.boolean().optional(),
-        /** Tools that reach outside the worker: `web_fetch`, `web_search`. */
+        /** Tools that reach outside the worker: `web_fetch`, `web_search` and MCP servers' tools (docs/mcp.md). */
         canCallExternalTools: z.boolean().optional(),
       })
       .strict()
@@ -80,6 +81,8 @@ export const AgentConfigSchema = z
     skills: z.array(z.string().min(1).max(100)).max(100).optional(),
     /** Who decides this agent's risky tool calls, reminders, escalation, quorum and expiry (docs/approvals.md). */
     approvals: ApprovalsConfigSchema.optional(),
+    /** MCP servers the agent may use, in the `mcpServers` shape (docs/mcp.md); needs `permissions.canCallExternalTools`. */
+    mcpServers: McpServersSchema.optional(),
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
     /**

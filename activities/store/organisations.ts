@@ -17,6 +17,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import { z } from 'zod';
 import { ApprovalsConfigSchema, type ApprovalsConfig } from '../approvals/policy';
+import { MCP_JSON_FILE, McpServersSchema, parseMcpJson, type McpServers } from '../tools/mcp/config';
 import { pruneSkills, readSkillsFolder, skillProblems, skillScope, SKILLS_PER_FOLDER_MAX, upsertSkills, type SkillDefinition } from './skills';
 
 /** An organisation document is prompt text; longer belongs in a skill or the agents' knowledge. */
@@ -44,6 +45,8 @@ export interface OrganisationDefinition {
   skills: SkillDefinition[];
   /** Approval policies for every agent of the organisation (`APPROVALS.json`); an agent's own come first. */
   approvals?: ApprovalsConfig;
+  /** MCP servers every agent of the organisation gets (the folder's `mcp.json`). */
+  mcpServers?: McpServers;
 }
 
 /** Bad organisation input, with every problem; nothing was written. */
@@ -114,6 +117,10 @@ export function organisationProblems(org: OrganisationDefinition): string[] {
     const parsed = ApprovalsConfigSchema.safeParse(org.approvals);
     if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`approvals${issue.path.map((p) => `.${String(p)}`).join('')}: ${issue.message}`);
   }
+  if (org.mcpServers !== undefined) {
+    const parsed = McpServersSchema.safeParse(org.mcpServers);
+    if (!parsed.success) problems.push(...parsed.error.issues.map((i) => `mcpServers ${i.path.join('.')}: ${i.message}`));
+  }
   return problems;
 }
 
@@ -149,8 +156,19 @@ export async function readOrganisationFolder(folder: string, name = path.basenam
   } catch (error) {
     problems.push(`APPROVALS.json is not JSON: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const org: OrganisationDefinition = { name, context: context?.trim() ?? '', announcements: announcements?.trim() ?? '', users, skills, ...(approvals !== undefined ? { approvals: approvals as ApprovalsConfig } : {}) };
+  const mcpText = await readOptional(path.join(folder, MCP_JSON_FILE));
+  const mcp = mcpText === undefined ? undefined : parseMcpJson(mcpText);
+  const org: OrganisationDefinition = {
+    name,
+    context: context?.trim() ?? '',
+    announcements: announcements?.trim() ?? '',
+    users,
+    skills,
+    ...(approvals !== undefined ? { approvals: approvals as ApprovalsConfig } : {}),
+    ...(mcp && 'servers' in mcp ? { mcpServers: mcp.servers } : {}),
+  };
   problems.push(...organisationProblems(org));
+  if (mcp && 'problems' in mcp) problems.push(...mcp.problems);
   if (files.length > ORG_USERS_MAX) problems.unshift(`users/ holds ${files.length} profiles; at most ${ORG_USERS_MAX}`);
   if (problems.length) throw new InvalidOrganisationError(`organisation folder ${folder}`, problems);
   if (context === undefined && announcements === undefined && !users.length && !skills.length) {
@@ -169,9 +187,21 @@ export async function upsertOrganisation(db: Kysely<Database>, org: Organisation
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('organisations')
-      .values({ name: org.name, context_md: org.context, announcements_md: org.announcements, approvals: org.approvals ? JSON.stringify(org.approvals) : null })
+      .values({
+        name: org.name,
+        context_md: org.context,
+        announcements_md: org.announcements,
+        approvals: org.approvals ? JSON.stringify(org.approvals) : null,
+        mcp_servers: org.mcpServers ? JSON.stringify(org.mcpServers) : null,
+      })
       .onConflict((oc) =>
-        oc.column('name').doUpdateSet({ context_md: org.context, announcements_md: org.announcements, approvals: org.approvals ? JSON.stringify(org.approvals) : null, updated_at: new Date() }),
+        oc.column('name').doUpdateSet({
+          context_md: org.context,
+          announcements_md: org.announcements,
+          approvals: org.approvals ? JSON.stringify(org.approvals) : null,
+          mcp_servers: org.mcpServers ? JSON.stringify(org.mcpServers) : null,
+          updated_at: new Date(),
+        }),
       )
       .execute();
     await trx.deleteFrom('user_profiles').where('org', '=', org.name).execute();

@@ -23,6 +23,7 @@ import { readUserTextFile } from './user-files';
 import path from 'node:path';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../schema/database';
+import { McpServersSchema, MCP_JSON_FILE, parseMcpJson, type McpServers } from '../tools/mcp/config';
 
 /** Skill names: short, lowercase words joined by `-` or `_` (they appear in prompts and tool arguments). */
 export const SKILL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -44,6 +45,8 @@ export interface SkillDefinition {
   description: string;
   category: string;
   body: string;
+  /** MCP servers the skill brings (its folder's `mcp.json`): they join when the skill is activated, for agents bound to it. */
+  mcpServers?: McpServers;
 }
 
 /** Bad skill input, with its file and every problem. */
@@ -87,6 +90,10 @@ export function skillProblems(skill: SkillDefinition): string[] {
   if (skill.description.length > SKILL_DESCRIPTION_MAX_CHARS) problems.push(`description: longer than ${SKILL_DESCRIPTION_MAX_CHARS} characters`);
   if (skill.category.length > SKILL_CATEGORY_MAX_CHARS) problems.push(`category: longer than ${SKILL_CATEGORY_MAX_CHARS} characters`);
   if (skill.body.length > SKILL_BODY_MAX_CHARS) problems.push(`body: longer than ${SKILL_BODY_MAX_CHARS} characters`);
+  if (skill.mcpServers !== undefined) {
+    const parsed = McpServersSchema.safeParse(skill.mcpServers);
+    if (!parsed.success) problems.push(...parsed.error.issues.map((i) => `mcpServers ${i.path.join('.')}: ${i.message}`));
+  }
   return problems;
 }
 
@@ -110,7 +117,15 @@ export async function readSkillsFolder(folder: string): Promise<SkillDefinition[
     const file = path.join(folder, dir, 'SKILL.md');
     const text = await readUserTextFile(file);
     if (text === undefined) continue;
-    skills.push(parseSkillMarkdown(text, file));
+    const skill = parseSkillMarkdown(text, file);
+    const mcpFile = path.join(folder, dir, MCP_JSON_FILE);
+    const mcpText = await readUserTextFile(mcpFile);
+    if (mcpText !== undefined) {
+      const mcp = parseMcpJson(mcpText);
+      if ('problems' in mcp) throw new InvalidSkillError(mcpFile, mcp.problems);
+      skill.mcpServers = mcp.servers;
+    }
+    skills.push(skill);
   }
   const seen = new Set<string>();
   for (const s of skills) {
@@ -123,7 +138,7 @@ export async function readSkillsFolder(folder: string): Promise<SkillDefinition[
 type Db = Kysely<Database> | Transaction<Database>;
 
 function skillHash(s: SkillDefinition): string {
-  return createHash('sha256').update(JSON.stringify([s.name, s.category, s.description, s.body])).digest('hex');
+  return createHash('sha256').update(JSON.stringify([s.name, s.category, s.description, s.body, ...(s.mcpServers ? [s.mcpServers] : [])])).digest('hex');
 }
 
 /** Who a skill belongs to: one agent (its folder's skills), one organisation, or everyone. */
@@ -158,6 +173,7 @@ export async function upsertSkills(db: Db, skills: readonly SkillDefinition[], o
       body: s.body,
       owner_agent_id: owner !== 'shared' && 'agentId' in owner ? owner.agentId : null,
       content_hash: skillHash(s),
+      mcp_servers: s.mcpServers ? JSON.stringify(s.mcpServers) : null,
     };
     await db
       .insertInto('skills')

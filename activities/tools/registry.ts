@@ -103,7 +103,7 @@ export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'per
   }
   for (const name of [...tools.keys()]) {
     const flag = TOOL_PERMISSIONS[name];
-    if (flag && config.permissions?.[flag] === false) tools.delete(name);
+    if (flag && !permissionGranted(config, flag)) tools.delete(name);
   }
   return tools;
 }
@@ -128,16 +128,28 @@ export function discoverableTools(scenario: Scenario): Map<string, ToolSpec> {
   return new Map([...DISCOVERABLE_TOOLS[scenario]].sort().map((name) => [name, ALL_TOOLS.get(name)!]));
 }
 
-/** Every permission flag with its effective value (granted unless `false`), for the prompt's capability list. */
+/**
+ * Flags withheld unless set to `true`: tools that reach outside the runtime (the web, MCP servers) are
+ * something an operator grants on purpose. Every other flag is granted unless set to `false`.
+ */
+const WITHHELD_UNLESS_GRANTED: ReadonlySet<PermissionFlag> = new Set(['canCallExternalTools']);
+
+/** Whether the agent has `flag` (see WITHHELD_UNLESS_GRANTED for the defaults). */
+export function permissionGranted(config: Pick<AgentConfig, 'permissions'>, flag: PermissionFlag): boolean {
+  const value = config.permissions?.[flag];
+  return WITHHELD_UNLESS_GRANTED.has(flag) ? value === true : value !== false;
+}
+
+/** Every permission flag with its effective value, for the prompt's capability list. */
 export function grantedPermissions(config: Pick<AgentConfig, 'permissions'>): Record<PermissionFlag, boolean> {
   const flags = [...new Set(Object.values(TOOL_PERMISSIONS))];
-  return Object.fromEntries(flags.map((flag) => [flag, config.permissions?.[flag] !== false])) as Record<PermissionFlag, boolean>;
+  return Object.fromEntries(flags.map((flag) => [flag, permissionGranted(config, flag)])) as Record<PermissionFlag, boolean>;
 }
 
 /** Tool definitions in a stable order (sorted by name), so the tool block is cache-stable. */
 export function toolDefinitions(tools: ReadonlyMap<string, ToolSpec>): ToolDefinition[] {
   return [...tools.values()].map((tool) => {
-    const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.schema) as Record<string, unknown>;
+    const { $schema: _ignored, ...inputSchema } = tool.inputJsonSchema ?? (z.toJSONSchema(tool.schema) as Record<string, unknown>);
     return { name: tool.name, description: tool.description, inputSchema };
   });
 }
@@ -180,7 +192,7 @@ registerTools(
   [
     createDiscoverTools({
       withheld: (scenario) => (scenario in DISCOVERABLE_TOOLS ? discoverableTools(scenario as Scenario) : new Map()),
-      permitted: (name, config) => !(TOOL_PERMISSIONS[name] && config.permissions?.[TOOL_PERMISSIONS[name]] === false),
+      permitted: (name, config) => !TOOL_PERMISSIONS[name] || permissionGranted(config, TOOL_PERMISSIONS[name]),
     }),
   ],
   ['task', 'chat'],

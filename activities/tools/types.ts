@@ -41,6 +41,11 @@ export interface ToolSpec<S extends z.ZodType = z.ZodType> {
   description: string;
   schema: S;
   /**
+   * The JSON Schema sent to the model, when it is not the zod schema's (a tool server's own
+   * definition; `schema` then validates against it).
+   */
+  inputJsonSchema?: Record<string, unknown>;
+  /**
    * True when running the tool changes the world. A side-effecting call whose outcome is unknown
    * (the worker died mid-run) is reported as interrupted instead of being run again.
    */

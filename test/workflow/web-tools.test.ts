@@ -97,7 +97,7 @@ describe('web tools through the task workflow', () => {
   const offeredTools = (request: RecordedRequest) => ((request.body.tools ?? []) as Array<{ name: string }>).map((t) => t.name);
 
   /** Runs a task whose model calls the given tools in order, then submits; answers the tool results in order and the requests. */
-  async function runCalls(calls: Array<[string, unknown]>, config: Record<string, unknown> = {}) {
+  async function runCalls(calls: Array<[string, unknown]>, config: Record<string, unknown> = { permissions: { canCallExternalTools: true } }) {
     const agentId = await h.createAgent(config);
     const taskId = agents.task([...calls.map(([name, input]) => toolTurn(name, input)), submitTurn('read the pages')]);
     await h.client.startTask({ agentId, taskId, title: 'Research retries', description: 'Read about retries on the web' });
@@ -222,6 +222,8 @@ describe('web tools through the task workflow', () => {
     expect(results[0]!.text).not.toContain('file:///');
     expect(pages.requests.some((r) => r.includes('/search?q=activity+retry+policy&format=json'))).toBe(true);
 
+    // Withheld unless granted: an agent whose config says nothing gets neither tool either.
+    expect([...toolsForAgent('task', {}).keys()]).not.toContain('web_fetch');
     const withheld = toolsForAgent('task', { permissions: { canCallExternalTools: false } });
     expect([...withheld.keys()].filter((n) => n.startsWith('web_'))).toEqual([]);
     const denied = await runCalls([['web_fetch', { url: `${pages.origin}/article` }]], { permissions: { canCallExternalTools: false } });

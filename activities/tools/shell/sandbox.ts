@@ -111,6 +111,12 @@ export interface SandboxSpec {
   /** Remotes a git network command may reach; none means no network and no path outside the workspace. */
   remotes?: readonly RemoteAccess[];
   limits?: Partial<SandboxLimits>;
+  /** Host paths bound read-only at their own path (a long-lived tool server's program and packages). */
+  readOnlyPaths?: readonly string[];
+  /** The workspace is bound read-only (a tool server that only reads it). */
+  workspaceReadOnly?: boolean;
+  /** Shares the host's network (a tool server whose profile asks for it), with name resolution and TLS roots. */
+  network?: boolean;
 }
 
 export interface PreparedCommand {
@@ -291,7 +297,7 @@ async function refusedForks(group: string): Promise<number> {
 
 function sandboxArgs(spec: SandboxSpec, command: readonly string[]): string[] {
   const remotes = spec.remotes ?? [];
-  const network = remotes.some((remote) => remote.kind === 'network');
+  const network = spec.network === true || remotes.some((remote) => remote.kind === 'network');
   const args = ['--unshare-all', ...(network ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--hostname', 'sandbox'];
   for (const dir of SYSTEM_DIRS) {
     const info = lstatOrUndefined(dir);
@@ -303,7 +309,11 @@ function sandboxArgs(spec: SandboxSpec, command: readonly string[]): string[] {
     if (lstatOrUndefined(file)) args.push('--ro-bind', file, file);
   }
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
-  args.push('--bind', spec.workspace, spec.workspace);
+  for (const extra of spec.readOnlyPaths ?? []) {
+    const source = realOrUndefined(extra);
+    if (source !== undefined) args.push('--ro-bind', source, source);
+  }
+  args.push(spec.workspaceReadOnly ? '--ro-bind' : '--bind', spec.workspace, spec.workspace);
   for (const remote of remotes) {
     if (remote.kind !== 'path') continue;
     const source = realOrUndefined(remote.path);

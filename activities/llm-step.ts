@@ -20,6 +20,7 @@ import { loadTaskNotes } from './tools/task-tools';
 import { unknownAgent } from './errors';
 import { loadActivations, type Activations } from './store/skills';
 import { withSessionUniqueToolIds } from './llm/tool-ids';
+import { forkedAgent, loadFork } from './fork/runtime';
 import { createStepStreamPublisher } from './streams/publisher';
 import { streamAppendCtes } from './streams/store';
 import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './step-spend';
@@ -112,7 +113,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   // A session this worker has loaded: its new messages are read alongside too (again below if this step appends any).
   const knownSession = sessionMessages.has(input.sessionId);
   // Independent reads in one round trip's time.
-  const [agent, recorded, task, activations, loaded, guessedRows] = await Promise.all([
+  const [found, recorded, task, activations, loaded, guessedRows] = await Promise.all([
     findAgent(db, input.agentId),
     findMessage(db, input.sessionId, key),
     input.taskId ? findTask(db, input.taskId) : undefined,
@@ -121,7 +122,10 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
     knownSession ? sessionMessages.load(db, input.sessionId) : undefined,
     speculativeRows?.catch(() => undefined),
   ]);
-  if (!agent) throw unknownAgent(input.agentId);
+  if (!found) throw unknownAgent(input.agentId);
+  // A fork's steps see its overrides (identity files, model) and its own workspace.
+  const fork = task?.fork_of ? await loadFork(db, task.id, task.fork_of) : undefined;
+  const agent = fork ? forkedAgent(found, fork) : found;
   rememberSeen(input.sessionId, { agent, task, activations });
   const prefetchedRows = seen && guessedRows && sameRow(seen.agent, agent) && sameRow(seen.task, task) && sameActivations(seen.activations, activations) ? guessedRows : undefined;
   const tools = toolsForAgent(input.scenario, agentConfig(agent), activations.tools);

@@ -9,6 +9,7 @@ import * as conversations from './2026-12-01-006-conversations';
 import * as groupChat from './2026-12-01-007-group-chat';
 import * as skills from './2026-12-01-009-skills';
 import * as inboxSessions from './2026-12-01-021-inbox-sessions';
+import * as forkEval from './2026-12-01-025-fork-eval';
 
 /**
  * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-01-007-group-chat': groupChat,
   '2026-12-01-009-skills': skills,
   '2026-12-01-021-inbox-sessions': inboxSessions,
+  '2026-12-01-025-fork-eval': forkEval,
 };

@@ -27,6 +27,8 @@ import { registerApprovalRoutes } from './routes/approvals';
 import { registerConversationRoutes } from './routes/conversations';
 import { registerOrganisationRoutes } from './routes/organisations';
 import { registerTaskRoutes } from './routes/tasks';
+import { registerEvalRoutes } from './routes/evals';
+import { registerEvalPages } from './evals-page';
 import { fetchTemporalMetrics } from '../worker/telemetry';
 import { RunStreams } from './sse';
 import { temporalContractDocument } from './temporal-contract';
@@ -310,6 +312,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerOrganisationRoutes(context);
   const decideApproval = registerApprovalRoutes(context);
   registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
+  registerEvalPages(app, { forks: registerEvalRoutes(context), requireScope });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;

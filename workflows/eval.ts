@@ -2,8 +2,9 @@
  * An eval (issue 25): every selected recorded task forked at step 0 under every candidate
  * configuration, as child task workflows, at most `concurrency` at once, under one cost budget for the
  * whole eval. The budget follows the task tree governor's rule: each fork starts with a share of what
- * is left (`childBudgetShare`), no fork starts once the budget is reached, and a fork whose share is
- * spent is stopped where its round holds. Each fork is graded from the records once it settles, then
+ * is left (`childBudgetShare`, one share kept back), no fork starts once what is left cannot pay for the
+ * dearest call a fork has made so far, and a fork whose share is spent is stopped where its round holds
+ * (the call that crossed its share is the most it can overshoot by). Each fork is graded from the records once it settles, then
  * cancelled (nobody reviews a fork). The table is stored and returned.
  *
  * Deterministic: the fork ids derive from the eval id and the positions, so a replay after a worker's
@@ -30,6 +31,8 @@ export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkfl
   /** What finished forks (and their judge) spent, plus the shares running forks hold. */
   let spent = 0;
   let reserved = 0;
+  /** The dearest single LLM call a fork of this eval made: a fork may overshoot its share by one call, so no fork starts without room for one. */
+  let maxCallUsd = 0;
   const running = new Set<Promise<void>>();
 
   const runOne = async (item: (typeof queue)[number], share: number | null): Promise<void> => {
@@ -71,13 +74,14 @@ export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkfl
     await ended;
     reserved -= share ?? 0;
     spent += graded.costUsd;
+    maxCallUsd = Math.max(maxCallUsd, graded.maxCallUsd);
   };
 
   while (queue.length > 0 || running.size > 0) {
     while (running.size < concurrency && queue.length > 0) {
       const item = queue.shift()!;
-      if (budgetReached(limit, spent + reserved)) {
-        await store.skipEvalRun({ evalId, sourceTaskId: item.sourceTaskId, forkTaskId: item.forkTaskId, candidate: item.candidate.name, reason: `the eval's $${limit} budget was spent before this fork could start` });
+      if (budgetReached(limit, spent + reserved) || (limit !== null && maxCallUsd > 0 && limit - spent - reserved < maxCallUsd)) {
+        await store.skipEvalRun({ evalId, sourceTaskId: item.sourceTaskId, forkTaskId: item.forkTaskId, candidate: item.candidate.name, reason: `the eval's $${limit} budget had no room left for this fork (spent $${spent.toFixed(6)}, held by running forks $${reserved.toFixed(6)}, dearest call $${maxCallUsd.toFixed(6)})` });
         continue;
       }
       // The governor's share: what is left, split over the forks that may still run at once.

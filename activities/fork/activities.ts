@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { ChatRouter } from '../llm-step';
 import { recordLlmCall } from '../llm/usage';
+import { statusQuery, taskWorkflowId } from '../../workflows/contract';
 
 import { isTerminal, type TaskState } from '../../workflows/rules/task-state';
 import { asFailure, EvalError } from './errors';
@@ -45,12 +46,27 @@ function heartbeat(details?: unknown): void {
   }
 }
 
+/** How often long eval activities heartbeat (a workspace copy, a judge's answer). */
+const EVAL_HEARTBEAT_MS = 1_000;
+
+/** Runs `work` heartbeating every second, so a dead worker's share of the eval is taken over in seconds. */
+async function beating<T>(work: () => Promise<T>): Promise<T> {
+  const timer = setInterval(() => heartbeat(), EVAL_HEARTBEAT_MS);
+  try {
+    return await work();
+  } catch (error) {
+    throw asFailure(error);
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 export function createForkActivities(deps: { db: Kysely<Database>; router: ChatRouter }) {
   const { db } = deps;
   return {
     /** Checks the candidates, resolves the selection (ids, or a Temporal list query) and records the eval. */
     async startEval(input: { evalId: string; workflowId: string; selection: EvalSelection; candidates: EvalCandidate[]; budgetUsd?: number }): Promise<{ taskIds: string[] }> {
-      try {
+      return beating(async () => {
         const names = new Set<string>();
         for (const [i, c] of input.candidates.entries()) {
           const parsed = EvalCandidateSchema.safeParse(c);
@@ -73,15 +89,13 @@ export function createForkActivities(deps: { db: Kysely<Database>; router: ChatR
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
         return { taskIds };
-      } catch (error) {
-        throw asFailure(error);
-      }
+      });
     },
 
     /** Makes (or finds) the fork of one task under one candidate, and its eval row. */
     async prepareEvalFork(input: EvalRunRef & { candidate: EvalCandidate }): Promise<{ agentId: string; title: string }> {
       const c = input.candidate;
-      try {
+      return beating(async () => {
         const plan = await prepareFork(db, input.forkTaskId, candidateForkInput(input.sourceTaskId, c), { createdBy: `eval ${input.evalId}` });
         await db
           .insertInto('eval_runs')
@@ -90,9 +104,7 @@ export function createForkActivities(deps: { db: Kysely<Database>; router: ChatR
           .execute();
         const task = await db.selectFrom('tasks').select(['agent_id', 'title']).where('id', '=', input.forkTaskId).executeTakeFirstOrThrow();
         return { agentId: task.agent_id, title: task.title ?? plan.source.title };
-      } catch (error) {
-        throw asFailure(error);
-      }
+      });
     },
 
     /**
@@ -107,9 +119,10 @@ export function createForkActivities(deps: { db: Kysely<Database>; router: ChatR
         if (isTerminal(state as TaskState)) return { settled: 'ended', state };
         const pending = await db.selectFrom('approvals').select('id').where('task_id', '=', input.forkTaskId).where('status', '=', 'pending').executeTakeFirst();
         if (pending) return { settled: 'needs-human', state };
-        if (input.budgetUsd !== undefined) {
-          const held = await db.selectFrom('llm_calls').select((eb) => eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.lit(0)).as('spent')).where('task_id', '=', input.forkTaskId).executeTakeFirstOrThrow();
-          if (Number(held.spent) >= input.budgetUsd) return { settled: 'budget', state };
+        if (input.budgetUsd !== undefined && state === 'in_progress') {
+          // Held by its budget share: its round waits for a budget decision nobody gives in an eval.
+          const status = await Context.current().client.workflow.getHandle(taskWorkflowId(input.forkTaskId)).query(statusQuery).catch(() => undefined);
+          if (status?.phase === 'awaiting-budget') return { settled: 'budget', state };
         }
         heartbeat({ state });
         await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
@@ -117,11 +130,28 @@ export function createForkActivities(deps: { db: Kysely<Database>; router: ChatR
     },
 
     /** Grades one fork against its original from the records, with the optional judge; stores the row. */
-    async gradeEvalRun(input: EvalRunRef & { candidate: string; settled: string; judge?: EvalJudge }): Promise<{ costUsd: number; passed: boolean }> {
+    async gradeEvalRun(input: EvalRunRef & { candidate: string; settled: string; judge?: EvalJudge }): Promise<{ costUsd: number; passed: boolean; maxCallUsd: number }> {
+      return beating(() => grade(input));
+    },
+
+    /** A run the eval's budget left no room for: recorded as skipped, no fork made. */
+    async skipEvalRun(input: EvalRunRef & { candidate: string; reason: string }): Promise<void> {
+      await skip(input);
+    },
+
+    /** Totals per candidate, stored with the eval; returns the table as printed. */
+    async finishEval(input: { evalId: string; candidates: string[] }): Promise<{ rows: EvalRow[]; totals: CandidateTotals[]; spentUsd: number; table: string }> {
+      return finish(input);
+    },
+  };
+
+  async function grade(input: EvalRunRef & { candidate: string; settled: string; judge?: EvalJudge }): Promise<{ costUsd: number; passed: boolean; maxCallUsd: number }> {
+      const maxCall = await db.selectFrom('llm_calls').select((eb) => eb.fn.coalesce(eb.fn.max<string>('cost_usd'), eb.lit(0)).as('max')).where('task_id', '=', input.forkTaskId).executeTakeFirstOrThrow();
+      const maxCallUsd = Number(maxCall.max);
       const done = await db.selectFrom('eval_runs').select(['state', 'result']).where('eval_id', '=', input.evalId).where('source_task_id', '=', input.sourceTaskId).where('candidate', '=', input.candidate).executeTakeFirst();
       if (done?.state === 'graded') {
         const row = done.result as EvalRow;
-        return { costUsd: (row.fork?.costUsd ?? 0) + row.judgeCostUsd, passed: row.passed };
+        return { costUsd: (row.fork?.costUsd ?? 0) + row.judgeCostUsd, passed: row.passed, maxCallUsd };
       }
       const source = await db.selectFrom('tasks').innerJoin('agents', 'agents.id', 'tasks.agent_id').select(['agents.workspace_dir', 'agents.id as agentId']).where('tasks.id', '=', input.sourceTaskId).executeTakeFirstOrThrow();
       const original = await runFigures(db, input.sourceTaskId, { kind: 'original', dir: source.workspace_dir });
@@ -162,28 +192,25 @@ export function createForkActivities(deps: { db: Kysely<Database>; router: ChatR
         .where('source_task_id', '=', input.sourceTaskId)
         .where('candidate', '=', input.candidate)
         .execute();
-      return { costUsd: fork.costUsd + judgeCostUsd, passed: row.passed };
-    },
+      return { costUsd: fork.costUsd + judgeCostUsd, passed: row.passed, maxCallUsd };
+  }
 
-    /** A run the eval's budget left no room for: recorded as skipped, no fork made. */
-    async skipEvalRun(input: EvalRunRef & { candidate: string; reason: string }): Promise<void> {
+  async function skip(input: EvalRunRef & { candidate: string; reason: string }): Promise<void> {
       const row: EvalRow = { sourceTaskId: input.sourceTaskId, candidate: input.candidate, forkTaskId: input.forkTaskId, state: 'skipped', passed: false, grades: [], calls: { replayed: 0, executed: 0, refused: 0 }, judgeCostUsd: 0, note: input.reason };
       await db
         .insertInto('eval_runs')
         .values({ eval_id: input.evalId, source_task_id: input.sourceTaskId, candidate: input.candidate, fork_task_id: input.forkTaskId, state: 'skipped', result: JSON.stringify(row) })
         .onConflict((oc) => oc.columns(['eval_id', 'source_task_id', 'candidate']).doNothing())
         .execute();
-    },
+  }
 
-    /** Totals per candidate, stored with the eval; returns the table as printed. */
-    async finishEval(input: { evalId: string; candidates: string[] }): Promise<{ rows: EvalRow[]; totals: CandidateTotals[]; spentUsd: number; table: string }> {
+  async function finish(input: { evalId: string; candidates: string[] }): Promise<{ rows: EvalRow[]; totals: CandidateTotals[]; spentUsd: number; table: string }> {
       const report = await evalReport(db, input.evalId);
       const totals = totalsPerCandidate(report.rows, input.candidates);
       const spentUsd = Math.round(totals.reduce((s, t) => s + t.costUsd, 0) * 1e6) / 1e6;
       await db.updateTable('evals').set({ state: 'completed', spent_usd: spentUsd, totals: JSON.stringify(totals), finished_at: new Date() }).where('id', '=', input.evalId).execute();
       return { rows: report.rows, totals, spentUsd, table: formatEvalTable(report.rows, totals) };
-    },
-  };
+  }
 
   async function resolveSelection(selection: EvalSelection): Promise<string[]> {
     let ids: string[];

@@ -6,7 +6,6 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { ContentBlock } from '../llm/types';
-import { usageTotals } from '../llm/usage';
 import type { RunFigures } from './graders';
 import { forkBaseCommit, git, headAsOf, isRepositoryRoot } from './workspace';
 
@@ -40,8 +39,18 @@ export async function runFigures(db: Kysely<Database>, taskId: string, workspace
     .where('messages.idem_key', 'like', 'assistant-%')
     .execute();
   const iterations = steps.filter((s) => (s.content as ContentBlock[]).some((b) => b.type === 'tool_use')).length;
-  const usage = await usageTotals(db, { taskId });
-  const calls = await db.selectFrom('llm_calls').select(['created_at']).where('task_id', '=', taskId).orderBy('created_at').execute();
+  // The execution rounds' calls only: a reflection after acceptance is not part of doing the task.
+  const calls = await db
+    .selectFrom('llm_calls')
+    .select(['created_at', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd'])
+    .where('task_id', '=', taskId)
+    .where('session_id', 'like', `task\\_${taskId.replace(/[\\%_]/g, (c) => `\\${c}`)}\\_r%`)
+    .orderBy('created_at')
+    .execute();
+  const usage = {
+    tokens: calls.reduce((s, c) => s + c.input_tokens + c.output_tokens + c.cache_read_tokens + c.cache_write_tokens, 0),
+    costUsd: Math.round(calls.reduce((s, c) => s + Number(c.cost_usd), 0) * 1e6) / 1e6,
+  };
   const first = calls[0]?.created_at;
   const end = review?.created_at ?? calls.at(-1)?.created_at;
   const ledger = await db.selectFrom('tool_calls').select(['tool', 'args', 'is_error', 'status']).where('task_id', '=', taskId).execute();
@@ -64,7 +73,7 @@ export async function runFigures(db: Kysely<Database>, taskId: string, workspace
     reachedReview: review !== undefined,
     approvalsRequested: Number(approvals.n),
     iterations,
-    tokens: usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
+    tokens: usage.tokens,
     costUsd: usage.costUsd,
     wallMs: first && end ? Math.max(0, end.getTime() - first.getTime()) : 0,
     toolCalls: ledger.length,

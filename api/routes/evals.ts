@@ -28,6 +28,11 @@ const EvalBody = z
   })
   .strict();
 
+/** Loose on purpose: these bodies are the client library's types (client/forks.ts), documented in docs/fork-and-eval.md. */
+const ReportObject = z.record(z.string(), z.unknown());
+const ForkStartedResponse = z.object({ taskId: z.string(), workflowId: z.string(), sourceTaskId: z.string(), atStep: z.number(), steps: z.number(), copiedToolCalls: z.number(), workspaceDir: z.string(), workspaceNote: z.string(), incompleteCalls: z.array(ReportObject) });
+const EvalStartedResponse = z.object({ evalId: z.string(), workflowId: z.string() });
+
 const EvalIdParams = z.object({ evalId: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/) }).strict();
 
 /** A refused fork or eval is the caller's mistake: 404 for an unknown task or eval, else 400, with the reason. */
@@ -48,6 +53,7 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     summary: 'Fork a recorded task at a step (a new task from a copy of its round up to the step, with overrides); linked by the ForkOf search attribute',
     params: S.TaskIdParams,
     body: ForkBody,
+    response: ForkStartedResponse,
     status: 201,
     handler: async ({ params, body, principal }) =>
       withTimeout('starting the fork', () => forks.forkTask(params.taskId, { ...body, createdBy: principal.name })).catch(refused),
@@ -58,6 +64,7 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     scope: 'read',
     summary: "A fork's tool calls one by one: replayed, executed in its own workspace, or refused",
     params: S.TaskIdParams,
+    response: ReportObject,
     handler: async ({ params }) => forks.forkReport(params.taskId).catch(refused),
   });
   route({
@@ -66,6 +73,7 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     scope: 'operator',
     summary: 'Start an eval: recorded tasks (ids or a list query) forked at step 0 under each candidate, graded against the originals',
     body: EvalBody,
+    response: EvalStartedResponse,
     status: 201,
     handler: async ({ body }) =>
       withTimeout('starting the eval', () =>
@@ -78,13 +86,14 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
         }),
       ).catch(refused),
   });
-  route({ method: 'GET', url: '/v1/evals', scope: 'read', summary: 'Recent evals', handler: async () => ({ evals: await forks.listEvals() }) });
+  route({ method: 'GET', url: '/v1/evals', scope: 'read', summary: 'Recent evals', response: z.object({ evals: z.array(ReportObject) }), handler: async () => ({ evals: await forks.listEvals() }) });
   route({
     method: 'GET',
     url: '/v1/evals/:evalId',
     scope: 'read',
     summary: "An eval's table (per task and candidate) and totals per candidate, as stored",
     params: EvalIdParams,
+    response: ReportObject,
     handler: async ({ params }) => forks.evalTable(params.evalId).catch(refused),
   });
   return forks;

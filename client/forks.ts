@@ -73,6 +73,9 @@ export interface StartEvalOptions {
   evalId?: string;
 }
 
+/** Eval ids become the prefix of task ids (`<evalId>.t<i>.c<j>`), which must stay within TASK_ID_PATTERN. */
+const EVAL_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
+
 export class ForkClient {
   readonly taskQueue: string;
   constructor(
@@ -191,6 +194,8 @@ export class ForkClient {
       judge = { rubric, ...(options.judge?.provider ? { provider: options.judge.provider } : {}), ...(options.judge?.model ? { model: options.judge.model } : {}) };
     }
     const evalId = options.evalId ?? `ev${randomUUID().slice(0, 8)}`;
+    // The eval id prefixes its forks' task ids (and so their workspace folders).
+    if (!EVAL_ID_PATTERN.test(evalId)) throw new EvalError(`invalid eval id ${JSON.stringify(evalId)}: 1-80 letters, digits or . _ -, starting with a letter or digit`);
     const input: EvalWorkflowInput = {
       evalId,
       selection: options.selection,

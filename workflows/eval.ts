@@ -10,7 +10,7 @@
  * Deterministic: the fork ids derive from the eval id and the positions, so a replay after a worker's
  * death finds the same forks and rows; every activity is idempotent.
  */
-import { CancellationScope, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { EVAL_GRADE, EVAL_SETTLE, EVAL_STORE } from './activity-options';
 import { AgentIdSearchAttribute, ForkOfSearchAttribute, TaskIdSearchAttribute, taskWorkflowId } from './contract';
@@ -24,6 +24,9 @@ const grade = proxyActivities<Activities>(EVAL_GRADE);
 
 export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkflowResult> {
   const { evalId, candidates } = input;
+  if (typeof evalId !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(evalId)) {
+    throw ApplicationFailure.create({ type: 'InvalidEval', message: `evalWorkflow input: evalId must be 1-80 letters, digits or . _ -, starting with a letter or digit`, nonRetryable: true });
+  }
   const { taskIds } = await store.startEval({ evalId, workflowId: workflowInfo().workflowId, selection: input.selection, candidates, budgetUsd: input.budgetUsd });
   const concurrency = Math.min(EVAL_MAX_CONCURRENCY, Math.max(1, Math.floor(input.concurrency ?? EVAL_DEFAULT_CONCURRENCY)));
   const limit = input.budgetUsd ?? null;

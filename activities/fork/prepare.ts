@@ -7,6 +7,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../../schema/database';
 import { roundSessionId, type ForkInput } from '../../workflows/contract';
+import { TASK_ID_PATTERN } from '../../workflows/rules/task-input';
 import type { ContentBlock, ToolUseBlock } from '../llm/types';
 import { findAgent } from '../store/agents';
 import { appendMessage, ensureSession } from '../store/sessions';
@@ -103,6 +104,8 @@ export async function prepareFork(db: Kysely<Database>, forkTaskId: string, requ
   const plan = await planFork(db, request);
   const { fork, source } = plan;
   if (forkTaskId === source.id) throw new ForkError('a fork needs its own task id, not its source\'s');
+  // The id names the fork's workspace folder too: a task id cannot climb out of the forks' root.
+  if (!TASK_ID_PATTERN.test(forkTaskId)) throw new ForkError(`invalid fork task id ${JSON.stringify(forkTaskId)}: 1-200 letters, digits or . _ : + -, starting with a letter or digit`);
   const existing = await findTask(db, forkTaskId);
   if (existing && existing.fork_of !== source.id) throw new ForkError(`task ${forkTaskId} already exists and is not a fork of ${source.id}: choose another id for the fork`);
   const agent = await findAgent(db, source.agent_id);

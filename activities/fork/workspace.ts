@@ -70,8 +70,23 @@ export async function copyWorkspace(sourceDir: string, forkTaskId: string, at: D
   } else if (await isRepositoryRoot(source)) {
     note = await cloneAsOf(source, dir, at);
   } else {
-    await fs.cp(source, dir, { recursive: true, verbatimSymlinks: true, errorOnExist: false, force: true });
-    note = `the source workspace is not a git repository: copied as it is now, not as it was at the fork step`;
+    // A `.git` file points at another repository's git directory (a worktree, a submodule): copied, the
+    // fork's git commands would write into the source's repository, so it is left out.
+    const pointers: string[] = [];
+    await fs.cp(source, dir, {
+      recursive: true,
+      verbatimSymlinks: true,
+      errorOnExist: false,
+      force: true,
+      filter: async (src) => {
+        if (path.basename(src) !== '.git' || !(await fs.lstat(src)).isFile()) return true;
+        pointers.push(path.relative(source, src) || '.git');
+        return false;
+      },
+    });
+    note =
+      `the source workspace is not a git repository: copied as it is now, not as it was at the fork step` +
+      (pointers.length ? `; left out ${pointers.length} .git pointer file(s) to other repositories (${pointers.slice(0, 3).join(', ')})` : '');
   }
   await fs.writeFile(marker, note);
   return { dir, note };

@@ -7,6 +7,7 @@ import { createStreamActivities } from './streams/stream-activities';
 import { createSubagentActivities } from './subagents';
 import { createTaskActivities } from './task-activities';
 import { createApprovalActivities } from './approvals/activities';
+import { createForkActivities } from './fork/activities';
 
 export type { ActivityDeps } from './deps';
 export type { TaskContext } from './task-activities';
@@ -32,6 +33,8 @@ export function createActivities(deps: ActivityDeps) {
     task: createTaskActivities(deps),
     /** Approvals under a policy: the request with its policy, and the audit trail. */
     approvals: createApprovalActivities(deps),
+    /** Forks and evals. */
+    forks: createForkActivities(deps),
   });
 }
 

@@ -1,5 +1,8 @@
 import { Context } from '@temporalio/activity';
-import type { UsageTotals } from '../workflows/contract';
+import type { ForkInput, UsageTotals } from '../workflows/contract';
+import { asFailure } from './fork/errors';
+import { prepareFork } from './fork/prepare';
+import { forkedAgent, loadFork } from './fork/runtime';
 import type { ActivityDeps } from './deps';
 import { unknownAgent, unknownTask } from './errors';
 import { usageTotals } from './llm/usage';
@@ -67,7 +70,7 @@ export function createTaskActivities(deps: ActivityDeps) {
      * `in_progress` for `start.round` as `recordTaskState` would. Otherwise it returns the gates and
      * the workflow waits on them as before. Each part is idempotent, so a retry is safe.
      */
-    async openTask(input: RecordTaskInput & { start: { round: number; eventKey: string } }): Promise<{ context: TaskContext; gates?: StartGates; started: boolean }> {
+    async openTask(input: RecordTaskInput & { fork?: ForkInput; start: { round: number; eventKey: string } }): Promise<{ context: TaskContext; gates?: StartGates; started: boolean }> {
       const { start, ...record } = input;
       const context = await loadTaskContext(record);
       if (context.state !== 'pending' && context.state !== 'in_progress') return { context, started: false };
@@ -82,7 +85,7 @@ export function createTaskActivities(deps: ActivityDeps) {
      * what the workflow needs: the agent's model label and the row's state. Histories recorded before
      * tasks recorded themselves passed only `{ taskId }`: then the row must exist.
      */
-    async loadTaskContext(input: RecordTaskInput | { taskId: string }): Promise<TaskContext> {
+    async loadTaskContext(input: (RecordTaskInput & { fork?: ForkInput }) | { taskId: string }): Promise<TaskContext> {
       return loadTaskContext(input);
     },
   };
@@ -97,12 +100,15 @@ export function createTaskActivities(deps: ActivityDeps) {
     return recorded;
   }
 
-  async function loadTaskContext(input: RecordTaskInput | { taskId: string }): Promise<TaskContext> {
+  async function loadTaskContext(input: (RecordTaskInput & { fork?: ForkInput }) | { taskId: string }): Promise<TaskContext> {
+    // A fork started by any Temporal client is made here (idempotent: the client or eval may have made it).
+    if ('fork' in input && input.fork) await prepareFork(db, input.taskId, input.fork, { createdBy: input.createdBy }).catch((e: unknown) => Promise.reject(asFailure(e)));
     const task = 'agentId' in input ? (await recordTask(db, input)).task : await findTask(db, input.taskId);
     if (!task) throw unknownTask(input.taskId);
-    const agent = await findAgent(db, task.agent_id);
-    if (!agent) throw unknownAgent(task.agent_id);
-    const config = agentConfig(agent);
+    const found = await findAgent(db, task.agent_id);
+    if (!found) throw unknownAgent(task.agent_id);
+    const fork = await loadFork(db, task.id, task.fork_of);
+    const config = agentConfig(fork ? forkedAgent(found, fork) : found);
     const route = deps.router.candidates({ provider: config.provider, model: config.model, tier: config.tier });
     return { agentId: task.agent_id, title: task.title, modelLabel: route[0]?.model ?? config.model ?? 'default model', state: task.state };
   }

@@ -23,6 +23,11 @@ export interface RouteDoc {
 
 /** `operationId` per operation: stable names for generated clients (`openapi-typescript`, `openapi-fetch`). */
 const OPERATION_IDS: Record<string, string> = {
+  'POST /v1/tasks/:taskId/fork': 'forkTask',
+  'GET /v1/tasks/:taskId/fork-report': 'getForkReport',
+  'POST /v1/evals': 'startEval',
+  'GET /v1/evals': 'listEvals',
+  'GET /v1/evals/:evalId': 'getEval',
   'PUT /v1/agents/:agentId': 'upsertAgent',
   'GET /v1/agents/:agentId': 'getAgent',
   'GET /v1/agents': 'listAgents',
@@ -86,7 +91,7 @@ const NOT_FOUND_WITHOUT_PARAMS = new Set(['POST /v1/tasks', 'POST /v1/announceme
  * whose row is not written yet is looked up in Temporal), the approval decision, chat and the mailbox.
  */
 const CALLS_TEMPORAL = (key: string): boolean =>
-  key.includes('/v1/tasks/') || key === 'POST /v1/tasks' || key === 'POST /v1/approvals/:requestId' || key === 'POST /v1/approvals/:requestId/delegate' || key.startsWith('POST /v1/agents/:agentId/chat') || key === 'GET /v1/agents/:agentId/mailbox';
+  key.includes('/v1/tasks/') || key === 'POST /v1/tasks' || key === 'POST /v1/approvals/:requestId' || key === 'POST /v1/approvals/:requestId/delegate' || key.startsWith('POST /v1/agents/:agentId/chat') || key === 'GET /v1/agents/:agentId/mailbox' || key === 'POST /v1/evals';
 
 /** What each error status means for every route that can answer it. */
 const ERROR_MEANING: Record<number, string> = {

@@ -28,6 +28,8 @@ import { registerApprovalRoutes } from './routes/approvals';
 import { registerConversationRoutes } from './routes/conversations';
 import { registerOrganisationRoutes } from './routes/organisations';
 import { registerTaskRoutes } from './routes/tasks';
+import { registerEvalRoutes } from './routes/evals';
+import { registerEvalPages } from './evals-page';
 import { fetchTemporalMetrics } from '../worker/telemetry';
 import { RunStreams } from './sse';
 import { temporalContractDocument } from './temporal-contract';
@@ -312,6 +314,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const { decideApproval, delegateApproval } = registerApprovalRoutes(context);
   registerMcpEndpoint(context, decideApproval);
   registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, delegateApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
+  registerEvalPages(app, { forks: registerEvalRoutes(context), requireScope });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;

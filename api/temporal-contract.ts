@@ -20,6 +20,7 @@ import {
   type ReviewDecision,
   type TaskApprovalDecision,
   type TaskCarry,
+  type ForkInput,
   type TaskComment,
   type TaskStatus,
   type TaskWorkflowInput,
@@ -47,6 +48,10 @@ export const TaskWorkflowInputSchema = z
     costBudgetUsd: z.number().optional().describe("A cost budget for the task's whole tree of sub-agents"),
     carry: z.custom<TaskCarry>().optional().describe('Internal: state carried across continue-as-new. Never set it'),
     restart: z.object({ kind: z.enum(['retry', 'rerun']), afterRound: z.number() }).optional().describe('Internal: set by `task retry` / `task rerun`'),
+    fork: z
+      .custom<ForkInput>()
+      .optional()
+      .describe('A fork of a recorded task: { sourceTaskId, round?, atStep, overrides?, allowTools? } (docs/fork-and-eval.md); set the ForkOf search attribute too'),
   })
   .describe('taskWorkflow input');
 

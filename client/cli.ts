@@ -13,6 +13,8 @@ import { addTokenCommands } from './token-commands';
 import { addDbCommands } from './db-commands';
 import { addBudgetCommands } from './budget-commands';
 import { addApprovalCommands } from './approval-commands';
+import { addForkCommands } from './fork-commands';
+import { ForkClient } from './forks';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -130,6 +132,7 @@ task
     console.log(`comment ${itemId} sent${mentioned.length ? `; mentioned: ${mentioned.join(', ')}` : ''}`);
   });
 
+addForkCommands(program, async () => new ForkClient((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addTaskAdminCommands(program, async () => new TaskAdmin((await open()).temporal, (await open()).database.db, { taskQueue: (await open()).client.taskQueue }));
 addChatCommands(program, open);
 addApprovalCommands(program, open);

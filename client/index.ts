@@ -412,3 +412,4 @@ export class AgentsClient {
   }
 }
 export * from './streams';
+export { ForkClient, ForkError, EvalError, type ForkTaskOptions, type ForkStarted, type ForkReport, type StartEvalOptions } from './forks';

@@ -45,6 +45,8 @@ export interface TasksTable {
   parent_task_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** Created by an agent whose config requires a human's approval before the task may start. */
   needs_approval: Generated<boolean>;
+  /** A fork's source task (issue 25); null for every other task. */
+  fork_of: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** `task_id` stays blocked until `depends_on` is completed. */
@@ -492,6 +494,63 @@ export interface Database {
   organisations: OrganisationsTable;
   user_profiles: UserProfilesTable;
   announcements: AnnouncementsTable;
+  task_forks: TaskForksTable;
+  fork_tool_calls: ForkToolCallsTable;
+  evals: EvalsTable;
+  eval_runs: EvalRunsTable;
+}
+
+// ---- forks and evals (migration 025) -------------------------------------------------------------
+
+/** A fork of a recorded task: what it was copied from and where its own workspace is. */
+export interface TaskForksTable {
+  task_id: string;
+  source_task_id: string;
+  source_session_id: string;
+  at_step: number;
+  overrides: JSONColumnType<Record<string, unknown>>;
+  allow_tools: JSONColumnType<string[]>;
+  workspace_dir: string;
+  workspace_note: string;
+  copied_tool_calls: number;
+  incomplete_calls: JSONColumnType<Array<{ position: number; tool: string; toolCallId: string }>>;
+  created_at: CreatedAt;
+}
+
+/** A fork's report, call by call. */
+export interface ForkToolCallsTable {
+  session_id: string;
+  tool_call_id: string;
+  fork_task_id: string;
+  position: number;
+  tool: string;
+  outcome: 'replayed' | 'executed' | 'refused';
+  source_tool_call_id: string | null;
+  note: string | null;
+  created_at: CreatedAt;
+}
+
+export interface EvalsTable {
+  id: string;
+  workflow_id: string;
+  selection: JSONColumnType<Record<string, unknown>>;
+  candidates: JSONColumnType<unknown[]>;
+  budget_usd: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  state: 'running' | 'completed' | 'failed';
+  spent_usd: Numeric;
+  totals: ColumnType<unknown, string | null | undefined, string | null>;
+  created_at: CreatedAt;
+  finished_at: NullableTimestamp;
+}
+
+export interface EvalRunsTable {
+  eval_id: string;
+  source_task_id: string;
+  candidate: string;
+  fork_task_id: string;
+  state: 'running' | 'graded' | 'skipped' | 'failed';
+  result: ColumnType<unknown, string | null | undefined, string | null>;
+  created_at: CreatedAt;
 }
 
 // ---- skills and organisations (migration 009) ----------------------------------------------------

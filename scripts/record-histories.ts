@@ -31,6 +31,8 @@ import { agentWorkflowId, chatRunWorkflowId, ConversationClient } from '../clien
 import { isReflection, offersTools, ScriptedAgents } from '../test/workflow/task-support';
 import { subagentWorkflowId } from '../workflows/subagent-contract';
 import { randomUUID } from 'node:crypto';
+import { ForkClient } from '../client/forks';
+import { evalForkTaskId } from '../workflows/eval-contract';
 
 /** Small enough that a dozen tool iterations make the round continue as new; larger than the other scenarios' runs. */
 const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 100;
@@ -210,6 +212,25 @@ const SCENARIOS: Record<string, Scenario> = {
       return [taskWorkflowId(taskId), roundWorkflowId(taskId, 1)];
     },
   },
+  eval: {
+    description: 'an eval of one recorded task under one candidate: the fork (a child task workflow, its call replayed) graded, then cancelled',
+    async run(h) {
+      const agentId = await h.createAgent();
+      // The fork's id is the eval's, not a script's: this scenario answers by what the request holds.
+      h.llm.setResponder((request) => {
+        if (!offersTools(request)) return textTurn('Summary.');
+        return JSON.stringify(request.body).includes('"tool_result"') ? submitTurn('report written') : toolTurn('file_write', { path: 'report.md', content: 'report' });
+      });
+      const taskId = `recorded-eval-source-${randomUUID().slice(0, 8)}`;
+      await h.client.startTask({ agentId, taskId, title: 'Report', description: 'write report.md' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review');
+      const forks = new ForkClient(h.temporal, h.db.db, { taskQueue: h.taskQueue });
+      const { evalId, workflowId } = await forks.startEval({ selection: { taskIds: [taskId] }, candidates: [{ name: 'same' }], budgetUsd: 1 });
+      await forks.evalResult(evalId);
+      const forkId = evalForkTaskId(evalId, 0, 0);
+      return [workflowId, taskWorkflowId(forkId), roundWorkflowId(forkId, 1)];
+    },
+  },
   subagents: {
     description: 'a task with a cost budget spawns 2 sub-agents in parallel (spend reports, the aggregated result through the ledger), submits, accepted',
     async run(h) {
@@ -303,7 +324,7 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
     ? `round-${round[1]}`
     : workflowId.startsWith('agent-')
       ? /-chat-/.test(workflowId) ? `chat-run-${++chatRuns}` : 'agent'
-      : (/^(reflection|heartbeat|consolidation|stream-prune)-/.exec(workflowId)?.[1] ?? 'task');
+      : (/^(reflection|heartbeat|consolidation|stream-prune|eval)-/.exec(workflowId)?.[1] ?? 'task');
   for (const [i, run] of runs.entries()) {
     const history = await h.temporal.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const file = path.join(HISTORIES_DIR, `${scenario}--${label}${runs.length > 1 ? `-run-${i + 1}` : ''}.json`);

@@ -29,6 +29,8 @@ export const consolidationScheduleId = (agentId: string): string => `consolidati
 export const AgentIdSearchAttribute = defineSearchAttributeKey('AgentId', SearchAttributeType.KEYWORD);
 export const TaskIdSearchAttribute = defineSearchAttributeKey('TaskId', SearchAttributeType.KEYWORD);
 export const TaskStateSearchAttribute = defineSearchAttributeKey('TaskState', SearchAttributeType.KEYWORD);
+/** On a fork (`agents task fork`): the task it was forked from, so the UI lists every fork of a task. */
+export const ForkOfSearchAttribute = defineSearchAttributeKey('ForkOf', SearchAttributeType.KEYWORD);
 
 // ---- human decisions ---------------------------------------------------------------------------
 
@@ -168,6 +170,39 @@ export interface TaskWorkflowInput {
    * admin client after it checked the task's state; without it an ended task id cannot run again.
    */
   restart?: { kind: 'retry' | 'rerun'; afterRound: number };
+  /**
+   * This task is a fork of a recorded one (see `ForkInput`): its first round starts from a copy of the
+   * source round's session up to `atStep`, its tools replay, run in its own workspace, or are refused.
+   */
+  fork?: ForkInput;
+}
+
+/**
+ * What a fork starts from and what it changes. Applied by activities (the task workflow runs a fork as
+ * any task): the session copy, the fork's workspace and its tool policy are prepared when the task is
+ * recorded, the overrides are read by every LLM step and tool call of the fork.
+ */
+export interface ForkInput {
+  sourceTaskId: string;
+  /** The source round whose session is copied (default 1). */
+  round?: number;
+  /** How many of the source round's LLM steps (each with its tool results) the fork keeps: 0 starts from the task prompt. */
+  atStep: number;
+  overrides?: ForkOverrides;
+  /** Tools with outside effects the fork may run for real, by name (default none: they are answered "not run in a fork"). */
+  allowTools?: string[];
+}
+
+export interface ForkOverrides {
+  provider?: string;
+  model?: string;
+  tier?: 'cheap' | 'standard' | 'premium';
+  /** Identity files replacing the agent's in the fork's prompts (the agent itself is unchanged). */
+  identity?: { soul?: string; agents?: string; heartbeat?: string; tools?: string };
+  /** Replaces the recorded result of a call of the fork step (the last one unless `callIndex`, 0-based within the step). */
+  toolResult?: { content: string; isError?: boolean; callIndex?: number };
+  /** Extra instructions, added as a user message after the copied session. */
+  instructions?: string;
 }
 
 /** The task id of a workflow started without one (a Schedule's run): its workflow id, `task-` stripped. */

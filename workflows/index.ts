@@ -8,3 +8,4 @@ export { streamPruneWorkflow } from './stream-prune';
 export { agentWorkflow } from './agent';
 export { chatRunWorkflow } from './scenario-run';
 export { subagentWorkflow } from './subagent';
+export { evalWorkflow } from './eval';

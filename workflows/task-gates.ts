@@ -52,7 +52,7 @@ export async function openTask(input: TaskWorkflowInput, taskId: string, start: 
 }
 
 function recordInput(input: TaskWorkflowInput, taskId: string) {
-  return { taskId, agentId: input.agentId, title: input.title, description: input.description, priority: input.priority, createdBy: input.createdBy };
+  return { taskId, agentId: input.agentId, title: input.title, description: input.description, priority: input.priority, createdBy: input.createdBy, ...(input.fork ? { fork: input.fork } : {}) };
 }
 
 /** A non-retryable refusal of the activity becomes the workflow's own failure, with the same type and message. */

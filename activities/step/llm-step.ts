@@ -25,6 +25,7 @@ import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf
 import type { LlmStepInput, LlmStepResult } from './types';
 import { activityContext } from './activity-context';
 import { withMcpTools } from '../tools/mcp';
+import { forkedAgent, loadFork } from '../fork/runtime';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -69,7 +70,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   // A session this worker has loaded: its new messages are read alongside too (again below if this step appends any).
   const knownSession = sessionMessages.has(input.sessionId);
   // Independent reads in one round trip's time.
-  const [agent, recorded, task, activations, loaded, guessedRows] = await Promise.all([
+  const [found, recorded, task, activations, loaded, guessedRows] = await Promise.all([
     findAgent(db, input.agentId),
     findMessage(db, input.sessionId, key),
     input.taskId ? findTask(db, input.taskId) : undefined,
@@ -78,7 +79,10 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
     knownSession ? sessionMessages.load(db, input.sessionId) : undefined,
     speculativeRows?.catch(() => undefined),
   ]);
-  if (!agent) throw unknownAgent(input.agentId);
+  if (!found) throw unknownAgent(input.agentId);
+  // A fork's steps see its overrides (identity files, model) and its own workspace.
+  const fork = task?.fork_of ? await loadFork(db, task.id, task.fork_of) : undefined;
+  const agent = fork ? forkedAgent(found, fork) : found;
   rememberSeen(input.sessionId, { agent, task, activations });
   const prefetchedRows = seen && guessedRows && sameRow(seen.agent, agent) && sameRow(seen.task, task) && sameActivations(seen.activations, activations) ? guessedRows : undefined;
   // MCP servers' tools join the agent's own from the step's recorded snapshot (activities/tools/mcp).

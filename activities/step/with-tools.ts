@@ -13,6 +13,7 @@ import { loadActivations } from '../store/skills';
 import { DISCOVER_TOOLS } from '../tools/discover-tools';
 import { inToolSpan } from '../tracing';
 import { activityContext } from './activity-context';
+import { forkedAgent, loadFork } from '../fork/runtime';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
 export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -51,8 +52,11 @@ export async function runToolWithLedger(
    */
   known?: { agent: AgentRow; call: ToolUseBlock; activated?: ReadonlySet<string>; fresh?: boolean },
 ): Promise<ExecuteToolResult> {
-  const agent = known?.agent ?? (await findAgent(db, input.agentId));
-  if (!agent) throw unknownAgent(input.agentId);
+  const found = known?.agent ?? (await findAgent(db, input.agentId));
+  if (!found) throw unknownAgent(input.agentId);
+  // A fork runs in its own workspace with its overrides (the fused step's agent already has them).
+  const fork = await loadFork(db, input.taskId);
+  const agent = fork && !known ? forkedAgent(found, fork) : found;
   // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
   await ensureWorkspace(agent, agent.workspace_dir);
   const ctx = activityContext();
@@ -84,6 +88,7 @@ export async function runToolWithLedger(
       signal: ctx?.cancellationSignal ?? new AbortController().signal,
       agentConfig: config,
       heartbeat: beat,
+      ...(fork ? { fork } : {}),
     }, known?.call, { fresh: known?.fresh === true }));
   } finally {
     clearInterval(heartbeat);

@@ -6,6 +6,7 @@ import { appendMessage, appendMessageQuery, findMessage } from '../store/session
 import type { ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
+import { decideForkCall } from '../fork/tool-calls';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
 const REQUEST_USER_APPROVAL = 'request_user_approval';
@@ -116,6 +117,11 @@ export async function executeToolCall(
     return recordWithoutRunning(ctx, call, `Invalid arguments for ${call.name}: ${z.prettifyError(parsed.error)}. Fix the arguments and call it again.`);
   }
   const args = parsed.data;
+  if (ctx.fork && call.name !== 'task_submit_review') {
+    // The fork's own submission always runs (it is the fork's task); every other call is the fork policy's.
+    const decided = await decideForkCall(ctx, ctx.fork, call, spec!, args);
+    if (decided.kind === 'answer') return recordWithoutRunning(ctx, call, decided.text, decided.isError);
+  }
   const toolCtx: ToolContext = { ...ctx, toolCallId: call.id, approvalComment: input.approval?.comment, approved: input.approval?.decision === 'approved' };
   const governance = spec!.govern ? await spec!.govern(args, toolCtx) : { tier: 'allow' as const };
   const summary = safeLine(spec!.summarize?.(args) ?? call.name);

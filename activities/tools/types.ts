@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { Database } from '../../schema/database';
+import type { ForkRecord } from '../fork/runtime';
 
 /** Governance outcome for one call (seed D1 E5: allow / approval / deny). */
 export type GovernanceDecision =
@@ -23,6 +24,8 @@ export interface ToolContext {
   approved?: boolean;
   agentConfig: { protectedBranches?: string[] };
   heartbeat: () => void;
+  /** Set when the task is a fork: its calls replay, run in its own workspace, or are refused (`fork/tool-calls.ts`). */
+  fork?: ForkRecord;
 }
 
 export interface ToolOutput {

@@ -10,6 +10,7 @@ import * as groupChat from './2026-12-01-007-group-chat';
 import * as skills from './2026-12-01-009-skills';
 import * as inboxSessions from './2026-12-01-021-inbox-sessions';
 import * as approvalTrail from './2026-12-01-023-approval-trail';
+import * as forkEval from './2026-12-01-025-fork-eval';
 import * as mcpToolSnapshots from './2026-12-01-030-mcp-tool-snapshots';
 
 /**
@@ -28,5 +29,6 @@ export const migrations: Record<string, Migration> = {
   '2026-12-01-009-skills': skills,
   '2026-12-01-021-inbox-sessions': inboxSessions,
   '2026-12-01-023-approval-trail': approvalTrail,
+  '2026-12-01-025-fork-eval': forkEval,
   '2026-12-01-030-mcp-tool-snapshots': mcpToolSnapshots,
 };

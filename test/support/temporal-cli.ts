@@ -27,7 +27,7 @@ export async function temporalCli(args: string[], address = process.env.TEMPORAL
 }
 
 /** The product's search attributes, registered on every dev server a test, script or bench starts. */
-export const SEARCH_ATTRIBUTE_ARGS = ['--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword'];
+export const SEARCH_ATTRIBUTE_ARGS = ['--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword', '--search-attribute', 'ForkOf=Keyword'];
 /**
  * Dynamic config every dev server we start runs with. The history service reads new transfer tasks for a
  * shard at most `transferProcessorMaxPollRPS` times a second (default 20, burst 20) and the dev server

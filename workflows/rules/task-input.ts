@@ -49,5 +49,12 @@ export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, 
     }
     if (input.carry !== undefined) return 'restart and carry cannot be combined';
   }
+  if (input.fork !== undefined) {
+    const fork = input.fork as Partial<NonNullable<TaskWorkflowInput['fork']>> | null;
+    if (!fork || typeof fork.sourceTaskId !== 'string' || !TASK_ID_PATTERN.test(fork.sourceTaskId)) return 'fork.sourceTaskId must be the id of a recorded task';
+    if (!Number.isInteger(fork.atStep) || (fork.atStep ?? -1) < 0) return 'fork.atStep must be a whole number of steps, 0 or more';
+    if (fork.round !== undefined && !(Number.isInteger(fork.round) && fork.round >= 1)) return 'fork.round must be a round number, 1 or more';
+    if (fork.sourceTaskId === taskId) return 'a fork needs its own task id, not its source\'s';
+  }
   return undefined;
 }

@@ -1,0 +1,100 @@
+/** `/v1/tasks/:taskId/fork`, `/v1/tasks/:taskId/fork-report` and `/v1/evals`: forks of recorded tasks and evals over them (issue 25). */
+import { z } from 'zod';
+import { ForkOverridesSchema, EvalCandidateSchema } from '../../activities/fork/spec';
+import { EvalError, ForkClient, ForkError } from '../../client/forks';
+import { ApiError } from '../errors';
+import type { ApiContext } from '../route-kit';
+import * as S from '../schemas';
+
+const ForkBody = z
+  .object({
+    at: z.number().int().min(0).describe('steps of the source round kept (0: from the task prompt)'),
+    round: z.number().int().min(1).optional(),
+    overrides: ForkOverridesSchema.optional(),
+    allowTools: z.array(z.string()).max(100).optional(),
+    taskId: z.string().optional().describe("the fork's task id (default <source>.fork-<random>)"),
+    costBudgetUsd: z.number().positive().optional(),
+  })
+  .strict();
+
+const EvalBody = z
+  .object({
+    taskIds: z.array(z.string()).min(1).max(500).optional(),
+    query: z.string().min(1).max(2_000).optional().describe('a Temporal list query over task workflows'),
+    candidates: z.array(EvalCandidateSchema).min(1).max(20),
+    budgetUsd: z.number().positive().optional(),
+    concurrency: z.number().int().min(1).max(20).optional(),
+    judge: z.object({ rubric: z.string().min(1).max(50_000), provider: z.string().optional(), model: z.string().optional() }).strict().optional(),
+  })
+  .strict();
+
+/** Loose on purpose: these bodies are the client library's types (client/forks.ts), documented in docs/fork-and-eval.md. */
+const ReportObject = z.record(z.string(), z.unknown());
+const ForkStartedResponse = z.object({ taskId: z.string(), workflowId: z.string(), sourceTaskId: z.string(), atStep: z.number(), steps: z.number(), copiedToolCalls: z.number(), workspaceDir: z.string(), workspaceNote: z.string(), incompleteCalls: z.array(ReportObject) });
+const EvalStartedResponse = z.object({ evalId: z.string(), workflowId: z.string() });
+
+const EvalIdParams = z.object({ evalId: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/) }).strict();
+
+/** A refused fork or eval is the caller's mistake: 404 for an unknown task or eval, else 400, with the reason. */
+function refused(error: unknown): never {
+  if (error instanceof ForkError || error instanceof EvalError) {
+    const unknown = /^unknown (task|eval)/.test(error.message);
+    throw new ApiError(unknown ? 404 : 400, error instanceof ForkError ? (unknown ? 'task_not_found' : 'invalid_fork') : unknown ? 'eval_not_found' : 'invalid_eval', error.message);
+  }
+  throw error;
+}
+
+export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContext): ForkClient {
+  const forks = new ForkClient(client.temporal, db, { taskQueue: client.taskQueue });
+  route({
+    method: 'POST',
+    url: '/v1/tasks/:taskId/fork',
+    scope: 'operator',
+    summary: 'Fork a recorded task at a step (a new task from a copy of its round up to the step, with overrides); linked by the ForkOf search attribute',
+    params: S.TaskIdParams,
+    body: ForkBody,
+    response: ForkStartedResponse,
+    status: 201,
+    handler: async ({ params, body, principal }) =>
+      withTimeout('starting the fork', () => forks.forkTask(params.taskId, { ...body, createdBy: principal.name })).catch(refused),
+  });
+  route({
+    method: 'GET',
+    url: '/v1/tasks/:taskId/fork-report',
+    scope: 'read',
+    summary: "A fork's tool calls one by one: replayed, executed in its own workspace, or refused",
+    params: S.TaskIdParams,
+    response: ReportObject,
+    handler: async ({ params }) => forks.forkReport(params.taskId).catch(refused),
+  });
+  route({
+    method: 'POST',
+    url: '/v1/evals',
+    scope: 'operator',
+    summary: 'Start an eval: recorded tasks (ids or a list query) forked at step 0 under each candidate, graded against the originals',
+    body: EvalBody,
+    response: EvalStartedResponse,
+    status: 201,
+    handler: async ({ body }) =>
+      withTimeout('starting the eval', () =>
+        forks.startEval({
+          selection: body.taskIds ? { taskIds: body.taskIds } : { query: body.query ?? '' },
+          candidates: body.candidates,
+          ...(body.budgetUsd !== undefined ? { budgetUsd: body.budgetUsd } : {}),
+          ...(body.concurrency !== undefined ? { concurrency: body.concurrency } : {}),
+          ...(body.judge ? { judge: body.judge } : {}),
+        }),
+      ).catch(refused),
+  });
+  route({ method: 'GET', url: '/v1/evals', scope: 'read', summary: 'Recent evals', response: z.object({ evals: z.array(ReportObject) }), handler: async () => ({ evals: await forks.listEvals() }) });
+  route({
+    method: 'GET',
+    url: '/v1/evals/:evalId',
+    scope: 'read',
+    summary: "An eval's table (per task and candidate) and totals per candidate, as stored",
+    params: EvalIdParams,
+    response: ReportObject,
+    handler: async ({ params }) => forks.evalTable(params.evalId).catch(refused),
+  });
+  return forks;
+}

@@ -58,7 +58,7 @@ export async function runToolWithLedger(
   const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
   const config = agentConfig(agent);
   try {
-    // Tools discover_tools activated in this session or task are dispatched too (seed D1 F4).
+    // Tools discover_tools activated in this session or task are dispatched too.
     const activated = known?.activated ?? (await loadActivations(db, input.sessionId, input.taskId)).tools;
     return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () => executeToolCall(input, toolsForAgent(input.scenario, config, activated), {
       db,

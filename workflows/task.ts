@@ -69,7 +69,7 @@ const store = proxyActivities<Activities>(TASK_STORE);
 type RoundResult = RoundOutcome | { kind: 'paused' } | { kind: 'failed'; error: string };
 
 /**
- * A task's lifecycle (seed D1 §3.1): pending → in_progress → review → completed, with blocked (pause),
+ * A task's lifecycle: pending → in_progress → review → completed, with blocked (pause),
  * failed and cancelled; every move goes through the transition table of `rules/task-state.ts` and is
  * mirrored to PostgreSQL and the `TaskState` search attribute. Each execution round runs as the child
  * workflow `task-{taskId}-r{round}` with the session `task_{taskId}_r{round}`; the `reviewDecision`
@@ -368,7 +368,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     });
   }
 
-  /** Runs the current round (attempt); transient failures retry it in the same session up to the seed's limit. */
+  /** Runs the current round (attempt); transient failures retry it in the same session up to the design's limit. */
   async function runRound(modelLabel: string): Promise<RoundResult> {
     for (let transient = 0; ; transient++) {
       if (pauseRequested) return { kind: 'paused' };

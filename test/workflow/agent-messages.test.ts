@@ -66,7 +66,7 @@ describe('agents message each other', () => {
       for (const r of a2a) {
         expect(requestSystemText(r)).toContain('### Agent-to-agent message');
         expect(requestSystemText(r)).not.toContain('### Chat');
-        // The sender's identity, in Tier 3 (seed D1 E14).
+        // The sender's identity, in Tier 3.
         expect(requestSystemText(r)).toMatch(new RegExp(`This message is from .+ \\(agent[^)]*, id (${alice}|${bob})\\)\\.`));
         expect(requestToolNames(r)).toEqual(expect.arrayContaining(['agent_send_message', 'agent_send_group_message', 'notify_user', 'task_create']));
         expect(requestToolNames(r)).not.toContain('file_write');

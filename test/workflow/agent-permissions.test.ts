@@ -7,7 +7,7 @@ import { unofferedToolNames, parameterNames } from '../support/tool-mentions';
 import { bodyText, lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
 
 /**
- * Seed D2's permission flags, enforced where tools are chosen and where they run: an agent without the
+ * The permission flags, enforced where tools are chosen and where they run: an agent without the
  * `shell` and `manageTasks` permissions is not sent `shell_execute` or `task_create` (tool definitions,
  * system prompt, user prompts), and a forged call to `shell_execute` is refused by the ledger without
  * running. Real Temporal, real PostgreSQL, the fake provider.

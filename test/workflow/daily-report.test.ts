@@ -16,7 +16,7 @@ function zoneWhereHourIs(wanted: (hour: number) => boolean): string {
 }
 
 /**
- * The manager's daily report (seed D1 A17), on the real Temporal server and PostgreSQL with the fake
+ * The manager's daily report, on the real Temporal server and PostgreSQL with the fake
  * provider: after 20:00 in its timezone a manager's heartbeat asks for today's report, listing today's
  * tasks; the report sent with notify_user is stored, and the next check-in is idle again. Workers and
  * managers before 20:00 are not asked.

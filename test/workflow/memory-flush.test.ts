@@ -9,7 +9,7 @@ import { bodyText, startScriptedHarness, type ScriptedAgents } from './task-supp
 const FLUSH_MARKER = '[MEMORY FLUSH — System Request]';
 
 /**
- * Memory flush before compaction (seed D1 A18/E18), on the real Temporal server and PostgreSQL with
+ * Memory flush before compaction, on the real Temporal server and PostgreSQL with
  * the fake provider: a long task is asked once, before compression folds any message, to save what
  * matters; its memory_save lands in memory; the request is never repeated.
  */

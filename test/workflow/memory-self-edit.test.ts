@@ -7,7 +7,7 @@ import { toolsForScenario } from '../../activities/tools/registry';
 import { createHarness, type Harness } from '../support/harness';
 
 /**
- * Seed D2's self-editing rules, each fed a call it must refuse, then checked for the harmful side
+ * The self-editing rules, each fed a call it must refuse, then checked for the harmful side
  * effect not having happened (the agent row and its content hash unchanged, no audit row).
  */
 describe('edit_agent_file', () => {

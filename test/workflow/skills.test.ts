@@ -90,7 +90,7 @@ describe('skills and the prompt world', () => {
     await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
     const [first, second, third] = agents.requests(taskId);
 
-    // Step 1: the world from the database, in the tiers the seed puts it.
+    // Step 1: the world from the database, in the tiers the design puts it.
     const t2 = tier(first!, 1);
     const t3 = tier(first!, 2);
     expect(tier(first!, 0)).toContain('# Capabilities\nSQL, Python, CSV wrangling');
@@ -183,7 +183,7 @@ describe('skills and the prompt world', () => {
     expect(result!.text).toContain('(not permitted)');
     expect(toolNames(agents.requests(taskId)[1]!)).not.toContain('goal_create');
 
-    // D2 seg 8, scope context: a subtask's prompt carries its parent task as the scope of its work.
+    // Scope context: a subtask's prompt carries its parent task as the scope of its work.
     const parentId = `parent-${taskId}`;
     await h.db.db.insertInto('tasks').values({ id: parentId, agent_id: restricted, title: 'Ship the importer', description: 'The importer loads every hospital export by Friday.', state: 'in_progress' }).execute();
     await h.db.db.insertInto('tasks').values({ id: `child-${taskId}`, agent_id: restricted, title: 'Write the loader', description: 'loader', state: 'in_progress', parent_task_id: parentId }).execute();

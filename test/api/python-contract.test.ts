@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { temporalContractDocument } from '../../api/temporal-contract';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { pythonWithTools } from '../support/python-tools';
 import { ScriptedAgents } from '../workflow/task-support';
 
@@ -22,20 +22,16 @@ function readmePythonExample(): string {
  * signal, result), and every answer it prints validates against the published JSON Schema.
  */
 describe('the Temporal contract from Python', () => {
-  let h: Harness;
+  const h = useHarness();
   let agents: ScriptedAgents;
   let python: string;
 
   beforeAll(async () => {
     // The first run installs the Python tools (a minute or so); later runs find them.
     python = pythonWithTools();
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
   }, 300_000);
-  afterAll(async () => {
-    await h.close();
-  });
 
   test("the documented Python example starts, queries, updates and signals a task, and its answers match the JSON Schema", async () => {
     const agentId = await h.createAgent();

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
 
 /** The README and the pages of docs/, where the API's messages are quoted. */
@@ -14,18 +14,17 @@ const DOCS = ['README.md', ...readdirSync(path.join(__dirname, '../../docs')).fi
  * and the validation messages the docs quote are the ones the API answers.
  */
 describe('the HTTP API takes the whole task input, with the messages the docs show', () => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      await api.close();
+    },
+  });
   let api: TestApi;
   let agentId: string;
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     api = await startTestApi(h);
     agentId = await h.createAgent();
-  });
-  afterAll(async () => {
-    await api.close();
-    await h.close();
   });
 
   test('costBudgetUsd, priority, parentTaskId and dependsOn over HTTP reach the task', async () => {

@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { AgentConfigSchema } from '../../activities/store/agents';
 import { grantedPermissions, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { submitTurn, toolTurn } from '../support/harness';
 import { unofferedToolNames, parameterNames } from '../support/tool-mentions';
-import { bodyText, lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { bodyText, lastToolResults, useScriptedHarness } from './task-support';
 
 /**
  * The permission flags, enforced where tools are chosen and where they run: an agent without the
@@ -13,10 +13,7 @@ import { bodyText, lastToolResults, startScriptedHarness, type ScriptedAgents } 
  * running. Real Temporal, real PostgreSQL, the fake provider.
  */
 describe('agent permissions', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
-  afterAll(async () => h.close());
+  const { h, agents } = useScriptedHarness();
 
   const toolNames = (body: Record<string, unknown>): string[] => ((body.tools ?? []) as Array<{ name: string }>).map((t) => t.name).sort();
 

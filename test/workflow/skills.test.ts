@@ -6,7 +6,7 @@ import { loadPromptInputs } from '../../activities/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { loadActivations } from '../../activities/store/skills';
 import { discoverableTools, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { parameterNames, unofferedToolNames } from '../support/tool-mentions';
 import { lastToolResults, ScriptedAgents } from './task-support';
 import type { RecordedRequest } from '../fake-llm';
@@ -21,7 +21,7 @@ import type { RecordedRequest } from '../fake-llm';
  * and across the task's sessions). Real Temporal, real PostgreSQL, the fake provider.
  */
 describe('skills and the prompt world', () => {
-  let h: Harness;
+  const h = useHarness();
   let agents: ScriptedAgents;
   let root: string;
   const system = (r: RecordedRequest): string => (r.body.system as Array<{ text: string }>).map((s) => s.text).join('\n\n');
@@ -35,12 +35,10 @@ describe('skills and the prompt world', () => {
   const skill = (name: string, category: string, description: string, body: string) => `---\nname: ${name}\ndescription: ${description}\ncategory: ${category}\n---\n${body}\n`;
 
   beforeAll(async () => {
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
     root = mkdtempSync(path.join(os.tmpdir(), 'da-skills-'));
   });
-  afterAll(async () => h.close());
 
   test('a real run shows the organisation, colleagues, skills, announcements and attention; discover_tools activates a skill and a tool', async () => {
     const suffix = path.basename(root).replace(/[^a-z0-9]/gi, '').toLowerCase();

@@ -10,18 +10,15 @@ import {
   TOOL_RESULT_PREVIEW_CHARS,
 } from '../../workflows/rules/harness';
 import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
-import { submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
-import { lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { submitTurn, textTurn, toolTurn } from '../support/harness';
+import { lastToolResults, useScriptedHarness } from './task-support';
 
 /** The task harness rules, observed in what the fake LLM server received. */
 describe('task harness rules', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => {
-    ({ h, agents } = await startScriptedHarness());
+  const { h, agents } = useScriptedHarness();
+  beforeAll(() => {
     writeFileSync(path.join(h.workspaceDir, 'readme.txt'), 'a small file');
   });
-  afterAll(async () => h.close());
 
   const injections = async (taskId: string, round = 1): Promise<string[]> => {
     const rows = await h.db.db.selectFrom('messages').select('content').where('session_id', '=', `task_${taskId}_r${round}`).where('kind', '=', 'injection').orderBy('id').execute();

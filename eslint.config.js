@@ -1,5 +1,7 @@
 // @ts-check
 const tseslint = require('typescript-eslint');
+/** Turns off every ESLint rule that would fight the formatter (Prettier owns layout; ESLint owns correctness). */
+const prettierCompatible = require('eslint-config-prettier/flat');
 
 /** Node built-ins and I/O libraries: never inside workflows/ (deterministic, bundled by Temporal). */
 const NODE_AND_IO_MODULES = [
@@ -38,4 +40,5 @@ module.exports = tseslint.config(
       ],
     },
   },
+  prettierCompatible,
 );

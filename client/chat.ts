@@ -58,7 +58,7 @@ export class ConversationClient {
   /**
    * Comments on a task: the task's agent gets a `comment` item (forwarded to its running round and
    * answered in the thread), and every other agent the text @mentions gets a `mention` item it answers
-   * in the task's thread (seed: @mentions always notify; the author is skipped; once per comment).
+   * in the task's thread (@mentions always notify; the author is skipped; once per comment).
    * Throws `DeliveryRejectedError` for an unknown task or bad text.
    */
   async comment(taskId: string, text: string, from: DeliverInput['from']): Promise<CommentResult> {

@@ -60,7 +60,7 @@ export class RecurringTaskError extends Error {
 }
 
 /**
- * Recurring tasks (seed D1 §3.1) on Temporal Schedules. A recurring task is the schedule
+ * Recurring tasks on Temporal Schedules. A recurring task is the schedule
  * `recurring-{name}` whose action starts `taskWorkflow` without a task id: every run is its own task,
  * whose id the workflow derives from its workflow id (`task-recurring-{name}-2026-12-01T09:00:00Z` →
  * task `recurring-{name}-2026-12-01T09:00:00Z`), with the title, description and priority given here.

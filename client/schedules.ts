@@ -40,7 +40,7 @@ export const SCHEDULE_APPLY_WAIT_MS = 10_000;
 const SCHEDULE_APPLY_POLL_MS = 100;
 
 export interface HeartbeatScheduleOptions {
-  /** Default 30 minutes (seed D1 §3.8); between 5 minutes and 24 hours. */
+  /** Default 30 minutes; between 5 minutes and 24 hours. */
   intervalMs?: number;
   /** Create the schedule paused (e.g. until the agent is set up). */
   paused?: boolean;
@@ -229,7 +229,7 @@ export class AgentSchedules {
     options: { paused?: boolean; note?: string },
   ): Promise<string> {
     const scheduleId = this.scheduleId(kind, agentId);
-    // After downtime, run at most the one most recent missed tick (D1 §3.8: queued heartbeats collapse).
+    // After downtime, run at most the one most recent missed tick (queued heartbeats collapse).
     const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: catchupWindowMs };
     try {
       await this.temporal.schedule.create({

@@ -37,7 +37,7 @@ export class TaskAdminError extends Error {
   }
 }
 
-/** Which states each command accepts (seed D1 §3.1: retry from failed; rerun from completed or cancelled). */
+/** Which states each command accepts (retry from failed; rerun from completed or cancelled). */
 const ACCEPTS = {
   retry: ['failed'],
   rerun: ['completed', 'cancelled'],

@@ -222,7 +222,7 @@ export interface LlmCallsTable {
   created_at: CreatedAt;
 }
 
-// ---- memory (seed D1 §3.3) and its scheduled workflows; identity self-edits (seed D2 §7) ------
+// ---- memory and its scheduled workflows; identity self-edits ------
 
 export interface MemoryNotebookTable {
   agent_id: string;
@@ -266,7 +266,7 @@ export interface MemoryDailyLogsTable {
   agent_id: string;
   /** The agent's local day, YYYY-MM-DD. */
   day: ColumnType<string, string, string>;
-  /** `daily-report`. Audit only: never read back into prompts (D1 §3.3). */
+  /** `daily-report`. Audit only: never read back into prompts. */
   kind: string;
   content: string;
   session_id: string | null;

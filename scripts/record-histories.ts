@@ -2,7 +2,7 @@
  * Records the workflow histories that `test/workflow/replay.test.ts` replays on every `npm test` (the
  * determinism gate), into `test/histories/<version>/` for the version in package.json. Histories of
  * other versions are never touched: runs started by an older release may still be open in production,
- * and the new code must replay them (see the deploy policy in the README). Run it for each release,
+ * and the new code must replay them (see the deploy policy in docs/operations.md). Run it for each release,
  * and after a deliberate change to a workflow's command order (behind `patched()`), never to make a
  * failing replay pass:
  *

@@ -21,7 +21,7 @@ export const TASK_LLM: ActivityOptions = {
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '2 minutes', maximumAttempts: 8 },
 };
 
-/** A task's tool call (a build, a test run): the ledger makes retries safe (seed §3.7: 3 attempts, 500 ms base). */
+/** A task's tool call (a build, a test run): the ledger makes retries safe (3 attempts, 500 ms base). */
 export const TASK_TOOL: ActivityOptions = {
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: LIVENESS,
@@ -81,14 +81,14 @@ export const STREAM_PRUNE: ActivityOptions = {
   retry: { initialInterval: '5 seconds', maximumInterval: '1 minute', maximumAttempts: 5 },
 };
 
-/** A heartbeat's LLM call: seed D1's 3 retries from 3 s; a check-in that cannot reach a provider waits for the next tick. */
+/** A heartbeat's LLM call: 3 retries from 3 s; a check-in that cannot reach a provider waits for the next tick. */
 export const HEARTBEAT_LLM: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: LIVENESS,
   retry: { initialInterval: HEARTBEAT_RETRY_BASE_MS, backoffCoefficient: 2, maximumAttempts: HEARTBEAT_MAX_RETRIES + 1 },
 };
 
-/** A sub-agent's LLM call: seed D1's 2 retries from 2 s; the parent gets the error and decides. */
+/** A sub-agent's LLM call: 2 retries from 2 s; the parent gets the error and decides. */
 export const SUBAGENT_LLM: ActivityOptions = {
   startToCloseTimeout: '20 minutes',
   heartbeatTimeout: LIVENESS,

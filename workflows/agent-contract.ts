@@ -37,7 +37,7 @@ export interface DeliverInput {
   /** The conversation this item continues (default: a new thread rooted at this item). */
   thread?: string;
   taskId?: string;
-  /** Overrides the kind's default priority (seed registry). */
+  /** Overrides the kind's default priority (each kind has its own default). */
   priority?: MailboxPriorityName;
 }
 

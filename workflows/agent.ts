@@ -62,7 +62,7 @@ export const AGENT_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
 /**
  * The agent as an entity (`agent-{agentId}`): it owns the mailbox and the agent's attention. Items
  * arrive by the update `deliver` (update-with-start starts an idle agent), are stored in
- * `mailbox_items` before the update returns, and are triaged by the seed's rules: a queued item of the
+ * `mailbox_items` before the update returns, and are triaged by the design's rules: a queued item of the
  * same group absorbs a new one (merge); an item arriving during work may preempt it (a preempted
  * item goes back to the queue and is picked again); everything else waits, highest priority first.
  * Chat, mentions, agent messages and group messages are answered by a child `chatRunWorkflow` in the

@@ -12,7 +12,7 @@ const store = proxyActivities<Activities>(CONSOLIDATION_STORE);
 const llm = proxyActivities<Activities>(BACKGROUND_LLM);
 
 /**
- * Daily memory maintenance of an agent (seed D1 A17, A20, E17, E19), started by the daily Temporal
+ * Daily memory maintenance of an agent, started by the daily Temporal
  * Schedule `consolidation-{agentId}`:
  * 1. the daily report: one tool-less LLM call, 3–5 sentences, written to today's daily log (once a day);
  * 2. the dream, when the agent has at least 50 observations and no dream ran today: the model proposes

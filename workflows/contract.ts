@@ -20,7 +20,7 @@ export const DEFAULT_NAMESPACE = 'default';
 
 export const taskWorkflowId = (taskId: string): string => `task-${taskId}`;
 export const roundWorkflowId = (taskId: string, round: number): string => `task-${taskId}-r${round}`;
-/** Each round has its own conversation; a retry inside a round reuses it (seed D1 E3). */
+/** Each round has its own conversation; a retry inside a round reuses it. */
 export const roundSessionId = (taskId: string, round: number): string => `task_${taskId}_r${round}`;
 export const reflectionWorkflowId = (taskId: string): string => `reflection-${taskId}`;
 export const heartbeatScheduleId = (agentId: string): string => `heartbeat-${agentId}`;
@@ -348,9 +348,9 @@ export function addUsage(a: UsageTotals, b: Partial<UsageTotals>): UsageTotals {
 
 // ---- memory workflows (issue 5): heartbeat, consolidation, post-task reflection ------------------
 
-/** A heartbeat's conversation: `hb_{agentId}_{ms}` (seed D1 E8), one per run. */
+/** A heartbeat's conversation: `hb_{agentId}_{ms}`, one per run. */
 export const heartbeatSessionId = (agentId: string, startedAtMs: number): string => `hb_${agentId}_${startedAtMs}`;
-/** Internal conversations (daily report, dream, reflection) use the `sys_` prefix (seed D1 A16). */
+/** Internal conversations (daily report, dream, reflection) use the `sys_` prefix. */
 export const systemSessionId = (agentId: string, purpose: string): string => `sys_${agentId}_${purpose}`;
 
 export interface HeartbeatWorkflowInput {

@@ -15,7 +15,7 @@ import { runToolLoop } from './memory-tool-loop';
 const store = proxyActivities<Activities>(STORE);
 
 /**
- * One heartbeat check-in of an agent (seed D1 E8–E13), started by the agent's Temporal Schedule
+ * One heartbeat check-in of an agent, started by the agent's Temporal Schedule
  * `heartbeat-{agentId}` (overlap: skip). When nothing it watches changed since the last heartbeat, the
  * LLM call is skipped, at most 3 times in a row. Otherwise the agent gets the `[HEARTBEAT CHECK-IN]`
  * prompt and the heartbeat tool whitelist for at most 30 tool iterations; a `HEARTBEAT_OK` reply ends

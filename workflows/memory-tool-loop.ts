@@ -15,7 +15,7 @@ export interface ToolLoopOptions {
   sessionId: string;
   scenario: Scenario;
   maxToolIterations: number;
-  /** Retry policy of the LLM step (heartbeats: 3 retries from 3 s, seed D1 E13). */
+  /** Retry policy of the LLM step (heartbeats: 3 retries from 3 s). */
   llmOptions: ActivityOptions;
   label: string;
   /** Counted in this task's cost (sub-agents). */

@@ -16,7 +16,7 @@ import { runToolLoop } from './memory-tool-loop';
 const store = proxyActivities<Activities>(STORE);
 
 /**
- * Post-task reflection (seed D1 D1-11), workflow id `reflection-{taskId}`, started by the task workflow
+ * Post-task reflection, workflow id `reflection-{taskId}`, started by the task workflow
  * when the task is accepted, with parent-close policy ABANDON so it completes after the task workflow
  * has finished. The agent sees the execution trace (rounds, duration, result summary, last 8 notes),
  * guidance for a revised or a first-time-accepted task, and the "5+ step procedure → skill" hint, and

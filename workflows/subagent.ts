@@ -22,7 +22,7 @@ import {
 const store = proxyActivities<Activities>(STORE);
 
 /**
- * One sub-agent (seed D1-5), a child workflow `{parentWorkflowId}-sub-{n}` of the task round that
+ * One sub-agent, a child workflow `{parentWorkflowId}-sub-{n}` of the task round that
  * called spawn_subagent(s): its own session, opened with the brief; the sub-agent tool set (files, the
  * shell, memory search: no spawning, no task submission); the task harness's LLM step and tool ledger
  * through the background tool loop, capped at `maxToolIterations`; LLM retries 1 + 2 from 2 s. A call

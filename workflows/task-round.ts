@@ -53,7 +53,7 @@ const fused = proxyActivities<Activities>(FUSED_STEP);
 const store = proxyActivities<Activities>(TASK_STORE);
 
 /**
- * One execution round of a task (seed D1's task harness): LLM step → tools, sequentially → LLM step …
+ * One execution round of a task (the task harness): LLM step → tools, sequentially → LLM step …
  * until the agent calls task_submit_review. No iteration cap; reminders every 10 tool iterations, a
  * reflection checkpoint every 30, one final critical reminder when the model stops without submitting.
  * Risky tool calls wait for a human decision (signal `approvalDecision`, forwarded by the task
@@ -189,7 +189,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         const ran = step.toolResults;
         for (const { result } of ran) if (result.submission !== undefined) submission = result.submission;
         if (ran.length > 0) details('running-tool', ` · ran ${ran.map((r) => r.summary).join(', ')}`.slice(0, TOOL_DETAILS_MAX_CHARS));
-        // Sequentially, in the model's order (seed D1-4: task execution runs tools one by one).
+        // Sequentially, in the model's order (task execution runs tools one by one).
         const toRun: DeferredToolCall[] = step.deferred;
         for (const call of toRun) {
           const result = await runTool(call, stepTurn, call.approval ?? call.inWorkflow);

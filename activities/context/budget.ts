@@ -1,5 +1,5 @@
 /**
- * Token budget arithmetic (seed D1 C1, C4; D2 §5). Pure and import-free apart from the limits, so a
+ * Token budget arithmetic. Pure and import-free apart from the limits, so a
  * workflow can use it as well as the prepare-messages activity.
  */
 import {
@@ -14,9 +14,9 @@ import {
 } from './limits';
 
 export interface TokenBudgetInput {
-  /** The model's context window; a non-positive value means "unknown" (D1 default 64K). */
+  /** The model's context window; a non-positive value means "unknown" (then 64K is assumed). */
   contextWindow: number;
-  /** The model's own max output; a non-positive value means "unknown" (D1 default 16,384). */
+  /** The model's own max output; a non-positive value means "unknown" (then 16,384 is assumed). */
   modelMaxOutput: number;
   systemTokens: number;
   toolTokens: number;
@@ -33,7 +33,7 @@ export interface TokenBudget {
 }
 
 /**
- * D1 C1. Example: Claude Sonnet 4 (200K window, 64K output), 9K system, 3K tools →
+ * Example: Claude Sonnet 4 (200K window, 64K output), 9K system, 3K tools →
  * maxOutput = min(64K, 80K) = 64K, margin = min(30K, 30K) = 30K, messages = 200K − 9K − 3K − 64K − 30K = 94K.
  */
 export function computeTokenBudget(input: TokenBudgetInput): TokenBudget {
@@ -46,12 +46,12 @@ export function computeTokenBudget(input: TokenBudgetInput): TokenBudget {
   return { contextWindow, maxOutputTokens, safetyMargin, messageBudget };
 }
 
-/** D1 C4: no single message may exceed max(2000, budget / 8) tokens. */
+/** No single message may exceed max(2000, budget / 8) tokens. */
 export function perMessageCap(messageBudget: number): number {
   return Math.max(PER_MESSAGE_CAP_MIN_TOKENS, Math.floor(messageBudget / PER_MESSAGE_CAP_BUDGET_DIVISOR));
 }
 
-/** D2 §5: upper bound of a run's tokens for the budget pre-flight (system + user + 1,500 for the reply). */
+/** Upper bound of a run's tokens for the budget pre-flight (system + user + 1,500 for the reply). */
 export function preflightTokenUpperBound(systemTokens: number, userTokens: number): number {
   return systemTokens + userTokens + BUDGET_PREFLIGHT_RESPONSE_RESERVE_TOKENS;
 }

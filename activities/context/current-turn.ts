@@ -6,7 +6,7 @@
  * conversation, which is never stored in the session, and the message cache breakpoint sits on the
  * last stored message just before it: everything up to there is byte-identical in the next call.
  *
- * This differs from seed D1 B5 (breakpoint on the message before the current turn): here the current
+ * This differs from the design (breakpoint on the message before the current turn): here the current
  * turn's tool results and harness injections are stored in the session and sent unchanged in later
  * calls, so they can be cached too; only the time cannot. Providers merge consecutive user messages
  * into one turn (Anthropic documents it; OpenAI accepts them as they are).
@@ -15,7 +15,7 @@ import type { ChatMessage } from '../llm/types';
 import type { PromptInputs } from './prompt-types';
 import { formatMinuteTimestamp } from './quantize';
 
-/** D1 B8: the minute-level time in the agent's zone, sent after the conversation. */
+/** The minute-level time in the agent's zone, sent after the conversation. */
 export function currentTimeText(inputs: Pick<PromptInputs, 'now' | 'timezone'>): string {
   return `[Current time: ${formatMinuteTimestamp(inputs.now, inputs.timezone ?? 'UTC')}]`;
 }

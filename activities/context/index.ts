@@ -1,5 +1,5 @@
 /**
- * The context engine: system prompt assembly, message compression and token counting (seeds D1, D2).
+ * The context engine: system prompt assembly, message compression and token counting.
  * Pure modules (no I/O, no clock): the LLM-step activity loads the inputs and calls these.
  */
 export * from './budget';

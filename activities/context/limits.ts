@@ -3,9 +3,8 @@
  * compression stages, summariser and tokenizer settings. Pure constants, no imports, so workflow code
  * can import this file too.
  *
- * Sources: seed D1 (Markus, prompt engineering) and seed D2 (Ever Works, agent prompt assembly), as
- * itemised in `seed-inventory.md` §2.B, §2.C, §2.F, §2.G. "D1 code" / "D2 code" mark values the seed
- * docs leave open and the reference code fixed; "ours" marks values neither fixes.
+ * Sources: the two design documents this project implements; docs/seed-coverage.md maps each
+ * constant to the rule it comes from. "Ours" marks values neither document fixes.
  */
 
 const MINUTE_MS = 60_000;
@@ -13,164 +12,164 @@ const HOUR_MS = 60 * MINUTE_MS;
 
 // ─── System prompt, Tier 2 (semi-stable) ────────────────────────────────────────────────────────────
 
-/** D1 B10: curated knowledge is ~2K tokens; more would crowd the conversation out of the window. */
+/** Curated knowledge is ~2K tokens; more would crowd the conversation out of the window. */
 export const SYSTEM_KNOWLEDGE_CHARS = 8_000;
-/** D1 B10: the observation buffer never enters the prompt; it surfaces only through memory_search. */
+/** The observation buffer never enters the prompt; it surfaces only through memory_search. */
 export const KNOWLEDGE_OBSERVATIONS_HEADING = '_observations';
-/** D1 B13 (MH code): colleagues listed in the identity section; the rest are a count plus a hint. */
+/** Colleagues listed in the identity section; the rest are a count plus a hint. */
 export const SYSTEM_COLLEAGUES_MAX = 10;
-/** D1 B13 (MH code): human team members listed in the identity section. */
+/** Human team members listed in the identity section. */
 export const SYSTEM_HUMANS_MAX = 8;
-/** D1 §3.5 (code): one user profile (users/*.md) is a summary, not a biography. */
+/** One user profile (users/*.md) is a summary, not a biography. */
 export const SYSTEM_USER_PROFILE_CHARS = 1_500;
 
 // ─── System prompt, Tier 3 (dynamic) ────────────────────────────────────────────────────────────────
 
-/** D1 B20: the skills catalogue lists only the most relevant skills; discover_tools finds the rest. */
+/** The skills catalogue lists only the most relevant skills; discover_tools finds the rest. */
 export const SYSTEM_SKILLS_CATALOGUE_MAX = 30;
 /** Ours: one catalogue line per skill; the full description is one discover_tools call away. */
 export const SKILL_CATALOGUE_DESC_CHARS = 200;
-/** D1 B20 (code): relevance keywords are query words longer than 2 characters ("a", "to" match everything). */
+/** Relevance keywords are query words longer than 2 characters ("a", "to" match everything). */
 export const SKILL_KEYWORD_MIN_CHARS = 3;
-/** D1 B14: own active tasks shown on the task board; overflow is a count plus a task_list hint. */
+/** Own active tasks shown on the task board; overflow is a count plus a task_list hint. */
 export const SYSTEM_MY_TASKS_MAX = 15;
-/** D1 B14: team tasks shown on the task board. */
+/** Team tasks shown on the task board. */
 export const SYSTEM_TEAM_TASKS_MAX = 10;
-/** D1 B14: task descriptions on the board are a reminder, task_get gives the full text. */
+/** Task descriptions on the board are a reminder, task_get gives the full text. */
 export const SYSTEM_TASK_DESC_CHARS = 150;
-/** D1 B15: "last 3–5" attention decisions; we show the upper bound. */
+/** "last 3–5" attention decisions; we show the upper bound. */
 export const SYSTEM_MAILBOX_DECISIONS_MAX = 5;
-/** Ours: queued mailbox items previewed (D1 B15 says "top items"); same cap as decisions. */
+/** Ours: queued mailbox items previewed (the design says only "top items"); same cap as decisions. */
 export const SYSTEM_MAILBOX_QUEUE_ITEMS_MAX = 5;
-/** D1 B15 (code): merged content injected by a `merge` attention decision. */
+/** Merged content injected by a `merge` attention decision. */
 export const SYSTEM_MAILBOX_MERGED_CHARS = 500;
-/** D1 B15 (code): one queued-item preview; check_mailbox gives the full item. */
+/** One queued-item preview; check_mailbox gives the full item. */
 export const SYSTEM_MAILBOX_ITEM_PREVIEW_CHARS = 120;
-/** D1 §3.5 (code): one notebook entry; the notebook is a scratchpad, not a document store. */
+/** One notebook entry; the notebook is a scratchpad, not a document store. */
 export const NOTEBOOK_MAX_CHARS_PER_ENTRY = 6_000;
 
-// ─── Dynamic value quantisation (D1 B8) ─────────────────────────────────────────────────────────────
+// ─── Dynamic value quantisation ─────────────────────────────────────────────────────────────
 
-/** D1 B8: notebook entries younger than this read "just now". */
+/** Notebook entries younger than this read "just now". */
 export const NOTEBOOK_AGE_JUST_NOW_MS = 5 * MINUTE_MS;
-/** D1 B8: notebook entries younger than this read "recent". */
+/** Notebook entries younger than this read "recent". */
 export const NOTEBOOK_AGE_RECENT_MS = 30 * MINUTE_MS;
-/** D1 B8: notebook entries younger than this read "~Nh ago"; older ones "Nh ago". */
+/** Notebook entries younger than this read "~Nh ago"; older ones "Nh ago". */
 export const NOTEBOOK_AGE_APPROX_HOURS_MS = 2 * HOUR_MS;
-/** D1 B8: attention focus younger than this reads "just started". */
+/** Attention focus younger than this reads "just started". */
 export const MAILBOX_ELAPSED_JUST_STARTED_MS = 1 * MINUTE_MS;
-/** D1 B8: attention focus younger than this reads "a few minutes". */
+/** Attention focus younger than this reads "a few minutes". */
 export const MAILBOX_ELAPSED_FEW_MINUTES_MS = 5 * MINUTE_MS;
-/** D1 B8: attention focus younger than this reads "~Nmin"; older ones "Nh". */
+/** Attention focus younger than this reads "~Nmin"; older ones "Nh". */
 export const MAILBOX_ELAPSED_MINUTES_MS = 60 * MINUTE_MS;
 
-// ─── Segment budgets (D2 §2) ────────────────────────────────────────────────────────────────────────
+// ─── Segment budgets ────────────────────────────────────────────────────────────────────────
 
-/** D2 seg 5: TOOLS.md plus granted permissions; the tool schemas themselves travel separately. */
+/** TOOLS.md plus granted permissions; the tool schemas themselves travel separately. */
 export const TOOLS_SEGMENT_MAX_TOKENS = 1_500;
-/** D2 seg 6 (`maxSkillContextTokens` default): active skill instructions. */
+/** The `maxSkillContextTokens` default: active skill instructions. */
 export const ACTIVE_SKILLS_MAX_TOKENS = 4_000;
-/** D2 seg 6 (code): progressive disclosure shows a collapsed skill as name + description + this much body. */
+/** Progressive disclosure shows a collapsed skill as name + description + this much body. */
 export const SKILL_DISCLOSURE_BODY_CHARS = 200;
-/** D2 seg 8: mission / work / project description framing the run. */
+/** Mission / work / project description framing the run. */
 export const SCOPE_CONTEXT_MAX_TOKENS = 800;
-/** D2 seg 9: short-term memory is the last N activity events of the agent's scope. */
+/** Short-term memory is the last N activity events of the agent's scope. */
 export const RECENT_ACTIVITY_MAX_EVENTS = 20;
-/** D2 seg 9: budget of the recent-activity segment. */
+/** Budget of the recent-activity segment. */
 export const RECENT_ACTIVITY_MAX_TOKENS = 1_200;
-/** D2 seg 9 (code): one activity line's detail. */
+/** One activity line's detail. */
 export const RECENT_ACTIVITY_DETAIL_CHARS = 200;
-/** D2 seg 10: the agent's last N run summaries. */
+/** The agent's last N run summaries. */
 export const RECENT_RUNS_MAX = 5;
-/** D2 seg 10: budget of the recent-runs segment. */
+/** Budget of the recent-runs segment. */
 export const RECENT_RUNS_MAX_TOKENS = 800;
-/** D2 seg 10 (code): one run summary. */
+/** One run summary. */
 export const RECENT_RUN_SUMMARY_CHARS = 240;
-/** D2 §2: the whole system message; over it, Tier 3 shrinks first (Tiers 1–2 stay byte-stable). */
+/** The whole system message; over it, Tier 3 shrinks first (Tiers 1–2 stay byte-stable). */
 export const SYSTEM_PROMPT_TARGET_TOKENS = 12_000;
-/** D2 §5: budget pre-flight reserves this many tokens for the response. */
+/** Budget pre-flight reserves this many tokens for the response. */
 export const BUDGET_PREFLIGHT_RESPONSE_RESERVE_TOKENS = 1_500;
 
-// ─── Message budget (D1 C1, F1) ─────────────────────────────────────────────────────────────────────
+// ─── Message budget ─────────────────────────────────────────────────────────────────────
 
-/** D1 C1: the output reservation never takes more than 40% of the window. */
+/** The output reservation never takes more than 40% of the window. */
 export const MAX_OUTPUT_WINDOW_FRACTION = 0.4;
-/** D1 C1: headroom for tokenizer error (tiktoken only estimates Claude) is 15% of the window… */
+/** Headroom for tokenizer error (tiktoken only estimates Claude) is 15% of the window… */
 export const SAFETY_MARGIN_WINDOW_FRACTION = 0.15;
-/** D1 C1: …but at most 30K tokens, so large windows are not wasted. */
+/** …but at most 30K tokens, so large windows are not wasted. */
 export const SAFETY_MARGIN_MAX_TOKENS = 30_000;
-/** D1 C1 (code): window assumed for a model the catalog does not know. */
+/** Window assumed for a model the catalog does not know. */
 export const DEFAULT_CONTEXT_WINDOW_TOKENS = 64_000;
-/** D1 C1 (code): max output assumed for a model the catalog does not know. */
+/** Max output assumed for a model the catalog does not know. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 16_384;
-/** D1 C1 (code): below this message budget the call is nearly certain to be over-compressed; warn. */
+/** Below this message budget the call is nearly certain to be over-compressed; warn. */
 export const LOW_MESSAGE_BUDGET_WARN_TOKENS = 500;
 
-// ─── Compression stages (D1 C3–C12) ─────────────────────────────────────────────────────────────────
+// ─── Compression stages ─────────────────────────────────────────────────────────────────
 
-/** D1 C3: stage 1 summarises when the session has more than this many messages… */
+/** Stage 1 summarises when the session has more than this many messages… */
 export const STAGE1_TRIGGER_MESSAGES = 60;
-/** D1 C3: …keeping this many most recent messages verbatim. */
+/** …keeping this many most recent messages verbatim. */
 export const STAGE1_KEEP_MESSAGES = 40;
 /**
- * Ours, from D1 C3's numbers: stage 1's cut advances in steps of 60 − 40 = 20 messages, so the folded
+ * Ours, from stage 1's numbers: stage 1's cut advances in steps of 60 − 40 = 20 messages, so the folded
  * head (and its cached summary) stays the same for 20 messages instead of changing on every call.
  */
 export const STAGE1_FOLD_STEP_MESSAGES = STAGE1_TRIGGER_MESSAGES - STAGE1_KEEP_MESSAGES;
-/** D1 C4: per-message cap is max(this, budget / PER_MESSAGE_CAP_BUDGET_DIVISOR) tokens. */
+/** Per-message cap is max(this, budget / PER_MESSAGE_CAP_BUDGET_DIVISOR) tokens. */
 export const PER_MESSAGE_CAP_MIN_TOKENS = 2_000;
-/** D1 C4: no single message may take more than 1/8 of the message budget. */
+/** No single message may take more than 1/8 of the message budget. */
 export const PER_MESSAGE_CAP_BUDGET_DIVISOR = 8;
-/** D1 C4 (code): a shrunk text keeps its head (what was asked / the first results)… */
+/** A shrunk text keeps its head (what was asked / the first results)… */
 export const SHRINK_HEAD_FRACTION = 0.65;
-/** D1 C4 (code): …and its tail (the conclusion / the error); the rest of the cap is slack for the marker. */
+/** …and its tail (the conclusion / the error); the rest of the cap is slack for the marker. */
 export const SHRINK_TAIL_FRACTION = 0.25;
-/** D1 C6: stage 3b keeps the most recent 40% of messages and summarises the rest. */
+/** Stage 3b keeps the most recent 40% of messages and summarises the rest. */
 export const STAGE3B_KEEP_FRACTION = 0.4;
-/** D1 C7: stage 3c keeps only the most recent 30%. */
+/** Stage 3c keeps only the most recent 30%. */
 export const STAGE3C_KEEP_FRACTION = 0.3;
-/** D1 C12: error results survive compaction up to this length; errors help the model self-correct. */
+/** Error results survive compaction up to this length; errors help the model self-correct. */
 export const TOOL_BLOCK_ERROR_CHARS = 200;
-/** D1 C12: research results (search, read, fetch) keep this much of their findings. */
+/** Research results (search, read, fetch) keep this much of their findings. */
 export const TOOL_BLOCK_RESEARCH_RESULT_CHARS = 500;
 /** Ours: other successful results keep only their opening; the action already happened. */
 export const TOOL_BLOCK_OTHER_RESULT_CHARS = 100;
 /** Ours: compacted tool arguments; enough for a path, a query or a command line. */
 export const TOOL_BLOCK_ARGS_CHARS = 200;
-/** D1 C12: rotating summary templates, so the model does not learn to imitate one compaction pattern. */
+/** Rotating summary templates, so the model does not learn to imitate one compaction pattern. */
 export const TOOL_BLOCK_TEMPLATE_COUNT = 4;
-/** D1 C12: tools whose results are findings (kept at TOOL_BLOCK_RESEARCH_RESULT_CHARS); `*_search` too. */
+/** Tools whose results are findings (kept at TOOL_BLOCK_RESEARCH_RESULT_CHARS); `*_search` too. */
 export const RESEARCH_TOOL_NAMES: readonly string[] = [
   'web_search', 'web_fetch', 'web_extract', 'file_read', 'read_file', 'file_search', 'grep', 'glob', 'list_files',
   'memory_search', 'deliverable_search', 'recall_activity', 'task_get', 'requirement_get',
 ];
-/** D1 C11: an untagged first user message containing one of these is the task prompt. */
+/** An untagged first user message containing one of these is the task prompt. */
 export const TASK_PROMPT_MARKERS: readonly string[] = ['TASK EXECUTION', 'task_submit_review'];
 /** Ours (per ARCHITECTURE §5): a tool call with no recorded result is reported to the model as interrupted. */
 export const INTERRUPTED_TOOL_RESULT_TEXT = 'Tool call interrupted / no result recorded. It may or may not have taken effect; check before retrying.';
-/** D1 C13: opening of every summary message; sanitisation never merges it into a neighbour. */
+/** Opening of every summary message; sanitisation never merges it into a neighbour. */
 export const SUMMARY_MESSAGE_PREFIX = '[Conversation history summary';
 
-// ─── Summariser (D1 C10) ────────────────────────────────────────────────────────────────────────────
+// ─── Summariser ────────────────────────────────────────────────────────────────────────────
 
-/** D1 C10: each message enters the summariser truncated to this length; the call stays cheap. */
+/** Each message enters the summariser truncated to this length; the call stays cheap. */
 export const SUMMARIZER_MESSAGE_CHARS = 300;
-/** D1 C10: the summariser's whole transcript is capped here. */
+/** The summariser's whole transcript is capped here. */
 export const SUMMARIZER_INPUT_CHARS = 8_000;
-/** D1 C10: summariser max output tokens. */
+/** Summariser max output tokens. */
 export const SUMMARIZER_MAX_OUTPUT_TOKENS = 1_024;
-/** D1 C10: low temperature: a summary should be faithful, not creative. */
+/** Low temperature: a summary should be faithful, not creative. */
 export const SUMMARIZER_TEMPERATURE = 0.2;
-/** D1 C10 (code): the summariser is asked for under this many characters; the heuristic obeys it too. */
+/** The summariser is asked for under this many characters; the heuristic obeys it too. */
 export const SUMMARY_TARGET_CHARS = 1_500;
 /** Ours: the heuristic summary's share for an earlier summary it folds in (a third of the target). */
 export const HEURISTIC_PREVIOUS_SUMMARY_CHARS = 500;
 /** Ours: one key point (an assistant message's first sentence) in the heuristic summary. */
 export const HEURISTIC_POINT_CHARS = 200;
 
-// ─── Token counting (D1 C2) ─────────────────────────────────────────────────────────────────────────
+// ─── Token counting ─────────────────────────────────────────────────────────────────────────
 
-/** D1 C2: fallback estimate when tiktoken is unavailable. */
+/** Fallback estimate when tiktoken is unavailable. */
 export const FALLBACK_CHARS_PER_TOKEN = 3.5;
 /** Ours: role and delimiter tokens every provider wraps around a message. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;

@@ -9,7 +9,7 @@ import { TASK_PROMPT_MARKERS } from './limits';
 /** A tool call and its results, or a single message. */
 type Unit = ChatMessage[];
 
-/** D1 C11: the first `task_prompt` message, else an untagged first user message with a marker; −1 if none. */
+/** The first `task_prompt` message, else an untagged first user message with a marker; −1 if none. */
 export function findTaskPrompt(messages: readonly ChatMessage[]): number {
   const tagged = messages.findIndex((m) => m.kind === 'task_prompt');
   if (tagged >= 0) return tagged;
@@ -80,7 +80,7 @@ export function trimOldest(messages: readonly ChatMessage[], budget: number, tok
   return units.filter((_, i) => !dropped.has(i)).flat();
 }
 
-/** D1 B5: the message before the trailing run of user messages (the current turn), if any. */
+/** The message before the trailing run of user messages (the current turn), if any. */
 export function cacheBreakpoint(messages: readonly ChatMessage[]): number | undefined {
   let i = messages.length - 1;
   if (i < 0 || messages[i]?.role !== 'user') return undefined;

@@ -1,5 +1,5 @@
 /**
- * Prompt-injection hardening for text we did not write (seed D2: user-provided segments are fenced
+ * Prompt-injection hardening for text we did not write (user-provided segments are fenced
  * and neutralised). Two tools:
  *
  * - `neutralize(text)` defuses markup that could forge structure: our fence tags (`<untrusted>`,

@@ -1,5 +1,5 @@
 /**
- * `prepareMessages` (seed D1 C1–C13): fits a stored conversation into the model's message budget.
+ * `prepareMessages`: fits a stored conversation into the model's message budget.
  *
  * Budget: maxOutput = min(model max output, 40% of window); margin = min(15% of window, 30K);
  * messages = window − system − tools − maxOutput − margin.
@@ -20,19 +20,19 @@
  * Then sanitise again and place the message cache breakpoint.
  *
  * The task prompt (the first message of kind `task_prompt`, or an untagged first user message carrying
- * a D1 marker) is kept verbatim and first through every stage; only stage 4's last resort may shorten it.
+ * a task-prompt marker) is kept verbatim and first through every stage; only stage 4's last resort may shorten it.
  *
  * Summaries use the injected summariser (see `summarize.ts`), or a heuristic summary when none is given
  * or it fails.
  *
- * Summary reuse (our cost fix; seed D1's numbers unchanged): seed D1 re-summarises on every call once
+ * Summary reuse (our cost fix; the design's numbers unchanged): the design re-summarises on every call once
  * a session passes 60 messages, costing one summariser call per step and changing the head of the
  * conversation each time, which defeats the provider's message cache. With a `summaryCache`, each
  * summary is stored under a hash of the messages it folds; a call whose head is unchanged reuses it
  * byte for byte (no summariser call), and a grown head is summarised incrementally from the cached
  * summary of the longest matching shorter head. Stage 1's stepped cut makes the head repeat: over a
  * tool loop the summariser runs once per 20 new messages and the message prefix stays cacheable in
- * between. Stages 3b/3c are budget-driven and keep seed D1's plain cut; the cache still makes a
+ * between. Stages 3b/3c are budget-driven and keep the design's plain cut; the cache still makes a
  * retried call over the same messages free. Counting runs in raw tokenizer units internally; the budget is converted once with the
  * model's calibration ratio, and the stats report calibrated tokens.
  */
@@ -118,7 +118,7 @@ export interface PrepareMessagesStats {
 
 export interface PreparedMessages {
   messages: ChatMessage[];
-  /** Index of the last message before the current turn (the trailing user messages); D1 B5. */
+  /** Index of the last message before the current turn (the trailing user messages). */
   messageCacheBreakpoint?: number;
   maxOutputTokens: number;
   stats: PrepareMessagesStats;

@@ -1,6 +1,6 @@
 /**
- * Static prompt text: the Tier 1 rule sections (D1 §2–§6), the scenario sections (D1 B19) and the
- * per-trigger preambles (D2 §2.1). Written for this project; edits here change every agent's cached
+ * Static prompt text: the Tier 1 rule sections, the scenario sections and the
+ * per-trigger preambles. Written for this project; edits here change every agent's cached
  * Tier 1 prefix, so change them deliberately.
  */
 import type { PromptScenario } from './prompt-types';
@@ -57,7 +57,7 @@ export const COMMUNICATION_RULES: readonly PromptLine[] = [
   withTools('check_mailbox', '- check_mailbox shows everything waiting for you, in any scenario.'),
 ];
 
-/** D1 B13: extra section of a manager's identity. */
+/** Extra section of a manager's identity. */
 export const MANAGER_RESPONSIBILITIES = `As a manager you are responsible for:
 - Routing: send incoming work to the right team member.
 - Coordination: keep dependent work in step and unblock people.
@@ -66,19 +66,19 @@ export const MANAGER_RESPONSIBILITIES = `As a manager you are responsible for:
 - Escalation: bring problems you cannot solve to a human early.
 - Hiring: propose new agents when the team lacks a skill.`;
 
-/** D2 §2.1 task preamble (our wording). */
+/** The task run's preamble (our wording). */
 export const TASK_PREAMBLE = `You are working on one specific task assigned to you; its description follows in the conversation. Every step should advance that task: make progress on it, ask a clarifying question in the task's thread, move it to another status, or escalate by creating a subtask. Do not take actions outside the scope of this task.`;
 
-/** D2 §2.1 chat preamble (our wording). */
+/** The chat run's preamble (our wording). */
 export const CHAT_PREAMBLE = `You were addressed in a conversation (a direct chat or a task's chat thread). Read the recent messages, then give one focused reply to what was asked. Do not change a task's status from a chat reply unless you are explicitly asked to.`;
 
-/** D1 E9 (code): heartbeat checklist when the agent has no HEARTBEAT.md. */
+/** Heartbeat checklist when the agent has no HEARTBEAT.md. */
 export const DEFAULT_HEARTBEAT_CHECKLIST = '- Check your assigned tasks with task_list.';
 
-/** D2 G18: the user message of a heartbeat run. */
+/** The user message of a heartbeat run. */
 export const HEARTBEAT_USER_MESSAGE = "What's the next action you should take? Choose ONE.";
 
-/** D1 B19: scenario instructions, each with its communication-channel lines, rendered from the offered tools. */
+/** Scenario instructions, each with its communication-channel lines, rendered from the offered tools. */
 export const SCENARIO_INSTRUCTIONS: Record<PromptScenario, readonly PromptLine[]> = {
   task: [
     '### Task execution',

@@ -13,13 +13,13 @@ import type { PromptPriority } from '../../workflows/rules/priority';
 export type PromptScenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' | 'a2a' | 'comment_response' | 'group_chat' | 'subagent';
 
 export interface AgentFiles {
-  /** SOUL.md: identity and persona (D2 seg 1, required). */
+  /** SOUL.md: identity and persona (required). */
   soul: string;
-  /** AGENTS.md: role and behaviour, the ROLE.md equivalent (D2 seg 2 / D1 §1, required). */
+  /** AGENTS.md: role and behaviour, the ROLE.md equivalent (required). */
   agents: string;
-  /** HEARTBEAT.md: the operating loop of heartbeat runs (D2 seg 4). */
+  /** HEARTBEAT.md: the operating loop of heartbeat runs. */
   heartbeat?: string;
-  /** TOOLS.md: how the agent uses its tools (D2 seg 5, ≤ 1,500 tokens). */
+  /** TOOLS.md: how the agent uses its tools (≤ 1,500 tokens). */
   tools?: string;
 }
 
@@ -29,9 +29,9 @@ export interface PromptAgent {
   role?: string;
   position?: 'manager' | 'worker';
   files: AgentFiles;
-  /** (T1) free-text capabilities (D2 seg 3). */
+  /** (T1) free-text capabilities. */
   capabilities?: string;
-  /** (T1) permission flags, rendered as granted capabilities next to TOOLS.md (D2 G9). */
+  /** (T1) permission flags, rendered as granted capabilities next to TOOLS.md. */
   permissions?: Record<string, boolean>;
   /** (T2) names of installed skills (identity section). */
   installedSkills?: string[];
@@ -52,7 +52,7 @@ export interface PromptOrganisation {
   name: string;
   /** CONTEXT.md. */
   context?: string;
-  /** Team announcements and norms (semi-stable, D1 §9). */
+  /** Team announcements and norms (semi-stable). */
   announcements?: string;
 }
 
@@ -71,7 +71,7 @@ export interface KnowledgeSection {
 export interface NotebookEntry {
   key: string;
   content: string;
-  /** D1 B12: agent = update_notebook, system = runtime (triage, retrieval), cpp = cognitive preparation. */
+  /** Agent = update_notebook, system = runtime (triage, retrieval), cpp = cognitive preparation. */
   tag: 'agent' | 'system' | 'cpp';
   updatedAt: Instant;
 }
@@ -146,7 +146,7 @@ export interface RunSummary {
 export interface PromptScope {
   kind: 'mission' | 'idea' | 'work' | 'project' | 'team';
   name?: string;
-  /** D2 seg 8: mission / idea description or work initial prompt (≤ 800 tokens). */
+  /** Mission / idea description or work initial prompt (≤ 800 tokens). */
   description: string;
 }
 
@@ -199,7 +199,7 @@ export type PromptSegmentName =
   | 'timestamp'
   | 'total';
 
-/** One truncation made to fit a budget (D2 G16: logged at WARN, step `prompt-assembly`). */
+/** One truncation made to fit a budget (logged at WARN, step `prompt-assembly`). */
 export interface PromptWarning {
   segment: PromptSegmentName;
   originalTokens: number;

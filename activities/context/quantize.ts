@@ -1,5 +1,5 @@
 /**
- * Dynamic value quantisation (seed D1 B8): coarse labels instead of exact values, so Tier 3 of the
+ * Dynamic value quantisation: coarse labels instead of exact values, so Tier 3 of the
  * system prompt changes less from call to call. Pure: the caller passes `now`.
  */
 import {
@@ -73,7 +73,7 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat | undefined {
 
 /**
  * Minute-level timestamp in the agent's zone: `YYYY-MM-DD HH:mm (TZ, UTC±hh:mm)`, e.g.
- * `2026-05-25 14:07 (Europe/Berlin, UTC+02:00)`. Seconds are dropped (D1 B8). An unknown zone falls
+ * `2026-05-25 14:07 (Europe/Berlin, UTC+02:00)`. Seconds are dropped. An unknown zone falls
  * back to UTC rather than failing the prompt.
  */
 export function formatMinuteTimestamp(now: Instant, timeZone = 'UTC'): string {

@@ -1,5 +1,5 @@
 /**
- * `sanitizeMessageSequence` (seed D1 C13): makes any stored conversation a valid provider request.
+ * `sanitizeMessageSequence`: makes any stored conversation a valid provider request.
  * Run before and after compression; it is also what makes a session resumed after a crash valid
  * (a tool call whose result was never stored, a result stored twice, a half-written turn).
  *

@@ -1,7 +1,7 @@
 /**
  * Tier 3 (dynamic) sections: everything that may change from call to call, kept small and quantised
- * (D1 B4, B8) so it churns as little as possible. `shrinkOrder` says which sections give way first when
- * the whole system message is over its 12,000-token target (D2 G16).
+ * so it churns as little as possible. `shrinkOrder` says which sections give way first when
+ * the whole system message is over its 12,000-token target.
  */
 import {
   NOTEBOOK_MAX_CHARS_PER_ENTRY,
@@ -63,7 +63,7 @@ function listSection(name: 'announcements', heading: string, entries: string[] |
   return { name, tier: 3, heading, items, dropFrom: 'start', separator: '\n', shrinkOrder: SHRINK_ORDER[name] };
 }
 
-/** D1 B11/B12: notebook entries with key, managed tag and quantised age. */
+/** Notebook entries with key, managed tag and quantised age. */
 function notebookSection(inputs: PromptInputs): SegmentDraft | undefined {
   const entries = inputs.notebook?.filter((e) => e.content.trim());
   if (!entries?.length) return undefined;
@@ -73,12 +73,12 @@ function notebookSection(inputs: PromptInputs): SegmentDraft | undefined {
   return { name: 'notebook', tier: 3, heading: '## Notebook', items, dropFrom: 'start', separator: '\n\n', shrinkOrder: SHRINK_ORDER.notebook };
 }
 
-/** D1 B20 (code): the query's keywords: lowercase words longer than 2 characters. */
+/** The query's keywords: lowercase words longer than 2 characters. */
 export function relevanceKeywords(query: string | undefined): Set<string> {
   return new Set((query ?? '').toLowerCase().split(/[^\p{L}\p{N}_-]+/u).filter((w) => w.length >= SKILL_KEYWORD_MIN_CHARS));
 }
 
-/** D1 B20: how many of the keywords appear as words of the skill's name, category or description. */
+/** How many of the keywords appear as words of the skill's name, category or description. */
 export function relevanceScore(skill: SkillSummary, keywords: ReadonlySet<string>): number {
   const words = new Set(`${skill.name} ${skill.category ?? ''} ${skill.description}`.toLowerCase().split(/[^\p{L}\p{N}_-]+/u));
   let score = 0;
@@ -86,7 +86,7 @@ export function relevanceScore(skill: SkillSummary, keywords: ReadonlySet<string
   return score;
 }
 
-/** D1 B20: keyword-overlap relevance (query words of ≥ 3 chars), stable for ties, top 30. */
+/** Keyword-overlap relevance (query words of ≥ 3 chars), stable for ties, top 30. */
 export function filterSkillsByRelevance<T extends SkillSummary>(skills: readonly T[], query: string | undefined, max = SYSTEM_SKILLS_CATALOGUE_MAX): T[] {
   const keywords = relevanceKeywords(query);
   if (keywords.size === 0) return skills.slice(0, max);
@@ -126,10 +126,10 @@ function byPriority(tasks: readonly PromptTask[]): PromptTask[] {
     .map((t) => t.task);
 }
 
-/** D1 C9: lightweight scenarios skip heavy context such as the task board (heartbeats use task_list). */
+/** Lightweight scenarios skip heavy context such as the task board (heartbeats use task_list). */
 export const LIGHTWEIGHT_SCENARIOS: ReadonlySet<PromptScenario> = new Set(['heartbeat', 'a2a', 'comment_response']);
 
-/** D1 B14: my top 15 and the team's top 10 open tasks by priority; closed ones only as a count. */
+/** My top 15 and the team's top 10 open tasks by priority; closed ones only as a count. */
 function taskBoardSection(inputs: PromptInputs): SegmentDraft | undefined {
   const board = inputs.tasks;
   if (!board || LIGHTWEIGHT_SCENARIOS.has(inputs.scenario)) return undefined;
@@ -185,7 +185,7 @@ function teamStatusSection(inputs: PromptInputs): SegmentDraft | undefined {
   };
 }
 
-/** D2 seg 9: the last 20 activity events of the scope, ≤ 1,200 tokens, oldest dropped first. */
+/** The last 20 activity events of the scope, ≤ 1,200 tokens, oldest dropped first. */
 function recentActivitySection(inputs: PromptInputs): SegmentDraft | undefined {
   const events = inputs.recentActivity?.slice(-RECENT_ACTIVITY_MAX_EVENTS);
   if (!events?.length) return undefined;
@@ -206,7 +206,7 @@ function recentActivitySection(inputs: PromptInputs): SegmentDraft | undefined {
   };
 }
 
-/** D2 seg 10: compact JSON of the last 5 runs, ≤ 800 tokens. */
+/** Compact JSON of the last 5 runs, ≤ 800 tokens. */
 function recentRunsSection(inputs: PromptInputs): SegmentDraft | undefined {
   const runs = inputs.recentRuns?.slice(-RECENT_RUNS_MAX);
   if (!runs?.length) return undefined;
@@ -234,7 +234,7 @@ const DECISION_MEANING: Record<string, string> = {
   defer: 'deferred the new item',
 };
 
-/** D1 B15: focus (quantised elapsed), queue, last 5 decisions, merged content. */
+/** Focus (quantised elapsed), queue, last 5 decisions, merged content. */
 function attentionSection(inputs: PromptInputs): SegmentDraft | undefined {
   const attention = inputs.attention;
   if (!attention) return undefined;

@@ -69,7 +69,7 @@ export function tier1Drafts(inputs: PromptInputs): SegmentDraft[] {
   return drafts.filter((d): d is SegmentDraft => d !== undefined);
 }
 
-/** D2 seg 5: TOOLS.md (tail truncated to 1,500 tokens) with the granted permissions always kept. */
+/** TOOLS.md (tail truncated to 1,500 tokens) with the granted permissions always kept. */
 function toolsDraft(inputs: PromptInputs): SegmentDraft | undefined {
   const toolsMd = inputs.agent.files.tools?.trim();
   const permissions = sortedEntries(inputs.agent.permissions);
@@ -109,7 +109,7 @@ export function tier2Drafts(inputs: PromptInputs): SegmentDraft[] {
   return drafts.filter((d): d is SegmentDraft => d !== undefined);
 }
 
-/** D1 B13: who the agent is in the organisation; colleagues without live status (that is Tier 3). */
+/** Who the agent is in the organisation; colleagues without live status (that is Tier 3). */
 function identitySection(inputs: PromptInputs): SegmentDraft {
   const { agent } = inputs;
   const lines = [`- Name: ${inline(agent.name, 120)}`, `- Agent ID: ${inline(agent.id, 120)}`];
@@ -185,7 +185,7 @@ function environmentSection(inputs: PromptInputs): SegmentDraft | undefined {
   };
 }
 
-/** D1 B10: curated knowledge, never the `_observations` buffer, at most 8,000 characters. */
+/** Curated knowledge, never the `_observations` buffer, at most 8,000 characters. */
 export function knowledgeText(inputs: PromptInputs): string | undefined {
   const sections = (inputs.knowledge ?? []).filter(
     (s) => s.heading.trim().replace(/^#+\s*/, '').toLowerCase() !== KNOWLEDGE_OBSERVATIONS_HEADING && s.body.trim(),
@@ -209,8 +209,8 @@ function knowledgeSection(inputs: PromptInputs): SegmentDraft | undefined {
 }
 
 /**
- * D2 seg 6 / D1 B11: active skill instructions, fenced as user-provided reference material. Placed in
- * Tier 2, not Tier 3 as in D1: they change only when a skill is activated, and a 4,000-token block
+ * Active skill instructions, fenced as user-provided reference material. Placed in
+ * Tier 2, not Tier 3 as the design has it: they change only when a skill is activated, and a 4,000-token block
  * re-processed on every call would cost more than one cache miss at activation.
  */
 function activeSkillsSection(inputs: PromptInputs): SegmentDraft | undefined {
@@ -235,7 +235,7 @@ function activeSkillsSection(inputs: PromptInputs): SegmentDraft | undefined {
   };
 }
 
-/** D2 seg 8: the mission / work / project this run belongs to, ≤ 800 tokens. */
+/** The mission / work / project this run belongs to, ≤ 800 tokens. */
 function scopeContextSection(inputs: PromptInputs): SegmentDraft | undefined {
   const scope = inputs.scope;
   if (!scope?.description.trim()) return undefined;
@@ -253,8 +253,8 @@ function scopeContextSection(inputs: PromptInputs): SegmentDraft | undefined {
 }
 
 /**
- * D1 B19 scenario section, last in Tier 2 so the identity/org/knowledge prefix is shared across
- * scenarios, with the D2 operating loop: HEARTBEAT.md for heartbeats, a preamble for task and chat.
+ * The scenario section, last in Tier 2 so the identity/org/knowledge prefix is shared across
+ * scenarios, with the operating loop: HEARTBEAT.md for heartbeats, a preamble for task and chat.
  */
 function scenarioSection(inputs: PromptInputs): SegmentDraft {
   const items = [renderLines(SCENARIO_INSTRUCTIONS[inputs.scenario], offeredToolNames(inputs)).join('\n')];

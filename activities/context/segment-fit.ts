@@ -1,5 +1,5 @@
 /**
- * A system-prompt section before it is rendered, and how it shrinks to a token budget (D2 G16:
+ * A system-prompt section before it is rendered, and how it shrinks to a token budget (
  * "truncated tail-first, newest preserved, oldest cut"). Lists drop whole items from their old end
  * first and say how many were left out; a single text keeps its head and loses its tail.
  */
@@ -23,9 +23,9 @@ export interface SegmentDraft {
   footer?: string;
   /** Items are wrapped in one `<untrusted source="…">` fence (items must already be neutralised). */
   fenceSource?: string;
-  /** Per-segment budget (D2 §2). */
+  /** Per-segment budget. */
   maxTokens?: number;
-  /** Character cap of the items, head kept (D1's caps are in characters). */
+  /** Character cap of the items, head kept (the design's caps are in characters). */
   maxChars?: number;
   /** Tier 3 only: lower shrinks first when the whole message is over target; undefined = never shrunk. */
   shrinkOrder?: number;

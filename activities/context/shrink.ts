@@ -1,5 +1,5 @@
 /**
- * Stage 2 of prepareMessages (seed D1 C4): no message may exceed the per-message cap. An oversized
+ * Stage 2 of prepareMessages: no message may exceed the per-message cap. An oversized
  * message loses the middle of its largest blocks: each keeps its head (65% of its share) and its tail
  * (25%), joined by a marker saying how much was cut. Tool inputs keep their JSON shape: long string
  * values inside them are shortened the same way.

@@ -1,5 +1,5 @@
 /**
- * Summaries of older conversation (seed D1 C3, C6, C7, C10). The LLM call itself belongs to the
+ * Summaries of older conversation. The LLM call itself belongs to the
  * caller: it receives `buildSummarizerPrompt(messages)` and should run it with SUMMARIZER_SYSTEM_PROMPT,
  * SUMMARIZER_MAX_OUTPUT_TOKENS (1,024) and SUMMARIZER_TEMPERATURE (0.2), no tools. Without a summariser,
  * or when it fails, `buildHeuristicSummary` condenses the messages deterministically.
@@ -94,7 +94,7 @@ function firstSentence(text: string): string {
 }
 
 /**
- * D1 C10 fallback: the latest request, the tools used (with error counts) and the first sentence of each
+ * The latest request, the tools used (with error counts) and the first sentence of each
  * assistant message, newest kept first, within 1,500 characters. Deterministic.
  */
 export function buildHeuristicSummary(messages: readonly ChatMessage[]): string {
@@ -156,7 +156,7 @@ export function coveredCount(message: ChatMessage): number {
   return match ? Number(match[1]) : 1;
 }
 
-/** The summary as a user message that sanitisation never merges (D1 C13). */
+/** The summary as a user message that sanitisation never merges. */
 export function summaryMessage(summary: string, summarizedCount: number, source: 'llm' | 'heuristic'): ChatMessage {
   const label = source === 'llm' ? '' : ', condensed automatically';
   return {

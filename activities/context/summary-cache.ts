@@ -1,5 +1,5 @@
 /**
- * Reuse of conversation summaries across calls (seed D1 C3, C6, C7, C10 with a cost fix of ours).
+ * Reuse of conversation summaries across calls (a cost fix of ours).
  *
  * Without it, a session past 60 messages is re-summarised on every LLM call: one summariser call per
  * step, and a summary at the head of the conversation that changes every time, so the provider's

@@ -1,6 +1,6 @@
 /**
- * `buildSystemPrompt`: the three-tier system prompt of seed D1 (B1–B4) carrying the segments and budgets
- * of seed D2 (§2).
+ * `buildSystemPrompt`: the three-tier system prompt, carrying the segments and their
+ * token budgets.
  *
  * | Tier | cache breakpoint | content (in order) |
  * | --- | --- | --- |
@@ -8,7 +8,7 @@
  * | 2 semi-stable | yes | identity (colleagues ≤ 10, humans ≤ 8) · organisation · workspace · user profiles · trust · environment · knowledge (≤ 8,000 chars, no `_observations`) · active skills (≤ 4,000) · scope context (≤ 800) · scenario + operating loop (last) |
  * | 3 dynamic | no | announcements · notebook · skills catalogue (≤ 30) · task board (15 / 10; not in heartbeat, a2a, comment_response) · team status · recent activity (20 events, ≤ 1,200) · recent runs (5, ≤ 800) · attention state · sender · tools in this call |
  *
- * The minute-level time (D1 B8) is not in Tier 3: it changes every minute, and anything before the
+ * The minute-level time is not in Tier 3: it changes every minute, and anything before the
  * conversation that changes breaks the provider's prefix cache for the whole conversation. It is the
  * last block of the current turn instead (`current-turn.ts`).
  *

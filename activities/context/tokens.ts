@@ -1,5 +1,5 @@
 /**
- * Token counting with tiktoken (seed D1 C2).
+ * Token counting with tiktoken.
  *
  * - The encoding follows the model: `o200k_base` for gpt-4o / 4.1 / 4.5 / 5 / o-series / gpt-oss,
  *   `cl100k_base` for everything else. For Claude and open models it is an estimate; `calibrate()`
@@ -72,7 +72,7 @@ export function setTiktokenDisabledForTesting(disabled: boolean): void {
   blockCounts.clear();
 }
 
-/** D1 C2 fallback estimate. */
+/** Fallback estimate when tiktoken is unavailable. */
 export function heuristicTokenCount(text: string): number {
   return Math.ceil(text.length / FALLBACK_CHARS_PER_TOKEN);
 }

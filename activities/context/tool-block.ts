@@ -1,5 +1,5 @@
 /**
- * Stage 3a of prepareMessages (seed D1 C5, C12): a tool block — an assistant message with tool calls
+ * Stage 3a of prepareMessages: a tool block — an assistant message with tool calls
  * and the user message carrying their results — becomes one short assistant message. Tool names and
  * truncated arguments survive; error results keep 200 characters (they help the model self-correct),
  * research results 500, other results 100. Four templates rotate, chosen by a hash of the first call

@@ -1,9 +1,9 @@
 /**
- * Budget guard (seed D2 §5, seed-inventory G23 / G37): a pre-flight check before each LLM call and
+ * Budget guard: a pre-flight check before each LLM call and
  * threshold events after it. Pure functions, no I/O and no SDK imports, so the workflow can decide
  * with them too; the caller loads what was spent and records the events.
  *
- * What the budget is, per seed D2: an amount of money (its pseudocode passes `estimatedCostCents`)
+ * What the budget is: an amount of money (the guard compares estimated cents)
  * owned by an agent, spent over a budget period (hour, day, week, month, or never resetting), not a
  * per-run allowance. Before a call we take an upper bound of its cost: the assembled system message
  * plus the user message plus 1,500 tokens reserved for the answer. If that would exceed what remains
@@ -14,21 +14,21 @@ import { ApplicationFailure } from '@temporalio/common';
 import { lookupModel, pricesForPrompt, TOKENS_PER_MILLION, type ModelInfo } from './catalog';
 import { FailureType } from '../../workflows/failure-types';
 
-/** Tokens reserved for the model's answer in the pre-flight estimate (seed D2 §5). */
+/** Tokens reserved for the model's answer in the pre-flight estimate. */
 export const RESPONSE_TOKEN_RESERVE = 1_500;
 
-/** Budget-usage percentages that emit a threshold event, each once per period (seed-inventory G23). */
+/** Budget-usage percentages that emit a threshold event, each once per period. */
 export const BUDGET_THRESHOLD_PERCENTS = [75, 90, 100] as const;
 export type BudgetThresholdPercent = (typeof BUDGET_THRESHOLD_PERCENTS)[number];
 
-/** The run's error message when the guard blocks it (seed D2 §5: `errorMessage='Budget exceeded'`). */
+/** The run's error message when the guard blocks it (`errorMessage='Budget exceeded'`). */
 export const BUDGET_EXCEEDED_REASON = 'Budget exceeded';
 /** `ApplicationFailure.type` of a blocked call; never retried. */
 export const BUDGET_EXCEEDED_TYPE = FailureType.BudgetExceeded;
 
 export type BudgetUnit = 'usd' | 'tokens';
 
-/** How often the cap resets; `lifetime` never does (seed-inventory G23's "unlimited" interval). */
+/** How often the cap resets; `lifetime` never does (an "unlimited" interval). */
 export type BudgetPeriod = 'hour' | 'day' | 'week' | 'month' | 'lifetime';
 
 /** Upper-bound token count of a call: system + user + the answer reserve. */
@@ -76,7 +76,7 @@ export type BudgetCheckResult =
       remaining: number;
     };
 
-/** Pre-flight check (seed D2 §5): blocks when the estimate exceeds what remains and overage is not allowed. */
+/** Pre-flight check: blocks when the estimate exceeds what remains and overage is not allowed. */
 export function checkBudget(input: BudgetCheckInput): BudgetCheckResult {
   const { unit, spent, limit, estimate, allowOverage } = input;
   if (limit === null || limit === undefined) return { ok: true, remaining: null, overage: false };

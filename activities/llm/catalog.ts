@@ -191,9 +191,9 @@ const BY_NAME: ReadonlyMap<string, Readonly<ModelInfo>> = new Map(
   }),
 );
 
-/** Context window assumed for an unknown model: small enough that compression starts early (seed D1 C1). */
+/** Context window assumed for an unknown model: small enough that compression starts early. */
 export const UNKNOWN_MODEL_CONTEXT_WINDOW = 64_000;
-/** Output cap assumed for an unknown model: the provider default, which every server accepts (seed D1 F1). */
+/** Output cap assumed for an unknown model: the provider default, which every server accepts. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4_096;
 /**
  * Prices assumed for an unknown model: a mid-range hosted model ($3 in / $15 out), so budgets still
@@ -249,7 +249,7 @@ export function lookupModel(id: string): ModelInfo {
 }
 
 /**
- * `max_tokens` for a request (seed D1 F1): an explicit positive value wins; else the catalogue's
+ * `max_tokens` for a request: an explicit positive value wins; else the catalogue's
  * output cap for a known model; else the provider default of 4096.
  */
 export function resolveMaxTokens(explicit: number | undefined, model: string | ModelInfo): number {

@@ -1,5 +1,5 @@
 /**
- * Circuit breaker per `provider:model` (seed D1 F7), kept in the worker process's memory: each
+ * Circuit breaker per `provider:model`, kept in the worker process's memory: each
  * worker learns on its own that a model is failing and stops sending it traffic for a while. It is
  * deliberately not workflow state; losing it on restart only costs one or two failed calls.
  *
@@ -13,13 +13,13 @@
  * - A success closes the model's circuit and the provider's.
  */
 
-/** Consecutive transient failures that open a circuit (seed D1 F7). */
+/** Consecutive transient failures that open a circuit. */
 export const CIRCUIT_OPEN_AFTER_FAILURES = 2;
-/** How long transient failures keep a circuit open (seed D1 F7: "degraded for 5 min"). */
+/** How long transient failures keep a circuit open ("degraded for 5 min"). */
 export const CIRCUIT_OPEN_MS = 5 * 60_000;
-/** How long an auth or billing failure keeps the provider open (seed D1 F7): a human must fix the key or account. */
+/** How long an auth or billing failure keeps the provider open: a human must fix the key or account. */
 export const CIRCUIT_AUTH_OPEN_MS = 30 * 60_000;
-/** How long a rate limit keeps a circuit open (seed-inventory F7, `LLM_CIRCUIT_RESET_RATE_LIMIT_MS`): limits are per minute. */
+/** How long a rate limit keeps a circuit open (`LLM_CIRCUIT_RESET_RATE_LIMIT_MS`): limits are per minute. */
 export const CIRCUIT_RATE_LIMIT_OPEN_MS = 30_000;
 /** How long a 404 "no such model" keeps the model open: a model name does not start existing within minutes. */
 export const CIRCUIT_MODEL_UNAVAILABLE_OPEN_MS = 30 * 60_000;

@@ -142,7 +142,7 @@ const NETWORK_ERROR_CODES = new Set([
 ]);
 /** Error codes meaning the connection or response timed out. */
 const TIMEOUT_ERROR_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
-/** Messages of network failures that carry no code (seed D1 F10's patterns). */
+/** Messages of network failures that carry no code (the usual socket and DNS failure texts). */
 const NETWORK_ERROR_MESSAGE = /fetch failed|socket hang up|getaddrinfo|network error|dns/i;
 /** How deep to follow `cause` chains looking for a network error code. */
 const MAX_CAUSE_DEPTH = 5;

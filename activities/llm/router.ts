@@ -1,5 +1,5 @@
 /**
- * LLM router (seed D1 F6, F7, F9): picks a provider and model for a call by complexity tier, skips
+ * LLM router: picks a provider and model for a call by complexity tier, skips
  * those whose circuit is open, and falls back along the tier's chain when a provider fails.
  *
  * It runs inside an activity. It never retries the same candidate: Temporal's retry policy owns
@@ -16,7 +16,7 @@ export type { ModelTier } from './catalog';
 
 export const MODEL_TIERS: readonly ModelTier[] = ['cheap', 'standard', 'premium'];
 
-/** Tier used when a call names neither a tier nor a model: seed D2 runs agents at "medium" complexity. */
+/** Tier used when a call names neither a tier nor a model: agents run at "medium" complexity unless a call says otherwise. */
 export const DEFAULT_TIER: ModelTier = 'standard';
 
 export interface RouteCandidate {
@@ -269,7 +269,7 @@ function withAttempts(failure: ApplicationFailure, attempts: readonly RouteAttem
 }
 
 /**
- * Tier chains from configuration alone (seed D1 F6): the first configured provider is the default
+ * Tier chains from configuration alone: the first configured provider is the default
  * and covers every tier; the others follow as fallbacks in configuration order. Each provider kind
  * contributes its `DEFAULT_TIER_MODELS`; `openai-compatible` servers have no standard model names
  * and must be given explicit tiers.

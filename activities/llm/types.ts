@@ -61,7 +61,7 @@ export interface ChatRequest {
   messages: ChatMessage[];
   /**
    * Index into `messages` of the last message before the current turn; the Anthropic adapter puts
-   * a `cache_control` breakpoint on its last block (seed D1 B5). Omitted: no message breakpoint.
+   * a `cache_control` breakpoint on its last block. Omitted: no message breakpoint.
    */
   messageCacheBreakpoint?: number;
   tools: ToolDefinition[];

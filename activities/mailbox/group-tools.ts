@@ -123,7 +123,7 @@ export const agentListColleagues = defineTool({
   },
 });
 
-/** The group tools (seed A2A set), offered where agents converse; gated by `messageAgents`. */
+/** The group tools (the agent-to-agent set), offered where agents converse; gated by `messageAgents`. */
 export const groupTools = [agentSendGroupMessage, agentListGroupChats, agentCreateGroupChat, agentListColleagues];
 
 /**

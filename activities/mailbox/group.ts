@@ -126,7 +126,7 @@ export async function postGroupMessage(
   if (!decided.posted) return decided;
   const { message, recipients = [], seq = '0' } = decided;
 
-  // The messages just before this one (seed: later turns get only the last few as context).
+  // The messages just before this one (later turns get only the last few as context).
   const recent = (await db.selectFrom('group_messages').select(['from_type', 'from_id', 'text']).where('group_name', '=', input.group).where('seq', '<', seq).orderBy('seq', 'desc').limit(GROUP_CONTEXT_MESSAGES).execute())
     .reverse()
     .map((r) => ({ from: { type: r.from_type as GroupMember['type'], id: r.from_id }, text: r.text }));

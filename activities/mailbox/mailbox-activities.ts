@@ -184,7 +184,7 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
     /**
      * The reply path of a group message: posts the agent's last answer in the session to the group,
      * where the group rules deliver it further (only to the agents it @mentions, within the turn's
-     * budgets). Not posted when empty or NO_RESPONSE (seed: silence by default). Idempotent by item.
+     * budgets). Not posted when empty or NO_RESPONSE (silence by default). Idempotent by item.
      */
     async replyToGroup(input: { agentId: string; sessionId: string; group: string; replyTo?: string; itemId: string }): Promise<{ sent: boolean; reason: string }> {
       const text = await lastAnswer(db, input.sessionId);

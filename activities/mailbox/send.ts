@@ -11,7 +11,7 @@ import { deliverToAgent } from './deliver-to-agent';
  * enough for a question, an answer and a clarification or two. A human can always start a new thread.
  */
 export const A2A_THREAD_MESSAGE_BUDGET = 8;
-/** A reply with this text (or empty) is not sent: the agent chose not to answer (seed group-chat convention). */
+/** A reply with this text (or empty) is not sent: the agent chose not to answer (the group-chat convention, so silence is a choice). */
 export const NO_RESPONSE_MARKER = '[NO_RESPONSE]';
 
 export type SendOutcome = { sent: true; itemId: string; thread: string } | { sent: false; reason: string };

@@ -4,7 +4,7 @@ import { defineTool } from '../tools/types';
 import { sendAgentMessage } from './send';
 
 /**
- * Send a message to another agent (seed A2A: asynchronous, no waiting for the answer). The recipient
+ * Send a message to another agent (asynchronous: no waiting for the answer). The recipient
  * triages it in its own mailbox and answers in its own run; its answer arrives in this agent's
  * mailbox as a reply on the same thread. Replying to an item (`reply_to`) continues its thread. Sent
  * from a task round, the message names the task, and the answer joins that round while it runs.

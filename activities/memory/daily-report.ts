@@ -2,11 +2,11 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { AgentConfig } from '../store/agents';
 
-/** Seed D1 A17: managers report on their day in the first heartbeat after 20:00 local time. */
+/** Managers report on their day in the first heartbeat after 20:00 local time. */
 export const DAILY_REPORT_LOCAL_HOUR = 20;
-/** Seed D1 A17: the report is at most 500 words. */
+/** The report is at most 500 words. */
 export const DAILY_REPORT_MAX_WORDS = 500;
-/** Seed D1 A17: the activity shown to write it from is capped at 3,000 characters. */
+/** The activity shown to write it from is capped at 3,000 characters. */
 export const DAILY_REPORT_ACTIVITY_CHARS = 3_000;
 /** Tasks listed in the activity (the newest first); the character cap usually binds first. */
 const DAILY_REPORT_TASKS_MAX = 50;
@@ -34,7 +34,7 @@ function localClock(now: Date, timezone?: string): { day: string; hour: number; 
 }
 
 /**
- * Whether a manager owes today's report (seed D1 A17): its config says `position: "manager"`, it is
+ * Whether a manager owes today's report: its config says `position: "manager"`, it is
  * 20:00 or later in its timezone, and it has not sent a notification titled `Daily Report — <day>`
  * today. Returns what to write it from, or undefined. Workers never owe one.
  */

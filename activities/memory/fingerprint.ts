@@ -13,7 +13,7 @@ export const OPTIONAL_FINGERPRINT_TABLES = ['mailbox_items', 'goals'] as const;
 const WATCHED_TASK_STATES_EXCLUDED = ['completed', 'cancelled', 'rejected', 'archived'];
 
 /**
- * A digest of what a heartbeat looks at (seed D1 E9: tasks, mailbox, goals), plus pending approvals and
+ * A digest of what a heartbeat looks at (tasks, mailbox, goals), plus pending approvals and
  * the agent's identity files: equal digests mean nothing changed since the last check-in.
  */
 export async function heartbeatFingerprint(db: Kysely<Database>, agentId: string): Promise<string> {

@@ -9,7 +9,7 @@ import { MEMORY_FLUSH_PROMPT, shouldFlushMemory } from '../../workflows/rules/me
  * (at 60), so the agent has a few turns of memory_save calls while it still sees every message verbatim.
  */
 export const MEMORY_FLUSH_LEAD_MESSAGES = 10;
-/** MH's planned preflight: flush once the conversation fills 75% of its message budget (stage 3 compresses at 100%). */
+/** A planned preflight of the reference code: flush once the conversation fills 75% of its message budget (stage 3 compresses at 100%). */
 export const MEMORY_FLUSH_BUDGET_FRACTION = 0.75;
 /** The flush request's key in the session: one per session, so it is never asked twice. */
 export const MEMORY_FLUSH_MESSAGE_KEY = 'memory-flush';
@@ -31,10 +31,10 @@ export function compactionIsNear(outlook: CompactionOutlook): boolean {
 }
 
 /**
- * Seed D1 A18/E18, wired: before compression drops messages, the agent gets the `[MEMORY FLUSH]`
+ * Wired: before compression drops messages, the agent gets the `[MEMORY FLUSH]`
  * request once per session, as a user message of this turn, while it still sees the whole
  * conversation; it answers with memory_save / update_notebook calls and carries on. Applies only where
- * `memory_save` is offered and the session is longer than D1's 30 messages (`shouldFlushMemory`).
+ * `memory_save` is offered and the session is longer than 30 messages (`shouldFlushMemory`).
  * Returns true when it appended the request (the caller re-reads the session and re-assembles).
  * Idempotent: the request is stored under a fixed key, so a retried step neither repeats nor loses it.
  */

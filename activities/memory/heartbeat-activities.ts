@@ -46,7 +46,7 @@ export function createHeartbeatActivities(db: Kysely<Database>, { requireAgent, 
       return { fingerprint, ...(last ? { previous: { fingerprint: last.fingerprint, skippedInRow: last.skipped_in_row } } : {}) };
     },
 
-    /** Writes the `[HEARTBEAT CHECK-IN]` prompt (seed D1 E9) as the first message of the heartbeat session. */
+    /** Writes the `[HEARTBEAT CHECK-IN]` prompt as the first message of the heartbeat session. */
     async heartbeatPrepare(input: { agentId: string; sessionId: string }): Promise<{ promptChars: number }> {
       const agent = await requireAgent(input.agentId);
       const config = agentConfig(agent);

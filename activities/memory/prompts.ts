@@ -15,12 +15,12 @@ import type { KnowledgeSection, Observation } from './store';
 
 /**
  * The user prompts of the memory scenarios, as pure functions of the data the activities load:
- * heartbeat check-in (seed D1 E9–E12), post-task reflection (D1-11), daily report (E17) and dream (E19).
+ * heartbeat check-in, post-task reflection, daily report and dream.
  */
 
-/** D1 E9 (code): the checklist when the agent's HEARTBEAT.md is empty. */
+/** The checklist when the agent's HEARTBEAT.md is empty. */
 export const DEFAULT_HEARTBEAT_CHECKLIST = '- Check assigned tasks with `task_list`';
-/** D1 E9 (code): the quality signal flags a revision rate above this. */
+/** The quality signal flags a revision rate above this. */
 export const REVISION_RATE_ALERT = 0.3;
 /** The last heartbeat's summary is a reminder, not a transcript. */
 export const LAST_HEARTBEAT_SUMMARY_CHARS = 500;
@@ -204,7 +204,7 @@ export interface DailyReportInputs {
 
 /** Tasks listed in the daily report request; a report is 3–5 sentences, not a ledger. */
 export const DAILY_REPORT_TASKS_MAX = 20;
-/** D1 §3.5 SYSTEM_DAILY_LOG_CHARS: yesterday's report as context. */
+/** Yesterday's report as context. */
 export const DAILY_REPORT_PREVIOUS_CHARS = 1_500;
 
 export function dailyReportPrompt(i: DailyReportInputs): string {

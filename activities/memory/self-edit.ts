@@ -5,19 +5,19 @@ import { defineTool } from '../tools/types';
 import { findSecret } from '../security/secrets';
 
 /**
- * `edit_agent_file` (seed D2 §7): an agent rewrites one of its own identity files, which are its
+ * `edit_agent_file`: an agent rewrites one of its own identity files, which are its
  * long-term memory and are never updated automatically. Rules, in order: own files only (SOUL.md,
  * AGENTS.md, HEARTBEAT.md, TOOLS.md), permission flag `canEditOwnFiles`, secret scan, 64 KB cap,
  * one edit per file per run, optional etag = the agent's content hash. The write and its audit row
  * (`agent_file_edits`, diff cut to 5 KB) commit together.
  */
 
-/** D2 G32: an identity file is a prompt segment, not a document store. */
+/** An identity file is a prompt segment, not a document store. */
 export const AGENT_FILE_MAX_BYTES = 64 * 1024;
-/** D2 G36: the audit event's diff is cut to this size. */
+/** The audit event's diff is cut to this size. */
 export const AGENT_FILE_DIFF_MAX_BYTES = 5 * 1024;
 /**
- * D2 G31: credentials that must never be written into a prompt file (they would be sent to the LLM
+ * Credentials that must never be written into a prompt file (they would be sent to the LLM
  * provider on every call). One list for the whole worker, shared with tool-result redaction.
  */
 export { SECRET_PATTERNS, findSecret } from '../security/secrets';

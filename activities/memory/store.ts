@@ -16,7 +16,7 @@ import {
 } from '../../workflows/rules/memory-limits';
 
 /**
- * Per-agent memory in PostgreSQL (seed D1 §3.3): the notebook (situational scratchpad), the observation
+ * Per-agent memory in PostgreSQL: the notebook (situational scratchpad), the observation
  * buffer (append-only facts, searched but never injected), curated knowledge sections (injected into
  * prompts up to 8,000 characters) and daily logs (audit only). Every limit is enforced here, inside
  * the write's transaction, with the agent's row locked so concurrent writers cannot overshoot a cap.
@@ -299,7 +299,7 @@ export async function editKnowledge(db: Kysely<Database>, agentId: string, edit:
 // ---- prompt ------------------------------------------------------------------------------------
 
 /**
- * What the prompt assembly injects (seed D1 B10, B19): curated knowledge in section order, cut at
+ * What the prompt assembly injects: curated knowledge in section order, cut at
  * 8,000 characters (titles included; the section that crosses the line is truncated with a marker),
  * and the whole notebook, most recently updated first. Observations are never injected.
  *

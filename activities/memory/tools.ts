@@ -24,7 +24,7 @@ import {
 import { searchMemory, type SearchHit } from './search';
 
 /**
- * The memory tools of seed D1 F2: five primary tools and six legacy aliases that share their handlers.
+ * The memory tools: five primary tools and six legacy aliases that share their handlers.
  * Limits come from `workflows/rules/memory-limits.ts`; a write that breaks one is refused with a message
  * that says what to do instead (the model reads it as the tool's error result).
  */
@@ -202,7 +202,7 @@ export const memorySearch = defineTool({
   run: memorySearchHandler,
 });
 
-// ---- legacy aliases (D1 F2: same handlers) -----------------------------------------------------
+// ---- legacy aliases (same handlers) -----------------------------------------------------
 
 function alias(spec: ToolSpec, name: string): ToolSpec {
   return { ...spec, name, description: `${spec.description} (Legacy name of ${spec.name}.)` };

@@ -30,7 +30,7 @@ import { forkedAgent, loadFork } from '../fork/runtime';
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
 
-/** Ours: tool calls listed in the D3 evaluation's view of the response. */
+/** Ours: tool calls listed in the meta-cognitive evaluation's view of the response. */
 const EVALUATION_TOOL_CALLS_MAX = 10;
 
 const TEXT_PREVIEW_CHARS = 200;
@@ -134,7 +134,7 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   const sender = input.sender ? await senderIdentity(db, input.sender) : undefined;
   let prefetched = prefetchedRows;
   const assemble = async (): Promise<{ inputs: PromptInputs; context: AssembledContext }> => {
-    // Skills relevance (seed D1 B20): a task's title and description (set by the loader), else the latest user message.
+    // Skills relevance: a task's title and description (set by the loader), else the latest user message.
     const query = task ? undefined : lastUserText(messages);
     const extra = { ...(sender ? { sender } : {}), ...(query ? { skillQuery: query } : {}) };
     // The prefetched reads serve the first assembly only: a rebuild follows a write (memory flush, notebook).
@@ -146,14 +146,14 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   };
 
   let { inputs, context } = await assemble();
-  // Seed D1 A18: before compression drops messages, the agent is asked once to save what matters.
+  // Before compression drops messages, the agent is asked once to save what matters.
   if (await requestMemoryFlushIfDue(db, input.sessionId, tools, { messageCount: messages.length, messageTokens: context.messageTokens, messageBudget: context.messageBudget })) {
     messages = await sessionMessages.load(db, input.sessionId);
     ({ inputs, context } = await assemble());
   }
   const spent = await guardBudget(db, input, config, context.systemTokens, countMessageTokens(context.messages, model), model);
 
-  // Seed D1 step 0: cognitive preparation, once per task attempt, before its first main call.
+  // Cognitive preparation, once per task attempt, before its first main call.
   let cognitive: { run: CognitiveRun; outcome: CognitiveOutcome } | undefined;
   if (config.cognitive?.enabled === true && input.opening && task) {
     cognitive = await prepareCognition(db, router, { input, key, agent, task, config, inputs, signal });
@@ -269,7 +269,7 @@ async function prepareCognition(
   return { run, outcome: await prepareCognitiveContext({ db, router }, run, signals) };
 }
 
-/** The main response as the D3 evaluation sees it: its text and the tools it called. */
+/** The main response as the meta-cognitive evaluation sees it: its text and the tools it called. */
 function responseDigest(content: ChatResult['content']): string {
   const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
   const calls = content

@@ -1,5 +1,5 @@
 /**
- * The agent's world for the prompt (issue 12; seeds D1 B3, B4, B11, B13, B15, B20 and D2 G5, G10, G12),
+ * The agent's world for the prompt (issue 12),
  * loaded from PostgreSQL:
  *
  * | prompt section | tier | from |
@@ -32,7 +32,7 @@ import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations
 import { PRIORITY_RANK } from '../store/task-graph';
 import { promptPriority } from '../../workflows/rules/priority';
 
-/** Colleagues read for the identity section: 10 are listed, the rest counted (seed D1 B13). */
+/** Colleagues read for the identity section: 10 are listed, the rest counted. */
 const COLLEAGUES_FETCH_MAX = 200;
 /** Human profiles read (the identity section lists 8; the profiles section shows them all, each ≤ 1,500 chars). */
 const HUMANS_FETCH_MAX = 50;
@@ -48,7 +48,7 @@ const MAILBOX_OPEN_FETCH_MAX = 500;
 const DECISION_KINDS: Record<string, AttentionDecisionKind> = { preempt: 'preempt', merge: 'merge', wait: 'continue', continue: 'continue' };
 
 /**
- * Seed D1 B3 §13, the environment profile: what the agent's tools run on. Fixed per worker process, so
+ * The environment profile: what the agent's tools run on. Fixed per worker process, so
  * Tier 2 stays stable (a worker upgrade changes it once).
  */
 const WORKER_ENVIRONMENT: Readonly<Record<string, string>> = Object.freeze({
@@ -139,7 +139,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
           .where('state', '=', 'in_progress')
           .orderBy('updated_at', 'desc'),
       ).as('colleagueWork'),
-      // The task board's team part (seed D1 B14: the team's top 10 open tasks by priority).
+      // The task board's team part (the team's top 10 open tasks by priority).
       jsonArrayFrom(
         eb
           .selectFrom('tasks')
@@ -203,7 +203,7 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
 }
 
 /**
- * Seed D1 B15 from the agent's mailbox: the item being processed (elapsed time quantised by the
+ * The attention state from the agent's mailbox: the item being processed (elapsed time quantised by the
  * renderer), what waits (count and the top 5 by priority), the last 5 triage decisions with their
  * reasons, and what was merged into the current item. Undefined for an agent that never had mail.
  */

@@ -35,9 +35,9 @@ import { promptPriority } from '../../workflows/rules/priority';
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;
 /** The task states the board lists; every other state is only counted. */
 const OPEN_TASK_STATES = ['pending', 'in_progress', 'blocked', 'review'];
-/** Recent activity events fetched (seed D2: the last 20). */
+/** Recent activity events fetched (the last 20). */
 const RECENT_ACTIVITY_FETCH = 20;
-/** Recent runs fetched (seed D2: the last 5). */
+/** Recent runs fetched (the last 5). */
 const RECENT_RUNS_FETCH = 5;
 
 export interface AssembledContext {
@@ -201,8 +201,8 @@ export async function loadPromptInputs(
 }
 
 /**
- * Builds what one LLM call sends: the three-tier system prompt (seed D1 B1–B4 with seed D2's budgets)
- * and the session's messages prepared by the compression pipeline (seed D1 C1–C11), with the cheap
+ * Builds what one LLM call sends: the three-tier system prompt (with its segment budgets)
+ * and the session's messages prepared by the compression pipeline, with the cheap
  * tier as the summariser.
  */
 export async function assembleContext(

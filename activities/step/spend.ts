@@ -1,5 +1,5 @@
 /**
- * What an LLM step spends: its usage as stored, seed D2's budget guard before the call, and the
+ * What an LLM step spends: its usage as stored, the budget guard before the call, and the
  * threshold events after it.
  */
 import type { Kysely } from 'kysely';
@@ -35,7 +35,7 @@ async function spentSince(db: Kysely<Database>, agentId: string, periodStart: nu
 }
 
 /**
- * Seed D2's budget guard, before any provider request: what the agent spent this period plus this
+ * The budget guard, before any provider request: what the agent spent this period plus this
  * call's estimate (system + messages + 1,500 reserved for the answer) must fit its budget unless
  * overage is allowed. Over budget → a "Budget exceeded" event and a non-retryable failure.
  */

@@ -64,7 +64,7 @@ export async function runToolWithLedger(
   const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
   const config = agentConfig(agent);
   try {
-    // Tools discover_tools activated in this session or task are dispatched too (seed D1 F4).
+    // Tools discover_tools activated in this session or task are dispatched too.
     const activations = known?.activated && !mayCallExternalTools(config) ? undefined : await loadActivations(db, input.sessionId, input.taskId);
     const activated = known?.activated ?? activations!.tools;
     // The MCP tools the call's step offered, from its snapshot.

@@ -9,7 +9,7 @@ import { ApprovalsConfigSchema } from '../approvals/policy';
 import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
 import { McpServersSchema } from '../tools/mcp/config';
 
-/** The identity files that define an agent (ARCHITECTURE §1; seed D2 agent files). */
+/** The identity files that define an agent (ARCHITECTURE §1). */
 export const IDENTITY_FILES = {
   soul_md: 'SOUL.md',
   agents_md: 'AGENTS.md',
@@ -33,16 +33,16 @@ export const AgentConfigSchema = z
       .string()
       .refine((zone) => isTimeZone(zone), { message: 'not an IANA timezone (e.g. Europe/Paris)' })
       .optional(),
-    /** Lets the agent edit its own identity files (seed D2). */
+    /** Lets the agent edit its own identity files. */
     canEditOwnFiles: z.boolean().optional(),
-    /** Spending cap in USD for this agent (seed D2 budget guard); absent = no cap. */
+    /** Spending cap in USD for this agent (checked by the budget guard before each call); absent = no cap. */
     budgetUsd: z.number().nonnegative().optional(),
     allowBudgetOverage: z.boolean().optional(),
     /** The period the budget covers (default a calendar month, UTC). */
     budgetPeriod: z.enum(['hour', 'day', 'week', 'month', 'lifetime']).optional(),
     protectedBranches: z.array(z.string().min(1)).optional(),
     /**
-     * What the agent may do (seed D2's permission flags). Each flag is granted unless set to false; a
+     * What the agent may do (permission flags). Each flag is granted unless set to false; a
      * withheld flag removes its tools from the agent's tool set: they are not sent to the model, no
      * prompt line names them, and a call to one anyway is refused at dispatch without running.
      */
@@ -65,17 +65,17 @@ export const AgentConfigSchema = z
       })
       .strict()
       .optional(),
-    /** A manager gets the manager's responsibilities in its prompt and owes a daily report after 20:00 (seed D1 A17, B13). */
+    /** A manager gets the manager's responsibilities in its prompt and owes a daily report after 20:00. */
     position: z.enum(['manager', 'worker']).optional(),
     /**
      * The organisation the agent works in (an `upsertOrganisationFromFolder` name): its CONTEXT.md,
      * announcements and users/*.md enter the prompt, and the other agents of the same organisation are
-     * the agent's colleagues (seed D1 B3, B13).
+     * the agent's colleagues.
      */
     org: z.string().trim().min(1).max(120).optional(),
-    /** Free-text capabilities, shown in the prompt (seed D2 seg 3, `agents.capabilities`). */
+    /** Free-text capabilities, shown in the prompt (`agents.capabilities`). */
     capabilities: z.string().max(4_000).optional(),
-    /** The agent's trust level as shown in its prompt (seed D1 B3 §12); it grants nothing by itself. */
+    /** The agent's trust level as shown in its prompt; it grants nothing by itself. */
     trust: z.object({ level: z.string().trim().min(1).max(60), description: z.string().max(2_000).optional() }).strict().optional(),
     /** Shared skills bound to the agent (skill names); skills in the agent folder's `skills/` are bound too. */
     skills: z.array(z.string().min(1).max(100)).max(100).optional(),
@@ -86,7 +86,7 @@ export const AgentConfigSchema = z
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
     /**
-     * Cognitive preparation (seed D1 tier 1): cheap appraisal / reflection calls before the first main
+     * Cognitive preparation: cheap appraisal / reflection calls before the first main
      * call of each task attempt, written to the notebook. Off unless `enabled`. `maxDepth` caps the
      * selected depth (0–3, default 3); `timeoutMs` overrides the 15 s budget.
      */

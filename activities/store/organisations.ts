@@ -1,5 +1,5 @@
 /**
- * Organisations (seed D1 B3, B13): an organisation folder holds
+ * Organisations: an organisation folder holds
  *
  * - `CONTEXT.md`: what the organisation does (Tier 2, "Organisation"),
  * - `ANNOUNCEMENTS.md`: team announcements and norms (Tier 2),

@@ -1,5 +1,5 @@
 /**
- * The skill store (issue 12; seeds D1 B11, B20 and D2 G10). A skill is a folder with a `SKILL.md`:
+ * The skill store (issue 12). A skill is a folder with a `SKILL.md`:
  *
  * ```
  * ---

@@ -1,12 +1,12 @@
 /**
- * `discover_tools` (seed D1 F4, B20): finds skills and tools the agent does not have in view, and
+ * `discover_tools`: finds skills and tools the agent does not have in view, and
  * activates them for the rest of the session (and, in a task, the task's later rounds):
  *
  * - a skill's whole body enters the prompt's Active Skills section (Tier 2, fenced as user-provided
  *   reference material, ≤ 4,000 tokens for all active skills);
  * - a tool the tool selector withholds in this scenario is offered from the next step on.
  *
- * Permissions always win (seed D2 G27): a tool the agent's permission flags withhold is listed as not
+ * Permissions always win: a tool the agent's permission flags withhold is listed as not
  * permitted and cannot be activated. Activations are rows in `skill_activations`, so a resumed or
  * retried step sees exactly what was activated before the crash.
  */

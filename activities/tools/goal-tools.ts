@@ -1,5 +1,5 @@
 /**
- * Goal tools (seed D1 F3: heartbeat): an agent sets itself a goal with completion criteria; each
+ * Goal tools (heartbeat): an agent sets itself a goal with completion criteria; each
  * heartbeat check-in shows its active goals and advances them one iteration; the agent marks a goal
  * completed when its criteria are met, pauses or resumes it, or raises its iteration limit. A goal
  * that runs out of iterations stops (`max_iterations`) until its limit is raised.
@@ -84,7 +84,7 @@ export const goalUpdate = defineTool({
     if (!goal) return { content: `You have no goal ${JSON.stringify(args.goal_id)}; goal_status lists yours.`, isError: true };
     const maxIterations = args.max_iterations ?? goal.max_iterations;
     let status = args.status ?? goal.status;
-    // Raising the limit of a goal that ran out of iterations resumes it (seed: raise max / reset).
+    // Raising the limit of a goal that ran out of iterations resumes it (raise max / reset).
     if (goal.status === 'max_iterations' && !args.status && maxIterations > goal.current_iteration) status = 'active';
     if (status !== goal.status && !GOAL_MOVES[goal.status].includes(status)) {
       return { content: `Goal ${goal.id} is ${goal.status}; it can become ${GOAL_MOVES[goal.status].join(' or ') || 'nothing else (it is finished)'}.`, isError: true };

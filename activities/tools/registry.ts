@@ -65,7 +65,7 @@ export function toolsForScenario(scenario: Scenario): Map<string, ToolSpec> {
   return out;
 }
 
-/** A permission flag of the agent config (seed D2). */
+/** A permission flag of the agent config. */
 export type PermissionFlag = keyof NonNullable<AgentConfig['permissions']>;
 
 /** Which permission flag each gated tool needs; a tool not listed here needs none. */
@@ -96,7 +96,7 @@ export const TOOL_PERMISSIONS: Readonly<Record<string, PermissionFlag>> = {
  */
 export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'permissions'>, activated: ReadonlySet<string> = NO_ACTIVATIONS): Map<string, ToolSpec> {
   const tools = toolsForScenario(scenario);
-  // The tool selector (seed D1 F4): withheld tools join once discover_tools activated them.
+  // The tool selector: withheld tools join once discover_tools activated them.
   for (const name of [...activated].sort()) {
     const spec = DISCOVERABLE_TOOLS[scenario].has(name) ? ALL_TOOLS.get(name) : undefined;
     if (spec && !tools.has(name)) tools.set(name, spec);
@@ -111,7 +111,7 @@ export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'per
 const NO_ACTIVATIONS: ReadonlySet<string> = new Set();
 
 /**
- * The tool selector's discoverable group (seed D1 F4, "activated via discover_tools"): tools a scenario
+ * The tool selector's discoverable group ("activated via discover_tools"): tools a scenario
  * does not offer until the agent activates them with discover_tools. Permissions still apply.
  */
 const DISCOVERABLE_TOOLS = Object.fromEntries(SCENARIOS.map((scenario) => [scenario, new Set<string>()])) as Record<Scenario, Set<string>>;
@@ -162,31 +162,31 @@ export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string
   return parsed.success ? safeLine(spec.summarize(parsed.data)).slice(0, 120) : name;
 }
 
-// Memory (issue 5): seed D1's memory tools and legacy aliases, and seed D2's edit_agent_file. Heartbeats
-// offer only what D1's heartbeat whitelist allows; reflections offer memory tools only.
+// Memory (issue 5): the memory tools and their legacy aliases, and edit_agent_file. Heartbeats
+// offer only what the heartbeat whitelist allows; reflections offer memory tools only.
 registerTools([...memoryTools, ...memoryAliases], ['task', 'chat', 'reflection']);
 registerTools([editAgentFile], ['task', 'chat']);
 registerTools([...memoryTools, ...memoryAliases, editAgentFile].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
 
-// Task management and the humans' inbox (issue 12). Heartbeats get the ones D1's whitelist allows.
+// Task management and the humans' inbox (issue 12). Heartbeats get the ones their whitelist allows.
 registerTools(taskManagementTools, ['task', 'chat']);
 registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
-// Goals (seed D1 F3): the heartbeat's goal loop.
+// Goals: the heartbeat's goal loop.
 registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
-// Conversations (issue 11): agents message each other from chat, and from task rounds (seed D1 B19b:
+// Conversations (issue 11): agents message each other from chat, and from task rounds (
 // task execution reaches agents with agent_send_message); an answer about a task joins its running round.
 registerTools([agentSendMessage], ['chat', 'task']);
-// The heartbeat reaches colleagues too (seed D1 E11 whitelists it): fire-and-forget, the answer arrives
+// The heartbeat reaches colleagues too (the heartbeat whitelist has it): fire-and-forget, the answer arrives
 // in the agent's mailbox and is answered in an a2a run, which suits a check-in that does not wait.
 registerTools([agentSendMessage].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
-// Conversation scenarios (seed D1 B19d–f): answering an agent, a comment thread or a group is
+// Conversation scenarios: answering an agent, a comment thread or a group is
 // coordination, so these runs read and plan but do not write files or edit the agent's own files
-// (sustained work becomes a task); notify_user escalates to a human, as the seed's sections say.
+// (sustained work becomes a task); notify_user escalates to a human, as the scenario sections say.
 const CONVERSING: Scenario[] = ['a2a', 'comment_response', 'group_chat'];
 registerTools([fileRead, readToolOutput, ...memoryTools, ...memoryAliases, ...taskManagementTools, agentSendMessage, notifyUser], CONVERSING);
-// The seed's A2A group tools, wherever an agent converses.
+// The agent-to-agent group tools, wherever an agent converses.
 registerTools(groupTools, ['chat', ...CONVERSING]);
-// Skills and tool discovery (issue 12, seed D1 F4/B20): discover_tools in task and chat; goal tools
+// Skills and tool discovery (issue 12): discover_tools in task and chat; goal tools
 // (heartbeat tools) are withheld there until discover_tools activates them.
 registerTools(
   [

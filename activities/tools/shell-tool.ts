@@ -34,7 +34,7 @@ const shellSchema = z
   .strict();
 
 /**
- * `shell_execute` with seed D1's three-tier governance: safe commands run; risky ones (checkout of an
+ * `shell_execute` with three-tier governance: safe commands run; risky ones (checkout of an
  * existing branch, merge, rebase, push to a protected branch, anything not provably safe) wait for a
  * human; destructive ones (force push) and anything that is not a clean invocation are refused.
  * Commands never go through a shell interpreter, and git runs hardened against repository config.

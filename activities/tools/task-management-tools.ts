@@ -29,9 +29,9 @@ import { ignoreGone, startTaskWorkflow } from '../task-propagation';
 import { deliverAgentComment, deliverCommentMentions } from '../mailbox/mentions';
 import { defineTool, type ToolOutput } from './types';
 
-/** Seed D1 B14: descriptions in task lists are cut to 150 characters. */
+/** Descriptions in task lists are cut to 150 characters. */
 export const TASK_LIST_DESC_CHARS = 150;
-/** Seed D1 (TASK_GET_NOTES_DEFAULT is 50): task_get shows the newest notes and comments, this many each. */
+/** `task_get` shows the newest notes and comments, this many each. */
 export const TASK_GET_NOTES_MAX = 10;
 /** task_get shows the description up to this; the rest is rarely needed to coordinate. */
 export const TASK_GET_DESC_CHARS = 4_000;

@@ -4,7 +4,7 @@ import type { Database } from '../../schema/database';
 import { addTaskEvent, updateTaskState } from '../store/tasks';
 import { defineTool } from './types';
 
-/** Notes carried into later rounds are capped (seed D1 E2: ≤30 notes × 1,200 chars). */
+/** Notes carried into later rounds are capped (≤30 notes × 1,200 chars). */
 export const TASK_NOTE_MAX_CHARS = 1_200;
 export const TASK_NOTES_CARRIED = 30;
 

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Database } from '../../schema/database';
 import type { ForkRecord } from '../fork/runtime';
 
-/** Governance outcome for one call (seed D1 E5: allow / approval / deny). */
+/** Governance outcome for one call (allow / approval / deny). */
 export type GovernanceDecision =
   | { tier: 'allow' }
   | { tier: 'approval'; reason: string }

@@ -6,7 +6,7 @@ import { freeLoopbackPort } from '../../activities/store/db';
 import { DEV_SERVER_DYNAMIC_CONFIG_ARGS, SEARCH_ATTRIBUTE_ARGS, startTemporalDevServer } from '../../test/support/temporal-cli';
 
 /**
- * The dev server's settings for the bench (documented in the README): in memory, headless, errors-only
+ * The dev server's settings for the bench (documented in docs/benchmarks.md): in memory, headless, errors-only
  * logging, the product's search attributes, and the dynamic config every server we start runs with
  * (task-read rates raised past the one-shard rate limit, eager activity dispatch on).
  */

@@ -1,9 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 
 // Frozen in time: `Kysely<any>`, no application imports. Later changes go in a new migration.
-// Memory (seed D1 §3.3): notebook, observations, curated knowledge, daily logs; plus the bookkeeping
+// Memory: notebook, observations, curated knowledge, daily logs; plus the bookkeeping
 // of the scheduled memory workflows (heartbeat idle state, consolidations, reflections) and the audit
-// trail of identity-file self-edits (seed D2 §7).
+// trail of identity-file self-edits.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('memory_notebook')

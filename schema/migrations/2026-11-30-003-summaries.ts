@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // Frozen in time: `Kysely<any>`, no application imports. Later changes go in a new migration.
-// Conversation summaries made by prepareMessages (seed D1 C3, C6, C7), kept per session and keyed by
+// Conversation summaries made by prepareMessages, kept per session and keyed by
 // a hash of the messages they fold, so a later call over the same prefix reuses the summary instead
 // of paying for another summariser call and changing the cached message prefix.
 export async function up(db: Kysely<any>): Promise<void> {

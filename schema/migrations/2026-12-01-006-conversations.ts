@@ -34,7 +34,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('stream_events_created_idx').on('stream_events').column('created_at').execute();
   await db.schema.createIndex('stream_events_step_idx').on('stream_events').columns(['stream_id', 'step_key']).execute();
 
-  // The agent's mailbox (seed D1): every item delivered to an agent, with its triage state. The agent
+  // The agent's mailbox: every item delivered to an agent, with its triage state. The agent
   // workflow holds the live queue; this table is what survives continue-as-new, what the `mailbox`
   // query is rebuilt from, and what the heartbeat's idle fingerprint hashes.
   await db.schema

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // Frozen in time: `Kysely<any>`, no application imports. Later changes go in a new migration.
-// Group chat (seed D1 E15): a channel `group:<name>` with several agents and humans, its members, and
+// Group chat: a channel `group:<name>` with several agents and humans, its members, and
 // the transcript every member sees. Deliveries to the member agents go through their mailboxes.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // Frozen in time: `Kysely<any>`, no application imports. Later changes go in a new migration.
-// Skills and the organisation an agent works in (issue 12; seeds D1 B3, B13, B20, F4 and D2 G10):
+// Skills and the organisation an agent works in (issue 12):
 // skill folders (SKILL.md) loaded like agent folders, bound per agent, activated per session/task with
 // discover_tools; the organisation folder's CONTEXT.md, ANNOUNCEMENTS.md and users/*.md; and system
 // announcements with an expiry.

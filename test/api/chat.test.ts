@@ -1,6 +1,6 @@
 import { agentWorkflowId } from '../../workflows/agent-contract';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { readSse, startTestApi, type TestApi } from './api-support';
 
 const ANSWER = 'Hello! I am listening, and this answer streams to you in many small pieces.';
@@ -11,19 +11,18 @@ const ANSWER = 'Hello! I am listening, and this answer streams to you in many sm
  * then see the item in the mailbox, sent from the token's name.
  */
 describe('HTTP API: chat and mailbox', () => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      const agents = await h.db.db.selectFrom('mailbox_items').select('agent_id').distinct().execute();
+      for (const { agent_id } of agents) await h.temporal.workflow.getHandle(agentWorkflowId(agent_id)).terminate('test finished').catch(() => undefined);
+      await api.close();
+    },
+  });
   let api: TestApi;
 
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     api = await startTestApi(h);
-  });
-  afterAll(async () => {
-    const agents = await h.db.db.selectFrom('mailbox_items').select('agent_id').distinct().execute();
-    for (const { agent_id } of agents) await h.temporal.workflow.getHandle(agentWorkflowId(agent_id)).terminate('test finished').catch(() => undefined);
-    await api.close();
-    await h.close();
   });
 
   test('the answer streams, resumes on another API process after a cut, and the mailbox shows the item from the token', async () => {

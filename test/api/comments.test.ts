@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { agentWorkflowId } from '../../client/chat';
 import type { ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { requestMessagesText } from '../support/requests';
 import { startTestApi, type TestApi } from './api-support';
 
@@ -16,13 +16,18 @@ const text = (t: string): ScriptedResponse => ({ kind: 'message', content: [{ ty
  * agent mentioned, with the same events.
  */
 describe("a person's task comment with an @mention", () => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      h.llm.setResponder(undefined);
+      for (const id of [assignee, tester]) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
+      await api.close();
+    },
+  });
   let api: TestApi;
   let assignee: string;
   let tester: string;
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     api = await startTestApi(h);
     h.llm.setResponder((r) => {
       const body = requestMessagesText(r);
@@ -32,12 +37,6 @@ describe("a person's task comment with an @mention", () => {
     });
     assignee = await h.createAgent();
     tester = await h.createAgent();
-  });
-  afterAll(async () => {
-    h.llm.setResponder(undefined);
-    for (const id of [assignee, tester]) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
-    await api.close();
-    await h.close();
   });
 
   /** Comments this door made on a fresh task, and what followed: the mention items and the threaded answers. */

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { ScriptedAgents, waitFor } from '../workflow/task-support';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
+import { ScriptedAgents } from '../workflow/task-support';
+import { eventually } from '../support/eventually';
 import { readSse, startTestApi, type TestApi } from './api-support';
 import { findTask } from '../../activities/store/tasks';
 import { appendStreamEvents, readStreamEvents } from '../../activities/streams/store';
@@ -15,13 +16,16 @@ import { appendStreamEvents, readStreamEvents } from '../../activities/streams/s
  * id order), and text deltas, read from the stored run stream, resume on any API process and pass rewinds through.
  */
 describe('HTTP API end to end', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await api.close();
+    },
+  });
   let api: TestApi;
   let agents: ScriptedAgents;
   const agentId = `api-agent-${Date.now()}`;
 
   beforeAll(async () => {
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
     api = await startTestApi(h);
@@ -29,10 +33,6 @@ describe('HTTP API end to end', () => {
       body: { name: 'API agent', files: { soul: 'You are careful.', agents: 'You complete tasks with tools.', heartbeat: '', tools: '' }, workspaceDir: h.workspaceDir },
     });
     expect(created).toMatchObject({ status: 200, body: { id: agentId, workspaceDir: h.workspaceDir } });
-  });
-  afterAll(async () => {
-    await api.close();
-    await h.close();
   });
 
   const operatorName = async () => (await h.db.db.selectFrom('api_tokens').select('name').where('scope', '=', 'operator').orderBy('created_at', 'desc').executeTakeFirstOrThrow()).name;
@@ -148,7 +148,7 @@ describe('HTTP API end to end', () => {
   test('event sequence numbers follow commit order: a writer that commits later numbers later, even with a smaller id', async () => {
     const taskId = agents.task([submitTurn('nothing to do')]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Quick' } });
-    await waitFor('the task to reach review', async () => (await findTask(h.db.db, taskId))?.state === 'review' || undefined);
+    await eventually(async () => (await findTask(h.db.db, taskId))?.state === 'review' || undefined, 'the task to reach review');
     const stream = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read);
     let last = 0;
     for (;;) {
@@ -164,8 +164,13 @@ describe('HTTP API end to end', () => {
       await early.query('begin');
       // `early` takes the smaller id but commits last; `late` waits for it, so neither is skipped.
       await early.query(`insert into task_events (task_id, type, data) values ($1, 'probe', '{"n":1}')`, [taskId]);
+      const latePid = (await late.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
       const lateInsert = late.query(`insert into task_events (task_id, type, data) values ($1, 'probe', '{"n":2}')`, [taskId]);
-      await new Promise((r) => setTimeout(r, 300));
+      // Commit only once `late` is queued behind `early`'s lock, as the ordering this test is about needs.
+      await eventually(
+        async () => (await early.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [latePid])).rowCount === 1,
+        'the late insert waiting for the lock',
+      );
       await early.query('commit');
       await lateInsert;
     } finally {
@@ -222,7 +227,7 @@ describe('HTTP API end to end', () => {
   test('a rewind in the run stream reaches the client as a rewind event, in order', async () => {
     const taskId = agents.task([submitTurn('done')]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Rewind' } });
-    await waitFor('the task in review', async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined);
+    await eventually(async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined, 'the task in review');
     const streamId = `task-${taskId}`;
     const before = await readStreamEvents(h.db.db, streamId);
     // What the step publisher writes when an attempt died mid-stream and its retry starts over.

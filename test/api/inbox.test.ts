@@ -3,8 +3,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { ScriptedAgents, waitFor } from '../workflow/task-support';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
+import { ScriptedAgents } from '../workflow/task-support';
+import { eventually } from '../support/eventually';
 import { startTestApi, type TestApi } from './api-support';
 
 /** Debian's Chromium (`apt-get install chromium`; .ci/run installs it when missing). */
@@ -25,26 +26,25 @@ const forgery = (action: string) => `<!doctype html><html><body>
  * scopes and no session are refused.
  */
 describe('approvals inbox in headless Chromium', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await browser?.close();
+      await api.close();
+    },
+  });
   let api: TestApi;
   let agents: ScriptedAgents;
   let browser: Browser;
 
   beforeAll(async () => {
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
     api = await startTestApi(h, { temporalUiUrl: 'http://ui.example:8233' });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   });
-  afterAll(async () => {
-    await browser?.close();
-    await api.close();
-    await h.close();
-  });
 
   /** The inbox lists what the database says: wait for the row (written just after the workflow's own state). */
-  const inReview = (taskId: string) => waitFor(`task ${taskId} in review`, async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined));
+  const inReview = (taskId: string) => eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined), `task ${taskId} in review`);
 
   test('approve a pending shell command with a comment, see the task continue, accept it', async () => {
     const file = `inbox-${Date.now()}.txt`;

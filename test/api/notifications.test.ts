@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { storeNotification } from '../../activities/store/notifications';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
 
 /**
@@ -9,16 +9,15 @@ import { startTestApi, type TestApi } from './api-support';
  * read token may not mark.
  */
 describe('HTTP API: notifications', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await api.close();
+    },
+  });
   let api: TestApi;
 
   beforeAll(async () => {
-    h = await createHarness();
     api = await startTestApi(h);
-  });
-  afterAll(async () => {
-    await api.close();
-    await h.close();
   });
 
   test('list per agent and unread only; mark read records the token name; read scope cannot mark', async () => {

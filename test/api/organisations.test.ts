@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ANNOUNCEMENT_MAX_CHARS, ORG_DOCUMENT_MAX_CHARS, ORG_USERS_MAX } from '../../activities/store/organisations';
 import { SKILL_BODY_MAX_CHARS } from '../../activities/store/skills';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
 
 /**
@@ -17,7 +17,12 @@ import { startTestApi, type TestApi } from './api-support';
  * and the one shared skill sorts last by name and is deleted afterwards.
  */
 describe('HTTP API: organisations, skills and announcements', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await h.db.db.deleteFrom('skills').where('scope', '=', 'shared').where('name', '=', sharedSkill).execute();
+      await api.close();
+    },
+  });
   let api: TestApi;
   const suffix = randomUUID().slice(0, 8);
   const org = `acme-${suffix}`;
@@ -30,13 +35,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
   };
 
   beforeAll(async () => {
-    h = await createHarness();
     api = await startTestApi(h);
-  });
-  afterAll(async () => {
-    await h.db.db.deleteFrom('skills').where('scope', '=', 'shared').where('name', '=', sharedSkill).execute();
-    await api.close();
-    await h.close();
   });
 
   test('PUT then GET an organisation; a second PUT replaces its users and skills', async () => {

@@ -4,40 +4,36 @@ import os from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { temporalContractDocument } from '../../api/temporal-contract';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { pythonWithTools } from '../support/python-tools';
 import { ScriptedAgents } from '../workflow/task-support';
 
-/** The README's Python example: the first ```python block after its marker comment. */
+/** The contract page's Python example: the first ```python block after its marker comment. */
 function readmePythonExample(): string {
-  const readme = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
-  const match = /<!-- python-contract-example[^>]*-->\s*```python\n([\s\S]*?)```/.exec(readme);
-  if (!match) throw new Error('README.md has no python-contract-example block');
+  const page = readFileSync(path.resolve(__dirname, '../../docs/contract.md'), 'utf8');
+  const match = /<!-- python-contract-example[^>]*-->\s*```python\n([\s\S]*?)```/.exec(page);
+  if (!match) throw new Error('docs/contract.md has no python-contract-example block');
   return match[1]!;
 }
 
 /**
- * The language-neutral contract, used by a client nobody here wrote: the README's Python example runs
+ * The language-neutral contract, used by a client nobody here wrote: the Python example of docs/contract.md runs
  * with the Python Temporal SDK against a real worker (start twice with USE_EXISTING, query, update,
  * signal, result), and every answer it prints validates against the published JSON Schema.
  */
 describe('the Temporal contract from Python', () => {
-  let h: Harness;
+  const h = useHarness();
   let agents: ScriptedAgents;
   let python: string;
 
   beforeAll(async () => {
     // The first run installs the Python tools (a minute or so); later runs find them.
     python = pythonWithTools();
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
   }, 300_000);
-  afterAll(async () => {
-    await h.close();
-  });
 
-  test("the README's Python example starts, queries, updates and signals a task, and its answers match the JSON Schema", async () => {
+  test("the documented Python example starts, queries, updates and signals a task, and its answers match the JSON Schema", async () => {
     const agentId = await h.createAgent();
     const taskId = agents.task([toolTurn('shell_execute', { command: 'touch from-python.txt' }), submitTurn('Created the file.')]);
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'da-python-')), 'example.py');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { createToken, revokeToken } from '../../api/tokens';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { agentWorkflowId } from '../../workflows/agent-contract';
 import { startTestApi, tokenSecret, type TestApi } from './api-support';
 
@@ -12,20 +12,19 @@ import { startTestApi, tokenSecret, type TestApi } from './api-support';
  * every request here is refused before it reaches a workflow.
  */
 describe('HTTP API: auth and bad input on every route', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await api.close();
+    },
+  });
   let api: TestApi;
   let agentId: string;
   const BODY_LIMIT = 4_096;
   const RATE_LIMIT = 40;
 
   beforeAll(async () => {
-    h = await createHarness();
     api = await startTestApi(h, { bodyLimitBytes: BODY_LIMIT, rateLimitPerMinute: RATE_LIMIT * 100 });
     agentId = await h.createAgent();
-  });
-  afterAll(async () => {
-    await api.close();
-    await h.close();
   });
 
   const unknownTask = `missing-${randomUUID()}`;

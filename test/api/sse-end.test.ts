@@ -1,8 +1,8 @@
 import { EventSource } from 'eventsource';
 import { agentWorkflowId } from '../../workflows/agent-contract';
 import { eventually } from '../support/eventually';
-import { createHarness, submitTurn, type Harness } from '../support/harness';
-import { ScriptedAgents, waitFor } from '../workflow/task-support';
+import { useHarness, submitTurn } from '../support/harness';
+import { ScriptedAgents } from '../workflow/task-support';
 import { readSse, startTestApi, type TestApi } from './api-support';
 
 /**
@@ -12,21 +12,20 @@ import { readSse, startTestApi, type TestApi } from './api-support';
  * answer's end answers at once.
  */
 describe('HTTP API: streams that have ended', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      const rows = await h.db.db.selectFrom('mailbox_items').select('agent_id').distinct().execute();
+      for (const { agent_id } of rows) await h.temporal.workflow.getHandle(agentWorkflowId(agent_id)).terminate('test finished').catch(() => undefined);
+      await api.close();
+    },
+  });
   let api: TestApi;
   let agents: ScriptedAgents;
 
   beforeAll(async () => {
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
     api = await startTestApi(h);
-  });
-  afterAll(async () => {
-    const rows = await h.db.db.selectFrom('mailbox_items').select('agent_id').distinct().execute();
-    for (const { agent_id } of rows) await h.temporal.workflow.getHandle(agentWorkflowId(agent_id)).terminate('test finished').catch(() => undefined);
-    await api.close();
-    await h.close();
   });
 
   /** An EventSource with the API token that records every connection's status and every message. */
@@ -49,9 +48,9 @@ describe('HTTP API: streams that have ended', () => {
     const agentId = await h.createAgent();
     const taskId = agents.task([submitTurn('nothing to do')]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Quick' } });
-    await waitFor('the task in review', async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined);
+    await eventually(async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined, 'the task in review');
     expect((await api.call('POST', `/v1/tasks/${taskId}/cancel`)).status).toBe(202);
-    await waitFor('the task cancelled', async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'cancelled' || undefined);
+    await eventually(async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'cancelled' || undefined, 'the task cancelled');
     const events = openEventSource(`${api.url}/v1/tasks/${taskId}/events`);
     let stored: Array<{ seq: number }> = [];
     try {

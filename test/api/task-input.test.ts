@@ -1,28 +1,30 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
 
-const README = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+/** The README and the pages of docs/, where the API's messages are quoted. */
+const DOCS = ['README.md', ...readdirSync(path.join(__dirname, '../../docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+  .map((f) => readFileSync(path.join(__dirname, '../..', f), 'utf8'))
+  .join('\n');
 
 /**
  * `POST /v1/tasks` takes everything `startTask` takes (cost budget, priority, parent, dependencies …),
- * and the validation messages the README quotes are the ones the API answers.
+ * and the validation messages the docs quote are the ones the API answers.
  */
-describe('the HTTP API takes the whole task input, with the messages the README shows', () => {
-  let h: Harness;
+describe('the HTTP API takes the whole task input, with the messages the docs show', () => {
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      await api.close();
+    },
+  });
   let api: TestApi;
   let agentId: string;
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     api = await startTestApi(h);
     agentId = await h.createAgent();
-  });
-  afterAll(async () => {
-    await api.close();
-    await h.close();
   });
 
   test('costBudgetUsd, priority, parentTaskId and dependsOn over HTTP reach the task', async () => {
@@ -47,7 +49,7 @@ describe('the HTTP API takes the whole task input, with the messages the README 
     for (const id of [taskId, parent.body.taskId]) await h.client.handle(id).terminate('test finished').catch(() => undefined);
   }, 60_000);
 
-  /** Each message the README quotes for a 400, and a request that must get it. */
+  /** Each message the docs quote for a 400, and a request that must get it. */
   const quoted: Record<string, { method: string; path: string; body?: unknown }> = {
     'body.title: a task needs a title': { method: 'POST', path: '/v1/tasks', body: { agentId: 'writer', title: '  ' } },
     'body.costBudgetUsd: costBudgetUsd must be a positive number of US dollars': { method: 'POST', path: '/v1/tasks', body: { agentId: 'writer', title: 'T', costBudgetUsd: -1 } },
@@ -57,16 +59,16 @@ describe('the HTTP API takes the whole task input, with the messages the README 
     'body.ids: name at least one notification id': { method: 'POST', path: '/v1/notifications/read', body: { ids: [] } },
   };
 
-  test('every `body.…: …` / `query.…: …` message the README quotes is what the API answers', async () => {
-    const inReadme = [...README.matchAll(/`((?:body|query)(?:\.[A-Za-z]+)*: [^`]+)`/g)].map((m) => m[1]!);
+  test('every `body.…: …` / `query.…: …` message the docs quote is what the API answers', async () => {
+    const inReadme = [...DOCS.matchAll(/`((?:body|query)(?:\.[A-Za-z]+)*: [^`]+)`/g)].map((m) => m[1]!);
     expect(inReadme.length).toBeGreaterThan(0);
-    // A message quoted in the README without a request here is untested: add it to `quoted`.
+    // A message quoted in the docs without a request here is untested: add it to `quoted`.
     expect(inReadme.filter((m) => !(m in quoted))).toEqual([]);
     for (const message of inReadme) {
       const { method, path: url, body } = quoted[message]!;
       const response = await api.call(method, url, { body });
       expect([message, response.status, response.body.error?.code]).toEqual([message, 400, 'invalid_request']);
-      // "…" in the README stands for the rest of the list.
+      // "…" in the docs stands for the rest of the list.
       const [head, tail] = message.split('…');
       expect(response.body.error.message).toContain(head!.trimEnd().replace(/,$/, ''));
       if (tail) expect(response.body.error.message.endsWith(tail)).toBe(true);

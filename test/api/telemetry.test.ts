@@ -7,9 +7,10 @@ import { createProvider } from '../../activities/llm/providers';
 import { LlmRouter } from '../../activities/llm/router';
 import { createAgentWorker } from '../../worker/create-worker';
 import { Telemetry, WORKFLOW_INTERCEPTOR_MODULE } from '../../worker/telemetry';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { quietLogger } from '../support/quiet-logger';
-import { ScriptedAgents, waitFor } from '../workflow/task-support';
+import { ScriptedAgents } from '../workflow/task-support';
+import { eventually } from '../support/eventually';
 import { startTestApi, type TestApi } from './api-support';
 
 /**
@@ -18,7 +19,16 @@ import { startTestApi, type TestApi } from './api-support';
  * tokens, cost, latency, tool denials, breaker state and approvals pending.
  */
 describe('telemetry', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await api.close();
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await telemetry.shutdown();
+      runtimeMetrics.close();
+    },
+  });
   let api: TestApi;
   let agents: ScriptedAgents;
   let worker: Worker;
@@ -30,7 +40,6 @@ describe('telemetry', () => {
   let runtimeMetrics: Server;
 
   beforeAll(async () => {
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     // The workflow interceptors run inside the workflow sandbox, so they are bundled with the workflows.
     const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), workflowInterceptorModules: [WORKFLOW_INTERCEPTOR_MODULE], logger: quietLogger });
@@ -49,15 +58,6 @@ describe('telemetry', () => {
     await new Promise<void>((resolve) => runtimeMetrics.listen(0, '127.0.0.1', resolve));
     api = await startTestApi(h, { registries: [telemetry.registry], temporalMetricsUrl: `http://127.0.0.1:${(runtimeMetrics.address() as AddressInfo).port}/metrics` });
   }, 180_000);
-  afterAll(async () => {
-    await api.close();
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await telemetry.shutdown();
-    runtimeMetrics.close();
-    await h.close();
-  });
 
   test('one task: workflow, activity and LLM spans with GenAI attributes; non-zero token counters at /metrics', async () => {
     const agentId = await h.createAgent();
@@ -74,10 +74,10 @@ describe('telemetry', () => {
     await h.client.review(taskId, { decision: 'accept', decidedBy: 'tester' });
     await h.client.result(taskId);
 
-    const spans = await waitFor('the workflow spans to be exported', () => {
+    const spans = await eventually(() => {
       const all = exporter.getFinishedSpans();
       return all.some((s) => s.name === 'RunWorkflow:taskWorkflow') && all.some((s) => s.name === 'RunWorkflow:taskRoundWorkflow') ? all : undefined;
-    });
+    }, 'the workflow spans to be exported');
     const names = new Set(spans.map((s) => s.name));
     for (const name of ['RunWorkflow:taskWorkflow', 'RunWorkflow:taskRoundWorkflow', 'StartActivity:llmStepWithTools', 'RunActivity:llmStepWithTools']) {
       expect([name, names.has(name)]).toEqual([name, true]);

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { startTestApi, tokenSecret, type TestApi } from './api-support';
 
 const run = promisify(execFile);
@@ -10,15 +10,14 @@ const run = promisify(execFile);
  * revoked token is refused at once.
  */
 describe('agents token create | list | revoke', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await api.close();
+    },
+  });
   let api: TestApi;
   beforeAll(async () => {
-    h = await createHarness();
     api = await startTestApi(h);
-  });
-  afterAll(async () => {
-    await api.close();
-    await h.close();
   });
 
   const cli = async (...args: string[]) => {

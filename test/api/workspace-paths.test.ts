@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { InvalidAgentError } from '../../client';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { startTestApi, type TestApi } from './api-support';
 
 const run = promisify(execFile);
@@ -16,12 +16,11 @@ const ANSWER_WITHIN_MS = 5_000;
  * the CLI refuse impossible ones with the reason (400 over HTTP), quickly, and create nothing.
  */
 describe('workspace paths from users', () => {
-  let h: Harness;
+  const h = useHarness({ beforeClose: async () => api.close() });
   let api: TestApi;
   let scratch: string;
   const files = { soul: 's', agents: 'a', heartbeat: '', tools: '' };
   beforeAll(async () => {
-    h = await createHarness();
     api = await startTestApi(h);
     scratch = mkdtempSync(path.join(os.tmpdir(), 'da-paths-'));
     writeFileSync(path.join(scratch, 'plain-file'), 'not a folder');
@@ -29,11 +28,7 @@ describe('workspace paths from users', () => {
     mkdirSync(path.join(scratch, 'agent-folder'));
     writeFileSync(path.join(scratch, 'agent-folder', 'SOUL.md'), 'You are tidy.');
   });
-  afterAll(async () => {
-    await api.close();
-    await h.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
   /** Unique per run: the database outlives a test run. */
   const ghost = `ghost-${Date.now().toString(36)}`;

@@ -13,6 +13,7 @@ import { AgentsClient } from '../../client';
 import type { TaskStatus } from '../../workflows/contract';
 import { createAgentWorker } from '../../worker/create-worker';
 import { startFakeLlmServer, type FakeLlmServer } from '../fake-llm';
+import { eventually } from './eventually';
 import { installQuietRuntime } from './quiet-runtime';
 import { tracingClientInterceptors } from '../../client/tracing';
 
@@ -94,18 +95,18 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       return id;
     },
     async waitForStatus(taskId, predicate, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
       let last: TaskStatus | undefined;
-      while (Date.now() < deadline) {
-        try {
+      // A query before the workflow's first task fails; eventually() retries it.
+      return eventually(
+        async () => {
           last = await client.getStatus(taskId);
-          if (predicate(last)) return last;
-        } catch {
-          // The workflow may not have started its first task yet.
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      throw new Error(`timed out waiting for task ${taskId}; last status ${JSON.stringify(last)}`);
+          return predicate(last) ? last : undefined;
+        },
+        `task ${taskId}`,
+        timeoutMs,
+      ).catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}; last status ${JSON.stringify(last)}`);
+      });
     },
     async close() {
       for (const { worker } of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
@@ -118,6 +119,50 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     },
   };
   return harness;
+}
+
+export interface UseHarnessOptions extends HarnessOptions {
+  /** Start a worker on the harness's task queue before the file's tests. */
+  worker?: boolean;
+  /** Runs first in the file's `afterAll`, while the harness is still open (terminate workflows, close an API). */
+  beforeClose?: () => Promise<void>;
+}
+
+/**
+ * The set-up most integration test files share, in one line: a harness created before the file's tests
+ * (with a worker when `worker` is set) and closed after them. The returned object stands for the harness
+ * once the `beforeAll` has run; reading it before throws. Jest runs a file's `afterAll` hooks in the order
+ * they are declared, so clean-up that needs the open harness goes in `beforeClose`, not in a later
+ * `afterAll`.
+ */
+export function useHarness(options: UseHarnessOptions = {}): Harness {
+  const { worker, beforeClose, ...harnessOptions } = options;
+  let harness: Harness | undefined;
+  beforeAll(async () => {
+    harness = await createHarness(harnessOptions);
+    if (worker) await harness.startWorker();
+  });
+  afterAll(async () => {
+    if (!harness) return;
+    try {
+      await beforeClose?.();
+    } finally {
+      await harness.close();
+    }
+  });
+  return lateBound(() => harness, 'the harness of useHarness()');
+}
+
+/** An object that stands for a value a `beforeAll` creates later; methods stay bound to it. */
+export function lateBound<T extends object>(current: () => T | undefined, what: string): T {
+  return new Proxy({} as T, {
+    get(_target, key) {
+      const value = current();
+      if (value === undefined) throw new Error(`${what} was used before its beforeAll ran`);
+      const member: unknown = Reflect.get(value, key, value);
+      return typeof member === 'function' ? (member as (...args: unknown[]) => unknown).bind(value) : member;
+    },
+  });
 }
 
 /** A scripted assistant turn calling one tool. */

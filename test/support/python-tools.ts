@@ -10,7 +10,7 @@ import path from 'node:path';
 /**
  * Pinned so a run is repeatable: the OpenTelemetry protocol's published definitions, compiled for
  * Python by the OpenTelemetry project (the OTLP receiver decodes with them), and the Python Temporal
- * SDK (the README's Python example drives a task with it).
+ * SDK (the Python example of docs/contract.md drives a task with it).
  */
 export const PYTHON_TOOL_PACKAGES = ['opentelemetry-proto==1.45.2', 'temporalio==1.35.0'];
 

@@ -23,7 +23,7 @@ export const NON_TOOL_WORDS: ReadonlySet<string> = new Set([
  */
 export const DATA_ID_PREFIXES: readonly string[] = ['obs_', 'out_', 'ntf_'];
 
-/** Tool names known anywhere: registered tools and the seed's whitelists (tools not built yet included). */
+/** Tool names known anywhere: registered tools and the design's whitelists (tools not built yet included). */
 export function knownToolNames(registered: ReadonlyMap<string, ToolSpec>): Set<string> {
   return new Set([...registered.keys(), ...HEARTBEAT_TOOL_WHITELIST, ...HEARTBEAT_MANAGER_TOOLS]);
 }

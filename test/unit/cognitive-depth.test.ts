@@ -34,7 +34,7 @@ describe('cognitive depth selection (seed D1 A8)', () => {
 
   test('D2 → D3 when there are blockers', () => {
     expect(selectCognitiveDepth(calm('task', { hasBlockers: true }))).toBe(3);
-    expect(selectCognitiveDepth(calm('chat', { hasBlockers: true }))).toBe(1); // blockers alone do not lift D1
+    expect(selectCognitiveDepth(calm('chat', { hasBlockers: true }))).toBe(1); // blockers alone do not lift the reactive depth
   });
 
   test('upgrades chain in order: a reflexive scenario with failures, a long stimulus and blockers reaches D3', () => {

@@ -1,5 +1,5 @@
 /**
- * Pins every context-engine number to its seed value (seed-inventory §2.B, §2.C, §2.F, §2.G). A change
+ * Pins every context-engine number to its design value. A change
  * here is a change of the spec: update the inventory reference in the same commit.
  */
 import * as limits from '../../activities/context/limits';

@@ -86,7 +86,7 @@ describe('allow: read-only commands and safe workspace git operations', () => {
 
 describe('approval: risky, or not provably safe', () => {
   it.each([
-    // seed D1's risky git operations
+    // the risky git operations
     'git checkout main',
     'git checkout dev',
     'git switch dev',
@@ -200,7 +200,7 @@ describe('approval: risky, or not provably safe', () => {
 
 describe('deny: destructive, code-execution or governance-evading', () => {
   it.each([
-    // force push is always denied (the seed document wins over its reference code)
+    // force push is always denied (the design document wins over its reference code)
     'git push -f origin feature',
     'git push --force origin feature',
     'git push --force-with-lease origin feature',

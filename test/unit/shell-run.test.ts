@@ -4,6 +4,7 @@ import path from 'node:path';
 import { executeShellCommand } from '../../activities/tools/shell';
 import { RUNNER_PATH, runInvocation, ShellCommandDeniedError } from '../../activities/tools/shell/run';
 import { SANDBOX_HOME } from '../../activities/tools/shell/sandbox';
+import { eventually } from '../support/eventually';
 
 /** The workflow contract: cancellation lands within seconds. */
 const CANCELLATION_BUDGET_MS = 5_000;
@@ -59,12 +60,10 @@ function sleepers(duration: string): number[] {
 }
 
 async function waitUntilNone(duration: string, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    if (sleepers(duration).length === 0) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return sleepers(duration).length === 0;
+  return eventually(() => sleepers(duration).length === 0, `no \`sleep ${duration}\` left`, withinMs, 50).then(
+    () => true,
+    () => false,
+  );
 }
 
 describe('runInvocation', () => {

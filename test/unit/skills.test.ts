@@ -1,7 +1,7 @@
 import { filterSkillsByRelevance, relevanceKeywords, relevanceScore } from '../../activities/context/sections-dynamic';
 import { InvalidSkillError, parseSkillMarkdown, SKILL_BODY_MAX_CHARS } from '../../activities/store/skills';
 
-/** SKILL.md parsing and the seed D1 B20 relevance filter (pure). */
+/** SKILL.md parsing and the skills relevance filter (pure). */
 describe('skills', () => {
   test('SKILL.md: front matter name, description, category (quotes and comments allowed), then the body', () => {
     const text = '---\nname: csv-import\n# a comment\ndescription: "Import CSV files: safely"\ncategory: data\n---\n\n# Steps\n1. Validate.\n';

@@ -11,7 +11,7 @@ import {
   type TaskState,
 } from '../../workflows/rules/task-state';
 
-/** Seed D1 §3.1's documented transitions (plus pending → cancelled), as (from, to, trigger). */
+/** The design's documented transitions (plus pending → cancelled), as (from, to, trigger). */
 const DOCUMENTED: Array<[TaskState, TaskState, string]> = [
   ['pending', 'in_progress', 'start, no blockers'],
   ['pending', 'blocked', 'start, has blockers'],

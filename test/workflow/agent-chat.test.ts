@@ -4,7 +4,7 @@ import { agentWorkflowId, channelSessionId, deliverUpdate } from '../../workflow
 import { MAILBOX_TEXT_MAX_CHARS } from '../../workflows/rules/mailbox';
 import type { RecordedRequest } from '../fake-llm';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { createHarness, useHarness, type Harness } from '../support/harness';
 
 const FIRST_ANSWER = 'Hello Ann! I am listening, and this answer streams in small pieces.';
 const SECOND_ANSWER = 'Yes, I remember: you said hello a moment ago.';
@@ -24,16 +24,16 @@ async function endAgents(h: Harness): Promise<void> {
 const lastUserText = (r: RecordedRequest): string => JSON.stringify(r.body.messages).slice(-400);
 
 describe.each(['anthropic', 'openai'] as const)('chatting with an agent on %s', (provider) => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    provider,
+    beforeClose: async () => {
+      await endAgents(h);
+    },
+  });
   let conv: ConversationClient;
   beforeAll(async () => {
-    h = await createHarness({ provider });
-    await h.startWorker();
     conv = new ConversationClient(h.client, { connectionString: h.db.url });
-  });
-  afterAll(async () => {
-    await endAgents(h);
-    await h.close();
   });
 
   test('deltas arrive in order, the answer is complete, and the next message reuses the channel’s session', async () => {

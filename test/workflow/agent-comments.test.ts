@@ -1,22 +1,19 @@
 import { agentWorkflowId, ConversationClient } from '../../client/chat';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { requestSystemText, requestToolNames } from '../support/requests';
 
 const STEPS = 3;
 
 describe('a comment on a running task', () => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      if (agentId) await h.temporal.workflow.getHandle(agentWorkflowId(agentId)).terminate('test finished').catch(() => undefined);
+    },
+  });
   let agentId: string;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => {
-    if (agentId) await h.temporal.workflow.getHandle(agentWorkflowId(agentId)).terminate('test finished').catch(() => undefined);
-    await h.close();
-  });
 
   test('gets a threaded answer (replyTo = the comment) while the round keeps working and sees it', async () => {
     h.llm.setResponder((r: RecordedRequest): ScriptedResponse => {

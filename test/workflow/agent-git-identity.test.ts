@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { agentGitIdentity, applyGitIdentity } from '../../activities/store/workspace-dir';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { submitTurn, toolTurn, useHarness } from '../support/harness';
 import { lastToolResults, ScriptedAgents } from './task-support';
 
 /** git as a person without any global identity (the worker's situation on a fresh machine). */
@@ -12,16 +12,12 @@ const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd,
 
 /** Agents commit as themselves: a workspace repository gets the agent's identity unless it has one. */
 describe("an agent's git identity", () => {
-  let h: Harness;
+  const h = useHarness();
   let scratch: string;
   beforeAll(async () => {
-    h = await createHarness();
     scratch = mkdtempSync(path.join(os.tmpdir(), 'da-git-identity-'));
   });
-  afterAll(async () => {
-    await h.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
   test('an agent that runs `git init` and then `git commit` in a fresh workspace commits as itself, not "Author identity unknown"', async () => {
     await h.startWorker();

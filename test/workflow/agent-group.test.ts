@@ -4,7 +4,7 @@ import { AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR, agentCommentRoom, deliverAgentC
 import { GROUP_MAX_AGENT_DEPTH, GROUP_TURN_AGENT_MESSAGE_BUDGET, GROUP_TURN_DELIVERY_BUDGET } from '../../workflows/rules/group';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { requestMessagesText, requestSystemText, requestToolNames } from '../support/requests';
 
 const text = (t: string): ScriptedResponse => ({ kind: 'message', content: [{ type: 'text', text: t }], stopReason: 'end_turn' });
@@ -22,22 +22,21 @@ const lastTurn = (r: RecordedRequest): { agent: string; body: string } => {
 };
 
 describe('group chat', () => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      h.llm.setResponder(undefined);
+      for (const id of agents) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
+    },
+  });
   let conv: ConversationClient;
   const agents: string[] = [];
   const ann = { type: 'human' as const, id: 'ann' };
   const group = `team-${Date.now()}`;
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     conv = new ConversationClient(h.client, { connectionString: h.db.url });
     for (let i = 0; i < 3; i++) agents.push(await h.createAgent());
     await conv.createGroup(group, [...agents.map((id) => ({ type: 'agent' as const, id })), ann], 'ann');
-  });
-  afterAll(async () => {
-    h.llm.setResponder(undefined);
-    for (const id of agents) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
-    await h.close();
   });
 
   const groupItems = () => h.db.db.selectFrom('mailbox_items').selectAll().where('channel', '=', `group:${group}`).orderBy('created_at').execute();

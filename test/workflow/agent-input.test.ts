@@ -2,22 +2,18 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AgentsClient, InvalidAgentError } from '../../client';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { submitTurn, toolTurn, useHarness } from '../support/harness';
 import { lastToolResults, ScriptedAgents } from './task-support';
 
 /** Library calls validate their input, and an agent's workspace folder exists once the agent does. */
 describe('agent definitions are validated and get a workspace', () => {
-  let h: Harness;
+  const h = useHarness();
   let scratch: string;
   beforeAll(async () => {
-    h = await createHarness();
     scratch = mkdtempSync(path.join(os.tmpdir(), 'da-agent-input-'));
     writeFileSync(path.join(scratch, 'SOUL.md'), 'You are tidy.');
   });
-  afterAll(async () => {
-    await h.close();
-    rmSync(scratch, { recursive: true, force: true });
-  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
   const agentRow = (id: string) => h.db.db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirst();
 
   test('upsertAgentFromFolder without a workspace: a clear error when no root is configured, else <root>/<id>, created', async () => {

@@ -2,23 +2,22 @@ import { A2A_THREAD_MESSAGE_BUDGET } from '../../activities/mailbox/send';
 import { agentDmChannel, agentWorkflowId, ConversationClient, type ChatEvent } from '../../client/chat';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { requestMessagesText, requestSystemText, requestToolNames } from '../support/requests';
 import { randomUUID } from 'node:crypto';
 import { submitTurn, textTurn, toolTurn } from '../support/harness';
 
 describe('agents message each other', () => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      for (const id of started) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
+    },
+  });
   let conv: ConversationClient;
   const started: string[] = [];
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     conv = new ConversationClient(h.client, { connectionString: h.db.url });
-  });
-  afterAll(async () => {
-    for (const id of started) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
-    await h.close();
   });
 
   test('agent_send_message reaches the other agent, who answers in its own run; a forced ping-pong stops at the thread’s budget', async () => {
@@ -66,7 +65,7 @@ describe('agents message each other', () => {
       for (const r of a2a) {
         expect(requestSystemText(r)).toContain('### Agent-to-agent message');
         expect(requestSystemText(r)).not.toContain('### Chat');
-        // The sender's identity, in Tier 3 (seed D1 E14).
+        // The sender's identity, in Tier 3.
         expect(requestSystemText(r)).toMatch(new RegExp(`This message is from .+ \\(agent[^)]*, id (${alice}|${bob})\\)\\.`));
         expect(requestToolNames(r)).toEqual(expect.arrayContaining(['agent_send_message', 'agent_send_group_message', 'notify_user', 'task_create']));
         expect(requestToolNames(r)).not.toContain('file_write');

@@ -2,21 +2,18 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { AgentConfigSchema } from '../../activities/store/agents';
 import { grantedPermissions, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { submitTurn, toolTurn } from '../support/harness';
 import { unofferedToolNames, parameterNames } from '../support/tool-mentions';
-import { bodyText, lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { bodyText, lastToolResults, useScriptedHarness } from './task-support';
 
 /**
- * Seed D2's permission flags, enforced where tools are chosen and where they run: an agent without the
+ * The permission flags, enforced where tools are chosen and where they run: an agent without the
  * `shell` and `manageTasks` permissions is not sent `shell_execute` or `task_create` (tool definitions,
  * system prompt, user prompts), and a forged call to `shell_execute` is refused by the ledger without
  * running. Real Temporal, real PostgreSQL, the fake provider.
  */
 describe('agent permissions', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
-  afterAll(async () => h.close());
+  const { h, agents } = useScriptedHarness();
 
   const toolNames = (body: Record<string, unknown>): string[] => ((body.tools ?? []) as Array<{ name: string }>).map((t) => t.name).sort();
 

@@ -3,7 +3,7 @@ import type { AgentDefinition } from '../../activities/store/agents';
 import { appendMessage, ensureSession } from '../../activities/store/sessions';
 import { assistantMessageKey, executeToolCall } from '../../activities/tools/execute';
 import { toolsForScenario } from '../../activities/tools/registry';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 
 /**
  * "The folder seeds an agent once; later edits win unless forced": a re-upsert (what `npm start` and
@@ -12,11 +12,7 @@ import { createHarness, type Harness } from '../support/harness';
  * files are current.
  */
 describe('re-upserting an agent keeps its self-edits', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness();
 
   async function selfEdit(agentId: string, input: Record<string, unknown>): Promise<void> {
     const db = h.db.db;

@@ -3,18 +3,13 @@ import { saveObservation } from '../../activities/memory/store';
 import type { RecordedRequest } from '../fake-llm';
 import type { ConsolidationWorkflowResult } from '../../workflows/contract';
 import { DREAM_MAX_ENTRIES } from '../../workflows/rules/memory-limits';
-import { createHarness, textTurn, type Harness } from '../support/harness';
+import { useHarness, textTurn } from '../support/harness';
 
 const REPORT = 'Today I finished the login fix and reviewed two pull requests. Nothing blocks me. Next I will start the billing export.';
 
 /** memoryConsolidationWorkflow: daily report, then the dream's plan validated and applied (or not). */
 describe('memory consolidation', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   const isDream = (r: RecordedRequest) => JSON.stringify(r.body).includes('[MEMORY CONSOLIDATION — Dream Cycle]');

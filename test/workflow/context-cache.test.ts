@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { editKnowledge, saveObservation, upsertNotebookEntry } from '../../activities/memory/store';
 import type { RecordedRequest, ScriptedResponse, ScriptedUsage } from '../fake-llm';
-import { createHarness, submitTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn } from '../support/harness';
 
 /** The fake server's stand-in for a token: 4 characters of the request's JSON. */
 const CHARS_PER_TOKEN = 4;
@@ -67,12 +67,7 @@ const tools = (r: RecordedRequest) => r.body.tools as ToolDef[];
 const messages = (r: RecordedRequest) => r.body.messages as Message[];
 
 describe('prompt caching in a task loop against the fake Anthropic server', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   test('curated knowledge (≤ 8,000 chars) reaches Tier 2 and the notebook Tier 3; observations never reach the prompt', async () => {

@@ -1,7 +1,7 @@
 import { listNotebook, saveObservation } from '../../activities/memory';
 import { usageTotals } from '../../activities/llm/usage';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 
 const CHEAP_MODEL = 'claude-haiku-5-5';
 const MAIN_MODEL = 'claude-sonnet-5-5';
@@ -11,12 +11,7 @@ const systemText = (r: RecordedRequest) => (r.body.system as Array<{ text: strin
 const APPRAISAL = 'SITUATION: add a currency column to invoices\nAPPROACH: read the schema first\nRISKS: long locks on a big table\nSEARCH: invoices backfill | currency';
 
 describe('cognitive preparation before the first main call (seed D1 tier 1)', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   const events = async (taskId: string, type: string) =>

@@ -1,5 +1,5 @@
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 
 const CHEAP_MODEL = 'claude-haiku-5-5';
 /** Tool iterations before the agent submits: 2 messages each, so the session passes 60 messages at 30. */
@@ -9,12 +9,7 @@ type Message = { role: string; content: Array<{ type: string; text?: string }> }
 const firstSummary = (r: RecordedRequest) => (r.body.messages as Message[]).find((m) => m.content[0]?.text?.startsWith('[Conversation history summary'));
 
 describe('stage-1 summaries are cached per folded prefix (seed D1 C3 with our cost fix)', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
 
   test('a long task loop pays one summariser call per 20 new messages, and the summary is byte-identical in between', async () => {
     let summaries = 0;

@@ -3,7 +3,7 @@ import type { ScriptedResponse } from '../fake-llm';
 import { dailyReportTitle } from '../../activities/memory/daily-report';
 import { localDay } from '../../activities/memory';
 import type { HeartbeatWorkflowResult } from '../../workflows/contract';
-import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, textTurn, toolTurn } from '../support/harness';
 import { bodyText } from './task-support';
 
 /** An `Etc/GMT…` zone whose local hour now satisfies `wanted` (offsets −12…+14 cover every hour). */
@@ -16,17 +16,16 @@ function zoneWhereHourIs(wanted: (hour: number) => boolean): string {
 }
 
 /**
- * The manager's daily report (seed D1 A17), on the real Temporal server and PostgreSQL with the fake
+ * The manager's daily report, on the real Temporal server and PostgreSQL with the fake
  * provider: after 20:00 in its timezone a manager's heartbeat asks for today's report, listing today's
  * tasks; the report sent with notify_user is stored, and the next check-in is idle again. Workers and
  * managers before 20:00 are not asked.
  */
 describe('manager daily report', () => {
-  let h: Harness;
+  const h = useHarness();
   const turns: ScriptedResponse[] = [];
   const prompts: string[] = [];
   beforeAll(async () => {
-    h = await createHarness();
     h.llm.setResponder((request) => {
       const text = bodyText(request);
       if (text.includes('[HEARTBEAT CHECK-IN]')) {
@@ -37,7 +36,6 @@ describe('manager daily report', () => {
     });
     await h.startWorker();
   });
-  afterAll(async () => h.close());
 
   const heartbeat = (agentId: string, force: boolean): Promise<HeartbeatWorkflowResult> =>
     h.temporal.workflow.execute('heartbeatWorkflow', { workflowId: `hb-${agentId}-${randomUUID().slice(0, 8)}`, taskQueue: h.taskQueue, args: [{ agentId, force }] });

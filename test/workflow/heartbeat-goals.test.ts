@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ScriptedResponse } from '../fake-llm';
 import type { HeartbeatWorkflowResult } from '../../workflows/contract';
-import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, textTurn, toolTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
 import { bodyText, lastToolResults } from './task-support';
 
@@ -11,11 +11,10 @@ import { bodyText, lastToolResults } from './task-support';
  * iteration; an idle check-in afterwards costs no LLM call at all.
  */
 describe('heartbeat goals', () => {
-  let h: Harness;
+  const h = useHarness();
   const heartbeatTurns: ScriptedResponse[] = [];
   const heartbeatRequests: string[] = [];
   beforeAll(async () => {
-    h = await createHarness();
     h.llm.setResponder((request) => {
       const text = bodyText(request);
       // A colleague answering a heartbeat's message has nothing to add.
@@ -28,7 +27,6 @@ describe('heartbeat goals', () => {
     });
     await h.startWorker();
   });
-  afterAll(async () => h.close());
 
   const heartbeat = (agentId: string, force: boolean): Promise<HeartbeatWorkflowResult> =>
     h.temporal.workflow.execute('heartbeatWorkflow', { workflowId: `hb-${agentId}-${randomUUID().slice(0, 8)}`, taskQueue: h.taskQueue, args: [{ agentId, force }] });

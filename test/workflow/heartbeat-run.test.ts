@@ -3,16 +3,11 @@ import type { RecordedRequest } from '../fake-llm';
 import type { HeartbeatWorkflowInput, HeartbeatWorkflowResult } from '../../workflows/contract';
 import { HEARTBEAT_MAX_TOOL_ITERATIONS } from '../../workflows/rules/harness';
 import { HEARTBEAT_TOOL_WHITELIST } from '../../workflows/rules/heartbeat-rules';
-import { createHarness, textTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, textTurn, toolTurn } from '../support/harness';
 
 /** heartbeatWorkflow started directly (the schedule test covers starting it from a Schedule). */
 describe('heartbeat workflow', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   async function heartbeat(agentId: string, input: Partial<HeartbeatWorkflowInput> = {}): Promise<HeartbeatWorkflowResult> {

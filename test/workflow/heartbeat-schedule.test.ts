@@ -2,31 +2,21 @@ import { runScheduleCommand } from '../../client/schedule-commands';
 import { AgentSchedules } from '../../client/schedules';
 import { AgentIdSearchAttribute, type HeartbeatWorkflowResult } from '../../workflows/contract';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS } from '../../workflows/rules/heartbeat-rules';
-import { createHarness, textTurn, type Harness } from '../support/harness';
-
-async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+import { useHarness, textTurn } from '../support/harness';
+import { eventually } from '../support/eventually';
 
 /** The per-agent Temporal Schedules, against the real dev server. */
 describe('agent schedules', () => {
-  let h: Harness;
+  const h = useHarness({
+    worker: true,
+    beforeClose: async () => {
+      for (const [kind, agentId] of created) await schedules.delete(kind, agentId);
+    },
+  });
   let schedules: AgentSchedules;
   const created: Array<['heartbeat' | 'consolidation', string]> = [];
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     schedules = new AgentSchedules(h.temporal, { taskQueue: h.taskQueue });
-  });
-  afterAll(async () => {
-    for (const [kind, agentId] of created) await schedules.delete(kind, agentId);
-    await h.close();
   });
 
   test('heartbeat schedule: created, paused, triggered now, its run tagged with AgentId, resumed, re-timed, deleted', async () => {

@@ -2,7 +2,7 @@ import { BUDGET_EXCEEDED_REASON, BUDGET_THRESHOLD_PERCENTS } from '../../activit
 import { lookupModel } from '../../activities/llm/catalog';
 import { usageTotals } from '../../activities/llm/usage';
 import type { ScriptedResponse } from '../fake-llm';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 
 const MODEL = 'claude-sonnet-5-5';
 /** Usage that costs exactly $0.40 on Sonnet 5.5 ($2 / $10 per million): 190K in, 2K out. */
@@ -16,12 +16,7 @@ const expensiveToolTurn = (n: number): ScriptedResponse => ({
 });
 
 describe('budget guard, thresholds and usage accounting (seed D2 §5, G23, G24)', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   const events = async (taskId: string, type: string) =>

@@ -1,11 +1,10 @@
 import { CIRCUIT_OPEN_AFTER_FAILURES } from '../../activities/llm/circuit-breaker';
 import type { ProviderConfig } from '../../activities/llm/types';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 
 describe('circuit breaker and fallback across providers (seed D1 F7, F9)', () => {
-  let h: Harness;
+  const h = useHarness();
   beforeAll(async () => {
-    h = await createHarness();
     // Both providers on the same fake server: Anthropic first, OpenAI as the fallback of every tier.
     const providers: ProviderConfig[] = [
       { name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url },
@@ -13,7 +12,6 @@ describe('circuit breaker and fallback across providers (seed D1 F7, F9)', () =>
     ];
     await h.startWorker(providers);
   });
-  afterAll(async () => h.close());
 
   test('a primary failing twice trips its breaker: each failure falls back at once, and the next call goes straight to the fallback', async () => {
     expect(CIRCUIT_OPEN_AFTER_FAILURES).toBe(2);

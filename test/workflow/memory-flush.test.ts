@@ -3,24 +3,21 @@ import path from 'node:path';
 import { compactionIsNear, MEMORY_FLUSH_LEAD_MESSAGES, MEMORY_FLUSH_MESSAGE_KEY } from '../../activities/memory/flush';
 import { STAGE1_TRIGGER_MESSAGES, SUMMARY_MESSAGE_PREFIX } from '../../activities/context/limits';
 import { MEMORY_FLUSH_MIN_MESSAGES } from '../../workflows/rules/memory-limits';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
-import { bodyText, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { submitTurn, toolTurn } from '../support/harness';
+import { bodyText, useScriptedHarness } from './task-support';
 
 const FLUSH_MARKER = '[MEMORY FLUSH — System Request]';
 
 /**
- * Memory flush before compaction (seed D1 A18/E18), on the real Temporal server and PostgreSQL with
+ * Memory flush before compaction, on the real Temporal server and PostgreSQL with
  * the fake provider: a long task is asked once, before compression folds any message, to save what
  * matters; its memory_save lands in memory; the request is never repeated.
  */
 describe('memory flush before compaction', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => {
-    ({ h, agents } = await startScriptedHarness());
+  const { h, agents } = useScriptedHarness();
+  beforeAll(() => {
     writeFileSync(path.join(h.workspaceDir, 'notes.txt'), 'the build needs node 24');
   });
-  afterAll(async () => h.close());
 
   test('a long task is asked once to save memory, before any message is folded, and saves it', async () => {
     const agentId = await h.createAgent();

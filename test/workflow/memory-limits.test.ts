@@ -15,18 +15,14 @@ import {
   NOTEBOOK_MAX_CHARS_PER_ENTRY,
   OBSERVATIONS_MAX,
 } from '../../workflows/rules/memory-limits';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 
 /**
  * Every memory limit, enforced by the real tools through the real tool ledger (`executeToolCall`)
  * against the real database: the call is written as an assistant message, as the LLM step would.
  */
 describe('memory limits', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness();
 
   let turn = 0;
   /** Writes the call as the LLM step would (an assistant message), then runs it through the ledger. */

@@ -4,18 +4,14 @@ import { identityContentHash } from '../../activities/store/agents';
 import { appendMessage, ensureSession } from '../../activities/store/sessions';
 import { assistantMessageKey, executeToolCall } from '../../activities/tools/execute';
 import { toolsForScenario } from '../../activities/tools/registry';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 
 /**
- * Seed D2's self-editing rules, each fed a call it must refuse, then checked for the harmful side
+ * The self-editing rules, each fed a call it must refuse, then checked for the harmful side
  * effect not having happened (the agent row and its content hash unchanged, no audit row).
  */
 describe('edit_agent_file', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness();
 
   let turn = 0;
   async function edit(agentId: string, input: Record<string, unknown>, runId = `run-${randomUUID()}`): Promise<{ text: string; isError: boolean }> {

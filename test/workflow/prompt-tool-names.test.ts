@@ -22,7 +22,7 @@ import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
 import { agentMessageText, CONVERSATION_APPROVAL_REFUSAL, taskCommentText } from '../../workflows/rules/conversation';
 import { groupPrompt } from '../../workflows/rules/group';
 import { LOOP_WARNING_TEXT } from '../../workflows/rules/loop-detector';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { DATA_ID_PREFIXES, knownToolNames, NON_TOOL_WORDS, parameterNames, unofferedToolNames } from '../support/tool-mentions';
 
 /**
@@ -33,11 +33,10 @@ import { DATA_ID_PREFIXES, knownToolNames, NON_TOOL_WORDS, parameterNames, unoff
  * any prompt fails here.
  */
 describe('tool names in prompts', () => {
-  let h: Harness;
+  const h = useHarness();
   let agentId: string;
   let taskId: string;
   beforeAll(async () => {
-    h = await createHarness();
     const db = h.db.db;
     // The agent's world from real rows (issue 12): an organisation with people and shared skills, a
     // bound skill, a colleague, an announcement and a mailbox item, so those sections render too.
@@ -75,7 +74,6 @@ describe('tool names in prompts', () => {
     await db.insertInto('memory_notebook').values({ agent_id: agentId, key: 'focus', content: 'Finish the parser first.', tag: 'agent' }).execute();
     await db.insertInto('memory_knowledge').values({ agent_id: agentId, title: 'Conventions', content: 'Tests live next to the code.' }).execute();
   });
-  afterAll(async () => h.close());
 
   /** Every optional section filled, as a future loader might fill it. */
   function everySection(inputs: PromptInputs): PromptInputs {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { TaskFailureType, type TaskWorkflowResult } from '../../workflows/contract';
 import type { RecordedRequest } from '../fake-llm';
-import { createHarness, submitTurn, textTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, textTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
 import { temporalCli } from '../support/temporal-cli';
 
@@ -15,16 +15,13 @@ const taskIdOf = (r: RecordedRequest) => TASK_PROMPT.exec(JSON.stringify(r.body)
  * starts agent work, as a Go or Python service, the Web UI or a Schedule would.
  */
 describe('any Temporal client can start a task', () => {
-  let h: Harness;
+  const h = useHarness({ worker: true });
   let agentId: string;
   beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
     agentId = await h.createAgent();
     // Every task submits at once; anything else (the post-task reflection) gets a plain answer.
     h.llm.setResponder((request) => (isTaskExecution(request) ? submitTurn(`submitted ${taskIdOf(request)}`) : textTurn('noted')));
   });
-  afterAll(async () => h.close());
 
   const start = (workflowId: string, input: Record<string, unknown>) =>
     temporalCli(['workflow', 'start', '--type', 'taskWorkflow', '--task-queue', h.taskQueue, '--workflow-id', workflowId, '--input', JSON.stringify(input)]);

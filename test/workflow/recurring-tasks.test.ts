@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RecurringTaskError, RecurringTasks } from '../../client/recurring-tasks';
 import { runRecurringTaskCommand } from '../../client/recurring-task-commands';
-import { createHarness, submitTurn, textTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, textTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
 import { offersTools } from './task-support';
 
@@ -11,21 +11,20 @@ import { offersTools } from './task-support';
  * ids), each run by the agent; list, pause, resume and delete through the CLI handler; bad input refused.
  */
 describe('recurring tasks', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      await recurring.delete(name).catch(() => undefined);
+    },
+  });
   let recurring: RecurringTasks;
   let agentId: string;
   const name = `weekly-${randomUUID().slice(0, 8)}`;
 
   beforeAll(async () => {
-    h = await createHarness();
     recurring = new RecurringTasks(h.temporal, h.db.db, { taskQueue: h.taskQueue });
     agentId = await h.createAgent();
     h.llm.setResponder((request) => (offersTools(request) ? submitTurn('weekly report written') : textTurn('Nothing to add.')));
     await h.startWorker();
-  });
-  afterAll(async () => {
-    await recurring.delete(name).catch(() => undefined);
-    await h.close();
   });
 
   const tasksOfSchedule = () =>

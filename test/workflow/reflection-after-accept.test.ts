@@ -2,18 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { RecordedRequest } from '../fake-llm';
 import { reflectionWorkflowId, type ReflectionWorkflowResult } from '../../workflows/contract';
 import { REFLECTION_MAX_PER_DAY } from '../../workflows/rules/memory-limits';
-import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, textTurn, toolTurn } from '../support/harness';
 
 const MEMORY_TOOLS = ['clear_notebook', 'clear_working_memory', 'memory_delete', 'memory_list', 'memory_save', 'memory_search', 'memory_search_longterm', 'memory_update', 'memory_update_longterm', 'update_notebook', 'update_working_memory'];
 
 /** postTaskReflectionWorkflow, id `reflection-{taskId}`: the agent reflects on an accepted task. */
 describe('post-task reflection', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   const bodyText = (r: RecordedRequest) => JSON.stringify(r.body);

@@ -6,7 +6,7 @@ import { loadPromptInputs } from '../../activities/step/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { loadActivations } from '../../activities/store/skills';
 import { discoverableTools, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { parameterNames, unofferedToolNames } from '../support/tool-mentions';
 import { lastToolResults, ScriptedAgents } from './task-support';
 import type { RecordedRequest } from '../fake-llm';
@@ -21,7 +21,7 @@ import type { RecordedRequest } from '../fake-llm';
  * and across the task's sessions). Real Temporal, real PostgreSQL, the fake provider.
  */
 describe('skills and the prompt world', () => {
-  let h: Harness;
+  const h = useHarness();
   let agents: ScriptedAgents;
   let root: string;
   const system = (r: RecordedRequest): string => (r.body.system as Array<{ text: string }>).map((s) => s.text).join('\n\n');
@@ -35,12 +35,10 @@ describe('skills and the prompt world', () => {
   const skill = (name: string, category: string, description: string, body: string) => `---\nname: ${name}\ndescription: ${description}\ncategory: ${category}\n---\n${body}\n`;
 
   beforeAll(async () => {
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
     await h.startWorker();
     root = mkdtempSync(path.join(os.tmpdir(), 'da-skills-'));
   });
-  afterAll(async () => h.close());
 
   test('a real run shows the organisation, colleagues, skills, announcements and attention; discover_tools activates a skill and a tool', async () => {
     const suffix = path.basename(root).replace(/[^a-z0-9]/gi, '').toLowerCase();
@@ -90,7 +88,7 @@ describe('skills and the prompt world', () => {
     await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
     const [first, second, third] = agents.requests(taskId);
 
-    // Step 1: the world from the database, in the tiers the seed puts it.
+    // Step 1: the world from the database, in the tiers the design puts it.
     const t2 = tier(first!, 1);
     const t3 = tier(first!, 2);
     expect(tier(first!, 0)).toContain('# Capabilities\nSQL, Python, CSV wrangling');
@@ -183,7 +181,7 @@ describe('skills and the prompt world', () => {
     expect(result!.text).toContain('(not permitted)');
     expect(toolNames(agents.requests(taskId)[1]!)).not.toContain('goal_create');
 
-    // D2 seg 8, scope context: a subtask's prompt carries its parent task as the scope of its work.
+    // Scope context: a subtask's prompt carries its parent task as the scope of its work.
     const parentId = `parent-${taskId}`;
     await h.db.db.insertInto('tasks').values({ id: parentId, agent_id: restricted, title: 'Ship the importer', description: 'The importer loads every hospital export by Friday.', state: 'in_progress' }).execute();
     await h.db.db.insertInto('tasks').values({ id: `child-${taskId}`, agent_id: restricted, title: 'Write the loader', description: 'loader', state: 'in_progress', parent_task_id: parentId }).execute();

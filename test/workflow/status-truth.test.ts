@@ -1,19 +1,18 @@
 import { pauseSignal } from '../../workflows/contract';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 
 /** The status says what is true now, while things change: a blocked task names its dependencies' current states. */
 describe('status while things change', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      h.llm.setResponder(undefined);
+    },
+  });
   beforeAll(async () => {
-    h = await createHarness();
     // Every LLM call hangs: a started task stays in progress until it is paused.
     h.llm.setResponder(() => ({ kind: 'hang' }));
     await h.startWorker();
-  });
-  afterAll(async () => {
-    h.llm.setResponder(undefined);
-    await h.close();
   });
 
   test("a blocked task's lastError follows its dependency's state at once (not at the 15-minute recheck)", async () => {

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { applyStreamEvent, emptyTranscript, tailStream, transcriptText, type StreamEvent } from '../../client/streams';
 import { agentWorkflowId, ConversationClient, type ChatEvent } from '../../client/chat';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { killWorkerProcess, spawnWorkerProcess } from '../support/spawn-worker';
 
 
@@ -12,10 +12,13 @@ const CHUNK_DELAY_MS = 40;
 const DELTAS_BEFORE_KILL = 3;
 
 describe('a worker SIGKILLed while an LLM call streams', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      for (const w of workers) await killWorkerProcess(w);
+    },
+  });
   const workers: ChildProcess[] = [];
   beforeAll(async () => {
-    h = await createHarness();
     // A chat gets the answer as plain text; a task gets it with its submission.
     h.llm.setResponder((r) => ({
       kind: 'message',
@@ -26,10 +29,6 @@ describe('a worker SIGKILLed while an LLM call streams', () => {
       usage: { inputTokens: 100, outputTokens: 80 },
       chunkDelayMs: CHUNK_DELAY_MS,
     }));
-  });
-  afterAll(async () => {
-    for (const w of workers) await killWorkerProcess(w);
-    await h.close();
   });
 
   test('the follower gets a rewind for the cut-off text, resumes from its last sequence number, and the transcript holds the answer once', async () => {

@@ -35,7 +35,7 @@ describe('run streams in PostgreSQL', () => {
     const follow = (async () => {
       for await (const e of tailStream({ db: h.db, connectionString: h.url }, streamId, { afterSeq: 1, pollIntervalMs: NO_POLL_MS })) seen.push(e);
     })();
-    await waitFor(() => seen.length === 2);
+    await eventually(() => seen.length === 2, 'two events seen', 10_000);
     const writtenAt = Date.now();
     await appendStreamEvents(h.db, { streamId }, [{ kind: 'delta', stepKey: 's/1', text: 'd' }, { kind: 'end', data: {} }]);
     await follow;
@@ -50,7 +50,7 @@ describe('run streams in PostgreSQL', () => {
       for await (const e of tailStream({ db: h.db, connectionString: h.url }, streamId, { pollIntervalMs: NO_POLL_MS })) seen.push(e.text ?? e.kind);
     })();
     await appendStreamEvents(h.db, { streamId }, [{ kind: 'delta', stepKey: 's/1', text: 'before' }]);
-    await waitFor(() => seen.length === 1);
+    await eventually(() => seen.length === 1, 'one event seen', 10_000);
     const killed = await sql<{ n: number }>`
       select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where query ilike 'LISTEN agent_progress%' and pid <> pg_backend_pid()`.execute(h.db);
     expect(killed.rows[0]!.n).toBeGreaterThan(0);
@@ -99,7 +99,3 @@ describe('run streams in PostgreSQL', () => {
     expect(next).toBe(2);
   });
 });
-
-async function waitFor(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
-  await eventually(() => predicate(), 'the condition', timeoutMs);
-}

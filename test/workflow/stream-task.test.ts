@@ -1,17 +1,12 @@
 import { readTranscript, tailStream, transcriptText, type StreamEvent } from '../../client/streams';
 import { appendStreamEvents, readStreamEvents } from '../../activities/streams/store';
 import { ensureStreamPruneSchedule, streamPruneScheduleId } from '../../worker/stream-prune-schedule';
-import { createHarness, type Harness } from '../support/harness';
+import { createHarness, useHarness, type Harness } from '../support/harness';
 
 const ANSWER = 'Streaming works: every delta is numbered, stored and announced, in order.';
 
 describe.each(['anthropic', 'openai'] as const)('a task’s live stream on %s', (provider) => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness({ provider });
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true, provider });
 
   test('a follower sees step-start, the text deltas in order and step-end, under the task’s stream id', async () => {
     h.llm.enqueue({

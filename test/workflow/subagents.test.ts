@@ -5,7 +5,7 @@ import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { pauseSignal, resumeSignal, roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import { subagentWorkflowId } from '../../workflows/subagent-contract';
 import { SUBAGENT_MAX_PARALLEL } from '../../workflows/rules/subagents';
-import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
+import { createHarness, useHarness, submitTurn, textTurn, toolTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
 import { BudgetDecisionRejectedError } from '../../client';
 import { lastToolResults, offersTools } from './task-support';
@@ -27,7 +27,7 @@ type Script = (index: number, request: RecordedRequest) => ScriptedResponse;
  * the task's budget until a human raises it or stops it.
  */
 describe('sub-agents', () => {
-  let h: Harness;
+  const h = useHarness();
   const parents = new Map<string, Script>();
   const children = new Map<string, Script>();
   const seen = new Map<string, RecordedRequest[]>();
@@ -47,11 +47,9 @@ describe('sub-agents', () => {
   };
 
   beforeAll(async () => {
-    h = await createHarness();
     h.llm.setResponder(route);
     await h.startWorker();
   });
-  afterAll(async () => h.close());
 
   const requestsOf = (key: string): RecordedRequest[] => seen.get(key) ?? [];
 

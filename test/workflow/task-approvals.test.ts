@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
-import { lastToolResults, startScriptedHarness, type ScriptedAgents, updateRejection } from './task-support';
+import { submitTurn, toolTurn } from '../support/harness';
+import { lastToolResults, useScriptedHarness, updateRejection } from './task-support';
 
 /**
  * Human-in-the-loop approvals through the workflow: a risky tool call records an approval request,
@@ -9,10 +9,7 @@ import { lastToolResults, startScriptedHarness, type ScriptedAgents, updateRejec
  * `decideApproval` update; the model gets the outcome (with the approver's words) as the tool result.
  */
 describe('approvals', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
-  afterAll(async () => h.close());
+  const { h, agents } = useScriptedHarness();
 
   const approvalRow = (id: string) => h.db.db.selectFrom('approvals').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 

@@ -2,16 +2,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { commentSignal, UnknownAgentError } from '../../client';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
 
 describe('bad input gets a clear error and loses nothing', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   test('a task for an unknown agent is refused before any workflow runs', async () => {

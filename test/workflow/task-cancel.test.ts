@@ -1,19 +1,16 @@
 import { pauseSignal } from '../../workflows/contract';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
-import { startScriptedHarness, type ScriptedAgents, waitFor } from './task-support';
+import { submitTurn, toolTurn } from '../support/harness';
+import { useScriptedHarness } from './task-support';
+import { eventually } from '../support/eventually';
 
 describe('cancellation', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
-  afterAll(async () => h.close());
+  const { h, agents } = useScriptedHarness();
 
   test('handle.cancel() during a streaming LLM call stops the stream and leaves the task cancelled within 5 s', async () => {
     h.llm.enqueue({ kind: 'hang' });
     const agentId = await h.createAgent();
     const { taskId, handle } = await h.client.startTask({ agentId, title: 'Long think', description: 'never finishes' });
-    const deadline = Date.now() + 20_000;
-    while (h.llm.requests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => h.llm.requests.length > 0, 'the LLM call to start', 20_000);
     expect(h.llm.requests).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 500));
 
@@ -21,12 +18,7 @@ describe('cancellation', () => {
     await handle.cancel();
     await h.llm.waitForAbortedRequests(1, 5_000);
     const streamStoppedMs = Date.now() - cancelledAt;
-    for (;;) {
-      const row = await h.client.getTaskRow(taskId);
-      if (row.state === 'cancelled') break;
-      if (Date.now() - cancelledAt > 5_000) throw new Error(`task still ${row.state} 5 s after cancel`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(async () => (await h.client.getTaskRow(taskId)).state === 'cancelled', 'the task row to say cancelled', Math.max(0, cancelledAt + 5_000 - Date.now()), 50);
     const cancelledMs = Date.now() - cancelledAt;
     expect(streamStoppedMs).toBeLessThan(5_000);
     expect(cancelledMs).toBeLessThan(5_000);
@@ -42,7 +34,7 @@ describe('cancellation', () => {
     const handle = h.client.handle(taskId);
     const cancelledAt = Date.now();
     await handle.cancel();
-    await waitFor('the task to be cancelled', async () => ((await h.client.getTaskRow(taskId)).state === 'cancelled') || undefined, 5_000);
+    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'cancelled') || undefined, 'the task to be cancelled', 5_000);
     await expect(handle.result()).rejects.toThrow(/cancel/i);
     const elapsed = Date.now() - cancelledAt;
     const description = await handle.describe();

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { TaskAdmin, TaskAdminError } from '../../client/task-admin';
 import { runTaskAdminCommand } from '../../client/task-admin-commands';
-import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, textTurn, toolTurn } from '../support/harness';
 import { parameterNames, unofferedToolNames } from '../support/tool-mentions';
 import { toolsForScenario } from '../../activities/tools/registry';
-import { bodyText, isReflection, lastToolResults, offersTools, waitFor } from './task-support';
+import { bodyText, isReflection, lastToolResults, offersTools } from './task-support';
+import { eventually } from '../support/eventually';
 
 /**
  * Agents that delegate, on the real Temporal server and PostgreSQL with the fake provider: a lead
@@ -14,7 +15,7 @@ import { bodyText, isReflection, lastToolResults, offersTools, waitFor } from '.
  * agent-created tasks, bad input (unknown assignee, dependency cycle) and the notification inbox.
  */
 describe('task delegation', () => {
-  let h: Harness;
+  const h = useHarness();
   let admin: TaskAdmin;
   let lead: string;
   let worker: string;
@@ -33,7 +34,6 @@ describe('task delegation', () => {
   };
 
   beforeAll(async () => {
-    h = await createHarness();
     admin = new TaskAdmin(h.temporal, h.db.db, { taskQueue: h.taskQueue });
     lead = await h.createAgent();
     worker = await h.createAgent();
@@ -58,7 +58,6 @@ describe('task delegation', () => {
     });
     await h.startWorker();
   });
-  afterAll(async () => h.close());
 
   /** The lead's plan: Design, then Build after Design, then Test after Build. */
   function planScript(prefix: string) {
@@ -79,10 +78,10 @@ describe('task delegation', () => {
   }
 
   async function subtasksOf(parentId: string, count = 3) {
-    return waitFor(`${count} subtasks of ${parentId}`, async () => {
+    return eventually(async () => {
       const rows = await h.db.db.selectFrom('tasks').selectAll().where('parent_task_id', '=', parentId).orderBy('created_at').execute();
       return rows.length === count ? rows : undefined;
-    });
+    }, `${count} subtasks of ${parentId}`);
   }
 
   const stateOf = async (taskId: string) => (await h.db.db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirstOrThrow()).state;
@@ -146,8 +145,8 @@ describe('task delegation', () => {
 
     await admin.cancel(parent);
     for (const id of [parent, ...subtasks.map((s) => s.id)]) {
-      await waitFor(`task ${id} cancelled`, async () => ((await stateOf(id)) === 'cancelled' ? true : undefined));
-      await waitFor(`workflow task-${id} closed`, async () => ((await h.client.handle(id).describe()).status.name === 'RUNNING' ? undefined : true));
+      await eventually(async () => ((await stateOf(id)) === 'cancelled' ? true : undefined), `task ${id} cancelled`);
+      await eventually(async () => ((await h.client.handle(id).describe()).status.name === 'RUNNING' ? undefined : true), `workflow task-${id} closed`);
     }
     await expect(admin.cancel(parent)).rejects.toThrow(/is cancelled: a finished task cannot be cancelled/);
   });
@@ -219,7 +218,7 @@ describe('task delegation', () => {
     const report = await admin.createTask({ agentId: worker, title: 'Report on the data', dependsOn: [fetch.taskId] });
     expect(await h.client.result(fetch.taskId)).toMatchObject({ state: 'failed' });
     // A dead dependency does not release its dependant: it stays blocked and says why.
-    await waitFor('the dependant to see the failure', async () => ((await h.client.getStatus(report.taskId)).lastError?.includes('(failed)') ? true : undefined));
+    await eventually(async () => ((await h.client.getStatus(report.taskId)).lastError?.includes('(failed)') ? true : undefined), 'the dependant to see the failure');
     expect(await stateOf(report.taskId)).toBe('blocked');
     await expect(admin.rerun(fetch.taskId)).rejects.toThrow(`cannot rerun task ${fetch.taskId}: it is failed; rerun applies to completed, cancelled tasks`);
 
@@ -239,7 +238,7 @@ describe('task delegation', () => {
     await h.waitForStatus(fetch.taskId, (s) => s.state === 'completed');
     expect((await admin.rerun(fetch.taskId)).round).toBe(3);
     await h.waitForStatus(fetch.taskId, (s) => s.state === 'review' && s.round === 3);
-    await waitFor('the row to say review', async () => ((await stateOf(fetch.taskId)) === 'review' ? true : undefined));
+    await eventually(async () => ((await stateOf(fetch.taskId)) === 'review' ? true : undefined), 'the row to say review');
     await expect(admin.archive(fetch.taskId)).rejects.toThrow(/it is review; archive applies to completed, failed, rejected, cancelled tasks/);
     const events = (await h.client.events(fetch.taskId)).map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(['retry-requested', 'rerun-requested']));

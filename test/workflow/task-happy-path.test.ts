@@ -1,14 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
+import { eventually } from '../support/eventually';
 
 describe.each(['anthropic', 'openai'] as const)('a task on %s through the real SDK and the fake server', (provider) => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness({ provider });
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true, provider });
 
   test('runs the tool loop as a workflow and ends in review with messages, usage and the file kept', async () => {
     h.llm.enqueue(
@@ -42,11 +38,10 @@ describe.each(['anthropic', 'openai'] as const)('a task on %s through the real S
     expect(ledger.map((l) => l.tool).sort()).toEqual(['file_read', 'file_write', 'task_submit_review']);
     expect(ledger.every((l) => l.status === 'completed' && l.executions === 1)).toBe(true);
     // The stored row follows the workflow's state through an activity: poll briefly.
-    let row = await h.client.getTaskRow(taskId);
-    for (let i = 0; row.state !== 'review' && i < 50; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      row = await h.client.getTaskRow(taskId);
-    }
+    const row = await eventually(async () => {
+      const current = await h.client.getTaskRow(taskId);
+      return current.state === 'review' && current;
+    }, 'the task row to say review', 5_000);
     expect(row.state).toBe('review');
   });
 

@@ -10,18 +10,15 @@ import {
   TOOL_RESULT_PREVIEW_CHARS,
 } from '../../workflows/rules/harness';
 import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
-import { submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
-import { lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { submitTurn, textTurn, toolTurn } from '../support/harness';
+import { lastToolResults, useScriptedHarness } from './task-support';
 
-/** The task harness rules of seed D1, observed in what the fake LLM server received. */
+/** The task harness rules, observed in what the fake LLM server received. */
 describe('task harness rules', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => {
-    ({ h, agents } = await startScriptedHarness());
+  const { h, agents } = useScriptedHarness();
+  beforeAll(() => {
     writeFileSync(path.join(h.workspaceDir, 'readme.txt'), 'a small file');
   });
-  afterAll(async () => h.close());
 
   const injections = async (taskId: string, round = 1): Promise<string[]> => {
     const rows = await h.db.db.selectFrom('messages').select('content').where('session_id', '=', `task_${taskId}_r${round}`).where('kind', '=', 'injection').orderBy('id').execute();
@@ -53,7 +50,7 @@ describe('task harness rules', () => {
     expect(injected.map((t) => t.slice(0, 60))).toEqual([
       `[SYSTEM REMINDER — Task ${taskId}] You have used 10 tool iterations`.slice(0, 60),
       `[SYSTEM REMINDER — Task ${taskId}] You have used 20 tool iterations`.slice(0, 60),
-      // The session passed 50 messages: the agent is asked once to save memory before compaction (seed D1 A18).
+      // The session passed 50 messages: the agent is asked once to save memory before compaction.
       MEMORY_FLUSH_PROMPT.slice(0, 60),
       `[SYSTEM REMINDER — Task ${taskId}] You have used 30 tool iterations`.slice(0, 60),
       '[REFLECTION CHECKPOINT] 30 tool iterations so far. Pause and'.slice(0, 60),

@@ -1,6 +1,6 @@
 import { reflectionWorkflowId, roundWorkflowId, statusQuery, taskWorkflowId, type ReflectionWorkflowResult } from '../../workflows/contract';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
-import { activitySummaries, toolCallSummaries, bodyText, currentDetails, historiesOfAllRuns, isReflection, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { submitTurn, toolTurn } from '../support/harness';
+import { activitySummaries, toolCallSummaries, bodyText, currentDetails, historiesOfAllRuns, isReflection, useScriptedHarness } from './task-support';
 
 /**
  * The task lifecycle on the real Temporal server and PostgreSQL: a revision round with a fresh session,
@@ -8,10 +8,7 @@ import { activitySummaries, toolCallSummaries, bodyText, currentDetails, histori
  * attributes, activity summaries, current details).
  */
 describe('task lifecycle', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
-  afterAll(async () => h.close());
+  const { h, agents } = useScriptedHarness();
 
   test('revise opens round 2 (child task-{id}-r2, fresh session with the feedback and notes); accept completes and starts the reflection', async () => {
     const agentId = await h.createAgent();

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import { ROUND_MAX_HISTORY_EVENTS_PER_RUN } from '../../workflows/rules/harness';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
-import { historiesOfAllRuns, offersTools, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { submitTurn, toolTurn } from '../support/harness';
+import { historiesOfAllRuns, offersTools, useScriptedHarness } from './task-support';
 
 /** The history bound the issue sets for every run of a long task. */
 const MAX_EVENTS_PER_RUN = 10_000;
@@ -18,13 +18,10 @@ const ITERATIONS = 400;
  * continues as new, so no run's history comes near Temporal's limits.
  */
 describe(`a ${ITERATIONS}-iteration task`, () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => {
-    ({ h, agents } = await startScriptedHarness());
+  const { h, agents } = useScriptedHarness();
+  beforeAll(() => {
     writeFileSync(path.join(h.workspaceDir, 'readme.txt'), 'a small file');
   });
-  afterAll(async () => h.close());
 
   test(`completes with every run's history under ${MAX_EVENTS_PER_RUN} events, continuing as new`, async () => {
     const agentId = await h.createAgent();

@@ -3,7 +3,7 @@ import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from '../../workflows/patches';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { activitySummaries, historiesOfAllRuns, toolCallSummaries } from './task-support';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -18,12 +18,7 @@ function markerPatchIds(event: HistoryEvent): string[] {
 const ITERATIONS = 6;
 
 describe('what a loop iteration costs', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-    await h.startWorker();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness({ worker: true });
 
   test('one activity and one workflow task per iteration; every LLM and tool call named in history; no signals to the task workflow', async () => {
     h.llm.enqueue(

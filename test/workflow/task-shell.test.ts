@@ -3,8 +3,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { roundWorkflowId } from '../../workflows/contract';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { historiesOfAllRuns, toolCallSummaries, lastToolResults, ScriptedAgents, waitFor } from './task-support';
+import { submitTurn, toolTurn, useHarness } from '../support/harness';
+import { historiesOfAllRuns, toolCallSummaries, lastToolResults, ScriptedAgents } from './task-support';
+import { eventually } from '../support/eventually';
 
 const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
 const git = (cwd: string, ...args: string[]): string =>
@@ -17,15 +18,13 @@ const git = (cwd: string, ...args: string[]): string =>
  * running command.
  */
 describe('shell_execute through the task workflow', () => {
-  let h: Harness;
+  const h = useHarness({ worker: true });
   let agents: ScriptedAgents;
   let remote: string;
   let outside: string;
 
   beforeAll(async () => {
-    h = await createHarness();
     agents = new ScriptedAgents(h.llm);
-    await h.startWorker();
     outside = mkdtempSync(path.join(os.tmpdir(), 'da-shell-outside-'));
     remote = path.join(outside, 'remote.git');
     execFileSync('git', ['init', '-q', '--bare', '-b', 'main', remote], { env: GIT_ENV });
@@ -34,10 +33,7 @@ describe('shell_execute through the task workflow', () => {
     git(h.workspaceDir, 'remote', 'add', 'origin', remote);
     git(h.workspaceDir, 'push', '-q', 'origin', 'main');
   });
-  afterAll(async () => {
-    await h.close();
-    rmSync(outside, { recursive: true, force: true });
-  });
+  afterAll(() => rmSync(outside, { recursive: true, force: true }));
 
   const remoteMain = () => git(remote, 'rev-parse', 'main');
 
@@ -175,13 +171,13 @@ describe('shell_execute through the task workflow', () => {
     const waiting = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
     await h.client.decideApproval(taskId, { requestId: waiting.pendingApprovals[0]!.requestId, decision: 'approved', decidedBy: 'dan' });
     const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(`sleep ${SLEEP_SECONDS}`);
-    await waitFor('the command to start', () => sleeping() || undefined);
+    await eventually(() => sleeping() || undefined, 'the command to start');
 
     const cancelledAt = Date.now();
     await handle.cancel();
-    await waitFor('the command to stop', () => !sleeping() || undefined, 5_000);
+    await eventually(() => !sleeping() || undefined, 'the command to stop', 5_000);
     const stoppedMs = Date.now() - cancelledAt;
-    await waitFor('the task to be cancelled', async () => ((await h.client.getTaskRow(taskId)).state === 'cancelled') || undefined, 5_000);
+    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'cancelled') || undefined, 'the task to be cancelled', 5_000);
     const cancelledMs = Date.now() - cancelledAt;
     expect(stoppedMs).toBeLessThan(5_000);
     expect(cancelledMs).toBeLessThan(5_000);

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { defaultPayloadConverter, type WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import type { FakeLlmServer, RecordedRequest, ScriptedResponse } from '../fake-llm';
-import { createHarness, textTurn, type Harness, type HarnessOptions } from '../support/harness';
+import { eventually } from '../support/eventually';
+import { lateBound, textTurn, useHarness, type Harness, type UseHarnessOptions } from '../support/harness';
 
 /** What a script sees: the request, its text, and how many requests this task made before it. */
 export interface AgentTurn {
@@ -54,12 +55,7 @@ export class ScriptedAgents {
 
   /** Resolves once the task has made `count` tool-offering requests. */
   async waitForRequests(taskId: string, count: number, timeoutMs = 30_000): Promise<RecordedRequest[]> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.requests(taskId).length < count) {
-      if (Date.now() > deadline) throw new Error(`task ${taskId} made ${this.requests(taskId).length} requests, expected ${count}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    return this.requests(taskId);
+    return eventually(() => this.requests(taskId).length >= count && this.requests(taskId), `task ${taskId} to make ${count} requests`, timeoutMs, 25);
   }
 
   private respond(request: RecordedRequest): ScriptedResponse {
@@ -132,16 +128,6 @@ export async function currentDetails(handle: WorkflowHandle): Promise<string> {
   return metadata.currentDetails ?? '';
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** The tool results in the newest user message of an (Anthropic) request: what the model was just told. */
 export function lastToolResults(request: RecordedRequest): Array<{ text: string; isError: boolean }> {
   const messages = (request.body.messages ?? []) as Array<{ role: string; content: unknown }>;
@@ -169,10 +155,15 @@ export async function updateRejection(promise: Promise<unknown>): Promise<string
   throw new Error('the update was accepted');
 }
 
-/** A harness with a running worker and scripted agents: `beforeAll(async () => ({ h, agents } = await startScriptedHarness()))`. */
-export async function startScriptedHarness(options?: HarnessOptions): Promise<{ h: Harness; agents: ScriptedAgents }> {
-  const h = await createHarness(options);
-  const agents = new ScriptedAgents(h.llm);
-  await h.startWorker();
-  return { h, agents };
+/**
+ * `useHarness({ worker: true })` with scripted agents on its fake provider, for a whole test file:
+ * `const { h, agents } = useScriptedHarness();`.
+ */
+export function useScriptedHarness(options: UseHarnessOptions = {}): { h: Harness; agents: ScriptedAgents } {
+  const h = useHarness({ ...options, worker: true });
+  let agents: ScriptedAgents | undefined;
+  beforeAll(() => {
+    agents = new ScriptedAgents(h.llm);
+  });
+  return { h, agents: lateBound(() => agents, 'the scripted agents of useScriptedHarness()') };
 }

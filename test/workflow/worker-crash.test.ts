@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
+import { eventually } from '../support/eventually';
 
 
 /** Steps each scripted task takes before submitting: one file_write per step. */
@@ -39,16 +40,15 @@ function scriptedAgent(request: RecordedRequest): ScriptedResponse {
 }
 
 describe('a worker killed with SIGKILL mid-task', () => {
-  let h: Harness;
+  const h = useHarness({
+    beforeClose: async () => {
+      for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+    },
+  });
   const workers: ChildProcess[] = [];
 
   beforeAll(async () => {
-    h = await createHarness();
     h.llm.setResponder(scriptedAgent);
-  });
-  afterAll(async () => {
-    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
-    await h.close();
   });
 
   async function startWorkerProcess(): Promise<ChildProcess> {
@@ -102,8 +102,7 @@ describe('a worker killed with SIGKILL mid-task', () => {
     const agentId = await h.createAgent();
     const { taskId } = await h.client.startTask({ agentId, title: 'Crash once', description: 'write steps' });
     // Kill while the third LLM call is streaming.
-    const deadline = Date.now() + 30_000;
-    while (h.llm.requests.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await eventually(() => h.llm.requests.length >= 3, 'the third LLM call', 30_000, 10);
     await new Promise((r) => setTimeout(r, CHUNK_DELAY_MS * 2));
     await kill(worker);
     const requestsAtKill = h.llm.requests.length;

@@ -4,7 +4,7 @@ import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker
 import { TaskFailureType } from '../../workflows/contract';
 import { INVALID_TRANSITION_ERROR } from '../../workflows/rules/task-state';
 import { eventually } from '../support/eventually';
-import { createHarness, type Harness } from '../support/harness';
+import { useHarness } from '../support/harness';
 import { quietLogger } from '../support/quiet-logger';
 import { ScriptedAgents } from './task-support';
 
@@ -13,11 +13,7 @@ import { ScriptedAgents } from './task-support';
  * once, where any other error only fails the workflow task, which Temporal retries forever (a hang).
  */
 describe('workflow failures have stable types and never hang', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await createHarness();
-  });
-  afterAll(async () => h.close());
+  const h = useHarness();
 
   test('an invalid task transition fails the workflow with type InvalidTaskTransition; a plain Error (the control) leaves it running', async () => {
     const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./fixtures/failing-workflows'), logger: quietLogger });

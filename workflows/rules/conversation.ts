@@ -19,8 +19,8 @@ export type ConversationScenario = 'chat' | 'a2a' | 'comment_response' | 'group_
 export const CONVERSATION_SCENARIOS: readonly ConversationScenario[] = ['chat', 'a2a', 'comment_response', 'group_chat'];
 
 /**
- * Safety cap on tool iterations per run. The seed gives every message-driven scenario the chat's cap
- * (A9, A14, A15: 200; group chat runs through the same handler): a net against a runaway model, not a
+ * Safety cap on tool iterations per run. The design gives every message-driven scenario the chat's cap
+ * (200; group chat runs through the same handler): a net against a runaway model, not a
  * budget a normal answer comes near.
  */
 export const CONVERSATION_MAX_TOOL_ITERATIONS: Readonly<Record<ConversationScenario, number>> = {
@@ -32,7 +32,7 @@ export const CONVERSATION_MAX_TOOL_ITERATIONS: Readonly<Record<ConversationScena
 
 /**
  * The scenario that answers an item. A group channel decides first: whoever wrote, the answer is posted
- * to the group (the seed answers an agent's chain reply in a group with its A2A scenario; here the group
+ * to the group (the design answers an agent's chain reply in a group with its A2A scenario; here the group
  * rules already bound chains, and the model must know its answer is seen by every member). Then a task
  * comment or a mention in one, then an agent's message; everything else is a chat.
  */

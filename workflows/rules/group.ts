@@ -1,10 +1,10 @@
 /**
- * Group chat rules (seed D1 E15, B19e): who in a `group:<name>` channel receives a message, so that a
+ * Group chat rules: who in a `group:<name>` channel receives a message, so that a
  * conversation between several agents and humans converges. Pure; used by the group activities.
  *
  * - G1 nobody receives their own message.
  * - G2 a human's message goes to the agents it @mentions (kind `mention`, they answer); with no
- *   mention it goes to every member agent (kind `chat`, seed "silence by default": each answers only if
+ *   mention it goes to every member agent (kind `chat`, "silence by default": each answers only if
  *   it has something to add, `[NO_RESPONSE]` otherwise).
  * - G3 an agent's message in the group is seen by everyone in the transcript but delivered only to the
  *   agents it @mentions, and only while its depth (agent hops since the human's message) is under
@@ -21,7 +21,7 @@ export const GROUP_CHANNEL_PREFIX = 'group:';
 export const groupChannel = (name: string): string => `${GROUP_CHANNEL_PREFIX}${name}`;
 export const groupNameOf = (channel: string): string | undefined => (channel.startsWith(GROUP_CHANNEL_PREFIX) ? channel.slice(GROUP_CHANNEL_PREFIX.length) : undefined);
 
-/** Members of one group: enough for a team (seed teams are a handful of agents) and its humans. */
+/** Members of one group: enough for a team (teams are a handful of agents) and its humans. */
 export const GROUP_MAX_MEMBERS = 20;
 /**
  * Agent hops after a human's message: an agent may @mention another agent in its answer (depth 1) and
@@ -32,7 +32,7 @@ export const GROUP_MAX_AGENT_DEPTH = 2;
 export const GROUP_TURN_AGENT_MESSAGE_BUDGET = 6;
 /** Deliveries to agents per turn, so LLM runs per turn: the human's broadcast plus a few mentions. */
 export const GROUP_TURN_DELIVERY_BUDGET = 8;
-/** Recent group messages shown to an agent before the one it receives (seed: later turns get the last 5). */
+/** Recent group messages shown to an agent before the one it receives (later turns get the last 5). */
 export const GROUP_CONTEXT_MESSAGES = 5;
 /** Each context line is cut here; the full text is in the transcript. */
 export const GROUP_CONTEXT_LINE_CHARS = 300;
@@ -95,7 +95,7 @@ export function groupRecipients(input: { from: GroupMember; text: string; depth:
   return { recipients, routing };
 }
 
-/** The per-message prefix an agent receives (seed E15): channel header, targeting, roster and recent context, then the message. */
+/** The per-message prefix an agent receives: channel header, targeting, roster and recent context, then the message. */
 export function groupPrompt(input: {
   group: string;
   agentId: string;

@@ -1,27 +1,27 @@
 /**
- * The task-execution harness rules of seed D1 (D1-4, D1-8..10, E2, E6, §3.7), as pure functions and
+ * The task-execution harness rules, as pure functions and
  * named constants. The round workflow applies them; tests pin them.
  */
 
-/** Inject `[SYSTEM REMINDER]` to call task_submit_review every this many tool iterations (D1-8). */
+/** Inject `[SYSTEM REMINDER]` to call task_submit_review every this many tool iterations. */
 export const TASK_REMINDER_EVERY_TOOL_ITERATIONS = 10;
-/** Inject `[REFLECTION CHECKPOINT]` (save insights) every this many tool iterations (D1-9). */
+/** Inject `[REFLECTION CHECKPOINT]` (save insights) every this many tool iterations. */
 export const REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS = 30;
-/** After the one final critical reminder, this many no-submit retries before the task fails (D1-10). */
+/** After the one final critical reminder, this many no-submit retries before the task fails. */
 export const TASK_MAX_NO_SUBMIT_RETRIES = 8;
-/** Round attempts after transient failures before the task fails (seed §3.7: up to 8 retries). */
+/** Round attempts after transient failures before the task fails (up to 8 retries). */
 export const TASK_MAX_TRANSIENT_ROUND_RETRIES = 8;
-/** First delay before retrying a round after a transient failure (seed §3.7: 30 s → 10 min). */
+/** First delay before retrying a round after a transient failure (30 s, growing to 10 min). */
 export const TASK_TRANSIENT_RETRY_FIRST_DELAY_MS = 30_000;
-/** Cap of the round retry delay (seed §3.7). */
+/** Cap of the round retry delay: a task waits at most this long between attempts. */
 export const TASK_TRANSIENT_RETRY_MAX_DELAY_MS = 10 * 60_000;
-/** Safety cap for chat-like scenarios (A9: 200); task execution has none (A11). */
+/** Safety cap for chat-like scenarios; task execution has none (it runs until the agent submits for review, with reminders on the way). */
 export const CHAT_MAX_TOOL_ITERATIONS = 200;
-/** Heartbeat tool-iteration cap (the reference code's value, A13). */
+/** Heartbeat tool-iteration cap (the reference code's value). */
 export const HEARTBEAT_MAX_TOOL_ITERATIONS = 30;
 /** Tool results larger than this are offloaded to PostgreSQL with a preview (ARCHITECTURE §4). */
 export const TOOL_RESULT_OFFLOAD_CHARS = 50_000;
-/** How much of an offloaded result the model sees inline (the reference code's preview, D1-6). */
+/** How much of an offloaded result the model sees inline (the reference code's preview). */
 export const TOOL_RESULT_PREVIEW_CHARS = 2_000;
 /** How long a tool call waits for a human approval before it is treated as rejected. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
@@ -64,7 +64,7 @@ export const CONTINUATION_PROMPT =
 export const INTERRUPTED_RETRY_TEXT =
   '[SYSTEM: Your previous execution attempt was interrupted. Review the conversation above, check what was already done, and continue from where you left off. Do not redo completed work.]';
 
-/** Harness injections due after a tool iteration (D1-8, D1-9). */
+/** Harness injections due after a tool iteration. */
 export function injectionsAfterToolIteration(taskId: string, toolIterations: number): string[] {
   const out: string[] = [];
   if (toolIterations > 0 && toolIterations % TASK_REMINDER_EVERY_TOOL_ITERATIONS === 0) {
@@ -95,7 +95,7 @@ export function transientRetryDelayMs(attempt: number): number {
   return Math.min(TASK_TRANSIENT_RETRY_FIRST_DELAY_MS * 2 ** Math.max(0, attempt - 1), TASK_TRANSIENT_RETRY_MAX_DELAY_MS);
 }
 
-/** The first user message of a task session (seed D1 E2). Carries the marker compression protects. */
+/** The first user message of a task session. Carries the marker compression protects. */
 export function taskPromptText(task: { id: string; title: string; description: string; notes?: string[] }, revisionFeedback?: string): string {
   const parts = [`[TASK EXECUTION — Task ID: ${task.id}]`, `# ${task.title}`, task.description];
   if (task.notes?.length) parts.push('## Notes from earlier rounds', ...task.notes.map((n) => `- ${n}`));

@@ -1,30 +1,30 @@
 /**
- * Heartbeat rules of seed D1 (A13, E8–E13, §3.8) as named constants and pure functions: the tool
+ * Heartbeat rules as named constants and pure functions: the tool
  * whitelist, retries, the idle skip, and the schedule's defaults. The heartbeat workflow applies them;
  * the schedule helpers and unit tests read them.
  */
 
-/** D1 §3.8: a new agent checks in every 30 minutes. */
+/** A new agent checks in every 30 minutes. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 30 * 60_000;
-/** MH: shorter intervals burn tokens on empty check-ins; longer ones go unnoticed for a day. */
+/** Shorter intervals burn tokens on empty check-ins; longer ones go unnoticed for a day. */
 export const MIN_HEARTBEAT_INTERVAL_MS = 5 * 60_000;
 export const MAX_HEARTBEAT_INTERVAL_MS = 24 * 60 * 60_000;
 /** EW: a heartbeat run that takes longer than this is stuck; Temporal times it out. */
 export const HEARTBEAT_RUN_TIMEOUT_MS = 30 * 60_000;
-/** D1 A13/E13: a failed heartbeat LLM call is retried 3 times (4 attempts: 3 s, 6 s, 12 s). */
+/** A failed heartbeat LLM call is retried 3 times (4 attempts: 3 s, 6 s, 12 s). */
 export const HEARTBEAT_MAX_RETRIES = 3;
 export const HEARTBEAT_RETRY_BASE_MS = 3_000;
-/** D1 E9: when nothing changed, the LLM call is skipped at most this many times in a row; then a patrol is forced. */
+/** When nothing changed, the LLM call is skipped at most this many times in a row; then a patrol is forced. */
 export const HEARTBEAT_MAX_IDLE_SKIPS = 3;
-/** D1 E12: the reply that means "routine heartbeat, nothing notable". */
+/** The reply that means "routine heartbeat, nothing notable". */
 export const HEARTBEAT_OK = 'HEARTBEAT_OK';
-/** The consolidation (daily report + dream) runs once a day at this local hour (D1 A17: once/day). */
+/** The consolidation (daily report + dream) runs once a day at this local hour (once/day). */
 export const DEFAULT_CONSOLIDATION_HOUR = 23;
 
 /**
- * D1 E11: the only tools a heartbeat may offer (patrol, don't build). Tools that are not built yet are
- * listed so that they are allowed as soon as they are registered. `edit_agent_file` is D2's addition:
- * its identity files are updated by the agent in its own check-ins (D2 G20, "1 file edit per idle tick").
+ * The only tools a heartbeat may offer (patrol, don't build). Tools that are not built yet are
+ * listed so that they are allowed as soon as they are registered. `edit_agent_file` is the second design's addition:
+ * its identity files are updated by the agent in its own check-ins ("1 file edit per idle tick").
  */
 export const HEARTBEAT_TOOL_WHITELIST: readonly string[] = [
   'task_list', 'task_update', 'task_get', 'task_note', 'task_create',
@@ -35,11 +35,11 @@ export const HEARTBEAT_TOOL_WHITELIST: readonly string[] = [
   'discover_tools', 'notify_user', 'request_user_approval', 'recall_activity',
   'package_list', 'package_install',
   'edit_agent_file',
-  // D1's code adds task_comment: a check-in discusses a task in its thread.
+  // The reference code adds task_comment: a check-in discusses a task in its thread.
   'task_comment',
 ];
 
-/** D1 E11: managers additionally get these in their heartbeat. */
+/** Managers additionally get these in their heartbeat. */
 export const HEARTBEAT_MANAGER_TOOLS: readonly string[] = [
   'task_board_health', 'task_cleanup_duplicates', 'task_assign', 'team_status', 'deliverable_create', 'deliverable_search',
 ];
@@ -56,7 +56,7 @@ export interface IdleState {
 }
 
 /**
- * D1 E9 idle skip: when the fingerprint is unchanged since the last heartbeat, skip the LLM call,
+ * When the fingerprint is unchanged since the last heartbeat, skip the LLM call,
  * at most `HEARTBEAT_MAX_IDLE_SKIPS` times in a row; the next one patrols anyway.
  */
 export function idleSkipDecision(previous: IdleState | undefined, fingerprint: string): { skip: boolean; skippedInRow: number } {
@@ -80,7 +80,7 @@ export function clampHeartbeatInterval(ms: number): number {
 }
 
 /**
- * A stable phase within the interval for an agent (D1 §3.8: the first tick is random in [0, interval)),
+ * A stable phase within the interval for an agent (the first tick is random in [0, interval)),
  * so many agents on the same interval do not all call the LLM at the same second.
  */
 export function heartbeatPhaseMs(agentId: string, intervalMs: number): number {

@@ -1,5 +1,5 @@
 /**
- * The tool-loop detector for conversation scenarios (seed D1-7): it watches the last tool calls and
+ * The tool-loop detector for conversation scenarios: it watches the last tool calls and
  * warns, then stops, a model that repeats itself. Pure and deterministic (workflow code).
  */
 

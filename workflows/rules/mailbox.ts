@@ -1,5 +1,5 @@
 /**
- * The mailbox's pure rules (seed D1 §mailbox): item priorities, what merges at delivery, what interrupts
+ * The mailbox's pure rules: item priorities, what merges at delivery, what interrupts
  * the current work, what waits, and the order items are picked in. Used by the agent workflow.
  */
 import { MAILBOX_PRIORITIES, type DeliverInput, type MailboxItemKind } from '../agent-contract';
@@ -8,7 +8,7 @@ export { MAILBOX_PRIORITIES, type MailboxItemStatus, type MailboxPriorityName, t
 
 /** A delivery's text is capped: larger content belongs in a file or a task description. */
 export const MAILBOX_TEXT_MAX_CHARS = 32_000;
-/** Preview kept in the `mailbox` query (seed: item preview 120 chars). */
+/** Preview kept in the `mailbox` query (item preview 120 chars). */
 export const MAILBOX_ITEM_PREVIEW_CHARS = 120;
 /** Seed: merged content is joined with this separator. */
 export const MAILBOX_MERGE_SEPARATOR = '\n\n---\n\n';
@@ -18,12 +18,12 @@ export const MAILBOX_INFORMATIONAL_TTL_MS = 4 * 60 * 60_000;
 export const MAILBOX_VIEW_MAX_ITEMS = 100;
 
 interface KindRule {
-  /** The seed registry's type for this kind. */
+  /** The design's item type for this kind. */
   seedType: string;
   priority: number;
   /** The item asks for an LLM run (false: recorded and seen by the heartbeat, no run). */
   invokesLlm: boolean;
-  /** A running item of this kind may be preempted (seed: chat honours merge only). */
+  /** A running item of this kind may be preempted (chat honours merge only). */
   preemptable: boolean;
   user: boolean;
   system: boolean;
@@ -34,7 +34,7 @@ export const MAILBOX_KIND_RULES: Record<MailboxItemKind, KindRule> = {
   chat: { seedType: 'human_chat', priority: 0, invokesLlm: true, preemptable: false, user: true, system: false },
   mention: { seedType: 'mention', priority: 1, invokesLlm: true, preemptable: false, user: true, system: false },
   message: { seedType: 'a2a_message', priority: 2, invokesLlm: true, preemptable: true, user: false, system: false },
-  // Ours: the seed only live-injects a comment; here it also gets a threaded answer, so it runs the LLM.
+  // Ours: the design only live-injects a comment; here it also gets a threaded answer, so it runs the LLM.
   comment: { seedType: 'task_comment', priority: 2, invokesLlm: true, preemptable: true, user: false, system: false },
   task: { seedType: 'task_status_update', priority: 1, invokesLlm: false, preemptable: true, user: false, system: true },
   notification: { seedType: 'system_event', priority: 1, invokesLlm: false, preemptable: true, user: false, system: true },
@@ -62,7 +62,7 @@ const isUser = (i: TriageItem): boolean => MAILBOX_KIND_RULES[i.kind].user && i.
  * preempt; R1.5 A2A over background work → preempt; R2 comment on the focused task → merge; R4 a
  * critical item over a non-critical one → preempt; R6 strictly higher priority → preempt; R8 same
  * priority over a system item → preempt; R9 mention over normal-or-lower work → preempt; otherwise
- * continue. A chat run honours merge only (seed), so a preempt of a chat becomes `continue`.
+ * continue. A chat run honours merge only, so a preempt of a chat becomes `continue`.
  */
 export function interruptDecision(current: TriageItem, incoming: TriageItem): { decision: 'merge' | 'preempt' | 'continue'; rule: string } {
   const decide = (): { decision: 'merge' | 'preempt' | 'continue'; rule: string } => {
@@ -82,7 +82,7 @@ export function interruptDecision(current: TriageItem, incoming: TriageItem): { 
 }
 
 /**
- * Enqueue-time dedup (seed): a queued item of the same group absorbs the new one. Groups: comments by
+ * Enqueue-time dedup: a queued item of the same group absorbs the new one. Groups: comments by
  * task, agent messages by channel, a human's chat by channel (R0). Notifications and task items are
  * never merged. Returns the queued item to merge into, if any.
  */
@@ -106,7 +106,7 @@ export function nextItem<T extends TriageItem>(queued: T[]): T | undefined {
   return [...queued].sort((a, b) => a.priority - b.priority || a.receivedAtMs - b.receivedAtMs)[0];
 }
 
-/** Informational items (no LLM run) older than the seed's 4 h are dropped instead of handled. */
+/** Informational items (no LLM run) older than 4 h are dropped instead of handled. */
 export function isStaleInformational(item: TriageItem, nowMs: number): boolean {
   return !MAILBOX_KIND_RULES[item.kind].invokesLlm && nowMs - item.receivedAtMs > MAILBOX_INFORMATIONAL_TTL_MS;
 }

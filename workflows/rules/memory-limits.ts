@@ -1,28 +1,28 @@
 /**
- * The memory system's numbers (seed D1 §3.3, F2, E17–E19; seed-inventory §2.A, §3.3, §3.9) and the pure
+ * The memory system's numbers and the pure
  * rules built on them: the dream plan's bounds and the memory-flush predicate. Imported by the memory
  * activities and tools, by the consolidation workflow and by unit tests; no I/O here.
  */
 
-// ---- notebook (NOTEBOOK.md in D1) --------------------------------------------------------------
+// ---- notebook (NOTEBOOK.md in the design) --------------------------------------------------------------
 
-/** D1 §3.3: agent-written notebook entries kept; the notebook is a scratchpad, so the oldest is evicted. */
+/** Agent-written notebook entries kept; the notebook is a scratchpad, so the oldest is evicted. */
 export const NOTEBOOK_MAX_AGENT_ENTRIES = 15;
-/** D1 §3.3: one notebook entry; longer text belongs in knowledge (memory_update) or a file. */
+/** One notebook entry; longer text belongs in knowledge (memory_update) or a file. */
 export const NOTEBOOK_MAX_CHARS_PER_ENTRY = 6_000;
 /** Notebook keys are short labels shown as headings in the prompt. */
 export const NOTEBOOK_KEY_MAX_CHARS = 80;
-/** D1 B12: who wrote an entry. Only `agent` entries are capped and clearable by the agent. */
+/** Who wrote an entry. Only `agent` entries are capped and clearable by the agent. */
 export const NOTEBOOK_TAGS = ['agent', 'system', 'cpp'] as const;
 export type NotebookTag = (typeof NOTEBOOK_TAGS)[number];
 
 // ---- observations (the `## _observations` buffer of MEMORY.md) ---------------------------------
 
-/** D1 §3.3: the observation buffer holds at most this many entries; the oldest are trimmed. */
+/** The observation buffer holds at most this many entries; the oldest are trimmed. */
 export const OBSERVATIONS_MAX = 500;
 /** One observation is one fact or lesson; a paragraph, not a document. */
 export const OBSERVATION_MAX_CHARS = 4_000;
-/** D1 §3.3: observation types. */
+/** Observation types. */
 export const OBSERVATION_TYPES = ['fact', 'note', 'task_result', 'conversation', 'insight'] as const;
 export type ObservationType = (typeof OBSERVATION_TYPES)[number];
 /** Tags are filters (`insight`, `role-evolution`, `domain:<topic>`), a handful per entry. */
@@ -31,11 +31,11 @@ export const OBSERVATION_TAG_MAX_CHARS = 60;
 
 // ---- curated knowledge (the `## <section>` blocks of MEMORY.md) --------------------------------
 
-/** D1 §3.3 / §3.5 MEMORY_MD_SECTION_MAX_CHARS: one curated section. */
+/** One curated section. */
 export const KNOWLEDGE_SECTION_MAX_CHARS = 3_000;
-/** D1 §3.3 / §3.5 MEMORY_MD_TOTAL_MAX_CHARS: all curated sections of an agent together. */
+/** All curated sections of an agent together. */
 export const KNOWLEDGE_TOTAL_MAX_CHARS = 15_000;
-/** D1 §3.5 SYSTEM_KNOWLEDGE_CHARS: how much curated knowledge enters a prompt (observations never do). */
+/** How much curated knowledge enters a prompt (observations never do). */
 export const KNOWLEDGE_PROMPT_MAX_CHARS = 8_000;
 /** Section titles are headings (`## <title>`). */
 export const KNOWLEDGE_TITLE_MAX_CHARS = 100;
@@ -49,29 +49,29 @@ export const MEMORY_SEARCH_MAX_LIMIT = 50;
 /** Each hit is previewed at this length; the model can search more narrowly for the rest. */
 export const MEMORY_SEARCH_PREVIEW_CHARS = 500;
 
-// ---- daily report, dream, flush (D1 A17, A18, A20, E17–E19) ------------------------------------
+// ---- daily report, dream, flush ------------------------------------
 
-/** D1 E17: the daily report is 3–5 sentences; the stored report is capped in case the model rambles. */
+/** The daily report is 3–5 sentences; the stored report is capped in case the model rambles. */
 export const DAILY_REPORT_MAX_CHARS = 3_000;
-/** D1 A20: a dream runs only when the buffer has at least this many observations. */
+/** A dream runs only when the buffer has at least this many observations. */
 export const DREAM_MIN_OBSERVATIONS = 50;
-/** D1 E19: the dream prompt shows at most this many of the most recent observations. */
+/** The dream prompt shows at most this many of the most recent observations. */
 export const DREAM_MAX_ENTRIES = 200;
-/** D1 E19 (code): each entry in the dream prompt is previewed at this length. */
+/** Each entry in the dream prompt is previewed at this length. */
 export const DREAM_ENTRY_PREVIEW_CHARS = 200;
-/** D1 §3.3: existing knowledge is shown to the dream at this length, so promotions do not duplicate it. */
+/** Existing knowledge is shown to the dream at this length, so promotions do not duplicate it. */
 export const DREAM_KNOWLEDGE_PREVIEW_CHARS = 1_500;
-/** D1 E19 (code) guardrail: removals per dream cycle ("conservative, keep rather than delete"). */
+/** Removals per dream cycle ("conservative, keep rather than delete"). */
 export const DREAM_MAX_REMOVALS = 50;
-/** D1 E19 (code) guardrail: merges per dream cycle. */
+/** Merges per dream cycle. */
 export const DREAM_MAX_MERGES = 20;
-/** D1 E19 (code) guardrail: promotions into curated knowledge per dream cycle. */
+/** Promotions into curated knowledge per dream cycle. */
 export const DREAM_MAX_PROMOTIONS = 20;
-/** D1 §3.3: a promotion needs this many similar observations ("3+ similar → a curated section"). */
+/** A promotion needs this many similar observations ("3+ similar → a curated section"). */
 export const DREAM_PROMOTION_MIN_SOURCES = 3;
 /** A merge combines at least two entries; one entry "merged" is a rewrite the plan does not offer. */
 export const DREAM_MERGE_MIN_SOURCES = 2;
-/** D1 E18: a session longer than this is flushed to memory before it is compacted. */
+/** A session longer than this is flushed to memory before it is compacted. */
 export const MEMORY_FLUSH_MIN_MESSAGES = 30;
 
 // ---- dream plan --------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ export type DreamPlanCheck = { ok: true; plan: DreamPlan } | { ok: false; reason
 /**
  * Parses and bounds-checks the dream's JSON plan against the entries it was shown. The plan is taken
  * whole or not at all: a malformed plan, an id it was not shown, an id used twice, or a cap exceeded
- * (D1 E19: ≤50 removals, ≤20 merges, ≤20 promotions; promotions need ≥3 sources) rejects it.
+ * (≤50 removals, ≤20 merges, ≤20 promotions; promotions need ≥3 sources) rejects it.
  */
 export function checkDreamPlan(raw: string, offeredIds: ReadonlySet<string>): DreamPlanCheck {
   const json = extractJsonObject(raw);
@@ -183,18 +183,18 @@ export function extractJsonObject(text: string): string | undefined {
   return undefined;
 }
 
-// ---- memory flush (D1 A18 / E18) ---------------------------------------------------------------
+// ---- memory flush ---------------------------------------------------------------
 
 /**
- * Whether to ask the agent to `memory_save` what matters before its session is compacted (D1 E18):
+ * Whether to ask the agent to `memory_save` what matters before its session is compacted:
  * the session has more than 30 messages, a compaction is about to drop some, and this session has not
- * been flushed yet (one flush per session, as MH plans it).
+ * been flushed yet (one flush per session, as the reference code plans it).
  */
 export function shouldFlushMemory(session: { messageCount: number; aboutToCompact: boolean; alreadyFlushed?: boolean }): boolean {
   return session.aboutToCompact && !session.alreadyFlushed && session.messageCount > MEMORY_FLUSH_MIN_MESSAGES;
 }
 
-/** D1 E18: the flush request, sent as one user turn before compaction. */
+/** The flush request, sent as one user turn before compaction. */
 export const MEMORY_FLUSH_PROMPT = [
   '[MEMORY FLUSH — System Request]',
   'The conversation context is approaching its limit and older messages will soon be summarised.',
@@ -216,17 +216,17 @@ function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((v) => typeof v === 'string');
 }
 
-// ---- post-task reflection (D1 D1-11) -----------------------------------------------------------
+// ---- post-task reflection -----------------------------------------------------------
 
-/** D1 D1-11 (code): reflections per agent per day; each is an LLM conversation, so they are rationed. */
+/** Reflections per agent per day; each is an LLM conversation, so they are rationed. */
 export const REFLECTION_MAX_PER_DAY = 5;
-/** D1 D1-11 (code): the trace shows the task's last 8 notes … */
+/** The trace shows the task's last 8 notes … */
 export const REFLECTION_NOTES = 8;
 /** … each cut to 200 characters. */
 export const REFLECTION_NOTE_CHARS = 200;
-/** D1 D1-11 (code): the result summary in the trace. */
+/** The result summary in the trace. */
 export const REFLECTION_RESULT_SUMMARY_CHARS = 300;
-/** D1 D1-11: procedures of this many steps or more should become a skill. */
+/** Procedures of this many steps or more should become a skill. */
 export const REFLECTION_SKILL_MIN_STEPS = 5;
 /** A reflection saves a few insights; more tool rounds than this means it is doing work, not reflecting. */
 export const REFLECTION_MAX_TOOL_ITERATIONS = 10;

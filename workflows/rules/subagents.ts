@@ -1,28 +1,28 @@
 /**
- * Sub-agents (seed D1-5): the limits, how a spawn's iteration allowance and a parent's remaining
+ * Sub-agents: the limits, how a spawn's iteration allowance and a parent's remaining
  * budget are shared among its children, and the text the parent's tool call gets back. Pure; used by
  * the round workflow, the sub-agent workflow, the tools and the tests.
  */
 
-/** At most this many sub-agents run at once from one call (seed D1-5); more is a tool error and nothing starts. */
+/** At most this many sub-agents run at once from one call; more is a tool error and nothing starts. */
 export const SUBAGENT_MAX_PARALLEL = 10;
-/** LLM retries of a sub-agent's step after the first attempt (seed D1-5): 1 + 2 = 3 attempts. */
+/** LLM retries of a sub-agent's step after the first attempt: 1 + 2 = 3 attempts. */
 export const SUBAGENT_MAX_LLM_RETRIES = 2;
-/** First retry delay of a sub-agent's LLM step, doubling after (seed D1-5). */
+/** First retry delay of a sub-agent's LLM step, doubling after. */
 export const SUBAGENT_RETRY_BASE_MS = 2_000;
-/** The task as the parent's result and the UI show it (seed D1-5). */
+/** The task as the parent's result and the UI show it. */
 export const SUBAGENT_TASK_PREVIEW_CHARS = 500;
-/** A sub-agent's last reasoning text when it stops at its iteration cap (seed D1-5 "thinking" preview). */
+/** A sub-agent's last reasoning text when it stops at its iteration cap (the "thinking" preview). */
 export const SUBAGENT_THINKING_PREVIEW_CHARS = 1_000;
-/** A finished sub-agent's answer as the parent's tool result carries it (seed D1-5). */
+/** A finished sub-agent's answer as the parent's tool result carries it. */
 export const SUBAGENT_RESULT_PREVIEW_CHARS = 500;
-/** A failed sub-agent's error as the parent's tool result carries it (seed D1-5). */
+/** A failed sub-agent's error as the parent's tool result carries it. */
 export const SUBAGENT_ERROR_PREVIEW_CHARS = 500;
-/** The whole aggregated result of one spawn call, as one tool-result entry (seed D1-5's log entry). */
+/** The whole aggregated result of one spawn call, as one tool-result entry (the log entry). */
 export const SUBAGENT_LOG_ENTRY_CHARS = 10_000;
-/** Tool iterations of all sub-agents of one call together (MH's SUBAGENT_MAX_AGGREGATE_ITERATIONS). */
+/** Tool iterations of all sub-agents of one call together (the reference code's aggregate cap). */
 export const SUBAGENT_MAX_AGGREGATE_ITERATIONS = 100;
-/** Tool iterations of one sub-agent at most, even alone: as many as a heartbeat gets (seed D1 E8). */
+/** Tool iterations of one sub-agent at most, even alone: as many as a heartbeat gets. */
 export const SUBAGENT_MAX_TOOL_ITERATIONS = 30;
 /**
  * Task plus context of one sub-agent, in characters: both travel in the child workflow's input, so ten

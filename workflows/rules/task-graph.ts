@@ -10,7 +10,7 @@ export const DEPENDENCY_SATISFIED_STATES: readonly TaskState[] = ['completed', '
 export const DEPENDENCY_DEAD_STATES: readonly TaskState[] = ['failed', 'cancelled', 'rejected'];
 /** Dependencies one task may have: more is a plan that belongs in subtasks, and a prompt that lists them all gets long. */
 export const TASK_MAX_DEPENDENCIES = 20;
-/** Seed D1's soft cap: past this many subtasks the tool still creates one but says the split is too fine. */
+/** A soft cap: past this many subtasks the tool still creates one but says the split is too fine. */
 export const SUBTASK_SOFT_CAP = 8;
 /** Hard cap on subtasks of one task, so a looping agent cannot flood the board. */
 export const SUBTASK_HARD_CAP = 50;
@@ -20,7 +20,7 @@ export const SUBTASK_HARD_CAP = 50;
  * blocked task's history grows ~600 events a day, far below Temporal's 51,200-event limit.
  */
 export const DEPENDENCY_RECHECK_INTERVAL_MS = 15 * 60_000;
-/** Task list page size (seed D1: TASK_LIST_PAGE_SIZE 20, max 100). */
+/** Task list page size (TASK_LIST_PAGE_SIZE 20, max 100). */
 export const TASK_LIST_PAGE_SIZE = 20;
 export const TASK_LIST_PAGE_MAX = 100;
 

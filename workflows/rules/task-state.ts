@@ -1,5 +1,5 @@
 /**
- * The task state machine of seed D1 (§3.1): one transition table, enforced by the task workflow.
+ * The task state machine: one transition table, enforced by the task workflow.
  * Pure: imported by workflows, activities and tests.
  */
 import { ApplicationFailure } from '@temporalio/common';
@@ -19,7 +19,7 @@ export const TASK_STATES = [
 export type TaskState = (typeof TASK_STATES)[number];
 
 /**
- * Allowed transitions: seed D1's documented table, plus pending → cancelled (a task cancelled before
+ * Allowed transitions: the design's documented table, plus pending → cancelled (a task cancelled before
  * it starts; the reference code allows it too). `archived` is terminal.
  */
 export const TASK_TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = {

@@ -1,16 +1,17 @@
 /**
- * Cognitive depth (seed D1 "LLM call taxonomy", seed-inventory A8): how many cheap preparation calls
+ * Cognitive depth: how many cheap preparation calls
  * precede the main call. Pure: no I/O, no imports, so workflows and tests can use it too.
  *
  * | depth | preparation calls | base scenarios |
  * | --- | --- | --- |
- * | D0 reflexive | none | heartbeat, memory consolidation (dream), post-task reflection |
- * | D1 reactive | appraisal | chat, A2A, comment responses, group chat, reviews, requirement actions |
- * | D2 deliberative | appraisal + directed retrieval (code) + reflection | task execution |
- * | D3 meta-cognitive | D2 + post-response evaluation | D2 with blockers |
+ * | 0 reflexive | none | heartbeat, memory consolidation (dream), post-task reflection |
+ * | 1 reactive | appraisal | chat, A2A, comment responses, group chat, reviews, requirement actions |
+ * | 2 deliberative | appraisal + directed retrieval (code) + reflection | task execution |
+ * | 3 meta-cognitive | deliberative + post-response evaluation | task execution with blockers |
  *
- * Upgrades, applied in order so they can chain (seed D1 code): D0 → D1 when the agent has failed
- * tasks; D1 → D2 when the stimulus is over 500 characters; D2 → D3 when there are blockers. The
+ * Upgrades, applied in order so they can chain: reflexive → reactive when the agent has
+ * failed tasks; reactive → deliberative when the stimulus is over 500 characters; deliberative →
+ * meta-cognitive when there are blockers. The
  * result is clamped to the agent's `maxDepth`.
  */
 
@@ -21,13 +22,13 @@ export const DEPTH_REACTIVE: CognitiveDepth = 1;
 export const DEPTH_DELIBERATIVE: CognitiveDepth = 2;
 export const DEPTH_METACOGNITIVE: CognitiveDepth = 3;
 
-/** Seed D1 (code): a stimulus longer than this is "a complex question" and earns D2. */
+/** A stimulus longer than this is "a complex question" and earns the deliberative depth. */
 export const STIMULUS_UPGRADE_CHARS = 500;
 
-/** Default ceiling when the agent enables preparation without naming one: the seed's full range. */
+/** Default ceiling when the agent enables preparation without naming one: the full range. */
 export const DEFAULT_MAX_COGNITIVE_DEPTH: CognitiveDepth = DEPTH_METACOGNITIVE;
 
-/** The scenarios depth selection knows; our runtime's scenario names plus seed D1's other triggers. */
+/** The scenarios depth selection knows; our runtime's scenario names plus the design's other triggers. */
 export type CognitiveScenario =
   | 'task'
   | 'chat'
@@ -41,7 +42,7 @@ export type CognitiveScenario =
   | 'requirement_action'
   | 'subagent';
 
-/** Seed D1 A8: the depth each scenario starts from. */
+/** The depth each scenario starts from. */
 export const SCENARIO_BASE_DEPTH: Readonly<Record<CognitiveScenario, CognitiveDepth>> = {
   heartbeat: DEPTH_REFLEXIVE,
   consolidation: DEPTH_REFLEXIVE,
@@ -62,15 +63,15 @@ export interface DepthSignals {
   scenario: CognitiveScenario;
   /** Length of what the agent is responding to (the task description, the chat message). */
   stimulusChars: number;
-  /** The agent has recently failed tasks (D0 → D1). */
+  /** The agent has recently failed tasks (reflexive → reactive). */
   hasFailedTasks: boolean;
-  /** Something blocks the work: blocked tasks, unmet dependencies (D2 → D3). */
+  /** Something blocks the work: blocked tasks, unmet dependencies (deliberative → meta-cognitive). */
   hasBlockers: boolean;
-  /** The agent's ceiling; default D3. */
+  /** The agent's ceiling; default meta-cognitive. */
   maxDepth?: CognitiveDepth;
 }
 
-/** Seed D1 A8's depth selection with its upgrade rules, clamped to `maxDepth`. */
+/** Depth selection with its upgrade rules, clamped to `maxDepth`. */
 export function selectCognitiveDepth(signals: DepthSignals): CognitiveDepth {
   let depth = SCENARIO_BASE_DEPTH[signals.scenario] ?? DEPTH_REACTIVE;
   if (depth === DEPTH_REFLEXIVE && signals.hasFailedTasks) depth = DEPTH_REACTIVE;
@@ -81,13 +82,13 @@ export function selectCognitiveDepth(signals: DepthSignals): CognitiveDepth {
 }
 
 export interface CognitivePhases {
-  /** P1: assess the situation, plan retrieval (LLM, D1+). */
+  /** P1: assess the situation, plan retrieval (LLM, reactive and deeper). */
   appraisal: boolean;
-  /** P2: search memory with the appraisal's queries (code only, D2+). */
+  /** P2: search memory with the appraisal's queries (code only, deliberative and deeper). */
   retrieval: boolean;
-  /** P3: persona-specific insights from what was retrieved (LLM, D2+). */
+  /** P3: persona-specific insights from what was retrieved (LLM, deliberative and deeper). */
   reflection: boolean;
-  /** P5: after the main response, was the prepared context adequate? (LLM, D3). */
+  /** P5: after the main response, was the prepared context adequate? (LLM, meta-cognitive only). */
   evaluation: boolean;
 }
 
@@ -101,7 +102,7 @@ export function phasesForDepth(depth: CognitiveDepth): CognitivePhases {
   };
 }
 
-/** `D0`…`D3`, for events and logs. */
+/** The depth's label in events and logs (`D` and its number, as agent configs may write it). */
 export function depthLabel(depth: CognitiveDepth): string {
   return `D${depth}`;
 }

@@ -1,4 +1,4 @@
-/** Cognitive preparation (seed D1 tier 1): depth selection (pure), prompts (pure), the pipeline (I/O). */
+/** Cognitive preparation: depth selection (pure), prompts (pure), the pipeline (I/O). */
 export * from './depth';
 export * from './prompts';
 export {

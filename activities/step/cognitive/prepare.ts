@@ -1,12 +1,12 @@
 /**
- * The cognitive preparation pipeline (seed D1 tier 1; seed-inventory A1–A8): before the first main
+ * The cognitive preparation pipeline: before the first main
  * call of a task attempt, cheap calls on the cheapest configured model, without tools, prepare the
  * agent's thinking and write it into its notebook (tag `cpp`), where Tier 3 of the system prompt shows it:
  *
- * - P1 appraisal (D1+, 512 tokens) → `cognitive-context`, plus up to 3 memory searches to run;
- * - P2 directed retrieval (D2+, code only): those searches over observations and knowledge → `relevant-context`;
- * - P3 reflection (D2+, 512 tokens) → `reflection`;
- * - P5 evaluation (D3, 256 tokens), after the main call: was the context adequate? → `context-evaluation`.
+ * - P1 appraisal (reactive and deeper, 512 tokens) → `cognitive-context`, plus up to 3 memory searches to run;
+ * - P2 directed retrieval (deliberative and deeper, code only): those searches over observations and knowledge → `relevant-context`;
+ * - P3 reflection (deliberative and deeper, 512 tokens) → `reflection`;
+ * - P5 evaluation (meta-cognitive only, 256 tokens), after the main call: was the context adequate? → `context-evaluation`.
  *
  * Failure policy: preparation is an optimisation, never a reason to fail the run. A timeout (15 s for
  * the whole preparation, 15 s for the evaluation), a provider error or a database error ends it and
@@ -49,14 +49,14 @@ import {
 } from './prompts';
 import { inline } from '../../context/neutralize';
 
-/** Ours: a failed task this recent upgrades a reflexive scenario to D1 (seed D1: "failed tasks exist"). */
+/** Ours: a failed task this recent upgrades a reflexive scenario to reactive ("failed tasks exist"). */
 export const FAILED_TASK_LOOKBACK_MS = 7 * 24 * 60 * 60_000;
 /** Ours: a skip reason in a task event; provider errors can carry whole response bodies. */
 export const REASON_MAX_CHARS = 500;
 /** The purpose suffixes of the pipeline's `llm_calls` keys. */
 export const CPP_CALL_PREFIX = 'cpp-';
 
-/** Per-agent configuration (`AgentConfig.cognitive`). Off unless `enabled` (seed D1 code: default false). */
+/** Per-agent configuration (`AgentConfig.cognitive`). Off unless `enabled` (default false). */
 export type CognitiveConfig = NonNullable<AgentConfig['cognitive']>;
 
 export interface CognitiveDeps {
@@ -85,7 +85,7 @@ export interface CognitiveOutcome {
   completed: Array<'appraisal' | 'retrieval' | 'reflection'>;
   /** Set when preparation stopped early (timeout, error) or was already done by an earlier attempt. */
   skipped?: string;
-  /** What was written to the notebook, for the D3 evaluation. */
+  /** What was written to the notebook, for the meta-cognitive evaluation. */
   prepared: string;
   costUsd: number;
 }
@@ -161,7 +161,7 @@ export async function prepareCognitiveContext(deps: CognitiveDeps, run: Cognitiv
 }
 
 /**
- * P5 (D3 only): after the main call, asks whether the prepared context was adequate and notes what
+ * P5 (meta-cognitive depth only): after the main call, asks whether the prepared context was adequate and notes what
  * was missing. Best effort, like the preparation: never throws except on cancellation.
  */
 export async function evaluatePreparedContext(deps: CognitiveDeps, run: CognitiveRun, prepared: CognitiveOutcome, response: string): Promise<{ ok: boolean; reason?: string }> {

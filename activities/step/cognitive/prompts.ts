@@ -1,27 +1,27 @@
 /**
- * The cognitive preparation prompts (seed D1 P1 appraisal, P3 reflection, P5 evaluation) and the
- * parsing of their answers. Pure. The prompts are persona-aware, as seed D1 requires: they carry the
+ * The cognitive preparation prompts (appraisal, reflection, evaluation) and the
+ * parsing of their answers. Pure. The prompts are persona-aware: they carry the
  * agent's identity and role, its current state and recent activity, so two agents prepare differently
  * for the same stimulus. Everything we did not write is fenced and neutralised.
  */
 import { fence, inline, neutralize, truncateChars } from '../../context/neutralize';
 
-/** Seed D1 P1: appraisal max output. (Seed D1's code used 500; the doc is our spec.) */
+/** Appraisal max output. (The reference code used 500; the design document is our spec.) */
 export const APPRAISAL_MAX_TOKENS = 512;
-/** Seed D1 P3: reflection max output. (Code: 400.) */
+/** Reflection max output. (Code: 400.) */
 export const REFLECTION_MAX_TOKENS = 512;
-/** Seed D1 P5: post-response evaluation max output (D3 only). */
+/** Post-response evaluation max output (meta-cognitive depth only). */
 export const EVALUATION_MAX_TOKENS = 256;
-/** Seed D1 (code): preparation is a judgement call, a little above the summariser's 0.2. */
+/** Preparation is a judgement call, a little above the summariser's 0.2. */
 export const COGNITIVE_TEMPERATURE = 0.3;
-/** Seed-inventory A7: the whole preparation gives up after this long and the run goes on without it. */
+/** The whole preparation gives up after this long and the run goes on without it. */
 export const COGNITIVE_TIMEOUT_MS = 15_000;
 
-/** Notebook keys written by the pipeline, all with tag `cpp` (seed D1 B12). */
+/** Notebook keys written by the pipeline, all with tag `cpp`. */
 export const NOTEBOOK_KEY_COGNITIVE_CONTEXT = 'cognitive-context';
 export const NOTEBOOK_KEY_RELEVANT_CONTEXT = 'relevant-context';
 export const NOTEBOOK_KEY_REFLECTION = 'reflection';
-/** Ours: where the D3 evaluation lands, so the agent's later turns see what context was missing. */
+/** Ours: where the meta-cognitive evaluation lands, so the agent's later turns see what context was missing. */
 export const NOTEBOOK_KEY_EVALUATION = 'context-evaluation';
 export const COGNITIVE_NOTEBOOK_KEYS = [NOTEBOOK_KEY_COGNITIVE_CONTEXT, NOTEBOOK_KEY_RELEVANT_CONTEXT, NOTEBOOK_KEY_REFLECTION, NOTEBOOK_KEY_EVALUATION] as const;
 
@@ -138,7 +138,7 @@ export function reflectionPrompt(s: CognitiveSituation, appraisal: string, retri
   };
 }
 
-/** P5 (D3): was the prepared context adequate for the response the main call gave? */
+/** P5 (meta-cognitive depth): was the prepared context adequate for the response the main call gave? */
 export function evaluationPrompt(s: CognitiveSituation, prepared: string, response: string): PreparationPrompt {
   return {
     system: `${persona(s.agent)}\n\n${NO_TOOLS}`,

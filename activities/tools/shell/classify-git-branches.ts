@@ -1,6 +1,6 @@
 /**
  * Where work goes: moving between branches (`checkout`, `switch`) and exchanging them with remotes
- * (`push`, `fetch`, `ls-remote`). Seed D1: checkout or switch of an existing branch and push to a
+ * (`push`, `fetch`, `ls-remote`). Checkout or switch of an existing branch and push to a
  * protected branch need approval; force push is always denied.
  */
 import { DEFAULT_PROTECTED_BRANCHES } from './limits';
@@ -40,7 +40,7 @@ const BRANCH_RESETTING_OPTIONS = new Map(Object.entries({
 
 /**
  * `checkout -b <new> [<start>]` / `switch -c <new> [<start>]` create a branch and are safe (git refuses
- * if the branch exists). Moving to an existing branch needs approval (seed D1), and a plain
+ * if the branch exists). Moving to an existing branch needs approval, and a plain
  * `checkout <name>` may be a path whose uncommitted changes would be discarded.
  */
 export function classifyBranchMove(subcommand: 'checkout' | 'switch'): GitHandler {

@@ -1,8 +1,8 @@
 /**
- * Git governance (seed D1): safe operations run, risky ones (checkout or switch of an existing
+ * Git governance: safe operations run, risky ones (checkout or switch of an existing
  * branch, merge, rebase, push to a protected branch) wait for approval, destructive ones never run.
  *
- * Where the seed's document and its reference code disagree, the document is the spec: force push
+ * Where the design document and its reference code disagree, the document is the spec: force push
  * (`-f`, `--force`, `--force-with-lease`, `--force-if-includes`, `--mirror`, a `+refspec`) is always
  * denied, with no workspace exemption. Global options that let the command line change git's
  * configuration or which program or repository it uses are denied, and only builtin subcommands from

@@ -1,15 +1,16 @@
 /**
- * Every number the shell tool depends on, in one place. Values marked "seed D1" come from the
- * product seed (see `seed-inventory.md`, §3.5 "Shell"); the others are this runtime's choices.
+ * Every number the shell tool depends on, in one place. The timeouts, the output
+ * buffer and the protected branches follow the product design (docs/seed-coverage.md); the others are this
+ * runtime's choices.
  */
 
-/** Seed D1: a shell command gets 60 s unless the caller asks for more. */
+/** A shell command gets 60 s unless the caller asks for more. */
 export const DEFAULT_SHELL_TIMEOUT_MS = 60_000;
 
-/** Seed D1: no single command may run longer than 300 s, whatever the caller asks for. */
+/** No single command may run longer than 300 s, whatever the caller asks for. */
 export const MAX_SHELL_TIMEOUT_MS = 300_000;
 
-/** Seed D1: the output buffer is 2 MB; applied per stream (stdout and stderr each). */
+/** The output buffer is 2 MB; applied per stream (stdout and stderr each). */
 export const DEFAULT_MAX_OUTPUT_CHARS = 2 * 1024 * 1024;
 
 /**
@@ -45,7 +46,7 @@ export const MAX_SCANNED_GIT_DIRS = 64;
 /** Git runs a few helper commands before the real one (config scan); each gets at most this long. */
 export const GIT_PROBE_TIMEOUT_MS = 10_000;
 
-/** Branches that need approval to push to when the caller names none (seed D1: "protected branches"). */
+/** Branches that need approval to push to when the caller names none ("protected branches"). */
 export const DEFAULT_PROTECTED_BRANCHES: readonly string[] = ['main', 'master', 'release/*', 'production'];
 
 /** How deep submodule git directories are looked for under `.git/modules` (names may contain '/'). */

@@ -46,9 +46,9 @@ export interface RunOptions {
   cwd: string;
   /** Aborting kills the process group; the result then has `cancelled: true`. */
   signal?: AbortSignal;
-  /** Default 60 s, capped at 300 s (seed D1). */
+  /** Default 60 s, capped at 300 s. */
   timeoutMs?: number;
-  /** Per stream (stdout, stderr); default 2 MB (seed D1). Head and tail are kept around a marker. */
+  /** Per stream (stdout, stderr); default 2 MB. Head and tail are kept around a marker. */
   maxOutputChars?: number;
   /**
    * Extra environment from the caller (trusted configuration, never the model). Added to the minimal

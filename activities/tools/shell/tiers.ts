@@ -1,5 +1,5 @@
 /**
- * The three governance tiers (seed D1, "Git command governance"): `allow` runs at once, `approval`
+ * The three governance tiers ("Git command governance"): `allow` runs at once, `approval`
  * pauses for a human decision, `deny` never runs. Anything the classifier cannot prove safe is at
  * least `approval`.
  */

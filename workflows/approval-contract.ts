@@ -2,6 +2,7 @@
  * Contract additions for approvals under a policy (issue 23), beside `contract.ts`'s `approvalDecision`
  * and `decideApproval`, which keep their names and payloads: a request can be handed to a colleague.
  */
+import { FailureType } from './failure-types';
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** An approver hands a pending request to a named colleague, who then decides as if asked. */
@@ -27,4 +28,4 @@ export const delegateApprovalUpdate = defineUpdate<RecordedApprovalDelegation, [
 export const approvalDelegationSignal = defineSignal<[ApprovalDelegationRequest & { acceptedAtMs?: number }]>('approvalDelegation');
 
 /** Stable failure type of a refused delegation (the update's validator). */
-export const INVALID_DELEGATION_TYPE = 'InvalidDelegation';
+export const INVALID_DELEGATION_TYPE = FailureType.InvalidDelegation;

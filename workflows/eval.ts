@@ -17,6 +17,7 @@ import { AgentIdSearchAttribute, ForkOfSearchAttribute, TaskIdSearchAttribute, t
 import { candidateForkInput, EVAL_APPROVAL_TIMEOUT_MS, EVAL_DEFAULT_CONCURRENCY, EVAL_MAX_CONCURRENCY, evalForkTaskId, type EvalWorkflowInput, type EvalWorkflowResult } from './eval-contract';
 import { budgetReached, childBudgetShare } from './rules/subagents';
 import { taskWorkflow } from './task';
+import { FailureType } from './failure-types';
 
 const store = proxyActivities<Activities>(EVAL_STORE);
 const settle = proxyActivities<Activities>(EVAL_SETTLE);
@@ -25,7 +26,7 @@ const grade = proxyActivities<Activities>(EVAL_GRADE);
 export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkflowResult> {
   const { evalId, candidates } = input;
   if (typeof evalId !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(evalId)) {
-    throw ApplicationFailure.create({ type: 'InvalidEval', message: `evalWorkflow input: evalId must be 1-80 letters, digits or . _ -, starting with a letter or digit`, nonRetryable: true });
+    throw ApplicationFailure.create({ type: FailureType.InvalidEval, message: `evalWorkflow input: evalId must be 1-80 letters, digits or . _ -, starting with a letter or digit`, nonRetryable: true });
   }
   const { taskIds } = await store.startEval({ evalId, workflowId: workflowInfo().workflowId, selection: input.selection, candidates, budgetUsd: input.budgetUsd });
   const concurrency = Math.min(EVAL_MAX_CONCURRENCY, Math.max(1, Math.floor(input.concurrency ?? EVAL_DEFAULT_CONCURRENCY)));

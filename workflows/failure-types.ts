@@ -31,6 +31,10 @@ export const FailureType = {
   InvalidGroup: 'InvalidGroup',
   /** The client's wrapper for a refused delivery (the agent's reason is its cause). */
   DeliveryRejected: 'DeliveryRejected',
+  /** An approval hand-on the validator refused (not pending, not an allowed approver, to oneself…). */
+  InvalidDelegation: 'InvalidDelegation',
+  /** An eval workflow's input is malformed. */
+  InvalidEval: 'InvalidEval',
   /** Temporal's own type for an update that reached a run which ended before handling it. */
   UnprocessedUpdate: 'UnprocessedUpdate',
 } as const;

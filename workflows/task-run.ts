@@ -383,7 +383,7 @@ export class TaskRun {
     });
   }
 
-  /** Runs the current round (attempt); transient failures retry it in the same session up to the seed's limit. */
+  /** Runs the current round (attempt); transient failures retry it in the same session up to the design's limit. */
   private async runRound(modelLabel: string): Promise<RoundResult> {
     const { input, taskId, agentId } = this;
     for (let transient = 0; ; transient++) {

@@ -7,7 +7,7 @@ import { openTask, passStartGates, recordTask } from './task-gates';
 import { TaskRun } from './task-run';
 
 /**
- * A task's lifecycle (seed D1 §3.1): pending → in_progress → review → completed, with blocked (pause),
+ * A task's lifecycle: pending → in_progress → review → completed, with blocked (pause),
  * failed and cancelled; every move goes through the transition table of `rules/task-state.ts` and is
  * mirrored to PostgreSQL and the `TaskState` search attribute. Each execution round runs as the child
  * workflow `task-{taskId}-r{round}` with the session `task_{taskId}_r{round}`; the `reviewDecision`

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createToken } from '../../api/tokens';
 import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
-import { ScriptedAgents, waitFor } from '../workflow/task-support';
+import { ScriptedAgents } from '../workflow/task-support';
+import { eventually } from '../support/eventually';
 import { startTestApi, type TestApi } from './api-support';
 
 /** Debian's Chromium (`apt-get install chromium`; .ci/run installs it when missing). */
@@ -66,7 +67,7 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
 
     await h.waitForStatus(taskId, (s) => s.pendingApprovals[0]?.wait?.escalated === true);
     // The trail rows are written by the activities before the round reports; the page reads them.
-    await waitFor('the escalation in the trail', async () => ((await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`)).body.events.length === 3 ? true : undefined));
+    await eventually(async () => ((await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`)).body.events.length === 3 ? true : undefined), 'the escalation in the trail');
     await page.reload();
     await expect(page.locator(`.queue li[data-request-id="${requestId}"]`).textContent()).resolves.toMatch(/^shell_execute: touch .* · 0 of 1 approval; escalated to @oncall; expires in \d+ min$/);
     await expect(card.locator('.waiting').textContent()).resolves.toMatch(/^Waits for: 0 of 1 approval; escalated to @oncall; expires in/);
@@ -84,7 +85,7 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
     await card.locator('button[value="approved"]').click();
     await page.waitForURL(/notice=/);
     await expect(page.locator('.notice').textContent()).resolves.toBe('Approved: the task continues.');
-    await waitFor(`task ${taskId} in review`, async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined));
+    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined), `task ${taskId} in review`);
     expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
     const trail = await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`);
     expect(trail.status).toBe(200);
@@ -124,7 +125,7 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
     const decided = await api.call('POST', `/v1/approvals/${encodeURIComponent(requestId)}`, { body: { decision: 'approved', comment: 'ok' } });
     expect(decided.status).toBe(200);
     expect(decided.body).toMatchObject({ decision: 'approved', decidedBy: api.tokenNames.operator, waitingFor: 'approved' });
-    await waitFor(`task ${taskId} in review`, async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined));
+    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined), `task ${taskId} in review`);
     const trail = await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`);
     expect(trail.body.events.map((e: { kind: string; actor: string | null; targets: string[] }) => [e.kind, e.actor, e.targets])).toEqual([
       ['asked', null, [oncall.name]],

@@ -1,3 +1,5 @@
+import { createApprovalActivities } from '../../activities/approvals/activities';
+import { createForkActivities } from '../../activities/fork/activities';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
 import { createActivities, type ActivityDeps } from '../../activities';
@@ -33,7 +35,7 @@ describe('composing the activity factories', () => {
   });
 
   test("the worker's factories define no name twice: createActivities holds every activity of every group", () => {
-    const groups = [createMemoryActivities, createStreamActivities, createMailboxActivities, createSubagentActivities, createStepActivities, createTaskActivities].map((factory) => Object.keys(factory(deps)));
+    const groups = [createMemoryActivities, createStreamActivities, createMailboxActivities, createSubagentActivities, createStepActivities, createTaskActivities, createApprovalActivities, createForkActivities].map((factory) => Object.keys(factory(deps)));
     const activities = createActivities(deps);
     expect(Object.keys(activities).sort()).toEqual(groups.flat().sort());
     // The activities that moved out of index.ts into their groups are all still registered.

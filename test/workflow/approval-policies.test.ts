@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { submitTurn, toolTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
-import { lastToolResults, startScriptedHarness, type ScriptedAgents, updateRejection } from './task-support';
+import { lastToolResults, useScriptedHarness, updateRejection } from './task-support';
 
 /**
  * Approvals under a policy (issue 23), through the real task workflow: quorum of distinct approvers,
@@ -17,10 +17,7 @@ import { lastToolResults, startScriptedHarness, type ScriptedAgents, updateRejec
 const run = promisify(execFile);
 
 describe('approval policies', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
-  afterAll(async () => h.close());
+  const { h, agents } = useScriptedHarness();
 
   const trail = async (requestId: string) =>
     (await h.db.db.selectFrom('approval_events').select(['kind', 'actor', 'targets', 'comment']).where('request_id', '=', requestId).orderBy('id').execute()).map((e) => ({

@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { mcpSessions } from '../../activities/tools/mcp/pool';
 import { upsertSkills } from '../../activities/store/skills';
-import { submitTurn, toolTurn, type Harness } from '../support/harness';
+import { submitTurn, toolTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
-import { lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
+import { lastToolResults, useScriptedHarness } from './task-support';
 
 const NODE = realpathSync(process.execPath);
 const NODE_MODULES = path.resolve('node_modules');
@@ -25,13 +25,7 @@ const toolNames = (body: Record<string, unknown>): string[] => ((body.tools ?? [
  * running inside the tool sandbox.
  */
 describe('MCP tools through the task workflow', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
-  beforeAll(async () => ({ h, agents } = await startScriptedHarness()));
-  afterAll(async () => {
-    await mcpSessions.closeAll();
-    await h.close();
-  });
+  const { h, agents } = useScriptedHarness({ beforeClose: () => mcpSessions.closeAll() });
 
   test('a read-only tool runs without approval; its server session is reused by a second task; the snapshot fixes the offered list', async () => {
     const agentId = await h.createAgent({ permissions: { canCallExternalTools: true }, mcpServers: { everything } });

@@ -8,8 +8,7 @@ import { searchWeb } from '../../activities/tools/web/search';
 import { toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
 import type { RecordedRequest } from '../fake-llm';
 import { submitTurn, toolTurn } from '../support/harness';
-import { lastToolResults, startScriptedHarness, type ScriptedAgents } from './task-support';
-import type { Harness } from '../support/harness';
+import { lastToolResults, useScriptedHarness } from './task-support';
 
 /** A loopback server that records every request it gets. */
 async function serve(host: string, handler: http.RequestListener): Promise<{ origin: string; port: number; requests: string[]; close(): Promise<void> }> {
@@ -37,8 +36,7 @@ const ARTICLE = `<!doctype html><html><head><title>Durable retries</title></head
  * nothing refused was ever contacted.
  */
 describe('web tools through the task workflow', () => {
-  let h: Harness;
-  let agents: ScriptedAgents;
+  const { h, agents } = useScriptedHarness();
   let pages: Awaited<ReturnType<typeof serve>>;
   let canary: Awaited<ReturnType<typeof serve>>;
   /** The scripted DNS: each name's answers in order (the last one repeats), and every question asked. */
@@ -56,7 +54,6 @@ describe('web tools through the task workflow', () => {
   /** 50 MB of zeros in about 50 KB of gzip: decompression must stop at the cap. */
   const bomb = zlib.gzipSync(Buffer.alloc(50 * 1024 * 1024));
   beforeAll(async () => {
-    ({ h, agents } = await startScriptedHarness());
     canary = await serve('127.0.0.2', (_req, res) => res.end('<html><body><p>CANARY-INTERNAL-SECRET</p></body></html>'));
     pages = await serve('127.0.0.1', (req, res) => {
       const url = new URL(req.url!, 'http://x');
@@ -86,7 +83,6 @@ describe('web tools through the task workflow', () => {
     configureWebTools(undefined);
     await pages.close();
     await canary.close();
-    await h.close();
   });
   beforeEach(() => {
     dns.clear();

@@ -33,6 +33,8 @@ export const FailureType = {
   DeliveryRejected: 'DeliveryRejected',
   /** An approval hand-on the validator refused (not pending, not an allowed approver, to oneself…). */
   InvalidDelegation: 'InvalidDelegation',
+  /** A fork that cannot be made from what was asked (unknown task, a step past the end, bad overrides). */
+  InvalidFork: 'InvalidFork',
   /** An eval workflow's input is malformed. */
   InvalidEval: 'InvalidEval',
   /** Temporal's own type for an update that reached a run which ended before handling it. */

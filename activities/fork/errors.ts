@@ -1,8 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../../workflows/failure-types';
 
 /** The stable failure type of a fork or eval that cannot be made from what was asked (never retried). */
-export const INVALID_FORK = 'InvalidFork';
-export const INVALID_EVAL = 'InvalidEval';
+export const INVALID_FORK = FailureType.InvalidFork;
+export const INVALID_EVAL = FailureType.InvalidEval;
 
 /** A fork that cannot be made: unknown task, a step past the end, malformed overrides. */
 export class ForkError extends Error {
@@ -24,6 +25,7 @@ export class EvalError extends Error {
 
 /** Across the activity boundary: the same message, non-retryable, with the stable type. */
 export function asFailure(error: unknown): unknown {
-  if (error instanceof ForkError || error instanceof EvalError) return ApplicationFailure.create({ type: error.type, message: error.message, nonRetryable: true });
+  if (error instanceof ForkError || error instanceof EvalError)
+    return ApplicationFailure.create({ type: error.type, message: error.message, nonRetryable: true });
   return error;
 }

@@ -5,8 +5,26 @@ const prettierCompatible = require('eslint-config-prettier/flat');
 
 /** Node built-ins and I/O libraries: never inside workflows/ (deterministic, bundled by Temporal). */
 const NODE_AND_IO_MODULES = [
-  'fs', 'fs/promises', 'path', 'os', 'child_process', 'net', 'http', 'https', 'crypto', 'worker_threads', 'dns', 'stream',
-  'pg', 'kysely', '@anthropic-ai/sdk', 'openai', 'tiktoken', '@temporalio/activity', '@temporalio/worker', '@temporalio/client',
+  'fs',
+  'fs/promises',
+  'path',
+  'os',
+  'child_process',
+  'net',
+  'http',
+  'https',
+  'crypto',
+  'worker_threads',
+  'dns',
+  'stream',
+  'pg',
+  'kysely',
+  '@anthropic-ai/sdk',
+  'openai',
+  'tiktoken',
+  '@temporalio/activity',
+  '@temporalio/worker',
+  '@temporalio/client',
 ];
 
 module.exports = tseslint.config(
@@ -19,7 +37,10 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/no-non-null-assertion': 'off',
       '@typescript-eslint/no-explicit-any': 'off',
       eqeqeq: ['error', 'always'],
@@ -35,7 +56,13 @@ module.exports = tseslint.config(
             { name, message: 'Workflows must be deterministic: do I/O in an activity.' },
             { name: `node:${name}`, message: 'Workflows must be deterministic: do I/O in an activity.' },
           ]),
-          patterns: [{ group: ['../activities/*', '../activities'], allowTypeImports: true, message: 'Workflows import activities as types only.' }],
+          patterns: [
+            {
+              group: ['../activities/*', '../activities'],
+              allowTypeImports: true,
+              message: 'Workflows import activities as types only.',
+            },
+          ],
         },
       ],
     },

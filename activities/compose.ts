@@ -13,13 +13,17 @@ export class DuplicateActivityError extends Error {
     readonly activity: string,
     readonly groups: [string, string],
   ) {
-    super(`activity '${activity}' is defined by both the '${groups[0]}' and the '${groups[1]}' activities: rename one of them`);
+    super(
+      `activity '${activity}' is defined by both the '${groups[0]}' and the '${groups[1]}' activities: rename one of them`,
+    );
     this.name = 'DuplicateActivityError';
   }
 }
 
 /** One namespace from named groups of activities; throws `DuplicateActivityError` on a name defined twice. */
-export function composeActivities<Groups extends Record<string, ActivityGroup>>(groups: Groups): Intersection<Groups[keyof Groups]> {
+export function composeActivities<Groups extends Record<string, ActivityGroup>>(
+  groups: Groups,
+): Intersection<Groups[keyof Groups]> {
   const composed: ActivityGroup = {};
   const owner = new Map<string, string>();
   for (const [group, activities] of Object.entries(groups)) {

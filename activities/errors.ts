@@ -14,5 +14,9 @@ export function unknownAgent(agentId: string): ApplicationFailure {
 }
 
 export function unknownTask(taskId: string): ApplicationFailure {
-  return ApplicationFailure.create({ message: `unknown task ${JSON.stringify(taskId)}`, type: UNKNOWN_TASK, nonRetryable: true });
+  return ApplicationFailure.create({
+    message: `unknown task ${JSON.stringify(taskId)}`,
+    type: UNKNOWN_TASK,
+    nonRetryable: true,
+  });
 }

@@ -7,7 +7,12 @@ import type { ActivityDeps } from './deps';
 import { unknownAgent, unknownTask } from './errors';
 import { usageTotals } from './llm/usage';
 import { agentConfig, findAgent } from './store/agents';
-import { recordApprovalDecision, recordApprovalRequest, type ApprovalDecisionInput, type ApprovalRequestInput } from './store/approvals';
+import {
+  recordApprovalDecision,
+  recordApprovalRequest,
+  type ApprovalDecisionInput,
+  type ApprovalRequestInput,
+} from './store/approvals';
 import { startGates, type StartGates } from './store/task-graph';
 import { writeTaskApproval, writeTaskBlockers, writeTaskState, type TaskStateChange } from './store/task-state';
 import { findTask, recordTask, type RecordTaskInput } from './store/tasks';
@@ -49,7 +54,12 @@ export function createTaskActivities(deps: ActivityDeps) {
     },
 
     /** Records a human's approve/reject of a task an agent created (idempotent). */
-    async recordTaskApproval(input: { taskId: string; approved: boolean; decidedBy?: string; comment?: string }): Promise<void> {
+    async recordTaskApproval(input: {
+      taskId: string;
+      approved: boolean;
+      decidedBy?: string;
+      comment?: string;
+    }): Promise<void> {
       await writeTaskApproval(db, input);
     },
 
@@ -70,13 +80,20 @@ export function createTaskActivities(deps: ActivityDeps) {
      * `in_progress` for `start.round` as `recordTaskState` would. Otherwise it returns the gates and
      * the workflow waits on them as before. Each part is idempotent, so a retry is safe.
      */
-    async openTask(input: RecordTaskInput & { fork?: ForkInput; start: { round: number; eventKey: string } }): Promise<{ context: TaskContext; gates?: StartGates; started: boolean }> {
+    async openTask(
+      input: RecordTaskInput & { fork?: ForkInput; start: { round: number; eventKey: string } },
+    ): Promise<{ context: TaskContext; gates?: StartGates; started: boolean }> {
       const { start, ...record } = input;
       const context = await loadTaskContext(record);
       if (context.state !== 'pending' && context.state !== 'in_progress') return { context, started: false };
       const gates = await startGates(db, input.taskId);
       if (gates.awaitApproval || gates.blockedBy.length > 0) return { context, gates, started: false };
-      await recordTaskState({ taskId: input.taskId, state: 'in_progress', round: start.round, eventKey: start.eventKey });
+      await recordTaskState({
+        taskId: input.taskId,
+        state: 'in_progress',
+        round: start.round,
+        eventKey: start.eventKey,
+      });
       return { context, started: true };
     },
 
@@ -94,15 +111,21 @@ export function createTaskActivities(deps: ActivityDeps) {
     // Planned before the write: it reads the dependants as they were when this state was reached.
     const propagation = await planPropagation(db, input.taskId, input.state);
     await writeTaskState(db, input);
-    if (propagation.cancel.length || propagation.wake.length) await applyPropagation(Context.current().client, propagation);
+    if (propagation.cancel.length || propagation.wake.length)
+      await applyPropagation(Context.current().client, propagation);
     if (input.state !== 'blocked' && input.state !== 'failed') return undefined;
     const { calls: _calls, ...recorded } = await usageTotals(db, { taskId: input.taskId });
     return recorded;
   }
 
-  async function loadTaskContext(input: (RecordTaskInput & { fork?: ForkInput }) | { taskId: string }): Promise<TaskContext> {
+  async function loadTaskContext(
+    input: (RecordTaskInput & { fork?: ForkInput }) | { taskId: string },
+  ): Promise<TaskContext> {
     // A fork started by any Temporal client is made here (idempotent: the client or eval may have made it).
-    if ('fork' in input && input.fork) await prepareFork(db, input.taskId, input.fork, { createdBy: input.createdBy }).catch((e: unknown) => Promise.reject(asFailure(e)));
+    if ('fork' in input && input.fork)
+      await prepareFork(db, input.taskId, input.fork, { createdBy: input.createdBy }).catch((e: unknown) =>
+        Promise.reject(asFailure(e)),
+      );
     const task = 'agentId' in input ? (await recordTask(db, input)).task : await findTask(db, input.taskId);
     if (!task) throw unknownTask(input.taskId);
     const found = await findAgent(db, task.agent_id);
@@ -110,6 +133,11 @@ export function createTaskActivities(deps: ActivityDeps) {
     const fork = await loadFork(db, task.id, task.fork_of);
     const config = agentConfig(fork ? forkedAgent(found, fork) : found);
     const route = deps.router.candidates({ provider: config.provider, model: config.model, tier: config.tier });
-    return { agentId: task.agent_id, title: task.title, modelLabel: route[0]?.model ?? config.model ?? 'default model', state: task.state };
+    return {
+      agentId: task.agent_id,
+      title: task.title,
+      modelLabel: route[0]?.model ?? config.model ?? 'default model',
+      state: task.state,
+    };
   }
 }

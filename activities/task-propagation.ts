@@ -74,11 +74,17 @@ export async function planPropagation(db: Kysely<Database>, taskId: string, stat
  */
 export async function applyPropagation(client: Client, plan: Propagation): Promise<void> {
   for (const id of plan.cancel) await ignoreGone(client.workflow.getHandle(taskWorkflowId(id)).cancel());
-  for (const id of plan.wake) await ignoreGone(client.workflow.getHandle(taskWorkflowId(id)).signal(dependenciesChangedSignal));
+  for (const id of plan.wake)
+    await ignoreGone(client.workflow.getHandle(taskWorkflowId(id)).signal(dependenciesChangedSignal));
 }
 
 /** Both steps, for callers that write the state themselves first (archive, a cancel without a workflow). */
-export async function propagateTaskState(db: Kysely<Database>, client: Client, taskId: string, state: string): Promise<void> {
+export async function propagateTaskState(
+  db: Kysely<Database>,
+  client: Client,
+  taskId: string,
+  state: string,
+): Promise<void> {
   await applyPropagation(client, await planPropagation(db, taskId, state));
 }
 

@@ -29,7 +29,10 @@ interface ToolOutcome {
  * known once its call is loaded, so the span is renamed when the outcome names it. A tool that
  * reports an error result ends with `error.type` = `tool_error`; one that throws, with the exception.
  */
-export async function inToolSpan<T extends ToolOutcome>(call: { toolCallId: string; tool?: string }, run: () => Promise<T>): Promise<T> {
+export async function inToolSpan<T extends ToolOutcome>(
+  call: { toolCallId: string; tool?: string },
+  run: () => Promise<T>,
+): Promise<T> {
   const tracer = trace.getTracer('durable-agents');
   const conversation = activeConversation();
   return tracer.startActiveSpan(
@@ -51,7 +54,10 @@ export async function inToolSpan<T extends ToolOutcome>(call: { toolCallId: stri
           span.updateName(`execute_tool ${outcome.tool}`);
           span.setAttribute('gen_ai.tool.name', outcome.tool);
         }
-        span.setAttribute('durable_agents.tool.outcome', outcome.kind === 'done' ? (outcome.isError ? 'error' : 'ok') : outcome.kind);
+        span.setAttribute(
+          'durable_agents.tool.outcome',
+          outcome.kind === 'done' ? (outcome.isError ? 'error' : 'ok') : outcome.kind,
+        );
         if (outcome.isError) {
           span.setAttribute('error.type', 'tool_error');
           span.setStatus({ code: SpanStatusCode.ERROR });

@@ -25,7 +25,8 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
     const value = Number(raw);
-    if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+    if (!Number.isInteger(value) || value < 0)
+      throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
     return value;
   };
   return {
@@ -35,7 +36,9 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     rateLimitPerMinute: int('API_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMIT_PER_MINUTE),
     callTimeoutMs: int('API_CALL_TIMEOUT_MS', DEFAULT_CALL_TIMEOUT_MS),
     temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
-    temporalMetricsUrl: env.TEMPORAL_METRICS_URL || (env.TEMPORAL_METRICS_BIND ? `http://${env.TEMPORAL_METRICS_BIND}/metrics` : undefined),
+    temporalMetricsUrl:
+      env.TEMPORAL_METRICS_URL ||
+      (env.TEMPORAL_METRICS_BIND ? `http://${env.TEMPORAL_METRICS_BIND}/metrics` : undefined),
     sso: ssoFromEnv(env),
     trustProxy: env.API_TRUST_PROXY === '1',
   };

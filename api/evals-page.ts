@@ -8,7 +8,8 @@ import type { CandidateTotals, EvalRow } from '../activities/fork/graders';
 import type { ForkClient } from '../client/forks';
 import type { ApiPrincipal, TokenScope } from './tokens';
 
-const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const escape = (text: string): string =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 const money = (n: number): string => `$${n.toFixed(4)}`;
 
 /** The plot's size in CSS pixels, and the margin its axes' labels take. */
@@ -46,11 +47,19 @@ body{font-family:system-ui,sans-serif;margin:2rem;max-width:72rem}table{border-c
 }
 
 function rowsTable(rows: readonly EvalRow[]): string {
-  const head = '<tr><th>task</th><th>candidate</th><th>result</th><th>graders</th><th>iterations</th><th>tokens</th><th>cost</th><th>vs original</th><th>replayed / executed / refused</th></tr>';
+  const head =
+    '<tr><th>task</th><th>candidate</th><th>result</th><th>graders</th><th>iterations</th><th>tokens</th><th>cost</th><th>vs original</th><th>replayed / executed / refused</th></tr>';
   const body = rows
     .map((r) => {
-      const result = r.state === 'graded' ? (r.passed ? '<span class="pass">pass</span>' : '<span class="fail">fail</span>') : escape(r.state);
-      const graders = r.grades.map((g) => `${g.passed ? '✓' : '✗'} ${escape(g.grader)}: ${escape(g.detail)}`).join('<br>');
+      const result =
+        r.state === 'graded'
+          ? r.passed
+            ? '<span class="pass">pass</span>'
+            : '<span class="fail">fail</span>'
+          : escape(r.state);
+      const graders = r.grades
+        .map((g) => `${g.passed ? '✓' : '✗'} ${escape(g.grader)}: ${escape(g.detail)}`)
+        .join('<br>');
       return `<tr><td>${escape(r.sourceTaskId)}</td><td>${escape(r.candidate)}</td><td>${result}${r.incomplete ? `<br>${escape(r.incomplete)}` : ''}</td><td>${graders || escape(r.note ?? '')}</td><td>${r.fork?.iterations ?? '-'}</td><td>${r.fork?.tokens ?? '-'}</td><td>${money((r.fork?.costUsd ?? 0) + r.judgeCostUsd)}</td><td>${r.vsOriginal ? `${r.vsOriginal.costUsd}× cost` : '-'}</td><td>${r.calls.replayed} / ${r.calls.executed} / ${r.calls.refused}</td></tr>`;
     })
     .join('');
@@ -58,9 +67,13 @@ function rowsTable(rows: readonly EvalRow[]): string {
 }
 
 function totalsTable(totals: readonly CandidateTotals[]): string {
-  const head = '<tr><th>candidate</th><th>pass rate</th><th>passed</th><th>cost</th><th>original cost</th><th>tokens</th><th>replayed</th><th>executed</th><th>refused</th><th>skipped</th></tr>';
+  const head =
+    '<tr><th>candidate</th><th>pass rate</th><th>passed</th><th>cost</th><th>original cost</th><th>tokens</th><th>replayed</th><th>executed</th><th>refused</th><th>skipped</th></tr>';
   const body = totals
-    .map((t) => `<tr><td>${escape(t.candidate)}</td><td>${Math.round(t.passRate * 100)}%</td><td>${t.passed}/${t.runs}</td><td>${money(t.costUsd)}</td><td>${money(t.originalCostUsd)}</td><td>${t.tokens}</td><td>${t.replayed}</td><td>${t.executed}</td><td>${t.refused}</td><td>${t.skipped}</td></tr>`)
+    .map(
+      (t) =>
+        `<tr><td>${escape(t.candidate)}</td><td>${Math.round(t.passRate * 100)}%</td><td>${t.passed}/${t.runs}</td><td>${money(t.costUsd)}</td><td>${money(t.originalCostUsd)}</td><td>${t.tokens}</td><td>${t.replayed}</td><td>${t.executed}</td><td>${t.refused}</td><td>${t.skipped}</td></tr>`,
+    )
     .join('');
   return `<table>${head}${body}</table>`;
 }
@@ -70,22 +83,45 @@ function sendPage(reply: FastifyReply, html: string): FastifyReply {
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .header('x-frame-options', 'DENY')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
     .send(html);
 }
 
-export function registerEvalPages(app: FastifyInstance, deps: { forks: ForkClient; requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal }): void {
+export function registerEvalPages(
+  app: FastifyInstance,
+  deps: { forks: ForkClient; requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal },
+): void {
   app.get('/inbox/evals', async (request, reply) => {
     deps.requireScope(request.principal, 'read');
     const evals = await deps.forks.listEvals();
-    const items = evals.map((e) => `<tr><td><a href="/inbox/evals/${encodeURIComponent(e.evalId)}">${escape(e.evalId)}</a></td><td>${escape(e.state)}</td><td>${escape(e.candidates.join(' vs '))}</td><td>${money(e.spentUsd)}</td><td>${escape(e.createdAt.toISOString())}</td></tr>`);
-    return sendPage(reply, page('Evals', evals.length ? `<table><tr><th>eval</th><th>state</th><th>candidates</th><th>spent</th><th>started</th></tr>${items.join('')}</table>` : '<p>No eval yet: <code>npm run agents -- eval run</code>.</p>'));
+    const items = evals.map(
+      (e) =>
+        `<tr><td><a href="/inbox/evals/${encodeURIComponent(e.evalId)}">${escape(e.evalId)}</a></td><td>${escape(e.state)}</td><td>${escape(e.candidates.join(' vs '))}</td><td>${money(e.spentUsd)}</td><td>${escape(e.createdAt.toISOString())}</td></tr>`,
+    );
+    return sendPage(
+      reply,
+      page(
+        'Evals',
+        evals.length
+          ? `<table><tr><th>eval</th><th>state</th><th>candidates</th><th>spent</th><th>started</th></tr>${items.join('')}</table>`
+          : '<p>No eval yet: <code>npm run agents -- eval run</code>.</p>',
+      ),
+    );
   });
   app.get('/inbox/evals/:evalId', async (request, reply) => {
     deps.requireScope(request.principal, 'read');
     const { evalId } = request.params as { evalId: string };
     const t = await deps.forks.evalTable(evalId);
     const budget = t.budgetUsd !== null ? ` of ${money(t.budgetUsd)}` : '';
-    return sendPage(reply, page(`Eval ${t.evalId}`, `<p>${escape(t.state)} · spent ${money(t.spentUsd)}${budget}</p>${costVsPassRateSvg(t.totals)}${totalsTable(t.totals)}<h2>Per task</h2>${rowsTable(t.rows)}`));
+    return sendPage(
+      reply,
+      page(
+        `Eval ${t.evalId}`,
+        `<p>${escape(t.state)} · spent ${money(t.spentUsd)}${budget}</p>${costVsPassRateSvg(t.totals)}${totalsTable(t.totals)}<h2>Per task</h2>${rowsTable(t.rows)}`,
+      ),
+    );
   });
 }

@@ -31,13 +31,23 @@ export interface InboxSession extends ApiPrincipal {
 }
 
 /** Opens a session for `who`; returns the cookie value (the only place the id exists in clear). */
-export async function openSession(db: Kysely<Database>, who: { name: string; scope: TokenScope; tokenId?: string }): Promise<{ id: string; csrfToken: string }> {
+export async function openSession(
+  db: Kysely<Database>,
+  who: { name: string; scope: TokenScope; tokenId?: string },
+): Promise<{ id: string; csrfToken: string }> {
   const id = randomBytes(SESSION_SECRET_BYTES).toString('base64url');
   const csrfToken = randomBytes(SESSION_SECRET_BYTES).toString('base64url');
   await db.deleteFrom('inbox_sessions').where('expires_at', '<', new Date()).execute();
   await db
     .insertInto('inbox_sessions')
-    .values({ id_hash: hash(id), name: who.name, scope: who.scope, token_id: who.tokenId ?? null, csrf_token: csrfToken, expires_at: new Date(Date.now() + SESSION_IDLE_MS) })
+    .values({
+      id_hash: hash(id),
+      name: who.name,
+      scope: who.scope,
+      token_id: who.tokenId ?? null,
+      csrf_token: csrfToken,
+      expires_at: new Date(Date.now() + SESSION_IDLE_MS),
+    })
     .execute();
   return { id, csrfToken };
 }
@@ -51,14 +61,38 @@ export async function findSession(db: Kysely<Database>, id: string): Promise<Inb
   const row = await db
     .selectFrom('inbox_sessions')
     .leftJoin('api_tokens', 'api_tokens.id', 'inbox_sessions.token_id')
-    .select(['inbox_sessions.id_hash', 'inbox_sessions.name', 'inbox_sessions.scope', 'inbox_sessions.token_id', 'inbox_sessions.csrf_token', 'inbox_sessions.created_at', 'inbox_sessions.expires_at', 'api_tokens.revoked_at'])
+    .select([
+      'inbox_sessions.id_hash',
+      'inbox_sessions.name',
+      'inbox_sessions.scope',
+      'inbox_sessions.token_id',
+      'inbox_sessions.csrf_token',
+      'inbox_sessions.created_at',
+      'inbox_sessions.expires_at',
+      'api_tokens.revoked_at',
+    ])
     .where('inbox_sessions.id_hash', '=', hash(id))
     .executeTakeFirst();
   const now = Date.now();
-  if (!row || row.expires_at.getTime() <= now || now - row.created_at.getTime() >= SESSION_MAX_MS || (row.token_id !== null && row.revoked_at !== null)) return undefined;
+  if (
+    !row ||
+    row.expires_at.getTime() <= now ||
+    now - row.created_at.getTime() >= SESSION_MAX_MS ||
+    (row.token_id !== null && row.revoked_at !== null)
+  )
+    return undefined;
   const expires = Math.min(now + SESSION_IDLE_MS, row.created_at.getTime() + SESSION_MAX_MS);
-  await db.updateTable('inbox_sessions').set({ expires_at: new Date(expires) }).where('id_hash', '=', row.id_hash).execute();
-  return { tokenId: row.token_id ?? `session-${row.id_hash.slice(0, 12)}`, name: row.name, scope: row.scope, csrfToken: row.csrf_token };
+  await db
+    .updateTable('inbox_sessions')
+    .set({ expires_at: new Date(expires) })
+    .where('id_hash', '=', row.id_hash)
+    .execute();
+  return {
+    tokenId: row.token_id ?? `session-${row.id_hash.slice(0, 12)}`,
+    name: row.name,
+    scope: row.scope,
+    csrfToken: row.csrf_token,
+  };
 }
 
 export async function closeSession(db: Kysely<Database>, id: string): Promise<void> {
@@ -70,7 +104,13 @@ const overTls = (request: FastifyRequest): boolean => request.protocol === 'http
 
 /** Sets the session cookie: HttpOnly, SameSite=Strict, scoped to the inbox, Secure behind TLS, gone with the session. */
 export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, id: string): void {
-  const attributes = [`${SESSION_COOKIE}=${id}`, 'HttpOnly', 'SameSite=Strict', 'Path=/inbox', `Max-Age=${Math.floor(SESSION_MAX_MS / 1000)}`];
+  const attributes = [
+    `${SESSION_COOKIE}=${id}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    'Path=/inbox',
+    `Max-Age=${Math.floor(SESSION_MAX_MS / 1000)}`,
+  ];
   if (overTls(request)) attributes.push('Secure');
   void reply.header('set-cookie', attributes.join('; '));
 }
@@ -94,12 +134,21 @@ export function ownOrigin(request: FastifyRequest): string {
 export function requireSameOrigin(request: FastifyRequest): void {
   const origin = request.headers.origin;
   if (origin !== ownOrigin(request)) {
-    throw new ApiError(403, 'cross_origin', `refused: this form must be posted from the inbox itself (${ownOrigin(request)}), not from ${origin ?? 'a request without an Origin header'}`);
+    throw new ApiError(
+      403,
+      'cross_origin',
+      `refused: this form must be posted from the inbox itself (${ownOrigin(request)}), not from ${origin ?? 'a request without an Origin header'}`,
+    );
   }
 }
 
 export function requireFormToken(session: InboxSession, form: Record<string, string>): void {
   const sent = Buffer.from(form.csrf ?? '');
   const expected = Buffer.from(session.csrfToken);
-  if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) throw new ApiError(403, 'csrf_token_invalid', 'refused: the form token is missing or stale; reload the inbox and try again');
+  if (sent.length !== expected.length || !timingSafeEqual(sent, expected))
+    throw new ApiError(
+      403,
+      'csrf_token_invalid',
+      'refused: the form token is missing or stale; reload the inbox and try again',
+    );
 }

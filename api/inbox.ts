@@ -12,7 +12,15 @@ import type { AgentsClient } from '../client';
 import type { Database } from '../schema/database';
 import { roundWorkflowId, taskWorkflowId } from '../workflows/contract';
 import { ApiError } from './errors';
-import { clearSessionCookie, closeSession, openSession, requireFormToken, SESSION_COOKIE, setSessionCookie, type InboxSession } from './inbox-sessions';
+import {
+  clearSessionCookie,
+  closeSession,
+  openSession,
+  requireFormToken,
+  SESSION_COOKIE,
+  setSessionCookie,
+  type InboxSession,
+} from './inbox-sessions';
 import { registerSso, type SsoOptions } from './sso';
 import { verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 import { approvalTrail, trailLine } from '../activities/approvals/views';
@@ -29,9 +37,17 @@ interface InboxDeps {
   uiBase: string;
   namespace: string;
   requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal;
-  decideApproval(requestId: string, body: { decision: 'approved' | 'rejected'; comment?: string }, principal: ApiPrincipal): Promise<unknown>;
+  decideApproval(
+    requestId: string,
+    body: { decision: 'approved' | 'rejected'; comment?: string },
+    principal: ApiPrincipal,
+  ): Promise<unknown>;
   /** Hands a request under a policy to a colleague (see routes/approvals.ts). */
-  delegateApproval(requestId: string, body: { to: string; comment?: string }, principal: ApiPrincipal): Promise<unknown>;
+  delegateApproval(
+    requestId: string,
+    body: { to: string; comment?: string },
+    principal: ApiPrincipal,
+  ): Promise<unknown>;
   withTimeout<T>(what: string, call: () => Promise<T>): Promise<T>;
   /** The answer to a failure, logged first when unexpected (the page then says where). */
   failure(error: unknown, request: FastifyRequest): ApiError;
@@ -43,11 +59,13 @@ const escape = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** Where a form post returns: the page it came from, with its agent filter. */
-const back = (form: Record<string, string>): string => (form.agent && /^[a-z0-9_-]{1,63}$/.test(form.agent) ? `/inbox?agent=${form.agent}&` : '/inbox?');
+const back = (form: Record<string, string>): string =>
+  form.agent && /^[a-z0-9_-]{1,63}$/.test(form.agent) ? `/inbox?agent=${form.agent}&` : '/inbox?';
 
 export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   const { db } = deps;
-  const runLink = (workflowId: string) => `${deps.uiBase}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+  const runLink = (workflowId: string) =>
+    `${deps.uiBase}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 
   /** The signed-in operator; a browser's post must also carry its session's form token. */
   const decider = (request: FastifyRequest, form: Record<string, string>): ApiPrincipal => {
@@ -57,7 +75,10 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   };
 
   const withSso = deps.sso !== undefined;
-  if (deps.sso) registerSso(app, db, deps.sso, (reply, status, problem) => sendPage(reply.status(status), signInPage(problem, withSso)));
+  if (deps.sso)
+    registerSso(app, db, deps.sso, (reply, status, problem) =>
+      sendPage(reply.status(status), signInPage(problem, withSso)),
+    );
 
   app.get('/inbox/sign-in', async (_request, reply) => sendPage(reply, signInPage(undefined, withSso)));
 
@@ -65,7 +86,11 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const form = (request.body ?? {}) as Record<string, string>;
     const principal = form.token ? await verifyToken(db, form.token.trim()) : undefined;
     if (!principal) return sendPage(reply.status(401), signInPage('That token is unknown or revoked.', withSso));
-    if (principal.scope !== 'operator') return sendPage(reply.status(403), signInPage(`The inbox needs an operator token; "${principal.name}" has scope "${principal.scope}".`, withSso));
+    if (principal.scope !== 'operator')
+      return sendPage(
+        reply.status(403),
+        signInPage(`The inbox needs an operator token; "${principal.name}" has scope "${principal.scope}".`, withSso),
+      );
     const session = await openSession(db, { name: principal.name, scope: principal.scope, tokenId: principal.tokenId });
     setSessionCookie(request, reply, session.id);
     return reply.redirect('/inbox', 303);
@@ -90,13 +115,24 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const { requestId } = request.params as { requestId: string };
     const form = (request.body ?? {}) as Record<string, string>;
     const principal = decider(request, form);
-    if (form.decision !== 'approved' && form.decision !== 'rejected') throw new ApiError(400, 'invalid_request', 'decision must be approved or rejected');
+    if (form.decision !== 'approved' && form.decision !== 'rejected')
+      throw new ApiError(400, 'invalid_request', 'decision must be approved or rejected');
     try {
-      await deps.decideApproval(requestId, { decision: form.decision, comment: form.comment?.trim() || undefined }, principal);
+      await deps.decideApproval(
+        requestId,
+        { decision: form.decision, comment: form.comment?.trim() || undefined },
+        principal,
+      );
     } catch (error) {
-      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${deps.failure(error, request).message}`)}`, 303);
+      return reply.redirect(
+        `${back(form)}problem=${encodeURIComponent(`Not recorded: ${deps.failure(error, request).message}`)}`,
+        303,
+      );
     }
-    return reply.redirect(`${back(form)}notice=${encodeURIComponent(`${form.decision === 'approved' ? 'Approved' : 'Rejected'}: the task continues.`)}`, 303);
+    return reply.redirect(
+      `${back(form)}notice=${encodeURIComponent(`${form.decision === 'approved' ? 'Approved' : 'Rejected'}: the task continues.`)}`,
+      303,
+    );
   });
 
   app.post('/inbox/approvals/:requestId/delegate', async (request, reply) => {
@@ -104,11 +140,18 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const form = (request.body ?? {}) as Record<string, string>;
     const principal = decider(request, form);
     const to = form.to?.trim();
-    if (!to) return reply.redirect(`${back(form)}problem=${encodeURIComponent('Not handed on: name the colleague who gets the request.')}`, 303);
+    if (!to)
+      return reply.redirect(
+        `${back(form)}problem=${encodeURIComponent('Not handed on: name the colleague who gets the request.')}`,
+        303,
+      );
     try {
       await deps.delegateApproval(requestId, { to, comment: form.comment?.trim() || undefined }, principal);
     } catch (error) {
-      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not handed on: ${deps.failure(error, request).message}`)}`, 303);
+      return reply.redirect(
+        `${back(form)}problem=${encodeURIComponent(`Not handed on: ${deps.failure(error, request).message}`)}`,
+        303,
+      );
     }
     return reply.redirect(`${back(form)}notice=${encodeURIComponent(`Handed to ${to}.`)}`, 303);
   });
@@ -117,27 +160,55 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const { taskId } = request.params as { taskId: string };
     const form = (request.body ?? {}) as Record<string, string>;
     const principal = decider(request, form);
-    if (form.decision !== 'accept' && form.decision !== 'revise') throw new ApiError(400, 'invalid_request', 'decision must be accept or revise');
+    if (form.decision !== 'accept' && form.decision !== 'revise')
+      throw new ApiError(400, 'invalid_request', 'decision must be accept or revise');
     const decision = form.decision;
     const feedback = form.feedback?.trim();
-    if (form.decision === 'revise' && !feedback) throw new ApiError(400, 'invalid_request', 'a revision needs feedback: say what to change');
+    if (form.decision === 'revise' && !feedback)
+      throw new ApiError(400, 'invalid_request', 'a revision needs feedback: say what to change');
     const task = await db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirst();
     if (!task) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
-    if (task.state !== 'review') throw new ApiError(409, 'not_in_review', `task ${taskId} is ${task.state}, not waiting for review`);
+    if (task.state !== 'review')
+      throw new ApiError(409, 'not_in_review', `task ${taskId} is ${task.state}, not waiting for review`);
     try {
-      await deps.withTimeout('the review signal', () => deps.client.review(taskId, { decision, feedback, decidedBy: principal.name }));
+      await deps.withTimeout('the review signal', () =>
+        deps.client.review(taskId, { decision, feedback, decidedBy: principal.name }),
+      );
     } catch (error) {
-      return reply.redirect(`${back(form)}problem=${encodeURIComponent(`Not recorded: ${deps.failure(error, request).message}`)}`, 303);
+      return reply.redirect(
+        `${back(form)}problem=${encodeURIComponent(`Not recorded: ${deps.failure(error, request).message}`)}`,
+        303,
+      );
     }
-    return reply.redirect(`${back(form)}notice=${encodeURIComponent(form.decision === 'accept' ? 'Accepted.' : 'Sent back for revision.')}`, 303);
+    return reply.redirect(
+      `${back(form)}notice=${encodeURIComponent(form.decision === 'accept' ? 'Accepted.' : 'Sent back for revision.')}`,
+      303,
+    );
   });
 
-  async function renderInbox(principal: ApiPrincipal, session: InboxSession | undefined, notice: string | undefined, problem: string | undefined, agent: string | undefined): Promise<string> {
+  async function renderInbox(
+    principal: ApiPrincipal,
+    session: InboxSession | undefined,
+    notice: string | undefined,
+    problem: string | undefined,
+    agent: string | undefined,
+  ): Promise<string> {
     const csrf = session ? `<input type="hidden" name="csrf" value="${escape(session.csrfToken)}">` : '';
     let approvalsQuery = db
       .selectFrom('approvals')
       .leftJoin('tasks', 'tasks.id', 'approvals.task_id')
-      .select(['approvals.id', 'approvals.task_id', 'approvals.agent_id', 'approvals.workflow_id', 'approvals.tool', 'approvals.args', 'approvals.summary', 'approvals.requested_at', 'approvals.wait_state', 'tasks.title'])
+      .select([
+        'approvals.id',
+        'approvals.task_id',
+        'approvals.agent_id',
+        'approvals.workflow_id',
+        'approvals.tool',
+        'approvals.args',
+        'approvals.summary',
+        'approvals.requested_at',
+        'approvals.wait_state',
+        'tasks.title',
+      ])
       .where('approvals.status', '=', 'pending')
       .orderBy('approvals.requested_at')
       .limit(INBOX_ITEMS_MAX);
@@ -162,11 +233,20 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     });
     const approvalCards = await Promise.all(
       approvals.map(async (a) => {
-        const [reason, words, trail] = await Promise.all([approvalReason(a.task_id, a.id), wordsBeforeCall(a.id), waitOf(a) ? approvalTrail(db, a.id) : undefined]);
+        const [reason, words, trail] = await Promise.all([
+          approvalReason(a.task_id, a.id),
+          wordsBeforeCall(a.id),
+          waitOf(a) ? approvalTrail(db, a.id) : undefined,
+        ]);
         const wait = waitOf(a);
         const hidden = `${csrf}${agent ? `<input type="hidden" name="agent" value="${escape(agent)}">` : ''}`;
         const args = a.args as Record<string, unknown> | null;
-        const command = typeof args?.command === 'string' ? args.command : Array.isArray(args?.command) ? (args.command as string[]).join(' ') : JSON.stringify(args ?? {}, null, 2);
+        const command =
+          typeof args?.command === 'string'
+            ? args.command
+            : Array.isArray(args?.command)
+              ? (args.command as string[]).join(' ')
+              : JSON.stringify(args ?? {}, null, 2);
         // The run that asked is the round whose session is in the request id (`task_{taskId}_r{round}:{toolCallId}`).
         const session = /^task_(.+)_r(\d+):[^:]+$/.exec(a.id);
         const round = session ? roundWorkflowId(session[1]!, Number(session[2])) : undefined;
@@ -219,7 +299,9 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
 </style></head>
 <body><main>
 <h1>Inbox</h1><p class="who">Signed in as ${escape(principal.name)}. Decisions are recorded under this name.${
-      session ? ` <form class="inline" method="post" action="/inbox/sign-out">${csrf}<button class="link">Sign out</button></form>` : ''
+      session
+        ? ` <form class="inline" method="post" action="/inbox/sign-out">${csrf}<button class="link">Sign out</button></form>`
+        : ''
     }</p>
 ${notice ? `<p class="notice" role="status">${escape(notice)}</p>` : ''}
 ${problem ? `<p class="notice problem" role="alert">${escape(problem)}</p>` : ''}
@@ -320,7 +402,10 @@ function sendPage(reply: FastifyReply, html: string): FastifyReply {
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .header('x-frame-options', 'DENY')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
     .send(html);
 }
 

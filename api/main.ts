@@ -19,7 +19,11 @@ async function main(): Promise<void> {
   const tracing = startProcessTracing('durable-agents-api');
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir });
   const connection = await Connection.connect({ address: config.temporalAddress });
-  const client = new AgentsClient(new Client({ connection, namespace: config.namespace, interceptors: tracingClientInterceptors() }), database.db, { taskQueue: config.taskQueue });
+  const client = new AgentsClient(
+    new Client({ connection, namespace: config.namespace, interceptors: tracingClientInterceptors() }),
+    database.db,
+    { taskQueue: config.taskQueue },
+  );
   const app = await buildApi({
     client,
     db: database.db,

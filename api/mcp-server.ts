@@ -33,16 +33,33 @@ export const MCP_CHAT_ANSWER_TIMEOUT_MS = 120_000;
 
 const SERVER_INFO = { name: 'durable-agents', version: '1' };
 /** The answer to GET and DELETE: a stateless endpoint has no server stream to open and no session to end. */
-const NOT_ALLOWED = { jsonrpc: '2.0', error: { code: -32000, message: 'this MCP endpoint is stateless: send each JSON-RPC message with POST (there is no server stream or session to open or end)' }, id: null };
+const NOT_ALLOWED = {
+  jsonrpc: '2.0',
+  error: {
+    code: -32000,
+    message:
+      'this MCP endpoint is stateless: send each JSON-RPC message with POST (there is no server stream or session to open or end)',
+  },
+  id: null,
+};
 
 /** A tool's answer: the value as JSON text (every client reads it) and as structured content. */
-const ok = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value });
-const refused = (code: string, message: string): CallToolResult => ({ content: [{ type: 'text', text: `${code}: ${message}` }], isError: true });
+const ok = (value: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(value, null, 2) }],
+  structuredContent: value,
+});
+const refused = (code: string, message: string): CallToolResult => ({
+  content: [{ type: 'text', text: `${code}: ${message}` }],
+  isError: true,
+});
 
 /** Registers `/mcp`; `decideApproval` is the REST route's decision path (the same checks and retries). */
 export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideApproval): void {
   const { app } = ctx;
-  const conversations = new ConversationClient(ctx.client, ctx.databaseUrl ? { connectionString: ctx.databaseUrl } : {});
+  const conversations = new ConversationClient(
+    ctx.client,
+    ctx.databaseUrl ? { connectionString: ctx.databaseUrl } : {},
+  );
 
   app.route({
     method: ['POST', 'GET', 'DELETE'],
@@ -52,7 +69,9 @@ export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideAppro
         // Written past Fastify (as the transport's own answers are): the OpenAPI document describes POST,
         // the one method of a stateless endpoint, and its description names this 405.
         reply.hijack();
-        reply.raw.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(JSON.stringify(NOT_ALLOWED));
+        reply.raw
+          .writeHead(405, { allow: 'POST', 'content-type': 'application/json' })
+          .end(JSON.stringify(NOT_ALLOWED));
         return;
       }
       const server = buildServer(ctx, conversations, decideApproval, request.principal!);
@@ -69,21 +88,34 @@ export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideAppro
         // Past the hijack Fastify cannot answer: log under the request id and answer a JSON-RPC error.
         request.log.error({ err: error }, 'the MCP request failed');
         if (!reply.raw.headersSent) {
-          reply.raw
-            .writeHead(500, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: `the server failed to handle this request; the error is logged with reqId ${request.id}` }, id: null }));
+          reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              error: {
+                code: -32603,
+                message: `the server failed to handle this request; the error is logged with reqId ${request.id}`,
+              },
+              id: null,
+            }),
+          );
         } else reply.raw.end();
       }
     },
   });
   // RFC 6750 (and the MCP authorization spec): a 401 names the scheme a client must use.
   app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode === 401 && request.url.split('?')[0] === MCP_PATH) void reply.header('www-authenticate', 'Bearer realm="durable-agents", error="invalid_token"');
+    if (reply.statusCode === 401 && request.url.split('?')[0] === MCP_PATH)
+      void reply.header('www-authenticate', 'Bearer realm="durable-agents", error="invalid_token"');
     return payload;
   });
 }
 
-function buildServer(ctx: ApiContext, conversations: ConversationClient, decideApproval: DecideApproval, principal: ApiPrincipal): McpServer {
+function buildServer(
+  ctx: ApiContext,
+  conversations: ConversationClient,
+  decideApproval: DecideApproval,
+  principal: ApiPrincipal,
+): McpServer {
   const server = new McpServer(SERVER_INFO, {
     instructions:
       'Drive durable-agents: start a task for an agent, follow it with task_status (it can wait for a change), decide the approvals its tool calls wait on, and accept or send back its submitted work. Tools that change something need a token of scope service or operator.',
@@ -101,15 +133,28 @@ function buildServer(ctx: ApiContext, conversations: ConversationClient, decideA
   ): void => {
     server.registerTool(
       name,
-      { description: `${description} Needs a token with scope ${scope}.`, inputSchema: z.object(shape).strict(), annotations: { openWorldHint: false, ...annotations } },
+      {
+        description: `${description} Needs a token with scope ${scope}.`,
+        inputSchema: z.object(shape).strict(),
+        annotations: { openWorldHint: false, ...annotations },
+      },
       async (args: unknown, extra: { signal: AbortSignal }) => {
-        if (!scopeAllows(principal.scope, scope)) return refused('forbidden', `${name} needs a token with scope "${scope}"; "${principal.name}" has scope "${principal.scope}"`);
+        if (!scopeAllows(principal.scope, scope))
+          return refused(
+            'forbidden',
+            `${name} needs a token with scope "${scope}"; "${principal.name}" has scope "${principal.scope}"`,
+          );
         try {
           return ok(await run(args as z.infer<z.ZodObject<Shape>>, extra.signal));
         } catch (error) {
           const apiError = toApiError(error);
           // An unexpected failure says as little as the REST API would: the code, not internals.
-          return refused(apiError.code, apiError.status >= 500 ? `${name} failed on the server (${apiError.code}); see the API log` : apiError.message);
+          return refused(
+            apiError.code,
+            apiError.status >= 500
+              ? `${name} failed on the server (${apiError.code}); see the API log`
+              : apiError.message,
+          );
         }
       },
     );
@@ -124,10 +169,18 @@ function buildServer(ctx: ApiContext, conversations: ConversationClient, decideA
     'start_task',
     'service',
     "Start a task for an agent. Returns the task's id; follow it with task_status.",
-    { agentId: S.StartTaskBody.shape.agentId, title: S.StartTaskBody.shape.title, description: S.StartTaskBody.shape.description, priority: S.StartTaskBody.shape.priority, costBudgetUsd: S.StartTaskBody.shape.costBudgetUsd },
+    {
+      agentId: S.StartTaskBody.shape.agentId,
+      title: S.StartTaskBody.shape.title,
+      description: S.StartTaskBody.shape.description,
+      priority: S.StartTaskBody.shape.priority,
+      costBudgetUsd: S.StartTaskBody.shape.costBudgetUsd,
+    },
     { destructiveHint: false },
     async (args) => {
-      const started = await withTimeout('starting the task', () => client.startTask({ ...args, description: args.description ?? args.title, createdBy: principal.name }));
+      const started = await withTimeout('starting the task', () =>
+        client.startTask({ ...args, description: args.description ?? args.title, createdBy: principal.name }),
+      );
       return { taskId: started.taskId, workflowId: started.workflowId };
     },
   );
@@ -147,12 +200,17 @@ function buildServer(ctx: ApiContext, conversations: ConversationClient, decideA
       const first = `${status.state}|${status.pendingApprovals.map((a) => a.requestId).join(',')}`;
       const deadline = Date.now() + (args.waitSeconds ?? 0) * 1000;
       const reached = () =>
-        args.untilStates ? args.untilStates.includes(status.state) : `${status.state}|${status.pendingApprovals.map((a) => a.requestId).join(',')}` !== first;
+        args.untilStates
+          ? args.untilStates.includes(status.state)
+          : `${status.state}|${status.pendingApprovals.map((a) => a.requestId).join(',')}` !== first;
       while (!reached() && !isTerminal(status.state) && Date.now() < deadline && !signal.aborted) {
         await new Promise((r) => setTimeout(r, MCP_STATUS_POLL_MS));
         status = await statusOf(args.taskId);
       }
-      return { ...status, waited: !reached() && Date.now() >= deadline ? 'timed out; call again to keep following' : undefined } as Record<string, unknown>;
+      return {
+        ...status,
+        waited: !reached() && Date.now() >= deadline ? 'timed out; call again to keep following' : undefined,
+      } as Record<string, unknown>;
     },
   );
 
@@ -167,7 +225,15 @@ function buildServer(ctx: ApiContext, conversations: ConversationClient, decideA
       if (args.taskId) query = query.where('task_id', '=', args.taskId);
       const rows = await query.orderBy('requested_at').execute();
       return {
-        approvals: rows.map((r) => ({ requestId: r.id, taskId: r.task_id, agentId: r.agent_id, tool: r.tool, summary: r.summary, args: r.args, requestedAt: r.requested_at.toISOString() })),
+        approvals: rows.map((r) => ({
+          requestId: r.id,
+          taskId: r.task_id,
+          agentId: r.agent_id,
+          tool: r.tool,
+          summary: r.summary,
+          args: r.args,
+          requestedAt: r.requested_at.toISOString(),
+        })),
       };
     },
   );
@@ -176,22 +242,43 @@ function buildServer(ctx: ApiContext, conversations: ConversationClient, decideA
     'decide_approval',
     'operator',
     'Approve or reject a pending approval request (from list_approvals or task_status). Returns the recorded decision; decidedBy is your token name.',
-    { requestId: S.RequestIdParams.shape.requestId, decision: S.DecideApprovalBody.shape.decision, comment: S.DecideApprovalBody.shape.comment },
+    {
+      requestId: S.RequestIdParams.shape.requestId,
+      decision: S.DecideApprovalBody.shape.decision,
+      comment: S.DecideApprovalBody.shape.comment,
+    },
     { destructiveHint: true, idempotentHint: false },
-    async (args) => (await decideApproval(args.requestId, { decision: args.decision, ...(args.comment !== undefined ? { comment: args.comment } : {}) }, principal)) as Record<string, unknown>,
+    async (args) =>
+      (await decideApproval(
+        args.requestId,
+        { decision: args.decision, ...(args.comment !== undefined ? { comment: args.comment } : {}) },
+        principal,
+      )) as Record<string, unknown>,
   );
 
   tool(
     'review_task',
     'operator',
-    "Decide a task in review: accept its submitted work (the task completes), or revise with feedback (the agent works another round). To reject work outright, use cancel_task.",
-    { taskId: S.TaskIdParams.shape.taskId, decision: z.enum(['accept', 'revise']), feedback: z.string().max(100_000).optional() },
+    'Decide a task in review: accept its submitted work (the task completes), or revise with feedback (the agent works another round). To reject work outright, use cancel_task.',
+    {
+      taskId: S.TaskIdParams.shape.taskId,
+      decision: z.enum(['accept', 'revise']),
+      feedback: z.string().max(100_000).optional(),
+    },
     { destructiveHint: true },
     async (args) => {
-      if (args.decision === 'revise' && !(args.feedback ?? '').trim()) throw new ApiError(400, 'invalid_request', 'a revision needs feedback: say what to change');
+      if (args.decision === 'revise' && !(args.feedback ?? '').trim())
+        throw new ApiError(400, 'invalid_request', 'a revision needs feedback: say what to change');
       const task = await requireTask(args.taskId);
-      if (task.state !== 'review') throw new ApiError(409, 'not_in_review', `task ${args.taskId} is ${task.state}, not waiting for review`);
-      await signalTask(args.taskId, 'a review decision', () => client.review(args.taskId, { decision: args.decision, ...(args.feedback ? { feedback: args.feedback } : {}), decidedBy: principal.name }));
+      if (task.state !== 'review')
+        throw new ApiError(409, 'not_in_review', `task ${args.taskId} is ${task.state}, not waiting for review`);
+      await signalTask(args.taskId, 'a review decision', () =>
+        client.review(args.taskId, {
+          decision: args.decision,
+          ...(args.feedback ? { feedback: args.feedback } : {}),
+          decidedBy: principal.name,
+        }),
+      );
       return { ok: true, taskId: args.taskId, decision: args.decision };
     },
   );
@@ -220,11 +307,17 @@ function buildServer(ctx: ApiContext, conversations: ConversationClient, decideA
       let text = '';
       let ended: { stoppedBy?: string; error?: string } | undefined;
       try {
-        for await (const event of conversations.chat(args.agentId, args.text, { from: { type: 'human', id: principal.name }, signal: stop })) {
+        for await (const event of conversations.chat(args.agentId, args.text, {
+          from: { type: 'human', id: principal.name },
+          signal: stop,
+        })) {
           if (event.type === 'delta') text += event.text;
           else if (event.type === 'rewind') text = text.slice(0, Math.max(0, text.length - event.chars));
           else if (event.type === 'end') {
-            ended = { ...(event.stoppedBy ? { stoppedBy: event.stoppedBy } : {}), ...(event.error ? { error: event.error } : {}) };
+            ended = {
+              ...(event.stoppedBy ? { stoppedBy: event.stoppedBy } : {}),
+              ...(event.error ? { error: event.error } : {}),
+            };
             break;
           }
         }
@@ -241,7 +334,10 @@ function buildServer(ctx: ApiContext, conversations: ConversationClient, decideA
 
 /** The `/mcp` entry of the OpenAPI document (the endpoint is described there like every route). */
 export function mcpOpenApiPath(): Record<string, unknown> {
-  const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+  const error = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  });
   const jsonRpc = { type: 'object', properties: { jsonrpc: { const: '2.0' } }, required: ['jsonrpc'] };
   const description =
     'The Model Context Protocol over Streamable HTTP (stateless, JSON answers). Tools: start_task, task_status, list_approvals, decide_approval, review_task, cancel_task, chat. Any valid token may connect; each tool needs the scope it names (read, service or operator). GET and DELETE answer 405: a stateless endpoint has no server stream and no session.';
@@ -254,7 +350,10 @@ export function mcpOpenApiPath(): Record<string, unknown> {
       security: [{ bearer: [] }],
       requestBody: { required: true, content: { 'application/json': { schema: jsonRpc } } },
       responses: {
-        200: { description: 'A JSON-RPC answer', content: { 'application/json': { schema: {} }, 'text/event-stream': { schema: { type: 'string' } } } },
+        200: {
+          description: 'A JSON-RPC answer',
+          content: { 'application/json': { schema: {} }, 'text/event-stream': { schema: { type: 'string' } } },
+        },
         202: { description: 'A notification or response was accepted' },
         400: error('Malformed JSON or JSON-RPC. Codes: `invalid_request`, `malformed_json`'),
         401: error('No token, or an unknown or revoked one (with `WWW-Authenticate: Bearer`). Code: `unauthorized`'),

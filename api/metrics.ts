@@ -12,7 +12,11 @@ export function apiMetrics(db: Kysely<Database>) {
     help: 'Approval requests waiting for a human, across all tasks',
     registers: [registry],
     async collect() {
-      const row = await db.selectFrom('approvals').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'pending').executeTakeFirst();
+      const row = await db
+        .selectFrom('approvals')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
       this.set(Number(row?.n ?? 0));
     },
   });
@@ -22,13 +26,22 @@ export function apiMetrics(db: Kysely<Database>) {
     labelNames: ['state'],
     registers: [registry],
     async collect() {
-      const rows = await db.selectFrom('tasks').select(['state', (eb) => eb.fn.countAll<string>().as('n')]).groupBy('state').execute();
+      const rows = await db
+        .selectFrom('tasks')
+        .select(['state', (eb) => eb.fn.countAll<string>().as('n')])
+        .groupBy('state')
+        .execute();
       const counts = new Map(rows.map((r) => [r.state, Number(r.n)]));
       // Every state, zero included, so a query for a state that has no task yet still finds a series.
       for (const state of TASK_STATES) this.set({ state }, counts.get(state) ?? 0);
     },
   });
-  const requests = new Counter({ name: 'durable_agents_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const requests = new Counter({
+    name: 'durable_agents_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'durable_agents_http_request_seconds',
     help: 'HTTP request latency (SSE: time to the first byte of the stream)',

@@ -84,14 +84,28 @@ const CONFLICTS: Record<string, string[]> = {
 };
 
 /** Routes without path parameters that still name something (in the body or a filter) that may not exist. */
-const NOT_FOUND_WITHOUT_PARAMS = new Set(['POST /v1/tasks', 'POST /v1/announcements', 'GET /v1/announcements', 'POST /v1/notifications/read', 'GET /v1/notifications', 'GET /v1/skills', 'GET /v1/approvals']);
+const NOT_FOUND_WITHOUT_PARAMS = new Set([
+  'POST /v1/tasks',
+  'POST /v1/announcements',
+  'GET /v1/announcements',
+  'POST /v1/notifications/read',
+  'GET /v1/notifications',
+  'GET /v1/skills',
+  'GET /v1/approvals',
+]);
 
 /**
  * Routes that call Temporal under the API's timeout (504 when it passes): every task route (a task
  * whose row is not written yet is looked up in Temporal), the approval decision, chat and the mailbox.
  */
 const CALLS_TEMPORAL = (key: string): boolean =>
-  key.includes('/v1/tasks/') || key === 'POST /v1/tasks' || key === 'POST /v1/approvals/:requestId' || key === 'POST /v1/approvals/:requestId/delegate' || key.startsWith('POST /v1/agents/:agentId/chat') || key === 'GET /v1/agents/:agentId/mailbox' || key === 'POST /v1/evals';
+  key.includes('/v1/tasks/') ||
+  key === 'POST /v1/tasks' ||
+  key === 'POST /v1/approvals/:requestId' ||
+  key === 'POST /v1/approvals/:requestId/delegate' ||
+  key.startsWith('POST /v1/agents/:agentId/chat') ||
+  key === 'GET /v1/agents/:agentId/mailbox' ||
+  key === 'POST /v1/evals';
 
 /** What each error status means for every route that can answer it. */
 const ERROR_MEANING: Record<number, string> = {
@@ -111,7 +125,10 @@ const ERROR_MEANING: Record<number, string> = {
 const MALFORMED_REQUEST = 'A malformed request (an invalid URL encoding, say). Code: `invalid_request`';
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   return rest;
 };
 
@@ -123,7 +140,8 @@ const LAST_EVENT_ID = {
   name: 'Last-Event-ID',
   in: 'header',
   required: false,
-  description: 'Resume after this event: the `id` (a sequence number) of the last event received. An EventSource sends it by itself on reconnect.',
+  description:
+    'Resume after this event: the `id` (a sequence number) of the last event received. An EventSource sends it by itself on reconnect.',
   schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
 };
 
@@ -140,12 +158,24 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
     if (!operationId) throw new Error(`api/openapi.ts has no operationId for ${key}; add one to OPERATION_IDS`);
     const openApiPath = route.url.replace(/:([A-Za-z]+)/g, '{$1}');
     const parameters: unknown[] = [];
-    for (const [where, schema] of [['path', route.params], ['query', route.query]] as const) {
+    for (const [where, schema] of [
+      ['path', route.params],
+      ['query', route.query],
+    ] as const) {
       if (!schema) continue;
-      const shape = jsonSchema(schema, 'input') as { properties?: Record<string, { description?: string }>; required?: string[] };
+      const shape = jsonSchema(schema, 'input') as {
+        properties?: Record<string, { description?: string }>;
+        required?: string[];
+      };
       for (const [name, s] of Object.entries(shape.properties ?? {})) {
         const { description, ...rest } = s;
-        parameters.push({ name, in: where, required: where === 'path' || (shape.required ?? []).includes(name), ...(description ? { description } : {}), schema: rest });
+        parameters.push({
+          name,
+          in: where,
+          required: where === 'path' || (shape.required ?? []).includes(name),
+          ...(description ? { description } : {}),
+          schema: rest,
+        });
       }
     }
     if (route.stream && route.method === 'GET') parameters.push(LAST_EVENT_ID);
@@ -154,20 +184,31 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
     if (route.response) content['application/json'] = { schema: jsonSchema(route.response, 'output') };
     if (route.stream) {
       content['text/event-stream'] = {
-        schema: { type: 'string', description: 'Server-Sent Events: `id` = sequence number, `event` = kind, `data` = the event as JSON; an `end` event closes a finished stream' },
+        schema: {
+          type: 'string',
+          description:
+            'Server-Sent Events: `id` = sequence number, `event` = kind, `data` = the event as JSON; an `end` event closes a finished stream',
+        },
       };
     }
     if (Object.keys(content).length > 0) ok.content = content;
     const responses: Record<string, unknown> = { [String(route.status ?? 200)]: ok };
-    if (route.stream && route.method === 'GET') responses['204'] = { description: 'The stream has ended and the client already has all of it (an EventSource stops reconnecting)' };
+    if (route.stream && route.method === 'GET')
+      responses['204'] = {
+        description: 'The stream has ended and the client already has all of it (an EventSource stops reconnecting)',
+      };
     const statuses = [400, 401, 403];
     if (route.params || NOT_FOUND_WITHOUT_PARAMS.has(key)) statuses.push(404);
     const conflicts = CONFLICTS[key];
     if (route.body) statuses.push(413, 415);
     statuses.push(429, 500, 503);
     if (CALLS_TEMPORAL(key)) statuses.push(504);
-    for (const status of statuses.sort((a, b) => a - b)) responses[String(status)] = errorResponse(ERROR_MEANING[status]!);
-    if (conflicts) responses['409'] = errorResponse(`The resource's state refuses this. Codes: ${conflicts.map((c) => `\`${c}\``).join(', ')}`);
+    for (const status of statuses.sort((a, b) => a - b))
+      responses[String(status)] = errorResponse(ERROR_MEANING[status]!);
+    if (conflicts)
+      responses['409'] = errorResponse(
+        `The resource's state refuses this. Codes: ${conflicts.map((c) => `\`${c}\``).join(', ')}`,
+      );
     (paths[openApiPath] ??= {})[route.method.toLowerCase()] = {
       operationId,
       summary: firstSentence(route.summary),
@@ -175,7 +216,14 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
       tags: [tagOf(route.url)],
       security: [{ bearer: [] }],
       ...(parameters.length > 0 ? { parameters } : {}),
-      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
+      ...(route.body
+        ? {
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: jsonSchema(route.body, 'input') } },
+            },
+          }
+        : {}),
       responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
     };
   }
@@ -187,7 +235,10 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
       description: 'This OpenAPI document. Public: no token needed.',
       tags: ['service'],
       security: [],
-      responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }, 400: errorResponse(MALFORMED_REQUEST) },
+      responses: {
+        200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } },
+        400: errorResponse(MALFORMED_REQUEST),
+      },
     },
   };
   paths['/v1/temporal-contract.json'] = {
@@ -198,7 +249,10 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
         'The inputs, results, queries, signals and updates of `taskWorkflow` and `agentWorkflow`, as JSON Schema (draft 2020-12), for services that use a Temporal SDK directly (the same document as docs/temporal-contract.schema.json). Public: no token needed.',
       tags: ['service'],
       security: [],
-      responses: { 200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } }, 400: errorResponse(MALFORMED_REQUEST) },
+      responses: {
+        200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } },
+        400: errorResponse(MALFORMED_REQUEST),
+      },
     },
   };
   paths['/healthz'] = {
@@ -209,9 +263,15 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
       tags: ['service'],
       security: [],
       responses: {
-        200: { description: 'Both dependencies answer', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } },
+        200: {
+          description: 'Both dependencies answer',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
+        },
         400: errorResponse(MALFORMED_REQUEST),
-        503: { description: 'A dependency does not answer', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } },
+        503: {
+          description: 'A dependency does not answer',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
+        },
       },
     },
   };
@@ -234,7 +294,8 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
     get: {
       operationId: 'getTemporalRuntimeMetrics',
       summary: "The Temporal runtime's own Prometheus metrics",
-      description: "The worker's Temporal SDK metrics (its naming: counters without `_total`), from `TEMPORAL_METRICS_BIND`. Needs a token with scope `read`.",
+      description:
+        "The worker's Temporal SDK metrics (its naming: counters without `_total`), from `TEMPORAL_METRICS_BIND`. Needs a token with scope `read`.",
       tags: ['service'],
       security: [{ bearer: [] }],
       responses: {
@@ -247,22 +308,41 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
       },
     },
   };
-  const dependency = { type: 'object', properties: { ok: { type: 'boolean' }, latencyMs: { type: 'number' }, error: { type: 'string' } }, required: ['ok'] };
+  const dependency = {
+    type: 'object',
+    properties: { ok: { type: 'boolean' }, latencyMs: { type: 'number' }, error: { type: 'string' } },
+    required: ['ok'],
+  };
   return {
     openapi: '3.1.0',
     info: {
       title: 'durable-agents API',
       version: '1',
-      description: 'Agents, tasks, approvals, usage, organisations, skills and announcements of durable-agents. Errors are `{ error: { code, message } }`; each status lists its codes.',
+      description:
+        'Agents, tasks, approvals, usage, organisations, skills and announcements of durable-agents. Errors are `{ error: { code, message } }`; each status lists its codes.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: options.serverUrl, description: 'This API' }],
     tags: TAGS.map(([name, description]) => ({ name, description })),
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A token from `npm run agents -- token create <name> --scope read|service|operator`' } },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A token from `npm run agents -- token create <name> --scope read|service|operator`',
+        },
+      },
       schemas: {
         Error: jsonSchema(ErrorResponse, 'output'),
-        Health: { type: 'object', properties: { status: { type: 'string', enum: ['ok', 'degraded'] }, postgres: dependency, temporal: dependency }, required: ['status', 'postgres', 'temporal'] },
+        Health: {
+          type: 'object',
+          properties: {
+            status: { type: 'string', enum: ['ok', 'degraded'] },
+            postgres: dependency,
+            temporal: dependency,
+          },
+          required: ['status', 'postgres', 'temporal'],
+        },
       },
     },
     paths,
@@ -280,7 +360,13 @@ const TAGS: Array<[string, string]> = [
 function tagOf(url: string): string {
   if (url.startsWith('/v1/tasks')) return 'tasks';
   if (url.startsWith('/v1/approvals') || url.startsWith('/v1/notifications')) return 'approvals';
-  if (url.startsWith('/v1/organisations') || url.startsWith('/v1/skills') || url.startsWith('/v1/announcements') || url.endsWith('/skills')) return 'organisations';
+  if (
+    url.startsWith('/v1/organisations') ||
+    url.startsWith('/v1/skills') ||
+    url.startsWith('/v1/announcements') ||
+    url.endsWith('/skills')
+  )
+    return 'organisations';
   return 'agents';
 }
 

@@ -11,7 +11,14 @@ import type { AgentRow, Database } from '../schema/database';
 import type { ApiPrincipal, TokenScope } from './tokens';
 import type { RunStreams } from './sse';
 
-export type Handler<P, Q, B> = (ctx: { params: P; query: Q; body: B; principal: ApiPrincipal; request: FastifyRequest; reply: FastifyReply }) => Promise<unknown>;
+export type Handler<P, Q, B> = (ctx: {
+  params: P;
+  query: Q;
+  body: B;
+  principal: ApiPrincipal;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}) => Promise<unknown>;
 
 export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> {
   method: 'GET' | 'POST' | 'PUT';
@@ -28,7 +35,13 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
 }
 
 /** Registers a route and its OpenAPI entry; the handler gets validated input and the caller's principal. */
-export type DefineRoute = <P extends z.ZodType = z.ZodUndefined, Q extends z.ZodType = z.ZodUndefined, B extends z.ZodType = z.ZodUndefined>(spec: RouteSpec<P, Q, B>) => void;
+export type DefineRoute = <
+  P extends z.ZodType = z.ZodUndefined,
+  Q extends z.ZodType = z.ZodUndefined,
+  B extends z.ZodType = z.ZodUndefined,
+>(
+  spec: RouteSpec<P, Q, B>,
+) => void;
 
 export interface ApiContext {
   app: FastifyInstance;

@@ -8,7 +8,13 @@ import { AGENT_ID_PATTERN, AgentConfigSchema } from '../activities/store/agents'
 import { ORG_NAME_PATTERN } from '../activities/store/organisations';
 import { SKILL_NAME_PATTERN } from '../activities/store/skills';
 import { MAILBOX_TEXT_MAX_CHARS } from '../workflows/rules/mailbox';
-import { TASK_PRIORITIES, type PendingApproval, type RecordedApprovalDecision, type TaskStatus, type UsageTotals } from '../workflows/contract';
+import {
+  TASK_PRIORITIES,
+  type PendingApproval,
+  type RecordedApprovalDecision,
+  type TaskStatus,
+  type UsageTotals,
+} from '../workflows/contract';
 import { TASK_MAX_DEPENDENCIES } from '../workflows/rules/task-graph';
 import type { StartTaskOptions } from '../client';
 import { TASK_STATES } from '../workflows/rules/task-state';
@@ -25,8 +31,12 @@ const IDENTITY_FILE_MAX_CHARS = 200_000;
 /** One week: longer waits belong in a schedule, not a blocked tool call. */
 const APPROVAL_TIMEOUT_MAX_MS = 7 * 24 * 3600 * 1000;
 
-export const TaskIdParams = z.object({ taskId: z.string().regex(TASK_ID_PATTERN, 'a task id is 1-128 letters, digits, ".", "_", ":" or "-"') }).strict();
-export const AgentIdParams = z.object({ agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'") }).strict();
+export const TaskIdParams = z
+  .object({ taskId: z.string().regex(TASK_ID_PATTERN, 'a task id is 1-128 letters, digits, ".", "_", ":" or "-"') })
+  .strict();
+export const AgentIdParams = z
+  .object({ agentId: z.string().regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'") })
+  .strict();
 export const RequestIdParams = z.object({ requestId: z.string().min(1).max(300) }).strict();
 
 /** The store's own schema: the API accepts every agent setting the CLI's agent.json does (org, skills, permissions…). */
@@ -37,13 +47,18 @@ export const AgentUpsertBody = z
   .object({
     name: z.string().min(1).max(200),
     description: z.string().max(TEXT_MAX_CHARS).optional(),
-    files: z.object({ soul: identityFile, agents: identityFile, heartbeat: identityFile, tools: identityFile }).strict(),
+    files: z
+      .object({ soul: identityFile, agents: identityFile, heartbeat: identityFile, tools: identityFile })
+      .strict(),
     config: AgentConfigSchema.optional(),
     /** Absent: `<AGENTS_WORKSPACE_ROOT>/<agentId>`. */
     workspaceDir: z.string().min(1).optional(),
   })
   .strict()
-  .refine((a) => a.files.soul.trim() !== '' || a.files.agents.trim() !== '', { message: 'an agent needs SOUL.md or AGENTS.md text (files.soul or files.agents)', path: ['files'] });
+  .refine((a) => a.files.soul.trim() !== '' || a.files.agents.trim() !== '', {
+    message: 'an agent needs SOUL.md or AGENTS.md text (files.soul or files.agents)',
+    path: ['files'],
+  });
 
 export const AgentSchema = z.object({
   id: z.string(),
@@ -55,21 +70,35 @@ export const AgentSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-export const AgentWithFilesSchema = AgentSchema.extend({ files: z.object({ soul: z.string(), agents: z.string(), heartbeat: z.string(), tools: z.string() }) });
+export const AgentWithFilesSchema = AgentSchema.extend({
+  files: z.object({ soul: z.string(), agents: z.string(), heartbeat: z.string(), tools: z.string() }),
+});
 
 const taskIdField = TaskIdParams.shape.taskId;
 /** Everything `AgentsClient.startTask` takes except `createdBy` (the token's name). */
 export const StartTaskBody = z
   .object({
-    agentId: z.string({ error: 'a task needs agentId, the id of an existing agent' }).regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'"),
-    title: z.string({ error: 'a task needs a title' }).trim().min(1, 'a task needs a title').max(TITLE_MAX_CHARS, `a title is at most ${TITLE_MAX_CHARS} characters`),
+    agentId: z
+      .string({ error: 'a task needs agentId, the id of an existing agent' })
+      .regex(AGENT_ID_PATTERN, "an agent id is 1-63 lowercase letters, digits, '-' or '_'"),
+    title: z
+      .string({ error: 'a task needs a title' })
+      .trim()
+      .min(1, 'a task needs a title')
+      .max(TITLE_MAX_CHARS, `a title is at most ${TITLE_MAX_CHARS} characters`),
     description: z.string().max(TEXT_MAX_CHARS).optional(),
     taskId: taskIdField.optional(),
     priority: z.enum(TASK_PRIORITIES, { error: `priority must be one of ${TASK_PRIORITIES.join(', ')}` }).optional(),
     approvalTimeoutMs: z.number().int().positive().max(APPROVAL_TIMEOUT_MAX_MS).optional(),
-    costBudgetUsd: z.number({ error: 'costBudgetUsd must be a positive number of US dollars' }).positive('costBudgetUsd must be a positive number of US dollars').optional(),
+    costBudgetUsd: z
+      .number({ error: 'costBudgetUsd must be a positive number of US dollars' })
+      .positive('costBudgetUsd must be a positive number of US dollars')
+      .optional(),
     parentTaskId: taskIdField.optional(),
-    dependsOn: z.array(taskIdField).max(TASK_MAX_DEPENDENCIES, `a task may depend on at most ${TASK_MAX_DEPENDENCIES} tasks`).optional(),
+    dependsOn: z
+      .array(taskIdField)
+      .max(TASK_MAX_DEPENDENCIES, `a task may depend on at most ${TASK_MAX_DEPENDENCIES} tasks`)
+      .optional(),
   })
   .strict();
 export const StartTaskResponse = z.object({ taskId: z.string(), workflowId: z.string() });
@@ -82,7 +111,13 @@ export const UsageTotalsSchema = z.object({
   costUsd: z.number(),
 });
 export const UsageResponse = UsageTotalsSchema.extend({ calls: z.number() });
-export const UsageQuery = z.object({ since: z.iso.datetime({ offset: true, message: 'since must be an ISO 8601 date-time, e.g. 2026-12-01T00:00:00Z' }).optional() }).strict();
+export const UsageQuery = z
+  .object({
+    since: z.iso
+      .datetime({ offset: true, message: 'since must be an ISO 8601 date-time, e.g. 2026-12-01T00:00:00Z' })
+      .optional(),
+  })
+  .strict();
 
 const ApprovalVoteSchema = z.object({ by: z.string(), atMs: z.number(), comment: z.string().optional() });
 /** A policy as a request was opened with it (see activities/approvals/policy.ts). */
@@ -114,19 +149,32 @@ export const ApprovalWaitStateSchema = z.object({
   requestedAtMs: z.number(),
   approvals: z.array(ApprovalVoteSchema),
   rejections: z.array(ApprovalVoteSchema),
-  delegations: z.array(z.object({ from: z.string(), to: z.string(), atMs: z.number(), comment: z.string().optional() })),
+  delegations: z.array(
+    z.object({ from: z.string(), to: z.string(), atMs: z.number(), comment: z.string().optional() }),
+  ),
   remindersSent: z.number(),
   escalated: z.boolean(),
   extended: z.boolean(),
   outcome: z.enum(['approved', 'rejected', 'expired']).optional(),
 });
-export const PendingApprovalSchema = z.object({ requestId: z.string(), tool: z.string(), summary: z.string(), requestedAt: z.string(), wait: ApprovalWaitStateSchema.optional() });
+export const PendingApprovalSchema = z.object({
+  requestId: z.string(),
+  tool: z.string(),
+  summary: z.string(),
+  requestedAt: z.string(),
+  wait: ApprovalWaitStateSchema.optional(),
+});
 export const BudgetReportSchema = z.object({
   limitUsd: z.number().nullable(),
   spentUsd: z.number(),
   held: z.boolean(),
   nodes: z.array(
-    z.object({ workflowId: z.string(), spentUsd: z.number(), limitUsd: z.number().nullable(), state: z.enum(['running', 'held', 'completed', 'failed', 'stopped']) }),
+    z.object({
+      workflowId: z.string(),
+      spentUsd: z.number(),
+      limitUsd: z.number().nullable(),
+      state: z.enum(['running', 'held', 'completed', 'failed', 'stopped']),
+    }),
   ),
 });
 export const TaskStatusSchema = z.object({
@@ -135,7 +183,17 @@ export const TaskStatusSchema = z.object({
   state: z.enum(TASK_STATES),
   round: z.number(),
   iteration: z.number(),
-  phase: z.enum(['starting', 'thinking', 'running-tool', 'awaiting-approval', 'awaiting-review', 'awaiting-budget', 'paused', 'reflecting', 'finished']),
+  phase: z.enum([
+    'starting',
+    'thinking',
+    'running-tool',
+    'awaiting-approval',
+    'awaiting-review',
+    'awaiting-budget',
+    'paused',
+    'reflecting',
+    'finished',
+  ]),
   pendingApprovals: z.array(PendingApprovalSchema),
   usage: UsageTotalsSchema,
   lastError: z.string().optional(),
@@ -144,11 +202,18 @@ export const TaskStatusSchema = z.object({
   roundUsage: UsageTotalsSchema.optional(),
 });
 
-export const TaskEventSchema = z.object({ seq: z.number(), type: z.string(), data: z.record(z.string(), z.unknown()), createdAt: z.string() });
+export const TaskEventSchema = z.object({
+  seq: z.number(),
+  type: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  createdAt: z.string(),
+});
 export const EventsQuery = z.object({ after: z.coerce.number().int().nonnegative().optional() }).strict();
 export const EventsResponse = z.object({ events: z.array(TaskEventSchema) });
 
-export const CommentBody = z.object({ text: z.string().trim().min(1, 'a comment needs text').max(TEXT_MAX_CHARS) }).strict();
+export const CommentBody = z
+  .object({ text: z.string().trim().min(1, 'a comment needs text').max(TEXT_MAX_CHARS) })
+  .strict();
 export const PauseBody = z.object({ reason: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
 export const BudgetDecisionBody = z
   .object({
@@ -156,7 +221,10 @@ export const BudgetDecisionBody = z
     newLimitUsd: z.number().positive().finite().optional(),
   })
   .strict()
-  .refine((b) => b.decision === 'stop' || b.newLimitUsd !== undefined, { message: 'a raise needs newLimitUsd (the new limit in USD, above what the task has spent)', path: ['newLimitUsd'] });
+  .refine((b) => b.decision === 'stop' || b.newLimitUsd !== undefined, {
+    message: 'a raise needs newLimitUsd (the new limit in USD, above what the task has spent)',
+    path: ['newLimitUsd'],
+  });
 export const RecordedBudgetDecisionSchema = z.object({
   decision: z.enum(['raise', 'stop']),
   newLimitUsd: z.number().optional(),
@@ -167,8 +235,13 @@ export const RecordedBudgetDecisionSchema = z.object({
 export const ReviewBody = z
   .object({ decision: z.enum(['accept', 'revise']), feedback: z.string().max(TEXT_MAX_CHARS).optional() })
   .strict()
-  .refine((r) => r.decision === 'accept' || (r.feedback ?? '').trim() !== '', { message: 'a revision needs feedback: say what to change', path: ['feedback'] });
-export const DecideApprovalBody = z.object({ decision: z.enum(['approved', 'rejected']), comment: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
+  .refine((r) => r.decision === 'accept' || (r.feedback ?? '').trim() !== '', {
+    message: 'a revision needs feedback: say what to change',
+    path: ['feedback'],
+  });
+export const DecideApprovalBody = z
+  .object({ decision: z.enum(['approved', 'rejected']), comment: z.string().max(TEXT_MAX_CHARS).optional() })
+  .strict();
 export const RecordedApprovalSchema = z.object({
   requestId: z.string(),
   decision: z.enum(['approved', 'rejected']),
@@ -188,7 +261,10 @@ export const ApprovalListItem = z.object({
   args: z.unknown(),
   requestedAt: z.string(),
   policy: z.string().nullable().describe('The approval policy the request follows; null without one'),
-  waitingFor: z.string().nullable().describe('What the request waits for, e.g. "1 of 2 approvals; escalates to @oncall in 14 min; expires in 58 min"'),
+  waitingFor: z
+    .string()
+    .nullable()
+    .describe('What the request waits for, e.g. "1 of 2 approvals; escalates to @oncall in 14 min; expires in 58 min"'),
   waitingOn: z.array(z.string()).describe('Who may decide now and has not (empty without a policy)'),
 });
 export const ApprovalsQuery = z.object({ for: z.string().trim().min(1).max(200).optional() }).strict();
@@ -198,10 +274,30 @@ export const ApprovalTrailResponse = z.object({
   summary: z.string(),
   taskId: z.string().nullable(),
   waitingFor: z.string().nullable(),
-  events: z.array(z.object({ kind: z.string(), actor: z.string().nullable(), targets: z.array(z.string()), comment: z.string().nullable(), at: z.string() })),
+  events: z.array(
+    z.object({
+      kind: z.string(),
+      actor: z.string().nullable(),
+      targets: z.array(z.string()),
+      comment: z.string().nullable(),
+      at: z.string(),
+    }),
+  ),
 });
-export const DelegateApprovalBody = z.object({ to: z.string().trim().min(1, 'name the colleague who gets the request').max(200), comment: z.string().max(TEXT_MAX_CHARS).optional() }).strict();
-export const RecordedDelegationSchema = z.object({ requestId: z.string(), from: z.string(), to: z.string(), comment: z.string().optional(), delegatedAt: z.string(), waitingFor: z.string() });
+export const DelegateApprovalBody = z
+  .object({
+    to: z.string().trim().min(1, 'name the colleague who gets the request').max(200),
+    comment: z.string().max(TEXT_MAX_CHARS).optional(),
+  })
+  .strict();
+export const RecordedDelegationSchema = z.object({
+  requestId: z.string(),
+  from: z.string(),
+  to: z.string(),
+  comment: z.string().optional(),
+  delegatedAt: z.string(),
+  waitingFor: z.string(),
+});
 export const ApprovalsResponse = z.object({ approvals: z.array(ApprovalListItem) });
 /** Ids marked read in one request; a relay marks what it delivered in batches of at most this many. */
 export const NOTIFICATIONS_MARK_MAX = 500;
@@ -226,7 +322,12 @@ export const NotificationSchema = z.object({
 });
 export const NotificationsResponse = z.object({ notifications: z.array(NotificationSchema) });
 export const MarkReadBody = z
-  .object({ ids: z.array(z.string().min(1).max(300)).min(1, 'name at least one notification id').max(NOTIFICATIONS_MARK_MAX, `at most ${NOTIFICATIONS_MARK_MAX} ids per request`) })
+  .object({
+    ids: z
+      .array(z.string().min(1).max(300))
+      .min(1, 'name at least one notification id')
+      .max(NOTIFICATIONS_MARK_MAX, `at most ${NOTIFICATIONS_MARK_MAX} ids per request`),
+  })
   .strict();
 export const MarkReadResponse = z.object({ marked: z.number().int() });
 export const ChatItemParams = z
@@ -234,9 +335,16 @@ export const ChatItemParams = z
   .strict();
 export const ChatBody = z
   .object({
-    text: z.string().trim().min(1, 'a chat message needs text').max(MAILBOX_TEXT_MAX_CHARS, `a chat message is at most ${MAILBOX_TEXT_MAX_CHARS} characters`),
+    text: z
+      .string()
+      .trim()
+      .min(1, 'a chat message needs text')
+      .max(MAILBOX_TEXT_MAX_CHARS, `a chat message is at most ${MAILBOX_TEXT_MAX_CHARS} characters`),
     channel: z.string().min(1).max(300).optional(),
-    from: z.object({ type: z.enum(['human', 'agent', 'system']), id: z.string().min(1).max(300) }).strict().optional(),
+    from: z
+      .object({ type: z.enum(['human', 'agent', 'system']), id: z.string().min(1).max(300) })
+      .strict()
+      .optional(),
   })
   .strict();
 export const MailboxResponse = z.object({
@@ -270,7 +378,9 @@ export const MailboxResponse = z.object({
 
 const ORG_NAME_MESSAGE = "an organisation name is 1-63 lowercase letters, digits, '-' or '_'";
 export const OrgParams = z.object({ org: z.string().regex(ORG_NAME_PATTERN, ORG_NAME_MESSAGE) }).strict();
-export const SkillNameParams = z.object({ name: z.string().regex(SKILL_NAME_PATTERN, "a skill name is 1-64 lowercase letters, digits, '-' or '_'") }).strict();
+export const SkillNameParams = z
+  .object({ name: z.string().regex(SKILL_NAME_PATTERN, "a skill name is 1-64 lowercase letters, digits, '-' or '_'") })
+  .strict();
 const SkillBody = z.object({ description: z.string(), category: z.string().optional(), body: z.string() }).strict();
 export const SharedSkillBody = SkillBody;
 export const OrganisationUpsertBody = z
@@ -278,7 +388,9 @@ export const OrganisationUpsertBody = z
     context: z.string().optional(),
     announcements: z.string().optional(),
     /** `name` absent: the profile's first `# Heading`, else the handle. */
-    users: z.array(z.object({ handle: z.string(), name: z.string().optional(), profile: z.string() }).strict()).optional(),
+    users: z
+      .array(z.object({ handle: z.string(), name: z.string().optional(), profile: z.string() }).strict())
+      .optional(),
     skills: z.array(SkillBody.extend({ name: z.string() }).strict()).optional(),
   })
   .strict();
@@ -299,13 +411,23 @@ export const AnnouncementBody = z
   .object({
     text: z.string(),
     org: z.string().regex(ORG_NAME_PATTERN, ORG_NAME_MESSAGE).optional(),
-    expiresAt: z.iso.datetime({ offset: true, message: 'expiresAt must be an ISO 8601 date-time, e.g. 2026-12-01T18:00:00Z' }).optional(),
+    expiresAt: z.iso
+      .datetime({ offset: true, message: 'expiresAt must be an ISO 8601 date-time, e.g. 2026-12-01T18:00:00Z' })
+      .optional(),
   })
   .strict();
 export const AnnouncementIdResponse = z.object({ id: z.string() });
 export const AnnouncementsQuery = SkillsQuery;
 export const AnnouncementsResponse = z.object({
-  announcements: z.array(z.object({ id: z.string(), text: z.string(), org: z.string().nullable(), createdAt: z.string(), expiresAt: z.string().nullable() })),
+  announcements: z.array(
+    z.object({
+      id: z.string(),
+      text: z.string(),
+      org: z.string().nullable(),
+      createdAt: z.string(),
+      expiresAt: z.string().nullable(),
+    }),
+  ),
 });
 
 export const AcceptedResponse = z.object({ ok: z.literal(true) });

@@ -5,7 +5,15 @@
  * Every workflow operation goes through the typed client (`AgentsClient`), like the CLI.
  */
 import { randomUUID } from 'node:crypto';
-import { context, defaultTextMapGetter, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  context,
+  defaultTextMapGetter,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
@@ -99,11 +107,14 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const uiBase = (options.temporalUiUrl ?? 'http://localhost:8233').replace(/\/$/, '');
   const namespace = options.namespace ?? 'default';
   const given = typeof options.logger === 'object' ? options.logger : undefined;
-  const logTo = options.logger === true ? { stream: process.stdout, where: "the API process's standard output", level: 'info' } : {
-    stream: given?.stream ?? process.stderr,
-    where: given?.where ?? (given ? 'the log stream the API was given' : "the API process's standard error"),
-    level: given?.level ?? (given ? 'info' : 'error'),
-  };
+  const logTo =
+    options.logger === true
+      ? { stream: process.stdout, where: "the API process's standard output", level: 'info' }
+      : {
+          stream: given?.stream ?? process.stderr,
+          where: given?.where ?? (given ? 'the log stream the API was given' : "the API process's standard error"),
+          level: given?.level ?? (given ? 'info' : 'error'),
+        };
   const app = Fastify({
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     trustProxy: options.trustProxy ?? false,
@@ -113,7 +124,12 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
       level: logTo.level,
       // Only method and URL, with the inbox's token parameter redacted: no headers (Authorization, Cookie).
       // (A token in a URL is refused, but its request is still logged: redacted.)
-      serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]') }) },
+      serializers: {
+        req: (req: { method: string; url: string }) => ({
+          method: req.method,
+          url: req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]'),
+        }),
+      },
     },
     // Ids unique across restarts, so the one a 500 names finds one log line.
     genReqId: () => randomUUID(),
@@ -139,7 +155,17 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     void reply.status(apiError.status).send(errorBody(apiError));
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply.status(404).send(errorBody(new ApiError(404, 'route_not_found', `no route ${request.method} ${request.url.split('?')[0]}; see /v1/openapi.json`)));
+    void reply
+      .status(404)
+      .send(
+        errorBody(
+          new ApiError(
+            404,
+            'route_not_found',
+            `no route ${request.method} ${request.url.split('?')[0]}; see /v1/openapi.json`,
+          ),
+        ),
+      );
   });
   // Form posts from the inbox page.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
@@ -156,7 +182,11 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     if (url === '/healthz' || url === '/v1/openapi.json' || url === '/v1/temporal-contract.json') return;
     if (/[?&]token=/.test(request.url)) {
       // A URL lands in history, logs and Referer headers: a secret never belongs in one.
-      throw new ApiError(400, 'token_in_url', 'never put a token in a URL: send "Authorization: Bearer <token>", or sign in to the inbox at /inbox/sign-in');
+      throw new ApiError(
+        400,
+        'token_in_url',
+        'never put a token in a URL: send "Authorization: Bearer <token>", or sign in to the inbox at /inbox/sign-in',
+      );
     }
     const inbox = url === '/inbox' || url.startsWith('/inbox/');
     const header = request.headers.authorization;
@@ -179,7 +209,11 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
       request.inboxSession = session;
       principal = session;
     } else {
-      throw new ApiError(401, 'unauthorized', 'send "Authorization: Bearer <token>"; create one with `npm run agents -- token create <name> --scope read|service|operator`');
+      throw new ApiError(
+        401,
+        'unauthorized',
+        'send "Authorization: Bearer <token>"; create one with `npm run agents -- token create <name> --scope read|service|operator`',
+      );
     }
     request.principal = principal;
     const now = Date.now();
@@ -188,20 +222,39 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     else if (++window.count > rateLimit) {
       const retryAfter = Math.ceil((window.start + RATE_WINDOW_MS - now) / 1000);
       void reply.header('retry-after', String(retryAfter));
-      throw new ApiError(429, 'rate_limited', `token "${principal.name}" made more than ${rateLimit} requests this minute; retry in ${retryAfter} s`);
+      throw new ApiError(
+        429,
+        'rate_limited',
+        `token "${principal.name}" made more than ${rateLimit} requests this minute; retry in ${retryAfter} s`,
+      );
     }
   });
 
   const requireScope = (principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal => {
     if (!principal) throw new ApiError(401, 'unauthorized', 'a token is required');
     if (!scopeAllows(principal.scope, scope)) {
-      throw new ApiError(403, 'forbidden', `this needs a token with scope "${scope}"; "${principal.name}" has scope "${principal.scope}"`);
+      throw new ApiError(
+        403,
+        'forbidden',
+        `this needs a token with scope "${scope}"; "${principal.name}" has scope "${principal.scope}"`,
+      );
     }
     return principal;
   };
 
   const route: DefineRoute = (spec) => {
-    routes.push({ method: spec.method, url: spec.url, scope: spec.scope, summary: spec.summary, params: spec.params, query: spec.query, body: spec.body, response: spec.response, status: spec.status, stream: spec.stream });
+    routes.push({
+      method: spec.method,
+      url: spec.url,
+      scope: spec.scope,
+      summary: spec.summary,
+      params: spec.params,
+      query: spec.query,
+      body: spec.body,
+      response: spec.response,
+      status: spec.status,
+      stream: spec.stream,
+    });
     app.route({
       method: spec.method,
       url: spec.url,
@@ -212,9 +265,17 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
           const principal = requireScope(request.principal, spec.scope);
           const params = parse(spec.params, request.params, 'path');
           const query = parse(spec.query, spec.query ? request.query : undefined, 'query');
-          if (spec.body && request.body === undefined) throw new ApiError(400, 'invalid_request', 'this route needs a JSON body (Content-Type: application/json)');
+          if (spec.body && request.body === undefined)
+            throw new ApiError(400, 'invalid_request', 'this route needs a JSON body (Content-Type: application/json)');
           const body = parse(spec.body, spec.body ? request.body : undefined, 'body');
-          const result = await spec.handler({ params: params as never, query: query as never, body: body as never, principal, request, reply });
+          const result = await spec.handler({
+            params: params as never,
+            query: query as never,
+            body: body as never,
+            principal,
+            request,
+            reply,
+          });
           if (reply.sent) return reply;
           return reply.status(spec.status ?? 200).send(result);
         }),
@@ -231,7 +292,12 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     try {
       return await client.temporal.connection.withAbortSignal(controller.signal, call);
     } catch (error) {
-      if (controller.signal.aborted) throw new ApiError(504, 'timeout', `${what} did not answer within ${callTimeoutMs} ms; is a worker polling the task queue?`);
+      if (controller.signal.aborted)
+        throw new ApiError(
+          504,
+          'timeout',
+          `${what} did not answer within ${callTimeoutMs} ms; is a worker polling the task queue?`,
+        );
       throw error;
     } finally {
       clearTimeout(timer);
@@ -256,7 +322,8 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   /** Signals to a task whose workflow has ended are refused with 409, not lost. */
   const signalTask = async (taskId: string, what: string, send: () => Promise<void>): Promise<{ ok: true }> => {
     const task = await requireTask(taskId);
-    if (isTerminal(task.state as TaskState)) throw new ApiError(409, 'task_finished', `task ${taskId} is ${task.state}; it no longer takes ${what}`);
+    if (isTerminal(task.state as TaskState))
+      throw new ApiError(409, 'task_finished', `task ${taskId} is ${task.state}; it no longer takes ${what}`);
     await withTimeout(what, send);
     return { ok: true };
   };
@@ -266,7 +333,10 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     const check = async (fn: () => Promise<unknown>) => {
       const started = Date.now();
       try {
-        await Promise.race([fn(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 2 s')), 2_000))]);
+        await Promise.race([
+          fn(),
+          new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 2 s')), 2_000)),
+        ]);
         return { ok: true, latencyMs: Date.now() - started };
       } catch (error) {
         return { ok: false, error: error instanceof Error ? error.message : String(error) };
@@ -290,30 +360,65 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   // so /metrics passes `promtool check metrics` and a scrape config can treat them on their own.
   app.get('/metrics/temporal', async (request, reply) => {
     requireScope(request.principal, 'read');
-    if (!options.temporalMetricsUrl) throw new ApiError(404, 'route_not_found', 'no Temporal runtime metrics here: set TEMPORAL_METRICS_BIND on the process that runs the worker');
+    if (!options.temporalMetricsUrl)
+      throw new ApiError(
+        404,
+        'route_not_found',
+        'no Temporal runtime metrics here: set TEMPORAL_METRICS_BIND on the process that runs the worker',
+      );
     const text = await fetchTemporalMetrics(options.temporalMetricsUrl);
-    if (text === undefined) throw new ApiError(502, 'upstream_unavailable', `the Temporal runtime metrics endpoint ${options.temporalMetricsUrl} does not answer`);
+    if (text === undefined)
+      throw new ApiError(
+        502,
+        'upstream_unavailable',
+        `the Temporal runtime metrics endpoint ${options.temporalMetricsUrl} does not answer`,
+      );
     return reply.header('content-type', 'text/plain; version=0.0.4; charset=utf-8').send(text);
   });
 
   // The Temporal contract as JSON Schema, for services that drive the workflows with their own SDK. Public like the OpenAPI document.
   app.get('/v1/temporal-contract.json', async () => temporalContractDocument());
   // Public, like any API's published description: it holds no data, and clients are generated from it.
-  app.get('/v1/openapi.json', async (request) => buildOpenApi(routes, { serverUrl: `${request.protocol}://${request.host}` }));
+  app.get('/v1/openapi.json', async (request) =>
+    buildOpenApi(routes, { serverUrl: `${request.protocol}://${request.host}` }),
+  );
 
   const requireAgent = async (agentId: string): Promise<AgentRow> => {
     const agent = await findAgent(db, agentId);
     if (!agent) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(agentId)}`);
     return agent;
   };
-  const context: ApiContext = { app, client, db, route, runStreams, databaseUrl: options.databaseUrl, workspaceRoot: options.workspaceRoot, withTimeout, requireAgent, requireTask, signalTask };
+  const context: ApiContext = {
+    app,
+    client,
+    db,
+    route,
+    runStreams,
+    databaseUrl: options.databaseUrl,
+    workspaceRoot: options.workspaceRoot,
+    withTimeout,
+    requireAgent,
+    requireTask,
+    signalTask,
+  };
   registerAgentRoutes(context);
   registerTaskRoutes(context, events);
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
   const { decideApproval, delegateApproval } = registerApprovalRoutes(context);
   registerMcpEndpoint(context, decideApproval);
-  registerInbox(app, { db, client, uiBase, namespace, requireScope, decideApproval, delegateApproval, withTimeout, failure, ...(options.sso ? { sso: options.sso } : {}) });
+  registerInbox(app, {
+    db,
+    client,
+    uiBase,
+    namespace,
+    requireScope,
+    decideApproval,
+    delegateApproval,
+    withTimeout,
+    failure,
+    ...(options.sso ? { sso: options.sso } : {}),
+  });
   registerEvalPages(app, { forks: registerEvalRoutes(context), requireScope });
   metrics.observe(app);
 
@@ -330,11 +435,25 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
  * conventions), a child of the caller's trace when the request has a `traceparent`. A no-op span
  * unless the process registered a tracer provider.
  */
-async function inServerSpan<T>(request: FastifyRequest, reply: FastifyReply, method: string, route: string, run: () => Promise<T>): Promise<T> {
+async function inServerSpan<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  method: string,
+  route: string,
+  run: () => Promise<T>,
+): Promise<T> {
   const parent = propagation.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
   const span = trace.getTracer('durable-agents-api').startSpan(
     `${method} ${route}`,
-    { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route, 'url.path': request.url.split('?')[0]!, 'url.scheme': request.protocol } },
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'http.request.method': method,
+        'http.route': route,
+        'url.path': request.url.split('?')[0]!,
+        'url.scheme': request.protocol,
+      },
+    },
     parent,
   );
   try {
@@ -354,11 +473,17 @@ async function inServerSpan<T>(request: FastifyRequest, reply: FastifyReply, met
   }
 }
 
-function parse<T extends z.ZodType | undefined>(schema: T, value: unknown, where: string): T extends z.ZodType ? z.infer<T> : undefined {
+function parse<T extends z.ZodType | undefined>(
+  schema: T,
+  value: unknown,
+  where: string,
+): T extends z.ZodType ? z.infer<T> : undefined {
   if (!schema) return undefined as never;
   const result = schema.safeParse(value ?? {});
   if (!result.success) {
-    const issues = result.error.issues.map((i) => `${[where, ...i.path].join('.')}: ${issueMessage(i, schema)}`).join('; ');
+    const issues = result.error.issues
+      .map((i) => `${[where, ...i.path].join('.')}: ${issueMessage(i, schema)}`)
+      .join('; ');
     throw new ApiError(400, 'invalid_request', issues);
   }
   return result.data as never;
@@ -368,7 +493,8 @@ function parse<T extends z.ZodType | undefined>(schema: T, value: unknown, where
 function issueMessage(issue: z.core.$ZodIssue, schema: z.ZodType): string {
   if (issue.code !== 'unrecognized_keys') return issue.message;
   const names = issue.keys.map((k) => JSON.stringify(k)).join(', ');
-  const shape = issue.path.length === 0 && schema instanceof ZodObject ? Object.keys((schema as ZodObject).shape) : undefined;
+  const shape =
+    issue.path.length === 0 && schema instanceof ZodObject ? Object.keys((schema as ZodObject).shape) : undefined;
   return `unknown field${issue.keys.length > 1 ? 's' : ''} ${names}${shape ? `; this route takes ${shape.join(', ')}` : ''}`;
 }
 

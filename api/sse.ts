@@ -15,7 +15,12 @@ export type Sse = ReturnType<typeof openSse>;
 export function openSse(request: FastifyRequest, reply: FastifyReply) {
   void reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
   res.write('retry: 1000\n\n');
   const closers: Array<() => void> = [];
   let open = true;
@@ -65,7 +70,12 @@ export function resumeAfter(request: FastifyRequest, fallback = 0): number {
   const value = request.headers['last-event-id'];
   if (value === undefined) return fallback;
   const text = String(value);
-  if (!/^\d{1,15}$/.test(text)) throw new ApiError(400, 'invalid_request', `Last-Event-ID must be an event sequence number; got ${JSON.stringify(text.slice(0, 40))}`);
+  if (!/^\d{1,15}$/.test(text))
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `Last-Event-ID must be an event sequence number; got ${JSON.stringify(text.slice(0, 40))}`,
+    );
   return Number(text);
 }
 

@@ -40,13 +40,23 @@ export interface SsoOptions {
 /** SSO settings from the environment (`OIDC_*`); undefined when no issuer is set. */
 export function ssoFromEnv(env: NodeJS.ProcessEnv = process.env): SsoOptions | undefined {
   if (!env.OIDC_ISSUER) return undefined;
-  if (!env.OIDC_CLIENT_ID) throw new Error('OIDC_ISSUER is set but OIDC_CLIENT_ID is not: register the inbox with the provider and set its client id');
+  if (!env.OIDC_CLIENT_ID)
+    throw new Error(
+      'OIDC_ISSUER is set but OIDC_CLIENT_ID is not: register the inbox with the provider and set its client id',
+    );
   const roles: Partial<Record<TokenScope, string[]>> = {};
   for (const scope of TOKEN_SCOPES) {
     const value = env[`OIDC_${scope.toUpperCase()}_ROLES`];
-    if (value) roles[scope] = value.split(',').map((r) => r.trim()).filter(Boolean);
+    if (value)
+      roles[scope] = value
+        .split(',')
+        .map((r) => r.trim())
+        .filter(Boolean);
   }
-  if (!roles.operator?.length) throw new Error('OIDC_OPERATOR_ROLES is empty: name the provider roles or groups whose members may decide in the inbox');
+  if (!roles.operator?.length)
+    throw new Error(
+      'OIDC_OPERATOR_ROLES is empty: name the provider roles or groups whose members may decide in the inbox',
+    );
   return {
     issuer: env.OIDC_ISSUER,
     clientId: env.OIDC_CLIENT_ID,
@@ -62,12 +72,24 @@ const hash = (value: string): string => createHash('sha256').update(value).diges
 
 /** The highest scope any of the person's roles maps to, or undefined. */
 export function scopeForRoles(options: SsoOptions, claimValue: unknown): TokenScope | undefined {
-  const held = new Set(Array.isArray(claimValue) ? claimValue.filter((v): v is string => typeof v === 'string') : typeof claimValue === 'string' ? claimValue.split(/[\s,]+/) : []);
-  for (const scope of [...TOKEN_SCOPES].reverse()) if ((options.roles[scope] ?? []).some((r) => held.has(r))) return scope;
+  const held = new Set(
+    Array.isArray(claimValue)
+      ? claimValue.filter((v): v is string => typeof v === 'string')
+      : typeof claimValue === 'string'
+        ? claimValue.split(/[\s,]+/)
+        : [],
+  );
+  for (const scope of [...TOKEN_SCOPES].reverse())
+    if ((options.roles[scope] ?? []).some((r) => held.has(r))) return scope;
   return undefined;
 }
 
-export function registerSso(app: FastifyInstance, db: Kysely<Database>, options: SsoOptions, page: (reply: FastifyReply, status: number, problem: string) => FastifyReply): void {
+export function registerSso(
+  app: FastifyInstance,
+  db: Kysely<Database>,
+  options: SsoOptions,
+  page: (reply: FastifyReply, status: number, problem: string) => FastifyReply,
+): void {
   let configuration: Promise<oidc.Configuration> | undefined;
   const provider = (): Promise<oidc.Configuration> => {
     // Discovered once, on first use (the provider may start after the API); a failure is retried next time.
@@ -82,13 +104,25 @@ export function registerSso(app: FastifyInstance, db: Kysely<Database>, options:
   app.get('/inbox/sso', async (request, reply) => {
     const config = await provider().catch((error: unknown) => {
       request.log.error({ err: error }, 'OpenID provider discovery failed');
-      throw new ApiError(502, 'sso_unavailable', `the sign-in provider ${options.issuer} does not answer; sign in with an operator token meanwhile`);
+      throw new ApiError(
+        502,
+        'sso_unavailable',
+        `the sign-in provider ${options.issuer} does not answer; sign in with an operator token meanwhile`,
+      );
     });
     const codeVerifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     await db.deleteFrom('inbox_sso_logins').where('expires_at', '<', new Date()).execute();
-    await db.insertInto('inbox_sso_logins').values({ state_hash: hash(state), code_verifier: codeVerifier, nonce, expires_at: new Date(Date.now() + SSO_LOGIN_TTL_MS) }).execute();
+    await db
+      .insertInto('inbox_sso_logins')
+      .values({
+        state_hash: hash(state),
+        code_verifier: codeVerifier,
+        nonce,
+        expires_at: new Date(Date.now() + SSO_LOGIN_TTL_MS),
+      })
+      .execute();
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: redirectUrl(request),
       scope: options.scopes ?? 'openid profile email',
@@ -98,7 +132,10 @@ export function registerSso(app: FastifyInstance, db: Kysely<Database>, options:
       nonce,
     });
     const secure = request.protocol === 'https' ? '; Secure' : '';
-    void reply.header('set-cookie', `${SSO_STATE_COOKIE}=${state}; HttpOnly; SameSite=Lax; Path=/inbox/sso; Max-Age=${SSO_LOGIN_TTL_MS / 1000}${secure}`);
+    void reply.header(
+      'set-cookie',
+      `${SSO_STATE_COOKIE}=${state}; HttpOnly; SameSite=Lax; Path=/inbox/sso; Max-Age=${SSO_LOGIN_TTL_MS / 1000}${secure}`,
+    );
     return reply.redirect(url.href, 303);
   });
 
@@ -107,16 +144,29 @@ export function registerSso(app: FastifyInstance, db: Kysely<Database>, options:
     const state = query.state ?? '';
     const cookieState = /(?:^|;\s*)da_sso_state=([^;]+)/.exec(request.headers.cookie ?? '')?.[1];
     // One use: whatever happens next, this login cannot be finished twice.
-    const login = state ? await db.deleteFrom('inbox_sso_logins').where('state_hash', '=', hash(state)).returningAll().executeTakeFirst() : undefined;
+    const login = state
+      ? await db.deleteFrom('inbox_sso_logins').where('state_hash', '=', hash(state)).returningAll().executeTakeFirst()
+      : undefined;
     if (!login || login.expires_at.getTime() < Date.now() || cookieState !== state) {
-      return page(reply, 400, 'That sign-in link is unknown, used or expired, or it was started in another browser. Start again.');
+      return page(
+        reply,
+        400,
+        'That sign-in link is unknown, used or expired, or it was started in another browser. Start again.',
+      );
     }
-    if (query.error) return page(reply, 401, `The provider refused the sign-in: ${query.error_description ?? query.error}`);
+    if (query.error)
+      return page(reply, 401, `The provider refused the sign-in: ${query.error_description ?? query.error}`);
     const config = await provider();
-    const currentUrl = new URL(`${redirectUrl(request)}?${new URLSearchParams(query as Record<string, string>).toString()}`);
+    const currentUrl = new URL(
+      `${redirectUrl(request)}?${new URLSearchParams(query as Record<string, string>).toString()}`,
+    );
     let claims: Record<string, unknown>;
     try {
-      const tokens = await oidc.authorizationCodeGrant(config, currentUrl, { pkceCodeVerifier: login.code_verifier, expectedState: state, expectedNonce: login.nonce });
+      const tokens = await oidc.authorizationCodeGrant(config, currentUrl, {
+        pkceCodeVerifier: login.code_verifier,
+        expectedState: state,
+        expectedNonce: login.nonce,
+      });
       const idClaims = tokens.claims();
       if (!idClaims) throw new Error('the provider sent no ID token');
       const info = await oidc.fetchUserInfo(config, tokens.access_token, idClaims.sub);
@@ -128,7 +178,11 @@ export function registerSso(app: FastifyInstance, db: Kysely<Database>, options:
     const scope = scopeForRoles(options, claims[options.roleClaim]);
     const who = String(claims.email ?? claims.preferred_username ?? claims.sub);
     if (scope !== 'operator') {
-      return page(reply, 403, `${who} is signed in with the provider but holds no role that may decide here (${options.roleClaim}: ${JSON.stringify(claims[options.roleClaim] ?? null)}).`);
+      return page(
+        reply,
+        403,
+        `${who} is signed in with the provider but holds no role that may decide here (${options.roleClaim}: ${JSON.stringify(claims[options.roleClaim] ?? null)}).`,
+      );
     }
     const session = await openSession(db, { name: `sso:${who}`.slice(0, 200), scope });
     setSessionCookie(request, reply, session.id);

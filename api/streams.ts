@@ -27,7 +27,12 @@ export interface StreamedTaskEvent {
   createdAt: string;
 }
 
-export async function readTaskEvents(db: Kysely<Database>, taskId: string, afterSeq: number, limit = EVENT_BATCH): Promise<StreamedTaskEvent[]> {
+export async function readTaskEvents(
+  db: Kysely<Database>,
+  taskId: string,
+  afterSeq: number,
+  limit = EVENT_BATCH,
+): Promise<StreamedTaskEvent[]> {
   const rows = await db
     .selectFrom('task_events')
     .select(['seq', 'type', 'data', 'created_at'])
@@ -43,10 +48,16 @@ type EventListener = (events: StreamedTaskEvent[]) => void;
 
 /** One poll loop per task with subscribers; each subscriber keeps its own cursor. */
 export class TaskEventHub {
-  private readonly tasks = new Map<string, { listeners: Set<EventListener>; cursor: number; timer?: NodeJS.Timeout; polling: boolean }>();
+  private readonly tasks = new Map<
+    string,
+    { listeners: Set<EventListener>; cursor: number; timer?: NodeJS.Timeout; polling: boolean }
+  >();
   private closed = false;
 
-  constructor(private readonly db: Kysely<Database>, private readonly pollIntervalMs = EVENT_POLL_INTERVAL_MS) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly pollIntervalMs = EVENT_POLL_INTERVAL_MS,
+  ) {}
 
   /**
    * Delivers every event after `afterSeq`, in order, exactly once, then new ones as they commit.
@@ -101,7 +112,10 @@ export class TaskEventHub {
     return entry;
   }
 
-  private schedule(taskId: string, entry: { listeners: Set<EventListener>; cursor: number; timer?: NodeJS.Timeout }): void {
+  private schedule(
+    taskId: string,
+    entry: { listeners: Set<EventListener>; cursor: number; timer?: NodeJS.Timeout },
+  ): void {
     if (this.closed) return;
     entry.timer = setTimeout(() => {
       void (async () => {
@@ -124,7 +138,14 @@ export class TaskEventHub {
 
 /** The sequence number of a run stream's `end` event, or undefined while it has none (it is still running). */
 export async function runStreamEndSeq(db: Kysely<Database>, streamId: string): Promise<number | undefined> {
-  const row = await db.selectFrom('stream_events').select('seq').where('stream_id', '=', streamId).where('kind', '=', 'end').orderBy('seq').limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('stream_events')
+    .select('seq')
+    .where('stream_id', '=', streamId)
+    .where('kind', '=', 'end')
+    .orderBy('seq')
+    .limit(1)
+    .executeTakeFirst();
   return row?.seq;
 }
 
@@ -132,9 +153,18 @@ export async function runStreamEndSeq(db: Kysely<Database>, streamId: string): P
  * Whether a task's text stream has nothing more to send after `afterSeq`: the task is finished (it
  * writes no more text) and the stream's head is at or before `afterSeq`.
  */
-export async function taskTextEnded(db: Kysely<Database>, taskId: string, taskState: string, afterSeq: number): Promise<boolean> {
+export async function taskTextEnded(
+  db: Kysely<Database>,
+  taskId: string,
+  taskState: string,
+  afterSeq: number,
+): Promise<boolean> {
   if (!isTerminal(taskState as TaskState)) return false;
-  const head = await db.selectFrom('stream_heads').select('last_seq').where('stream_id', '=', taskWorkflowId(taskId)).executeTakeFirst();
+  const head = await db
+    .selectFrom('stream_heads')
+    .select('last_seq')
+    .where('stream_id', '=', taskWorkflowId(taskId))
+    .executeTakeFirst();
   return afterSeq >= (head?.last_seq ?? 0);
 }
 
@@ -169,7 +199,11 @@ export async function followTaskText(
       try {
         const task = await findTask(source.db, taskId);
         if (!task || !isTerminal(task.state as TaskState) || endAt !== Number.POSITIVE_INFINITY) return;
-        const head = await source.db.selectFrom('stream_heads').select('last_seq').where('stream_id', '=', streamId).executeTakeFirst();
+        const head = await source.db
+          .selectFrom('stream_heads')
+          .select('last_seq')
+          .where('stream_id', '=', streamId)
+          .executeTakeFirst();
         endAt = head?.last_seq ?? 0;
         if (sent >= endAt) stop.abort();
       } catch {

@@ -29,7 +29,13 @@ import {
 import { TASK_STATES } from '../workflows/rules/task-state';
 import type { BudgetDecision, BudgetReport, RecordedBudgetDecision } from '../workflows/subagent-contract';
 import type { ApprovalDelegationRequest, RecordedApprovalDelegation } from '../workflows/approval-contract';
-import { BudgetReportSchema, RecordedApprovalSchema, RecordedBudgetDecisionSchema, TaskStatusSchema, UsageTotalsSchema } from './schemas';
+import {
+  BudgetReportSchema,
+  RecordedApprovalSchema,
+  RecordedBudgetDecisionSchema,
+  TaskStatusSchema,
+  UsageTotalsSchema,
+} from './schemas';
 
 const MAILBOX_ITEM_KINDS = ['chat', 'message', 'comment', 'mention', 'notification', 'task'] as const;
 const MAILBOX_PRIORITY_NAMES = ['critical', 'high', 'normal', 'low', 'background'] as const;
@@ -38,20 +44,33 @@ const MAILBOX_TRIAGE_DECISIONS = ['pick', 'continue', 'preempt', 'merge', 'wait'
 
 export const TaskWorkflowInputSchema = z
   .object({
-    taskId: z.string().optional().describe('The task id; the workflow id is `task-{taskId}`. Absent (a Schedule): derived from the workflow id'),
-    agentId: z.string().describe('An existing agent; an unknown one fails the workflow with the non-retryable `UnknownAgent` error'),
-    title: z.string().optional().describe('Needed to create the task; may be left out when the task row already exists'),
+    taskId: z
+      .string()
+      .optional()
+      .describe('The task id; the workflow id is `task-{taskId}`. Absent (a Schedule): derived from the workflow id'),
+    agentId: z
+      .string()
+      .describe('An existing agent; an unknown one fails the workflow with the non-retryable `UnknownAgent` error'),
+    title: z
+      .string()
+      .optional()
+      .describe('Needed to create the task; may be left out when the task row already exists'),
     description: z.string().optional(),
     priority: z.enum(TASK_PRIORITIES).optional(),
     createdBy: z.string().optional(),
     approvalTimeoutMs: z.number().optional().describe('How long an approval request waits before it times out'),
     costBudgetUsd: z.number().optional().describe("A cost budget for the task's whole tree of sub-agents"),
     carry: z.custom<TaskCarry>().optional().describe('Internal: state carried across continue-as-new. Never set it'),
-    restart: z.object({ kind: z.enum(['retry', 'rerun']), afterRound: z.number() }).optional().describe('Internal: set by `task retry` / `task rerun`'),
+    restart: z
+      .object({ kind: z.enum(['retry', 'rerun']), afterRound: z.number() })
+      .optional()
+      .describe('Internal: set by `task retry` / `task rerun`'),
     fork: z
       .custom<ForkInput>()
       .optional()
-      .describe('A fork of a recorded task: { sourceTaskId, round?, atStep, overrides?, allowTools? } (docs/fork-and-eval.md); set the ForkOf search attribute too'),
+      .describe(
+        'A fork of a recorded task: { sourceTaskId, round?, atStep, overrides?, allowTools? } (docs/fork-and-eval.md); set the ForkOf search attribute too',
+      ),
   })
   .describe('taskWorkflow input');
 
@@ -64,18 +83,50 @@ export const TaskWorkflowResultSchema = z.object({
   error: z.string().optional(),
 });
 
-export const ApprovalDecisionSchema = z.object({ requestId: z.string(), decision: z.enum(['approved', 'rejected']), comment: z.string().optional(), decidedBy: z.string().optional() });
-export const ReviewDecisionSchema = z.object({ decision: z.enum(['accept', 'revise']), feedback: z.string().optional(), decidedBy: z.string().optional() });
-export const TaskCommentSchema = z.object({ text: z.string(), from: z.string().optional(), kind: z.literal('message').optional() });
+export const ApprovalDecisionSchema = z.object({
+  requestId: z.string(),
+  decision: z.enum(['approved', 'rejected']),
+  comment: z.string().optional(),
+  decidedBy: z.string().optional(),
+});
+export const ReviewDecisionSchema = z.object({
+  decision: z.enum(['accept', 'revise']),
+  feedback: z.string().optional(),
+  decidedBy: z.string().optional(),
+});
+export const TaskCommentSchema = z.object({
+  text: z.string(),
+  from: z.string().optional(),
+  kind: z.literal('message').optional(),
+});
 export const PauseSchema = z.object({ reason: z.string().optional() });
-export const TaskApprovalDecisionSchema = z.object({ decision: z.enum(['approve', 'reject']), decidedBy: z.string().optional(), comment: z.string().optional() });
-export const ApprovalDelegationSchema = z.object({ requestId: z.string(), from: z.string(), to: z.string(), comment: z.string().optional() });
-export const RecordedApprovalDelegationSchema = ApprovalDelegationSchema.extend({ delegatedAt: z.string(), waitingFor: z.string() });
-export const BudgetDecisionSchema = z.object({ decision: z.enum(['raise', 'stop']), newLimitUsd: z.number().optional(), decidedBy: z.string().optional() });
+export const TaskApprovalDecisionSchema = z.object({
+  decision: z.enum(['approve', 'reject']),
+  decidedBy: z.string().optional(),
+  comment: z.string().optional(),
+});
+export const ApprovalDelegationSchema = z.object({
+  requestId: z.string(),
+  from: z.string(),
+  to: z.string(),
+  comment: z.string().optional(),
+});
+export const RecordedApprovalDelegationSchema = ApprovalDelegationSchema.extend({
+  delegatedAt: z.string(),
+  waitingFor: z.string(),
+});
+export const BudgetDecisionSchema = z.object({
+  decision: z.enum(['raise', 'stop']),
+  newLimitUsd: z.number().optional(),
+  decidedBy: z.string().optional(),
+});
 
 export const AgentWorkflowInputSchema = z.object({
   agentId: z.string(),
-  carry: z.object({ delivered: z.number(), completed: z.number(), merged: z.number(), preempted: z.number() }).optional().describe('Internal: counters carried across continue-as-new'),
+  carry: z
+    .object({ delivered: z.number(), completed: z.number(), merged: z.number(), preempted: z.number() })
+    .optional()
+    .describe('Internal: counters carried across continue-as-new'),
 });
 const MailboxItemKindSchema = z.enum(MAILBOX_ITEM_KINDS);
 export const DeliverInputSchema = z.object({
@@ -88,7 +139,12 @@ export const DeliverInputSchema = z.object({
   taskId: z.string().optional(),
   priority: z.enum(MAILBOX_PRIORITY_NAMES).optional(),
 });
-export const DeliverResultSchema = z.object({ itemId: z.string(), status: z.enum(['queued', 'merged']), mergedInto: z.string().optional(), channel: z.string() });
+export const DeliverResultSchema = z.object({
+  itemId: z.string(),
+  status: z.enum(['queued', 'merged']),
+  mergedInto: z.string().optional(),
+  channel: z.string(),
+});
 export const MailboxViewSchema = z.object({
   agentId: z.string(),
   attention: z.enum(['idle', 'focused']),
@@ -117,7 +173,15 @@ export const MailboxViewSchema = z.object({
 
 // ---- drift checks: a schema that no longer matches its contract type fails `tsc` ----------------
 /** Equal types with the same keys (an optional key missing on one side counts as drift). */
-type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? ([keyof A] extends [keyof B] ? ([keyof B] extends [keyof A] ? true : false) : false) : false) : false;
+type Exact<A, B> = [A] extends [B]
+  ? [B] extends [A]
+    ? [keyof A] extends [keyof B]
+      ? [keyof B] extends [keyof A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
 const drift: [
   Exact<z.infer<typeof TaskWorkflowInputSchema>, TaskWorkflowInput>,
   Exact<z.infer<typeof TaskWorkflowResultSchema>, TaskWorkflowResult>,
@@ -173,7 +237,11 @@ const AGENT_WORKFLOW = {
 };
 
 const toJson = (schema: z.ZodType, io: 'input' | 'output') => {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  }) as Record<string, unknown>;
   return rest;
 };
 
@@ -182,7 +250,13 @@ type Definition = typeof TASK_WORKFLOW | typeof AGENT_WORKFLOW;
 function describeWorkflow(w: Definition) {
   const messages = <T extends Record<string, { args?: z.ZodType[]; result?: z.ZodType }>>(entries: T) =>
     Object.fromEntries(
-      Object.entries(entries).map(([name, m]) => [name, { ...(m.args ? { args: m.args.map((a) => toJson(a, 'input')) } : {}), ...(m.result ? { result: toJson(m.result, 'output') } : {}) }]),
+      Object.entries(entries).map(([name, m]) => [
+        name,
+        {
+          ...(m.args ? { args: m.args.map((a) => toJson(a, 'input')) } : {}),
+          ...(m.result ? { result: toJson(m.result, 'output') } : {}),
+        },
+      ]),
     );
   return {
     workflowType: w.workflowType,

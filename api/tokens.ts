@@ -39,16 +39,35 @@ export function scopeAllows(have: TokenScope, need: TokenScope): boolean {
 }
 
 /** Creates a token; the secret is returned once and never stored. */
-export async function createToken(db: Kysely<Database>, name: string, scope: TokenScope): Promise<{ token: string; id: string }> {
-  if (!TOKEN_NAME_PATTERN.test(name)) throw new Error(`invalid token name ${JSON.stringify(name)}: 1-63 letters, digits, space, '.', '_', '@' or '-'`);
-  if (!TOKEN_SCOPES.includes(scope)) throw new Error(`invalid scope ${JSON.stringify(scope)}: use one of ${TOKEN_SCOPES.join(', ')}`);
-  const existing = await db.selectFrom('api_tokens').select('id').where('name', '=', name).where('revoked_at', 'is', null).executeTakeFirst();
-  if (existing) throw new Error(`a token named ${JSON.stringify(name)} already exists; revoke it first or pick another name`);
+export async function createToken(
+  db: Kysely<Database>,
+  name: string,
+  scope: TokenScope,
+): Promise<{ token: string; id: string }> {
+  if (!TOKEN_NAME_PATTERN.test(name))
+    throw new Error(`invalid token name ${JSON.stringify(name)}: 1-63 letters, digits, space, '.', '_', '@' or '-'`);
+  if (!TOKEN_SCOPES.includes(scope))
+    throw new Error(`invalid scope ${JSON.stringify(scope)}: use one of ${TOKEN_SCOPES.join(', ')}`);
+  const existing = await db
+    .selectFrom('api_tokens')
+    .select('id')
+    .where('name', '=', name)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (existing)
+    throw new Error(`a token named ${JSON.stringify(name)} already exists; revoke it first or pick another name`);
   // A revoked token keeps its row (audit); free the name for reuse.
-  await db.updateTable('api_tokens').set({ name: `${name} (revoked ${Date.now()})` }).where('name', '=', name).execute();
+  await db
+    .updateTable('api_tokens')
+    .set({ name: `${name} (revoked ${Date.now()})` })
+    .where('name', '=', name)
+    .execute();
   const id = randomBytes(6).toString('hex');
   const token = `da_${id}_${randomBytes(TOKEN_SECRET_BYTES).toString('base64url')}`;
-  await db.insertInto('api_tokens').values({ id, name, scope, token_hash: hashToken(token) }).execute();
+  await db
+    .insertInto('api_tokens')
+    .values({ id, name, scope, token_hash: hashToken(token) })
+    .execute();
   return { token, id };
 }
 
@@ -65,7 +84,14 @@ export async function revokeToken(db: Kysely<Database>, idOrName: string): Promi
 
 export async function listTokens(db: Kysely<Database>): Promise<TokenInfo[]> {
   const rows = await db.selectFrom('api_tokens').selectAll().orderBy('created_at').execute();
-  return rows.map((r) => ({ id: r.id, name: r.name, scope: r.scope, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at }));
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    scope: r.scope,
+    createdAt: r.created_at,
+    lastUsedAt: r.last_used_at,
+    revokedAt: r.revoked_at,
+  }));
 }
 
 /** Checks a presented token; undefined when unknown, malformed or revoked. */

@@ -33,7 +33,12 @@ export async function runApiBench(): Promise<string[]> {
   const address = process.env.TEMPORAL_ADDRESS;
   const url = process.env.DATABASE_URL;
   if (!address || !url) {
-    return ['## HTTP API', '', 'Not run: set TEMPORAL_ADDRESS and DATABASE_URL (a PostgreSQL server) to measure the API.', ''];
+    return [
+      '## HTTP API',
+      '',
+      'Not run: set TEMPORAL_ADDRESS and DATABASE_URL (a PostgreSQL server) to measure the API.',
+      '',
+    ];
   }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const database = await openDatabase({ url, poolSize: 10 });
@@ -43,7 +48,13 @@ export async function runApiBench(): Promise<string[]> {
   const busyQueue = `bench-api-${randomUUID()}`;
   // Starts go to a queue nobody polls: the measurement is the API and the start, not the agent's work.
   const idleQueue = `bench-api-idle-${randomUUID()}`;
-  const worker = await createAgentWorker({ connection: nativeConnection, namespace: 'default', taskQueue: busyQueue, db: database.db, router: LlmRouter.fromConfig([{ name: 'demo', kind: 'demo' }], createProvider) });
+  const worker = await createAgentWorker({
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue: busyQueue,
+    db: database.db,
+    router: LlmRouter.fromConfig([{ name: 'demo', kind: 'demo' }], createProvider),
+  });
   const running = worker.run();
   const apis: ApiServer[] = [];
   const tokenName = `bench-${randomUUID().slice(0, 8)}`;
@@ -51,7 +62,13 @@ export async function runApiBench(): Promise<string[]> {
   try {
     const { token } = await createToken(database.db, tokenName, 'operator');
     const listen = async (client: AgentsClient) => {
-      const app = await buildApi({ client, db: database.db, databaseUrl: url, workspaceRoot: '/tmp/bench-api-workspaces', rateLimitPerMinute: UNLIMITED_RATE });
+      const app = await buildApi({
+        client,
+        db: database.db,
+        databaseUrl: url,
+        workspaceRoot: '/tmp/bench-api-workspaces',
+        rateLimitPerMinute: UNLIMITED_RATE,
+      });
       apis.push(app);
       await app.listen({ host: '127.0.0.1', port: 0 });
       return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -60,10 +77,23 @@ export async function runApiBench(): Promise<string[]> {
     const idle = await listen(new AgentsClient(temporal, database.db, { taskQueue: idleQueue }));
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const agentId = `bench-${randomUUID().slice(0, 8)}`;
-    await fetch(`${busy}/v1/agents/${agentId}`, { method: 'PUT', headers, body: JSON.stringify({ name: 'Bench', files: { soul: 'You are quick.', agents: 'Do the task.', heartbeat: '', tools: '' } }) });
+    await fetch(`${busy}/v1/agents/${agentId}`, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify({
+        name: 'Bench',
+        files: { soul: 'You are quick.', agents: 'Do the task.', heartbeat: '', tools: '' },
+      }),
+    });
 
     // A task that reaches review on the demo model: its status query is answered by the worker.
-    const first = (await (await fetch(`${busy}/v1/tasks`, { method: 'POST', headers, body: JSON.stringify({ agentId, title: 'Plan a page' }) })).json()) as { taskId: string };
+    const first = (await (
+      await fetch(`${busy}/v1/tasks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ agentId, title: 'Plan a page' }),
+      })
+    ).json()) as { taskId: string };
     started.push(first.taskId);
     await waitForState(busy, headers, first.taskId, 'review');
     const status = await measure(STATUS_REQUESTS, STATUS_CONCURRENCY, async () => {
@@ -72,7 +102,11 @@ export async function runApiBench(): Promise<string[]> {
       await response.arrayBuffer();
     });
     const starts = await measure(START_REQUESTS, START_CONCURRENCY, async () => {
-      const response = await fetch(`${idle}/v1/tasks`, { method: 'POST', headers, body: JSON.stringify({ agentId, title: 'Bench start' }) });
+      const response = await fetch(`${idle}/v1/tasks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ agentId, title: 'Bench start' }),
+      });
       if (response.status !== 201) throw new Error(`POST /v1/tasks answered ${response.status}`);
       started.push(((await response.json()) as { taskId: string }).taskId);
     });
@@ -96,7 +130,9 @@ export async function runApiBench(): Promise<string[]> {
       await app.closeStreams();
       await app.close();
     }
-    await Promise.allSettled(started.map((id) => temporal.workflow.getHandle(`task-${id}`).terminate('benchmark cleanup')));
+    await Promise.allSettled(
+      started.map((id) => temporal.workflow.getHandle(`task-${id}`).terminate('benchmark cleanup')),
+    );
     await revokeToken(database.db, tokenName);
     worker.shutdown();
     await running;
@@ -106,7 +142,12 @@ export async function runApiBench(): Promise<string[]> {
   }
 }
 
-async function waitForState(base: string, headers: Record<string, string>, taskId: string, state: string): Promise<void> {
+async function waitForState(
+  base: string,
+  headers: Record<string, string>,
+  taskId: string,
+  state: string,
+): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     const body = (await (await fetch(`${base}/v1/tasks/${taskId}`, { headers })).json()) as { state?: string };
@@ -116,7 +157,11 @@ async function waitForState(base: string, headers: Record<string, string>, taskI
   throw new Error(`task ${taskId} did not reach ${state}`);
 }
 
-async function measure(total: number, concurrency: number, request: () => Promise<void>): Promise<{ perSecond: number; p50: number; p99: number }> {
+async function measure(
+  total: number,
+  concurrency: number,
+  request: () => Promise<void>,
+): Promise<{ perSecond: number; p50: number; p99: number }> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -132,11 +177,24 @@ async function measure(total: number, concurrency: number, request: () => Promis
   );
   const seconds = (performance.now() - started) / 1_000;
   latencies.sort((a, b) => a - b);
-  return { perSecond: total / seconds, p50: latencies[Math.floor(latencies.length / 2)]!, p99: latencies[Math.floor(latencies.length * 0.99)]! };
+  return {
+    perSecond: total / seconds,
+    p50: latencies[Math.floor(latencies.length / 2)]!,
+    p99: latencies[Math.floor(latencies.length * 0.99)]!,
+  };
 }
 
-async function sseFanout(base: string, token: string, taskId: string, db: Awaited<ReturnType<typeof openDatabase>>['db']) {
-  const events = await db.selectFrom('task_events').select((eb) => eb.fn.max('seq').as('max')).where('task_id', '=', taskId).executeTakeFirstOrThrow();
+async function sseFanout(
+  base: string,
+  token: string,
+  taskId: string,
+  db: Awaited<ReturnType<typeof openDatabase>>['db'],
+) {
+  const events = await db
+    .selectFrom('task_events')
+    .select((eb) => eb.fn.max('seq').as('max'))
+    .where('task_id', '=', taskId)
+    .executeTakeFirstOrThrow();
   const startSeq = Number(events.max ?? 0);
   const writtenAt = new Map<number, number>();
   const latencies: number[] = [];
@@ -152,7 +210,10 @@ async function sseFanout(base: string, token: string, taskId: string, db: Awaite
     connected.push(new Promise((r) => (ready = r)));
     done.push(
       (async () => {
-        const response = await fetch(`${base}/v1/tasks/${taskId}/events`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', 'last-event-id': String(startSeq) }, signal: controller.signal });
+        const response = await fetch(`${base}/v1/tasks/${taskId}/events`, {
+          headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', 'last-event-id': String(startSeq) },
+          signal: controller.signal,
+        });
         ready();
         let buffer = '';
         let last = startSeq;
@@ -179,12 +240,22 @@ async function sseFanout(base: string, token: string, taskId: string, db: Awaite
   await Promise.all(connected);
   await new Promise((r) => setTimeout(r, 500));
   for (let i = 1; i <= SSE_EVENTS; i++) {
-    await db.insertInto('task_events').values({ task_id: taskId, type: 'bench-probe', data: JSON.stringify({ i }), idem_key: null }).execute();
+    await db
+      .insertInto('task_events')
+      .values({ task_id: taskId, type: 'bench-probe', data: JSON.stringify({ i }), idem_key: null })
+      .execute();
     writtenAt.set(startSeq + i, performance.now());
     await new Promise((r) => setTimeout(r, 50));
   }
   await Promise.race([Promise.all(done), new Promise((r) => setTimeout(r, 10_000))]);
   for (const c of controllers) c.abort();
   latencies.sort((a, b) => a - b);
-  return { p50: latencies[Math.floor(latencies.length / 2)] ?? NaN, p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN, max: latencies.at(-1) ?? NaN, delivered: latencies.length, duplicates, gaps };
+  return {
+    p50: latencies[Math.floor(latencies.length / 2)] ?? NaN,
+    p99: latencies[Math.floor(latencies.length * 0.99)] ?? NaN,
+    max: latencies.at(-1) ?? NaN,
+    delivered: latencies.length,
+    duplicates,
+    gaps,
+  };
 }

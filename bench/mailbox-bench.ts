@@ -29,7 +29,12 @@ const MANY_AGENTS = 100;
 
 export async function runMailboxBench(): Promise<string[]> {
   if (!process.env.TEMPORAL_ADDRESS || !process.env.DATABASE_URL) {
-    return ['## Mailbox throughput', '', 'Skipped: set TEMPORAL_ADDRESS and DATABASE_URL (a Temporal server and PostgreSQL) to run it.', ''];
+    return [
+      '## Mailbox throughput',
+      '',
+      'Skipped: set TEMPORAL_ADDRESS and DATABASE_URL (a Temporal server and PostgreSQL) to run it.',
+      '',
+    ];
   }
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -40,14 +45,20 @@ export async function runMailboxBench(): Promise<string[]> {
   const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
   const nativeConnection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS });
   const taskQueue = `bench-mailbox-${randomUUID()}`;
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('ERROR') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    logger: new DefaultLogger('ERROR'),
+  });
   const worker = await createAgentWorker({
     connection: nativeConnection,
     namespace: 'default',
     taskQueue,
     db: db.db,
     // No LLM call happens (notifications only); the router is required by the worker.
-    router: LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: 'http://127.0.0.1:9' }], createProvider),
+    router: LlmRouter.fromConfig(
+      [{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: 'http://127.0.0.1:9' }],
+      createProvider,
+    ),
     workflowBundle: { code },
   });
   const running = worker.run();
@@ -57,9 +68,19 @@ export async function runMailboxBench(): Promise<string[]> {
   const prefix = `bench-mb-${randomUUID().slice(0, 6)}`;
   const ids = Array.from({ length: MANY_AGENTS }, (_, i) => `${prefix}-${i}`);
   try {
-    for (const id of ids) await agents.upsertAgent({ id, name: id, files: { soul: 'Brief.', agents: '-', heartbeat: '-', tools: '-' }, config: {}, workspaceDir: '/tmp' });
+    for (const id of ids)
+      await agents.upsertAgent({
+        id,
+        name: id,
+        files: { soul: 'Brief.', agents: '-', heartbeat: '-', tools: '-' },
+        config: {},
+        workspaceDir: '/tmp',
+      });
 
-    const run = async (target: (i: number) => string, concurrency: number): Promise<{ seconds: number; latencies: number[]; concurrency: number }> => {
+    const run = async (
+      target: (i: number) => string,
+      concurrency: number,
+    ): Promise<{ seconds: number; latencies: number[]; concurrency: number }> => {
       const latencies: number[] = [];
       let next = 0;
       const started = performance.now();
@@ -67,7 +88,11 @@ export async function runMailboxBench(): Promise<string[]> {
         Array.from({ length: concurrency }, async () => {
           for (let i = next++; i < DELIVERIES; i = next++) {
             const t0 = performance.now();
-            await conv.deliver(target(i), { kind: 'notification', from: { type: 'system', id: 'bench' }, text: `event ${i}` });
+            await conv.deliver(target(i), {
+              kind: 'notification',
+              from: { type: 'system', id: 'bench' },
+              text: `event ${i}`,
+            });
             latencies.push(performance.now() - t0);
           }
         }),
@@ -78,7 +103,8 @@ export async function runMailboxBench(): Promise<string[]> {
     const one = await run(() => ids[0]!, CONCURRENCY_ONE);
     const many = await run((i) => ids[i % MANY_AGENTS]!, CONCURRENCY_MANY);
 
-    const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+    const pct = (xs: number[], p: number) =>
+      [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
     const row = (label: string, r: { seconds: number; latencies: number[]; concurrency: number }) =>
       `| ${label} | ${DELIVERIES} | ${r.concurrency} | ${r.seconds.toFixed(2)} s | ${(DELIVERIES / r.seconds).toFixed(1)} | ${pct(r.latencies, 0.5).toFixed(1)} ms | ${pct(r.latencies, 0.95).toFixed(1)} ms |`;
     return [
@@ -93,7 +119,11 @@ export async function runMailboxBench(): Promise<string[]> {
       '',
     ];
   } finally {
-    for (const id of ids) await temporal.workflow.getHandle(agentWorkflowId(id)).terminate('bench finished').catch(() => undefined);
+    for (const id of ids)
+      await temporal.workflow
+        .getHandle(agentWorkflowId(id))
+        .terminate('bench finished')
+        .catch(() => undefined);
     worker.shutdown();
     await running;
     await nativeConnection.close();

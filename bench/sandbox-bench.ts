@@ -13,7 +13,12 @@ import { checkSandbox, SANDBOX_SETTING } from '../activities/tools/shell/sandbox
 
 /** Runs per command and mode: enough for a stable median on two shared cores, quick enough for `npm run bench`. */
 const RUNS = 25;
-const COMMANDS: string[][] = [['echo', 'hello'], ['ls', '-la'], ['git', 'status'], ['git', 'log', '--oneline', '-5']];
+const COMMANDS: string[][] = [
+  ['echo', 'hello'],
+  ['ls', '-la'],
+  ['git', 'status'],
+  ['git', 'log', '--oneline', '-5'],
+];
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -39,7 +44,10 @@ export async function runSandboxBench(): Promise<string[]> {
   execFileSync('git', ['init', '-q', '-b', 'main', repo], { env });
   for (let i = 0; i < 20; i += 1) writeFileSync(path.join(repo, `f${i}.txt`), `${i}\n`);
   execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', 'add', '-A'], { cwd: repo, env });
-  execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', 'commit', '-q', '-m', 'bench'], { cwd: repo, env });
+  execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@example.com', 'commit', '-q', '-m', 'bench'], {
+    cwd: repo,
+    env,
+  });
   const previous = process.env[SANDBOX_SETTING];
   const rows: string[] = [];
   try {
@@ -48,7 +56,9 @@ export async function runSandboxBench(): Promise<string[]> {
       const plain = await timeRuns(argv, repo);
       process.env[SANDBOX_SETTING] = 'bwrap';
       const sandboxed = await timeRuns(argv, repo);
-      rows.push(`| \`${argv.join(' ')}\` | ${plain.toFixed(1)} | ${sandboxed.toFixed(1)} | +${(sandboxed - plain).toFixed(1)} |`);
+      rows.push(
+        `| \`${argv.join(' ')}\` | ${plain.toFixed(1)} | ${sandboxed.toFixed(1)} | +${(sandboxed - plain).toFixed(1)} |`,
+      );
     }
   } finally {
     if (previous === undefined) delete process.env[SANDBOX_SETTING];

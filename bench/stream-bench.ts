@@ -32,21 +32,39 @@ const ANSWER = 'x'.repeat(12 * ANSWER_CHUNKS);
 
 export async function runStreamBench(): Promise<string[]> {
   if (!process.env.TEMPORAL_ADDRESS || !process.env.DATABASE_URL) {
-    return ['## Chat streams', '', 'Skipped: set TEMPORAL_ADDRESS and DATABASE_URL (a Temporal server and PostgreSQL) to run it.', ''];
+    return [
+      '## Chat streams',
+      '',
+      'Skipped: set TEMPORAL_ADDRESS and DATABASE_URL (a Temporal server and PostgreSQL) to run it.',
+      '',
+    ];
   }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const db = await openDatabase({ url: process.env.DATABASE_URL, poolSize: 5 });
-  const llm = await startFakeLlmServer({ responder: () => ({ kind: 'message', content: [{ type: 'text', text: ANSWER }], stopReason: 'end_turn', chunkDelayMs: CHUNK_DELAY_MS }) });
+  const llm = await startFakeLlmServer({
+    responder: () => ({
+      kind: 'message',
+      content: [{ type: 'text', text: ANSWER }],
+      stopReason: 'end_turn',
+      chunkDelayMs: CHUNK_DELAY_MS,
+    }),
+  });
   const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
   const nativeConnection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS });
   const taskQueue = `bench-${randomUUID()}`;
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('ERROR') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    logger: new DefaultLogger('ERROR'),
+  });
   const worker = await createAgentWorker({
     connection: nativeConnection,
     namespace: 'default',
     taskQueue,
     db: db.db,
-    router: LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: llm.url }], createProvider),
+    router: LlmRouter.fromConfig(
+      [{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: llm.url }],
+      createProvider,
+    ),
     workflowBundle: { code },
   });
   const running = worker.run();
@@ -55,7 +73,13 @@ export async function runStreamBench(): Promise<string[]> {
   const conv = new ConversationClient(agents, { connectionString: db.url });
   const agentId = `bench-${randomUUID().slice(0, 8)}`;
   try {
-    await agents.upsertAgent({ id: agentId, name: 'bench', files: { soul: 'Brief.', agents: 'Answer.', heartbeat: '-', tools: '-' }, config: {}, workspaceDir: '/tmp' });
+    await agents.upsertAgent({
+      id: agentId,
+      name: 'bench',
+      files: { soul: 'Brief.', agents: 'Answer.', heartbeat: '-', tools: '-' },
+      config: {},
+      workspaceDir: '/tmp',
+    });
 
     // The fake's own stream through the SDK: the floor.
     const sdk = new Anthropic({ apiKey: 'bench', baseURL: llm.url, maxRetries: 0 });
@@ -63,7 +87,11 @@ export async function runStreamBench(): Promise<string[]> {
     for (let i = 0; i <= CHATS; i++) {
       const t0 = performance.now();
       let first = 0;
-      const stream = sdk.messages.stream({ model: 'bench-model', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+      const stream = sdk.messages.stream({
+        model: 'bench-model',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       stream.on('text', () => (first ||= performance.now() - t0));
       await stream.finalMessage();
       if (i > 0) direct.push({ firstMs: first, totalMs: performance.now() - t0 });
@@ -74,7 +102,11 @@ export async function runStreamBench(): Promise<string[]> {
       const t0 = performance.now();
       let first = 0;
       let deltas = 0;
-      const { itemId } = await conv.deliver(agentId, { kind: 'chat', from: { type: 'human', id: 'bench' }, text: `message ${i}` });
+      const { itemId } = await conv.deliver(agentId, {
+        kind: 'chat',
+        from: { type: 'human', id: 'bench' },
+        text: `message ${i}`,
+      });
       const deliveredMs = performance.now() - t0;
       for await (const e of conv.follow(agentId, itemId)) {
         if (e.type === 'delta') {
@@ -90,7 +122,9 @@ export async function runStreamBench(): Promise<string[]> {
     const sentAt = new Map<number, number>();
     const latencies: number[] = [];
     const follower = (async () => {
-      for await (const e of tailStream({ db: db.db, connectionString: db.url }, streamId, { until: (ev) => ev.kind === 'step-end' })) {
+      for await (const e of tailStream({ db: db.db, connectionString: db.url }, streamId, {
+        until: (ev) => ev.kind === 'step-end',
+      })) {
         if (e.kind === 'delta') latencies.push(performance.now() - (sentAt.get(Number(e.text)) ?? performance.now()));
       }
     })();
@@ -128,7 +162,10 @@ export async function runStreamBench(): Promise<string[]> {
       '',
     ];
   } finally {
-    await temporal.workflow.getHandle(agentWorkflowId(agentId)).terminate('bench finished').catch(() => undefined);
+    await temporal.workflow
+      .getHandle(agentWorkflowId(agentId))
+      .terminate('bench finished')
+      .catch(() => undefined);
     worker.shutdown();
     await running;
     await nativeConnection.close();

@@ -5,8 +5,11 @@ import type { BudgetReport } from '../workflows/subagent-contract';
 /** One line per node (the round and each sub-agent) and the tree's total. */
 export function describeBudget(report: BudgetReport): string {
   const usd = (n: number | null): string => (n === null ? 'no limit' : `$${n.toFixed(4)}`);
-  const lines = [`tree: ${usd(report.spentUsd)} spent of ${usd(report.limitUsd)}${report.held ? ' · HELD: waiting for a budget decision' : ''}`];
-  for (const node of report.nodes) lines.push(`  ${node.workflowId}: ${usd(node.spentUsd)} (cap ${usd(node.limitUsd)}) · ${node.state}`);
+  const lines = [
+    `tree: ${usd(report.spentUsd)} spent of ${usd(report.limitUsd)}${report.held ? ' · HELD: waiting for a budget decision' : ''}`,
+  ];
+  for (const node of report.nodes)
+    lines.push(`  ${node.workflowId}: ${usd(node.spentUsd)} (cap ${usd(node.limitUsd)}) · ${node.state}`);
   return lines.join('\n');
 }
 
@@ -22,7 +25,9 @@ export function addBudgetCommands(task: Command, open: () => Promise<{ client: A
     .requiredOption('--limit <usd>', 'the new limit in USD, above what was spent', Number)
     .option('--by <name>', 'who decides', process.env.USER)
     .action(async (taskId: string, opts: { limit: number; by?: string }) => {
-      const recorded = await (await open()).client.decideBudget(taskId, { decision: 'raise', newLimitUsd: opts.limit, decidedBy: opts.by });
+      const recorded = await (
+        await open()
+      ).client.decideBudget(taskId, { decision: 'raise', newLimitUsd: opts.limit, decidedBy: opts.by });
       console.log(`budget of task ${taskId} raised to $${opts.limit} (spent $${recorded.spentUsd.toFixed(4)})`);
     });
   task
@@ -31,6 +36,8 @@ export function addBudgetCommands(task: Command, open: () => Promise<{ client: A
     .option('--by <name>', 'who decides', process.env.USER)
     .action(async (taskId: string, opts: { by?: string }) => {
       const recorded = await (await open()).client.decideBudget(taskId, { decision: 'stop', decidedBy: opts.by });
-      console.log(`task ${taskId} stopped at $${recorded.spentUsd.toFixed(4)}: its sub-agents are cancelled and it fails (BudgetStopped)`);
+      console.log(
+        `task ${taskId} stopped at $${recorded.spentUsd.toFixed(4)}: its sub-agents are cancelled and it fails (BudgetStopped)`,
+      );
     });
 }

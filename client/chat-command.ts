@@ -24,7 +24,12 @@ export function addChatCommands(program: Command, open: Open): void {
       const conv = new ConversationClient(client, { connectionString: database.url });
       const send = async (text: string): Promise<void> => {
         process.stdout.write(`${agentId}> `);
-        await printAnswer(conv.chat(agentId, text, { from: { type: 'human', id: opts.as }, ...(opts.channel ? { channel: opts.channel } : {}) }));
+        await printAnswer(
+          conv.chat(agentId, text, {
+            from: { type: 'human', id: opts.as },
+            ...(opts.channel ? { channel: opts.channel } : {}),
+          }),
+        );
       };
       if (opts.message !== undefined) return send(opts.message);
 
@@ -51,7 +56,9 @@ export function addChatCommands(program: Command, open: Open): void {
       }
     });
 
-  const group = program.command('group').description('group chats: several agents and humans in a channel group:<name>');
+  const group = program
+    .command('group')
+    .description('group chats: several agents and humans in a channel group:<name>');
   group
     .command('create <name>')
     .description('create a group with its members')
@@ -59,8 +66,15 @@ export function addChatCommands(program: Command, open: Open): void {
     .option('--humans <names>', 'member humans, comma-separated', process.env.USER ?? 'user')
     .action(async (name: string, opts: { agents: string; humans: string }) => {
       const { client, database } = await open();
-      const split = (s: string): string[] => s.split(',').map((x) => x.trim()).filter(Boolean);
-      const members = [...split(opts.agents).map((id) => ({ type: 'agent' as const, id })), ...split(opts.humans).map((id) => ({ type: 'human' as const, id }))];
+      const split = (s: string): string[] =>
+        s
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean);
+      const members = [
+        ...split(opts.agents).map((id) => ({ type: 'agent' as const, id })),
+        ...split(opts.humans).map((id) => ({ type: 'human' as const, id })),
+      ];
       await new ConversationClient(client, { connectionString: database.url }).createGroup(name, members);
       console.log(`group:${name} created with ${members.map((m) => m.id).join(', ')}`);
     });
@@ -70,7 +84,11 @@ export function addChatCommands(program: Command, open: Open): void {
     .option('--as <name>', 'who you are (a human member)', process.env.USER ?? 'user')
     .action(async (name: string, text: string, opts: { as: string }) => {
       const { client, database } = await open();
-      const m = await new ConversationClient(client, { connectionString: database.url }).postToGroup(name, { type: 'human', id: opts.as }, text);
+      const m = await new ConversationClient(client, { connectionString: database.url }).postToGroup(
+        name,
+        { type: 'human', id: opts.as },
+        text,
+      );
       console.log(`posted ${m.id} · delivered to ${m.deliveredTo.join(', ') || 'no agent'} (${m.routing})`);
     });
   group
@@ -79,7 +97,10 @@ export function addChatCommands(program: Command, open: Open): void {
     .option('--limit <n>', 'last n messages', '50')
     .action(async (name: string, opts: { limit: string }) => {
       const { client, database } = await open();
-      const g = await new ConversationClient(client, { connectionString: database.url }).group(name, Number(opts.limit));
+      const g = await new ConversationClient(client, { connectionString: database.url }).group(
+        name,
+        Number(opts.limit),
+      );
       console.log(`group:${name} · ${g.members.map((m) => `${m.id} (${m.type})`).join(', ')}`);
       for (const m of g.messages) console.log(`  ${m.from.id}> ${m.text}`);
     });
@@ -90,8 +111,13 @@ export function addChatCommands(program: Command, open: Open): void {
     .action(async (agentId: string) => {
       const { client, database } = await open();
       const view = await new ConversationClient(client, { connectionString: database.url }).mailbox(agentId);
-      console.log(`${agentId}: ${view.attention}${view.focus ? ` on ${view.focus.kind} ${view.focus.itemId}` : ''} · ${JSON.stringify(view.counters)}`);
-      for (const i of view.items) console.log(`  [${i.status}] p${i.priority} ${i.kind} from ${i.from.type}:${i.from.id} (${i.decision}: ${i.reason}) ${JSON.stringify(i.preview)}`);
+      console.log(
+        `${agentId}: ${view.attention}${view.focus ? ` on ${view.focus.kind} ${view.focus.itemId}` : ''} · ${JSON.stringify(view.counters)}`,
+      );
+      for (const i of view.items)
+        console.log(
+          `  [${i.status}] p${i.priority} ${i.kind} from ${i.from.type}:${i.from.id} (${i.decision}: ${i.reason}) ${JSON.stringify(i.preview)}`,
+        );
     });
 }
 
@@ -100,6 +126,13 @@ async function printAnswer(events: AsyncIterable<ChatEvent>): Promise<void> {
     if (e.type === 'delta') process.stdout.write(e.text);
     else if (e.type === 'rewind') process.stdout.write(REWIND_NOTICE);
     else if (e.type === 'tool') process.stdout.write(`\n  · used ${e.names.join(', ')}\n`);
-    else if (e.type === 'end') process.stdout.write(e.error ? `\n  ! the answer failed: ${e.error}\n` : e.stoppedBy && e.stoppedBy !== 'answer' ? `\n  (stopped: ${e.stoppedBy})\n` : '\n');
+    else if (e.type === 'end')
+      process.stdout.write(
+        e.error
+          ? `\n  ! the answer failed: ${e.error}\n`
+          : e.stoppedBy && e.stoppedBy !== 'answer'
+            ? `\n  (stopped: ${e.stoppedBy})\n`
+            : '\n',
+      );
   }
 }

@@ -1,5 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { createGroup, groupMembers, groupTranscript, postGroupMessage, type GroupMessageView } from '../activities/mailbox/group';
+import {
+  createGroup,
+  groupMembers,
+  groupTranscript,
+  postGroupMessage,
+  type GroupMessageView,
+} from '../activities/mailbox/group';
 import type { GroupMember } from '../workflows/rules/group';
 import {
   agentWorkflowId,
@@ -42,7 +48,10 @@ export class ConversationClient {
     /** Without a connection string (an embedded database) the stream follower polls instead of LISTENing. */
     options: { connectionString?: string },
   ) {
-    this.source = { db: agents.db, ...(options.connectionString ? { connectionString: options.connectionString } : {}) };
+    this.source = {
+      db: agents.db,
+      ...(options.connectionString ? { connectionString: options.connectionString } : {}),
+    };
   }
 
   /**
@@ -79,7 +88,9 @@ export class ConversationClient {
    * something to add). Resolves once every delivery is stored; the answers appear in `groupTranscript`.
    */
   async postToGroup(name: string, from: GroupMember, text: string): Promise<GroupMessageView> {
-    const outcome = await rejecting(() => postGroupMessage(this.agents.db, this.agents.temporal, this.agents.taskQueue, { group: name, from, text }));
+    const outcome = await rejecting(() =>
+      postGroupMessage(this.agents.db, this.agents.temporal, this.agents.taskQueue, { group: name, from, text }),
+    );
     if (!outcome.posted) throw new DeliveryRejectedError(outcome.reason);
     return outcome.message;
   }
@@ -101,16 +112,33 @@ export class ConversationClient {
    * `rewind` when a retried call supersedes text already yielded, tool calls, and `end`. The channel's
    * session is reused across messages (default channel: the sender's direct channel with the agent).
    */
-  async *chat(agentId: string, text: string, options: { from?: { type: 'human'; id: string }; channel?: string; signal?: AbortSignal } = {}): AsyncGenerator<ChatEvent, void, undefined> {
-    const { itemId } = await this.deliver(agentId, { kind: 'chat', from: options.from ?? { type: 'human', id: 'user' }, text, ...(options.channel ? { channel: options.channel } : {}) });
+  async *chat(
+    agentId: string,
+    text: string,
+    options: { from?: { type: 'human'; id: string }; channel?: string; signal?: AbortSignal } = {},
+  ): AsyncGenerator<ChatEvent, void, undefined> {
+    const { itemId } = await this.deliver(agentId, {
+      kind: 'chat',
+      from: options.from ?? { type: 'human', id: 'user' },
+      text,
+      ...(options.channel ? { channel: options.channel } : {}),
+    });
     yield* this.follow(agentId, itemId, options.signal);
   }
 
   /** Streams the answer to an item already delivered (e.g. after a client restart: from `afterSeq`). */
-  async *follow(agentId: string, itemId: string, signal?: AbortSignal, afterSeq = 0): AsyncGenerator<ChatEvent, void, undefined> {
+  async *follow(
+    agentId: string,
+    itemId: string,
+    signal?: AbortSignal,
+    afterSeq = 0,
+  ): AsyncGenerator<ChatEvent, void, undefined> {
     const yielded = new Map<string, number>();
     const floors = new Map<string, { attempt: number; part: number }>();
-    for await (const e of tailStream(this.source, chatRunWorkflowId(agentId, itemId), { afterSeq, ...(signal ? { signal } : {}) })) {
+    for await (const e of tailStream(this.source, chatRunWorkflowId(agentId, itemId), {
+      afterSeq,
+      ...(signal ? { signal } : {}),
+    })) {
       const step = e.stepKey ?? '';
       const floor = floors.get(step);
       if (e.kind === 'delta' && e.text && (!floor || compareProducer(e, floor) >= 0)) {
@@ -123,7 +151,12 @@ export class ConversationClient {
       } else if (e.kind === 'step-end' && Array.isArray(e.data?.toolCalls) && e.data.toolCalls.length > 0) {
         yield { type: 'tool', names: e.data.toolCalls as string[], seq: e.seq };
       } else if (e.kind === 'end') {
-        yield { type: 'end', seq: e.seq, ...(typeof e.data?.stoppedBy === 'string' ? { stoppedBy: e.data.stoppedBy } : {}), ...(typeof e.data?.error === 'string' ? { error: e.data.error } : {}) };
+        yield {
+          type: 'end',
+          seq: e.seq,
+          ...(typeof e.data?.stoppedBy === 'string' ? { stoppedBy: e.data.stoppedBy } : {}),
+          ...(typeof e.data?.error === 'string' ? { error: e.data.error } : {}),
+        };
       }
     }
   }
@@ -138,4 +171,3 @@ async function rejecting<T>(op: () => Promise<T>): Promise<T> {
     throw error;
   }
 }
-

@@ -17,7 +17,11 @@ export function addDbCommands(program: Command): void {
   db.command('status').action(async () => {
     const dir = embeddedOnly();
     const status = await embeddedServerStatus(dir);
-    console.log(status ? `running at ${status.url} (data in ${dir})` : `not running (data in ${dir}); the next process that needs it starts it`);
+    console.log(
+      status
+        ? `running at ${status.url} (data in ${dir})`
+        : `not running (data in ${dir}); the next process that needs it starts it`,
+    );
   });
   db.command('start').action(async () => {
     const dir = embeddedOnly();

@@ -33,7 +33,11 @@ export interface MailboxAccess {
  * Resolves once the item is stored, with its id. Throws `UnknownAgentError` for an agent that does
  * not exist and `DeliveryRejectedError` for bad input; either way nothing was stored.
  */
-export async function deliverToAgent(access: MailboxAccess, agentId: string, input: DeliverInput): Promise<DeliverResult> {
+export async function deliverToAgent(
+  access: MailboxAccess,
+  agentId: string,
+  input: DeliverInput,
+): Promise<DeliverResult> {
   const problem = deliveryProblem(input);
   if (problem) throw new DeliveryRejectedError(problem);
   if (!(await findAgent(access.db, agentId))) throw new UnknownAgentError(agentId);
@@ -44,7 +48,12 @@ export async function deliverToAgent(access: MailboxAccess, agentId: string, inp
     } catch (error) {
       // The agent continued as new in the workflow task that received the update: nothing ran or was
       // stored, so sending it again (to the new run) is safe.
-      if (error instanceof WorkflowUpdateFailedError && innermostType(error) === FailureType.UnprocessedUpdate && attempt < DELIVER_UNPROCESSED_ATTEMPTS) continue;
+      if (
+        error instanceof WorkflowUpdateFailedError &&
+        innermostType(error) === FailureType.UnprocessedUpdate &&
+        attempt < DELIVER_UNPROCESSED_ATTEMPTS
+      )
+        continue;
       if (error instanceof WorkflowUpdateFailedError) throw new DeliveryRejectedError(innermostMessage(error), error);
       throw error;
     }
@@ -63,10 +72,24 @@ export interface CommentResult {
  * in the task's thread (@mentions always notify; the author and the assignee are skipped; once per
  * comment). Throws `DeliveryRejectedError` for an unknown task or bad text: nothing was stored then.
  */
-export async function commentOnTask(access: MailboxAccess, taskId: string, text: string, from: DeliverInput['from']): Promise<CommentResult> {
+export async function commentOnTask(
+  access: MailboxAccess,
+  taskId: string,
+  text: string,
+  from: DeliverInput['from'],
+): Promise<CommentResult> {
   const task = await findTask(access.db, taskId);
-  if (!task) throw new DeliveryRejectedError(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`);
+  if (!task)
+    throw new DeliveryRejectedError(
+      `unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`,
+    );
   const { itemId } = await deliverToAgent(access, task.agent_id, { kind: 'comment', from, taskId, text });
-  const mentioned = await deliverCommentMentions(access.db, access.temporal, access.taskQueue, { taskId, text, from, commentItemId: itemId, skip: [task.agent_id] });
+  const mentioned = await deliverCommentMentions(access.db, access.temporal, access.taskQueue, {
+    taskId,
+    text,
+    from,
+    commentItemId: itemId,
+    skip: [task.agent_id],
+  });
   return { itemId, mentioned };
 }

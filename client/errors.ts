@@ -26,7 +26,10 @@ export class UnknownAgentError extends Error {
 /** A delivery the agent refused (bad input, unknown task …): nothing was stored. */
 export class DeliveryRejectedError extends Error {
   readonly type = FailureType.DeliveryRejected;
-  constructor(message: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = 'DeliveryRejectedError';
   }

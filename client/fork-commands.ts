@@ -27,7 +27,9 @@ export function addForkCommands(program: Command, open: () => Promise<ForkClient
   const task = program.commands.find((c) => c.name() === 'task') ?? program.command('task');
   task
     .command('fork <taskId>')
-    .description('start a new task from a copy of a recorded round up to a step, with another model, identity, tool result or instructions')
+    .description(
+      'start a new task from a copy of a recorded round up to a step, with another model, identity, tool result or instructions',
+    )
     .requiredOption('--at <step>', 'steps of the source round to keep (0: start from the task prompt)')
     .option('--round <n>', 'the source round (default 1)')
     .option('--model <model>', 'another model')
@@ -48,13 +50,23 @@ export function addForkCommands(program: Command, open: () => Promise<ForkClient
       const overrides: ForkOverrides = {
         ...(opts.model ? { model: String(opts.model) } : {}),
         ...(opts.provider ? { provider: String(opts.provider) } : {}),
-        ...(soul !== undefined || agents !== undefined ? { identity: { ...(soul !== undefined ? { soul } : {}), ...(agents !== undefined ? { agents } : {}) } } : {}),
+        ...(soul !== undefined || agents !== undefined
+          ? { identity: { ...(soul !== undefined ? { soul } : {}), ...(agents !== undefined ? { agents } : {}) } }
+          : {}),
         ...(result !== undefined
-          ? { toolResult: { content: result, ...(opts.toolResultError ? { isError: true } : {}), ...(opts.toolResultIndex !== undefined ? { callIndex: Number(opts.toolResultIndex) } : {}) } }
+          ? {
+              toolResult: {
+                content: result,
+                ...(opts.toolResultError ? { isError: true } : {}),
+                ...(opts.toolResultIndex !== undefined ? { callIndex: Number(opts.toolResultIndex) } : {}),
+              },
+            }
           : {}),
         ...(opts.instructions ? { instructions: String(opts.instructions) } : {}),
       };
-      const started = await (await open()).forkTask(taskId, {
+      const started = await (
+        await open()
+      ).forkTask(taskId, {
         at: Number(opts.at),
         ...(opts.round !== undefined ? { round: Number(opts.round) } : {}),
         ...(Object.keys(overrides).length ? { overrides } : {}),
@@ -63,18 +75,31 @@ export function addForkCommands(program: Command, open: () => Promise<ForkClient
         ...(opts.id ? { taskId: String(opts.id) } : {}),
         createdBy: 'cli',
       });
-      console.log(`fork ${started.taskId} of ${started.sourceTaskId} at step ${started.atStep} of ${started.steps} (${started.copiedToolCalls} recorded call(s) copied)`);
+      console.log(
+        `fork ${started.taskId} of ${started.sourceTaskId} at step ${started.atStep} of ${started.steps} (${started.copiedToolCalls} recorded call(s) copied)`,
+      );
       console.log(`workspace ${started.workspaceDir}: ${started.workspaceNote}`);
-      if (started.incompleteCalls.length) console.log(`the source's records are incomplete: ${started.incompleteCalls.map((c) => `${c.tool} at position ${c.position}`).join(', ')} never finished (outcome unknown)`);
+      if (started.incompleteCalls.length)
+        console.log(
+          `the source's records are incomplete: ${started.incompleteCalls.map((c) => `${c.tool} at position ${c.position}`).join(', ')} never finished (outcome unknown)`,
+        );
     });
   task
     .command('fork-report <forkTaskId>')
-    .description("a fork's tool calls, one by one: replayed (recorded result), executed (in its own workspace) or refused")
+    .description(
+      "a fork's tool calls, one by one: replayed (recorded result), executed (in its own workspace) or refused",
+    )
     .action(async (forkTaskId: string) => {
       const r = await (await open()).forkReport(forkTaskId);
-      console.log(`fork ${r.taskId} of ${r.sourceTaskId} at step ${r.atStep}; workspace ${r.workspaceDir} (${r.workspaceNote})`);
-      if (r.incompleteCalls.length) console.log(`incomplete source records: ${r.incompleteCalls.length} interrupted call(s)`);
-      for (const c of r.calls) console.log(`${String(c.position).padStart(4)}  ${c.outcome.padEnd(8)}  ${c.tool}${c.note ? `  (${c.note})` : ''}`);
+      console.log(
+        `fork ${r.taskId} of ${r.sourceTaskId} at step ${r.atStep}; workspace ${r.workspaceDir} (${r.workspaceNote})`,
+      );
+      if (r.incompleteCalls.length)
+        console.log(`incomplete source records: ${r.incompleteCalls.length} interrupted call(s)`);
+      for (const c of r.calls)
+        console.log(
+          `${String(c.position).padStart(4)}  ${c.outcome.padEnd(8)}  ${c.tool}${c.note ? `  (${c.note})` : ''}`,
+        );
       console.log(`${r.counts.replayed} replayed, ${r.counts.executed} executed, ${r.counts.refused} refused`);
     });
 
@@ -90,34 +115,50 @@ export function addForkCommands(program: Command, open: () => Promise<ForkClient
     .option('--judge-rubric <file>', 'grade with an LLM judge by this rubric (its cost counts)')
     .option('--judge-model <model>', "the judge's model")
     .option('--no-wait', 'start it and print its id')
-    .action(async (opts: { task?: string[]; query?: string; candidate?: string[]; budget?: string; concurrency?: string; judgeRubric?: string; judgeModel?: string; wait: boolean }) => {
-      const client = await open();
-      const { evalId } = await client.startEval({
-        selection: opts.task?.length ? { taskIds: opts.task } : { query: opts.query ?? '' },
-        candidateFiles: opts.candidate ?? [],
-        ...(opts.budget !== undefined ? { budgetUsd: Number(opts.budget) } : {}),
-        ...(opts.concurrency !== undefined ? { concurrency: Number(opts.concurrency) } : {}),
-        ...(opts.judgeRubric ? { judgeRubricFile: opts.judgeRubric } : {}),
-        ...(opts.judgeModel ? { judge: { model: opts.judgeModel } } : {}),
-      });
-      console.log(`eval ${evalId} started`);
-      if (!opts.wait) return;
-      const result = await client.evalResult(evalId);
-      console.log(result.table);
-      console.log(`spent $${result.spentUsd.toFixed(4)}`);
-    });
+    .action(
+      async (opts: {
+        task?: string[];
+        query?: string;
+        candidate?: string[];
+        budget?: string;
+        concurrency?: string;
+        judgeRubric?: string;
+        judgeModel?: string;
+        wait: boolean;
+      }) => {
+        const client = await open();
+        const { evalId } = await client.startEval({
+          selection: opts.task?.length ? { taskIds: opts.task } : { query: opts.query ?? '' },
+          candidateFiles: opts.candidate ?? [],
+          ...(opts.budget !== undefined ? { budgetUsd: Number(opts.budget) } : {}),
+          ...(opts.concurrency !== undefined ? { concurrency: Number(opts.concurrency) } : {}),
+          ...(opts.judgeRubric ? { judgeRubricFile: opts.judgeRubric } : {}),
+          ...(opts.judgeModel ? { judge: { model: opts.judgeModel } } : {}),
+        });
+        console.log(`eval ${evalId} started`);
+        if (!opts.wait) return;
+        const result = await client.evalResult(evalId);
+        console.log(result.table);
+        console.log(`spent $${result.spentUsd.toFixed(4)}`);
+      },
+    );
   evals
     .command('show <evalId>')
     .description("an eval's table (per task and candidate) and totals per candidate")
     .action(async (evalId: string) => {
       const t = await (await open()).evalTable(evalId);
-      console.log(`eval ${t.evalId} · ${t.state} · spent $${t.spentUsd.toFixed(4)}${t.budgetUsd !== null ? ` of $${t.budgetUsd}` : ''}`);
+      console.log(
+        `eval ${t.evalId} · ${t.state} · spent $${t.spentUsd.toFixed(4)}${t.budgetUsd !== null ? ` of $${t.budgetUsd}` : ''}`,
+      );
       console.log(t.table);
     });
   evals
     .command('list')
     .description('recent evals')
     .action(async () => {
-      for (const e of await (await open()).listEvals()) console.log(`${e.evalId}  ${e.state.padEnd(9)} $${e.spentUsd.toFixed(4)}  ${e.candidates.join(' vs ')}  ${e.createdAt.toISOString()}`);
+      for (const e of await (await open()).listEvals())
+        console.log(
+          `${e.evalId}  ${e.state.padEnd(9)} $${e.spentUsd.toFixed(4)}  ${e.candidates.join(' vs ')}  ${e.createdAt.toISOString()}`,
+        );
     });
 }

@@ -13,9 +13,24 @@ import { parseEvalCandidate, type EvalCandidate } from '../activities/fork/spec'
 import { evalReport } from '../activities/fork/activities';
 import { formatEvalTable, totalsPerCandidate, type CandidateTotals, type EvalRow } from '../activities/fork/graders';
 import { readUserTextFile } from '../activities/store/user-files';
-import { AgentIdSearchAttribute, DEFAULT_TASK_QUEUE, ForkOfSearchAttribute, TaskIdSearchAttribute, TaskStateSearchAttribute, taskWorkflowId, type ForkInput, type ForkOverrides } from '../workflows/contract';
+import {
+  AgentIdSearchAttribute,
+  DEFAULT_TASK_QUEUE,
+  ForkOfSearchAttribute,
+  TaskIdSearchAttribute,
+  TaskStateSearchAttribute,
+  taskWorkflowId,
+  type ForkInput,
+  type ForkOverrides,
+} from '../workflows/contract';
 import { TASK_ID_PATTERN } from '../workflows/rules/task-input';
-import { evalWorkflowId, type EvalJudge, type EvalSelection, type EvalWorkflowInput, type EvalWorkflowResult } from '../workflows/eval-contract';
+import {
+  evalWorkflowId,
+  type EvalJudge,
+  type EvalSelection,
+  type EvalWorkflowInput,
+  type EvalWorkflowResult,
+} from '../workflows/eval-contract';
 import type { taskWorkflow } from '../workflows/task';
 import type { evalWorkflow } from '../workflows/eval';
 
@@ -56,7 +71,14 @@ export interface ForkReport {
   workspaceNote: string;
   copiedToolCalls: number;
   incompleteCalls: Array<{ position: number; tool: string; toolCallId: string }>;
-  calls: Array<{ position: number; tool: string; outcome: 'replayed' | 'executed' | 'refused'; toolCallId: string; sourceToolCallId: string | null; note: string | null }>;
+  calls: Array<{
+    position: number;
+    tool: string;
+    outcome: 'replayed' | 'executed' | 'refused';
+    toolCallId: string;
+    sourceToolCallId: string | null;
+    note: string | null;
+  }>;
   counts: { replayed: number; executed: number; refused: number };
 }
 
@@ -98,10 +120,16 @@ export class ForkClient {
     // Checked before anything is written: an unknown task or a step past the end is refused in words.
     await planFork(this.db, fork);
     const taskId = options.taskId ?? `${sourceTaskId}.fork-${randomUUID().slice(0, 8)}`;
-    if (!TASK_ID_PATTERN.test(taskId)) throw new ForkError(`invalid fork task id ${JSON.stringify(taskId)}: 1-200 letters, digits or . _ : + -`);
-    if (options.costBudgetUsd !== undefined && !(options.costBudgetUsd > 0)) throw new ForkError('the fork\'s budget must be a positive number of US dollars');
+    if (!TASK_ID_PATTERN.test(taskId))
+      throw new ForkError(`invalid fork task id ${JSON.stringify(taskId)}: 1-200 letters, digits or . _ : + -`);
+    if (options.costBudgetUsd !== undefined && !(options.costBudgetUsd > 0))
+      throw new ForkError("the fork's budget must be a positive number of US dollars");
     const plan = await prepareFork(this.db, taskId, fork, { createdBy: options.createdBy });
-    const task = await this.db.selectFrom('tasks').select(['agent_id', 'title']).where('id', '=', taskId).executeTakeFirstOrThrow();
+    const task = await this.db
+      .selectFrom('tasks')
+      .select(['agent_id', 'title'])
+      .where('id', '=', taskId)
+      .executeTakeFirstOrThrow();
     try {
       await this.temporal.workflow.start<typeof taskWorkflow>('taskWorkflow', {
         taskQueue: this.taskQueue,
@@ -145,10 +173,27 @@ export class ForkClient {
 
   /** What the fork replayed, executed and refused, call by call, and what it was made from. */
   async forkReport(forkTaskId: string): Promise<ForkReport> {
-    const fork = await this.db.selectFrom('task_forks').selectAll().where('task_id', '=', forkTaskId).executeTakeFirst();
+    const fork = await this.db
+      .selectFrom('task_forks')
+      .selectAll()
+      .where('task_id', '=', forkTaskId)
+      .executeTakeFirst();
     if (!fork) throw new ForkError(`task ${JSON.stringify(forkTaskId)} is not a fork`);
-    const rows = await this.db.selectFrom('fork_tool_calls').selectAll().where('fork_task_id', '=', forkTaskId).orderBy('position').orderBy('created_at').execute();
-    const calls = rows.map((r) => ({ position: r.position, tool: r.tool, outcome: r.outcome, toolCallId: r.tool_call_id, sourceToolCallId: r.source_tool_call_id, note: r.note }));
+    const rows = await this.db
+      .selectFrom('fork_tool_calls')
+      .selectAll()
+      .where('fork_task_id', '=', forkTaskId)
+      .orderBy('position')
+      .orderBy('created_at')
+      .execute();
+    const calls = rows.map((r) => ({
+      position: r.position,
+      tool: r.tool,
+      outcome: r.outcome,
+      toolCallId: r.tool_call_id,
+      sourceToolCallId: r.source_tool_call_id,
+      note: r.note,
+    }));
     const counts = { replayed: 0, executed: 0, refused: 0 };
     for (const c of calls) counts[c.outcome] += 1;
     return {
@@ -178,24 +223,38 @@ export class ForkClient {
         throw new EvalError((error as Error).message);
       }
     }
-    if (candidates.length === 0) throw new EvalError('an eval needs at least one candidate configuration (--candidate <file.json>)');
+    if (candidates.length === 0)
+      throw new EvalError('an eval needs at least one candidate configuration (--candidate <file.json>)');
     const names = candidates.map((c) => c.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
-    if (twice) throw new EvalError(`two candidates are named ${JSON.stringify(twice)}: names label the table, so they must differ`);
-    if (options.budgetUsd !== undefined && !(options.budgetUsd > 0)) throw new EvalError('the eval\'s budget must be a positive number of US dollars');
+    if (twice)
+      throw new EvalError(
+        `two candidates are named ${JSON.stringify(twice)}: names label the table, so they must differ`,
+      );
+    if (options.budgetUsd !== undefined && !(options.budgetUsd > 0))
+      throw new EvalError("the eval's budget must be a positive number of US dollars");
     await this.checkSelection(options.selection);
     let judge: EvalJudge | undefined;
     if (options.judgeRubricFile || options.judge?.rubric) {
-      const rubric = options.judge?.rubric ?? (await readUserTextFile(options.judgeRubricFile!).catch((error: unknown) => {
-        throw new EvalError(`cannot read the rubric file ${options.judgeRubricFile}: ${(error as Error).message}`);
-      }));
+      const rubric =
+        options.judge?.rubric ??
+        (await readUserTextFile(options.judgeRubricFile!).catch((error: unknown) => {
+          throw new EvalError(`cannot read the rubric file ${options.judgeRubricFile}: ${(error as Error).message}`);
+        }));
       if (rubric === undefined) throw new EvalError(`the rubric file ${options.judgeRubricFile} does not exist`);
       if (!rubric.trim()) throw new EvalError('the rubric is empty: the judge needs criteria to grade by');
-      judge = { rubric, ...(options.judge?.provider ? { provider: options.judge.provider } : {}), ...(options.judge?.model ? { model: options.judge.model } : {}) };
+      judge = {
+        rubric,
+        ...(options.judge?.provider ? { provider: options.judge.provider } : {}),
+        ...(options.judge?.model ? { model: options.judge.model } : {}),
+      };
     }
     const evalId = options.evalId ?? `ev${randomUUID().slice(0, 8)}`;
     // The eval id prefixes its forks' task ids (and so their workspace folders).
-    if (!EVAL_ID_PATTERN.test(evalId)) throw new EvalError(`invalid eval id ${JSON.stringify(evalId)}: 1-80 letters, digits or . _ -, starting with a letter or digit`);
+    if (!EVAL_ID_PATTERN.test(evalId))
+      throw new EvalError(
+        `invalid eval id ${JSON.stringify(evalId)}: 1-80 letters, digits or . _ -, starting with a letter or digit`,
+      );
     const input: EvalWorkflowInput = {
       evalId,
       selection: options.selection,
@@ -205,7 +264,12 @@ export class ForkClient {
       ...(judge ? { judge } : {}),
     };
     const workflowId = evalWorkflowId(evalId);
-    await this.temporal.workflow.start<typeof evalWorkflow>('evalWorkflow', { taskQueue: this.taskQueue, workflowId, args: [input], staticSummary: `eval ${evalId}: ${names.join(' vs ')}` });
+    await this.temporal.workflow.start<typeof evalWorkflow>('evalWorkflow', {
+      taskQueue: this.taskQueue,
+      workflowId,
+      args: [input],
+      staticSummary: `eval ${evalId}: ${names.join(' vs ')}`,
+    });
     return { evalId, workflowId };
   }
 
@@ -215,33 +279,68 @@ export class ForkClient {
   }
 
   /** The eval as stored (also while it runs): its rows and the totals so far. */
-  async evalTable(evalId: string): Promise<{ evalId: string; state: string; budgetUsd: number | null; spentUsd: number; rows: EvalRow[]; totals: CandidateTotals[]; table: string }> {
+  async evalTable(evalId: string): Promise<{
+    evalId: string;
+    state: string;
+    budgetUsd: number | null;
+    spentUsd: number;
+    rows: EvalRow[];
+    totals: CandidateTotals[];
+    table: string;
+  }> {
     const row = await this.db.selectFrom('evals').selectAll().where('id', '=', evalId).executeTakeFirst();
     if (!row) throw new EvalError(`unknown eval ${JSON.stringify(evalId)}`);
     const { rows } = await evalReport(this.db, evalId);
     const candidates = (row.candidates as EvalCandidate[]).map((c) => c.name);
     const totals = (row.totals as CandidateTotals[] | null) ?? totalsPerCandidate(rows, candidates);
-    return { evalId, state: row.state, budgetUsd: row.budget_usd === null ? null : Number(row.budget_usd), spentUsd: Number(row.spent_usd), rows, totals, table: formatEvalTable(rows, totals) };
+    return {
+      evalId,
+      state: row.state,
+      budgetUsd: row.budget_usd === null ? null : Number(row.budget_usd),
+      spentUsd: Number(row.spent_usd),
+      rows,
+      totals,
+      table: formatEvalTable(rows, totals),
+    };
   }
 
-  async listEvals(limit = 50): Promise<Array<{ evalId: string; state: string; createdAt: Date; spentUsd: number; candidates: string[] }>> {
+  async listEvals(
+    limit = 50,
+  ): Promise<Array<{ evalId: string; state: string; createdAt: Date; spentUsd: number; candidates: string[] }>> {
     const rows = await this.db.selectFrom('evals').selectAll().orderBy('created_at', 'desc').limit(limit).execute();
-    return rows.map((r) => ({ evalId: r.id, state: r.state, createdAt: r.created_at, spentUsd: Number(r.spent_usd), candidates: (r.candidates as EvalCandidate[]).map((c) => c.name) }));
+    return rows.map((r) => ({
+      evalId: r.id,
+      state: r.state,
+      createdAt: r.created_at,
+      spentUsd: Number(r.spent_usd),
+      candidates: (r.candidates as EvalCandidate[]).map((c) => c.name),
+    }));
   }
 
   /** The selection must name recorded tasks, or its query must match some: refused before the eval starts. */
   private async checkSelection(selection: EvalSelection): Promise<void> {
     if (selection.taskIds?.length) {
-      const found = await this.db.selectFrom('tasks').select(['id', 'fork_of']).where('id', 'in', selection.taskIds).execute();
+      const found = await this.db
+        .selectFrom('tasks')
+        .select(['id', 'fork_of'])
+        .where('id', 'in', selection.taskIds)
+        .execute();
       const missing = selection.taskIds.filter((id) => !found.some((f) => f.id === id));
-      if (missing.length) throw new EvalError(`unknown task(s) ${missing.map((m) => JSON.stringify(m)).join(', ')}: an eval replays recorded tasks`);
-      if (found.every((f) => f.fork_of !== null)) throw new EvalError('the selection names only forks: an eval replays recorded originals');
+      if (missing.length)
+        throw new EvalError(
+          `unknown task(s) ${missing.map((m) => JSON.stringify(m)).join(', ')}: an eval replays recorded tasks`,
+        );
+      if (found.every((f) => f.fork_of !== null))
+        throw new EvalError('the selection names only forks: an eval replays recorded originals');
       return;
     }
-    if (!selection.query?.trim()) throw new EvalError('select recorded tasks by id (--task) or by a Temporal list query (--query)');
+    if (!selection.query?.trim())
+      throw new EvalError('select recorded tasks by id (--task) or by a Temporal list query (--query)');
     let matched = false;
     try {
-      for await (const wf of this.temporal.workflow.list({ query: `WorkflowType = 'taskWorkflow' AND (${selection.query})` })) {
+      for await (const wf of this.temporal.workflow.list({
+        query: `WorkflowType = 'taskWorkflow' AND (${selection.query})`,
+      })) {
         const taskId = wf.workflowId.startsWith('task-') ? wf.workflowId.slice('task-'.length) : wf.workflowId;
         const row = await this.db.selectFrom('tasks').select('fork_of').where('id', '=', taskId).executeTakeFirst();
         if (row && row.fork_of === null) {
@@ -250,8 +349,13 @@ export class ForkClient {
         }
       }
     } catch (error) {
-      throw new EvalError(`the list query ${JSON.stringify(selection.query)} was refused by Temporal: ${(error as Error).message}`);
+      throw new EvalError(
+        `the list query ${JSON.stringify(selection.query)} was refused by Temporal: ${(error as Error).message}`,
+      );
     }
-    if (!matched) throw new EvalError(`the selection ${JSON.stringify(selection.query)} matches no recorded task (forks are left out)`);
+    if (!matched)
+      throw new EvalError(
+        `the selection ${JSON.stringify(selection.query)} matches no recorded task (forks are left out)`,
+      );
   }
 }

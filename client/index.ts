@@ -1,9 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../schema/database';
-import { AGENT_ID_PATTERN, findAgent, IDENTITY_FILES, upsertAgent, type AgentConfig, type AgentDefinition } from '../activities/store/agents';
+import {
+  AGENT_ID_PATTERN,
+  findAgent,
+  IDENTITY_FILES,
+  upsertAgent,
+  type AgentConfig,
+  type AgentDefinition,
+} from '../activities/store/agents';
 import { findTask } from '../activities/store/tasks';
 import { readSkillsFolder, upsertSkills, type SkillDefinition } from '../activities/store/skills';
 import { postAnnouncement, readOrganisationFolder, upsertOrganisation } from '../activities/store/organisations';
@@ -38,8 +51,18 @@ import { InvalidTaskInputError, innermostMessage, UnknownAgentError } from './er
 import { recordNewTask } from '../activities/store/task-graph';
 import { readUserTextFile } from '../activities/store/user-files';
 import type { DeliverInput } from '../workflows/agent-contract';
-import { delegateApprovalUpdate, type ApprovalDelegationRequest, type RecordedApprovalDelegation } from '../workflows/approval-contract';
-import { budgetQuery, decideBudgetUpdate, type BudgetDecision, type BudgetReport, type RecordedBudgetDecision } from '../workflows/subagent-contract';
+import {
+  delegateApprovalUpdate,
+  type ApprovalDelegationRequest,
+  type RecordedApprovalDelegation,
+} from '../workflows/approval-contract';
+import {
+  budgetQuery,
+  decideBudgetUpdate,
+  type BudgetDecision,
+  type BudgetReport,
+  type RecordedBudgetDecision,
+} from '../workflows/subagent-contract';
 import { FailureType } from '../workflows/failure-types';
 
 export * from '../workflows/contract';
@@ -47,7 +70,10 @@ export type { AgentConfig, AgentDefinition } from '../activities/store/agents';
 export { AgentConfigSchema, AgentDefinitionSchema, InvalidAgentError } from '../activities/store/agents';
 
 /** `agent.json`, if present: `{ name?, description?, config? }`; anything else is refused in words. */
-function parseManifest(folder: string, text: string | undefined): { name?: string; description?: string; config?: AgentConfig } {
+function parseManifest(
+  folder: string,
+  text: string | undefined,
+): { name?: string; description?: string; config?: AgentConfig } {
   if (text === undefined) return {};
   let value: unknown;
   try {
@@ -55,16 +81,23 @@ function parseManifest(folder: string, text: string | undefined): { name?: strin
   } catch (error) {
     throw new Error(`${path.join(folder, 'agent.json')} is not valid JSON: ${(error as Error).message}`);
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${path.join(folder, 'agent.json')} must be an object { name?, description?, config? }`);
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new Error(`${path.join(folder, 'agent.json')} must be an object { name?, description?, config? }`);
   const unknown = Object.keys(value).filter((k) => !['name', 'description', 'config'].includes(k));
-  if (unknown.length) throw new Error(`${path.join(folder, 'agent.json')} has unknown key(s) ${unknown.join(', ')}; allowed: name, description, config`);
+  if (unknown.length)
+    throw new Error(
+      `${path.join(folder, 'agent.json')} has unknown key(s) ${unknown.join(', ')}; allowed: name, description, config`,
+    );
   return value as { name?: string; description?: string; config?: AgentConfig };
 }
 
 /** A budget decision the task refused (no round running, not "raise"/"stop", a raise not above the spend). */
 export class BudgetDecisionRejectedError extends Error {
   readonly type = FailureType.InvalidBudgetDecision;
-  constructor(message: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = 'BudgetDecisionRejectedError';
   }
@@ -133,8 +166,15 @@ export class AgentsClient {
    * rewrote itself with edit_agent_file are kept unless `force`; the returned hash says which files
    * are current.
    */
-  async upsertAgent(agent: AgentDefinition, options: { force?: boolean; skills?: SkillDefinition[] } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
-    const row = await upsertAgent(this.db, agent, { workspaceRoot: this.workspaceRoot, force: options.force, ...(options.skills ? { skills: options.skills } : {}) });
+  async upsertAgent(
+    agent: AgentDefinition,
+    options: { force?: boolean; skills?: SkillDefinition[] } = {},
+  ): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+    const row = await upsertAgent(this.db, agent, {
+      workspaceRoot: this.workspaceRoot,
+      force: options.force,
+      ...(options.skills ? { skills: options.skills } : {}),
+    });
     return { id: row.id, contentHash: row.content_hash, workspaceDir: row.workspace_dir };
   }
 
@@ -142,7 +182,10 @@ export class AgentsClient {
    * Reads SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md (missing ones are empty; at least SOUL.md or
    * AGENTS.md must exist) and an optional `agent.json` ({ name, description, config }) from a folder.
    */
-  async upsertAgentFromFolder(folder: string, options: { id?: string; workspaceDir?: string; config?: AgentConfig; force?: boolean } = {}): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+  async upsertAgentFromFolder(
+    folder: string,
+    options: { id?: string; workspaceDir?: string; config?: AgentConfig; force?: boolean } = {},
+  ): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
     // Only regular files of a sane size: a link to /dev/zero or a pipe is refused, not read forever.
     const read = async (name: string): Promise<string | undefined> => readUserTextFile(path.join(folder, name));
     const [soul, agents, heartbeat, tools, manifest] = await Promise.all([
@@ -159,15 +202,19 @@ export class AgentsClient {
     // The folder's own skills (`skills/<name>/SKILL.md`): bound to this agent and seen by it only.
     const skills = await readSkillsFolder(path.join(folder, 'skills'));
     const id = options.id ?? path.basename(path.resolve(folder)).toLowerCase();
-    if (!AGENT_ID_PATTERN.test(id)) throw new Error(`agent id ${JSON.stringify(id)} (from the folder name) is invalid; pass options.id`);
-    return this.upsertAgent({
-      id,
-      name: meta.name ?? id,
-      description: meta.description,
-      files: { soul: soul ?? '', agents: agents ?? '', heartbeat: heartbeat ?? '', tools: tools ?? '' },
-      config: { ...meta.config, ...options.config },
-      workspaceDir: options.workspaceDir,
-    }, { force: options.force, skills });
+    if (!AGENT_ID_PATTERN.test(id))
+      throw new Error(`agent id ${JSON.stringify(id)} (from the folder name) is invalid; pass options.id`);
+    return this.upsertAgent(
+      {
+        id,
+        name: meta.name ?? id,
+        description: meta.description,
+        files: { soul: soul ?? '', agents: agents ?? '', heartbeat: heartbeat ?? '', tools: tools ?? '' },
+        config: { ...meta.config, ...options.config },
+        workspaceDir: options.workspaceDir,
+      },
+      { force: options.force, skills },
+    );
   }
 
   /**
@@ -175,7 +222,10 @@ export class AgentsClient {
    * shared skills in skills/<name>/SKILL.md (see activities/store/organisations.ts). Agents join it
    * with `config.org`; load it before agents whose config binds its skills.
    */
-  async upsertOrganisationFromFolder(folder: string, options: { name?: string } = {}): Promise<{ name: string; users: number; skills: number }> {
+  async upsertOrganisationFromFolder(
+    folder: string,
+    options: { name?: string } = {},
+  ): Promise<{ name: string; users: number; skills: number }> {
     const org = await readOrganisationFolder(folder, options.name);
     await upsertOrganisation(this.db, org);
     return { name: org.name, users: org.users.length, skills: org.skills.length };
@@ -200,7 +250,9 @@ export class AgentsClient {
    * agent must exist (`UnknownAgentError`), the input must be valid, and the task id must be new
    * (`TaskExistsError`: a task id runs once).
    */
-  async startTask(options: StartTaskOptions): Promise<{ taskId: string; workflowId: string; handle: WorkflowHandle<typeof taskWorkflow> }> {
+  async startTask(
+    options: StartTaskOptions,
+  ): Promise<{ taskId: string; workflowId: string; handle: WorkflowHandle<typeof taskWorkflow> }> {
     const agent = await findAgent(this.db, options.agentId);
     if (!agent) throw new UnknownAgentError(options.agentId);
     if (!options.title.trim()) throw new InvalidTaskInputError('a task needs a title');
@@ -268,7 +320,10 @@ export class AgentsClient {
       const status = await this.handle(taskId).query(statusQuery);
       if (status.state !== 'in_progress' || status.round === 0) return status;
       // The round may just have ended (or not started): the task's own answer stands then.
-      const live = await this.temporal.workflow.getHandle(roundWorkflowId(taskId, status.round)).query(roundProgressQuery).catch(() => undefined);
+      const live = await this.temporal.workflow
+        .getHandle(roundWorkflowId(taskId, status.round))
+        .query(roundProgressQuery)
+        .catch(() => undefined);
       return live ? withLiveRound(status, live) : status;
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
@@ -341,7 +396,8 @@ export class AgentsClient {
     try {
       return await this.handle(taskId).executeUpdate(decideBudgetUpdate, { args: [decision] });
     } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError) throw new BudgetDecisionRejectedError(innermostMessage(error), error);
+      if (error instanceof WorkflowUpdateFailedError)
+        throw new BudgetDecisionRejectedError(innermostMessage(error), error);
       throw error;
     }
   }
@@ -412,4 +468,12 @@ export class AgentsClient {
   }
 }
 export * from './streams';
-export { ForkClient, ForkError, EvalError, type ForkTaskOptions, type ForkStarted, type ForkReport, type StartEvalOptions } from './forks';
+export {
+  ForkClient,
+  ForkError,
+  EvalError,
+  type ForkTaskOptions,
+  type ForkStarted,
+  type ForkReport,
+  type StartEvalOptions,
+} from './forks';

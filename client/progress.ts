@@ -2,7 +2,12 @@ import type { AgentsClient, TaskEvent } from './index';
 import type { TaskStatus } from '../workflows/contract';
 
 /** Temporal Web UI links for a task (the dev server's UI by default). */
-export function uiLinks(taskId: string, agentId: string, uiBase = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233', namespace = 'default') {
+export function uiLinks(
+  taskId: string,
+  agentId: string,
+  uiBase = process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
+  namespace = 'default',
+) {
   const base = `${uiBase}/namespaces/${encodeURIComponent(namespace)}/workflows`;
   return {
     task: `${base}/task-${encodeURIComponent(taskId)}`,

@@ -77,7 +77,9 @@ export function addRecurringTaskCommands(program: Command, open: () => Promise<R
   const run = async (cmd: RecurringTaskCommand) => {
     for (const line of await runRecurringTaskCommand(await open(), cmd)) console.log(line);
   };
-  const recurring = program.command('recurring').description('recurring tasks: a Temporal Schedule that creates a task each time');
+  const recurring = program
+    .command('recurring')
+    .description('recurring tasks: a Temporal Schedule that creates a task each time');
   recurring
     .command('create <name>')
     .requiredOption('--agent <id>', 'assignee agent id')
@@ -88,8 +90,32 @@ export function addRecurringTaskCommands(program: Command, open: () => Promise<R
     .option('--timezone <tz>', 'IANA timezone for --cron')
     .option('--every <minutes>', 'an interval instead of --cron (at least 5)')
     .option('--paused', 'create it paused')
-    .action((name: string, o: { agent: string; title: string; description?: string; priority?: string; cron?: string; timezone?: string; every?: string; paused?: boolean }) =>
-      run({ action: 'create', name, agentId: o.agent, title: o.title, description: o.description, priority: o.priority, cron: o.cron, everyMinutes: o.every, timezone: o.timezone, paused: o.paused }),
+    .action(
+      (
+        name: string,
+        o: {
+          agent: string;
+          title: string;
+          description?: string;
+          priority?: string;
+          cron?: string;
+          timezone?: string;
+          every?: string;
+          paused?: boolean;
+        },
+      ) =>
+        run({
+          action: 'create',
+          name,
+          agentId: o.agent,
+          title: o.title,
+          description: o.description,
+          priority: o.priority,
+          cron: o.cron,
+          everyMinutes: o.every,
+          timezone: o.timezone,
+          paused: o.paused,
+        }),
     );
   recurring
     .command('list')
@@ -101,6 +127,12 @@ export function addRecurringTaskCommands(program: Command, open: () => Promise<R
       .option('--note <text>')
       .action((name: string, o: { note?: string }) => run({ action, name, note: o.note }));
   }
-  recurring.command('trigger <name>').description('create one task now').action((name: string) => run({ action: 'trigger', name }));
-  recurring.command('delete <name>').description('stop creating tasks; existing tasks stay').action((name: string) => run({ action: 'delete', name }));
+  recurring
+    .command('trigger <name>')
+    .description('create one task now')
+    .action((name: string) => run({ action: 'trigger', name }));
+  recurring
+    .command('delete <name>')
+    .description('stop creating tasks; existing tasks stay')
+    .action((name: string) => run({ action: 'delete', name }));
 }

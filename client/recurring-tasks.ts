@@ -12,7 +12,13 @@ import type { Kysely } from 'kysely';
 import { findAgent } from '../activities/store/agents';
 import type { Database } from '../schema/database';
 import { waitUntilScheduleShows } from './schedules';
-import { AgentIdSearchAttribute, DEFAULT_TASK_QUEUE, TASK_PRIORITIES, type TaskPriority, type TaskWorkflowInput } from '../workflows/contract';
+import {
+  AgentIdSearchAttribute,
+  DEFAULT_TASK_QUEUE,
+  TASK_PRIORITIES,
+  type TaskPriority,
+  type TaskWorkflowInput,
+} from '../workflows/contract';
 
 /** Every recurring task's schedule id starts with this, so they never collide with agent schedules (`heartbeat-…`). */
 export const RECURRING_SCHEDULE_PREFIX = 'recurring-';
@@ -99,7 +105,8 @@ export class RecurringTasks {
       throw new RecurringTaskError(`priority must be one of ${TASK_PRIORITIES.join(', ')}, got ${options.priority}`);
     }
     const spec = specOf(options);
-    if (!(await findAgent(this.db, options.agentId))) throw new RecurringTaskError(`unknown agent "${options.agentId}": no recurring task was created`);
+    if (!(await findAgent(this.db, options.agentId)))
+      throw new RecurringTaskError(`unknown agent "${options.agentId}": no recurring task was created`);
     const scheduleId = this.scheduleId(name);
     const input: TaskWorkflowInput = {
       agentId: options.agentId,
@@ -128,7 +135,8 @@ export class RecurringTasks {
         state: { paused: options.paused ?? false, ...(options.note ? { note: options.note } : {}) },
       });
     } catch (error) {
-      if (error instanceof ScheduleAlreadyRunning) throw new RecurringTaskError(`a recurring task named "${name}" exists: delete it first or pick another name`);
+      if (error instanceof ScheduleAlreadyRunning)
+        throw new RecurringTaskError(`a recurring task named "${name}" exists: delete it first or pick another name`);
       throw error;
     }
     return { scheduleId };
@@ -138,10 +146,13 @@ export class RecurringTasks {
   async list(filter: { agentId?: string } = {}): Promise<RecurringTaskInfo[]> {
     const names: string[] = [];
     for await (const summary of this.temporal.schedule.list()) {
-      if (summary.scheduleId.startsWith(RECURRING_SCHEDULE_PREFIX)) names.push(summary.scheduleId.slice(RECURRING_SCHEDULE_PREFIX.length));
+      if (summary.scheduleId.startsWith(RECURRING_SCHEDULE_PREFIX))
+        names.push(summary.scheduleId.slice(RECURRING_SCHEDULE_PREFIX.length));
       if (names.length >= RECURRING_LIST_MAX) break;
     }
-    const infos = (await Promise.all(names.sort().map((name) => this.describe(name)))).filter((i): i is RecurringTaskInfo => i !== undefined);
+    const infos = (await Promise.all(names.sort().map((name) => this.describe(name)))).filter(
+      (i): i is RecurringTaskInfo => i !== undefined,
+    );
     return infos.filter((i) => !filter.agentId || i.agentId === filter.agentId);
   }
 
@@ -204,25 +215,36 @@ export class RecurringTasks {
 }
 
 function checkName(name: string): string {
-  if (!RECURRING_NAME_PATTERN.test(name)) throw new RecurringTaskError(`recurring task name "${name}" must match ${RECURRING_NAME_PATTERN} (lowercase letters, digits, - and _)`);
+  if (!RECURRING_NAME_PATTERN.test(name))
+    throw new RecurringTaskError(
+      `recurring task name "${name}" must match ${RECURRING_NAME_PATTERN} (lowercase letters, digits, - and _)`,
+    );
   return name;
 }
 
 function specOf(options: RecurringTaskOptions): ScheduleSpec {
-  if ((options.cron === undefined) === (options.everyMs === undefined)) throw new RecurringTaskError('give exactly one of a cron expression or an interval');
+  if ((options.cron === undefined) === (options.everyMs === undefined))
+    throw new RecurringTaskError('give exactly one of a cron expression or an interval');
   if (options.cron !== undefined) {
-    if (options.cron.trim().split(/\s+/).length !== 5) throw new RecurringTaskError(`cron "${options.cron}" must have 5 fields (minute hour day month weekday), e.g. "0 9 * * 1"`);
+    if (options.cron.trim().split(/\s+/).length !== 5)
+      throw new RecurringTaskError(
+        `cron "${options.cron}" must have 5 fields (minute hour day month weekday), e.g. "0 9 * * 1"`,
+      );
     return { cronExpressions: [options.cron.trim()], ...(options.timezone ? { timezone: options.timezone } : {}) };
   }
   const every = options.everyMs!;
   if (!Number.isFinite(every) || every < MIN_RECURRING_INTERVAL_MS) {
-    throw new RecurringTaskError(`the interval must be at least ${MIN_RECURRING_INTERVAL_MS / 60_000} minutes, got ${every} ms`);
+    throw new RecurringTaskError(
+      `the interval must be at least ${MIN_RECURRING_INTERVAL_MS / 60_000} minutes, got ${every} ms`,
+    );
   }
   return { intervals: [{ every }] };
 }
 
 function whenOf(options: RecurringTaskOptions): string {
-  return options.cron !== undefined ? `cron ${options.cron.trim()}${options.timezone ? ` (${options.timezone})` : ''}` : `every ${Math.round(options.everyMs! / 60_000)} min`;
+  return options.cron !== undefined
+    ? `cron ${options.cron.trim()}${options.timezone ? ` (${options.timezone})` : ''}`
+    : `every ${Math.round(options.everyMs! / 60_000)} min`;
 }
 
 /** Catch up at most one missed run after downtime: the window is one period (a day for cron). */

@@ -33,11 +33,20 @@ export async function runScheduleCommand(schedules: AgentSchedules, args: Schedu
     case 'create': {
       const out: string[] = [];
       if (kinds.includes('heartbeat')) {
-        const id = await schedules.createHeartbeat(agentId, { intervalMs: args.everyMinutes ? args.everyMinutes * 60_000 : undefined, paused: args.paused, note: args.note });
+        const id = await schedules.createHeartbeat(agentId, {
+          intervalMs: args.everyMinutes ? args.everyMinutes * 60_000 : undefined,
+          paused: args.paused,
+          note: args.note,
+        });
         out.push(`${id}: every ${args.everyMinutes ?? 30} min${args.paused ? ' (paused)' : ''}`);
       }
       if (kinds.includes('consolidation')) {
-        const id = await schedules.createConsolidation(agentId, { hour: args.hour, timezone: args.timezone, paused: args.paused, note: args.note });
+        const id = await schedules.createConsolidation(agentId, {
+          hour: args.hour,
+          timezone: args.timezone,
+          paused: args.paused,
+          note: args.note,
+        });
         out.push(`${id}: daily at ${args.hour ?? 23}:xx ${args.timezone ?? 'UTC'}${args.paused ? ' (paused)' : ''}`);
       }
       return out;
@@ -56,7 +65,9 @@ export async function runScheduleCommand(schedules: AgentSchedules, args: Schedu
         else if (args.action === 'resume') await schedules.resume(kind, agentId, args.note);
         else if (args.action === 'trigger') await schedules.trigger(kind, agentId);
         else await schedules.delete(kind, agentId);
-        out.push(`${schedules.scheduleId(kind, agentId)}: ${args.action === 'trigger' ? 'triggered' : `${args.action}d`}`);
+        out.push(
+          `${schedules.scheduleId(kind, agentId)}: ${args.action === 'trigger' ? 'triggered' : `${args.action}d`}`,
+        );
       }
       return out;
     }
@@ -74,7 +85,9 @@ export async function runScheduleCommand(schedules: AgentSchedules, args: Schedu
         }
         const every = info.intervalMs ? ` · every ${info.intervalMs / 60_000} min` : '';
         const next = info.nextRunAt ? ` · next ${info.nextRunAt.toISOString()}` : '';
-        out.push(`${info.scheduleId}: ${info.paused ? `paused${info.note ? ` (${info.note})` : ''}` : 'active'}${every}${next} · ${info.recentRuns.length} recent runs`);
+        out.push(
+          `${info.scheduleId}: ${info.paused ? `paused${info.note ? ` (${info.note})` : ''}` : 'active'}${every}${next} · ${info.recentRuns.length} recent runs`,
+        );
       }
       return out;
     }
@@ -83,7 +96,9 @@ export async function runScheduleCommand(schedules: AgentSchedules, args: Schedu
 
 /** Mounts `schedule …` on the CLI program. `open` connects lazily, so `--help` needs no server. */
 export function addScheduleCommands(program: Command, open: () => Promise<AgentSchedules>): void {
-  const schedule = program.command('schedule').description("an agent's heartbeat and daily consolidation schedules (Temporal Schedules)");
+  const schedule = program
+    .command('schedule')
+    .description("an agent's heartbeat and daily consolidation schedules (Temporal Schedules)");
   const run = async (args: ScheduleCommandArgs) => {
     for (const line of await runScheduleCommand(await open(), args)) console.log(line);
   };
@@ -100,8 +115,21 @@ export function addScheduleCommands(program: Command, open: () => Promise<AgentS
     .option('--timezone <tz>', 'IANA timezone of the consolidation hour')
     .option('--paused', 'create paused')
     .option('--note <text>')
-    .action((agentId: string, o: { kind?: string; every?: number; hour?: number; timezone?: string; paused?: boolean; note?: string }) =>
-      run({ action: 'create', agentId, kind: kindOption(o.kind), everyMinutes: o.every, hour: o.hour, timezone: o.timezone, paused: o.paused, note: o.note }),
+    .action(
+      (
+        agentId: string,
+        o: { kind?: string; every?: number; hour?: number; timezone?: string; paused?: boolean; note?: string },
+      ) =>
+        run({
+          action: 'create',
+          agentId,
+          kind: kindOption(o.kind),
+          everyMinutes: o.every,
+          hour: o.hour,
+          timezone: o.timezone,
+          paused: o.paused,
+          note: o.note,
+        }),
     );
   schedule
     .command('interval <agentId> <minutes>')
@@ -112,7 +140,9 @@ export function addScheduleCommands(program: Command, open: () => Promise<AgentS
       .command(`${action} <agentId>`)
       .option('--kind <kind>', 'heartbeat, consolidation or all', action === 'trigger' ? 'heartbeat' : 'all')
       .option('--note <text>')
-      .action((agentId: string, o: { kind?: string; note?: string }) => run({ action, agentId, kind: kindOption(o.kind), note: o.note }));
+      .action((agentId: string, o: { kind?: string; note?: string }) =>
+        run({ action, agentId, kind: kindOption(o.kind), note: o.note }),
+      );
   }
   schedule
     .command('check-in <agentId>')

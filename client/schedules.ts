@@ -121,9 +121,13 @@ export class AgentSchedules {
   /** Creates (or updates) the daily consolidation schedule: daily report + dream. */
   async createConsolidation(agentId: string, options: ConsolidationScheduleOptions = {}): Promise<string> {
     const hour = options.hour ?? DEFAULT_CONSOLIDATION_HOUR;
-    if (!Number.isInteger(hour) || hour < 0 || hour > 23) throw new Error(`consolidation hour must be 0–23, got ${hour}`);
+    if (!Number.isInteger(hour) || hour < 0 || hour > 23)
+      throw new Error(`consolidation hour must be 0–23, got ${hour}`);
     const minute = Math.floor(heartbeatPhaseMs(agentId, CONSOLIDATION_SPREAD_MINUTES * 60_000) / 60_000);
-    const spec: ScheduleSpec = { calendars: [{ hour, minute }], ...(options.timezone ? { timezone: options.timezone } : {}) };
+    const spec: ScheduleSpec = {
+      calendars: [{ hour, minute }],
+      ...(options.timezone ? { timezone: options.timezone } : {}),
+    };
     const action: ScheduleOptionsStartWorkflowAction<(input: ConsolidationWorkflowInput) => Promise<unknown>> = {
       type: 'startWorkflow',
       workflowType: 'memoryConsolidationWorkflow',
@@ -245,15 +249,29 @@ export class AgentSchedules {
       let paused = false;
       await this.handle(kind, agentId).update((previous) => {
         paused = options.paused ?? previous.state.paused;
-        return { ...previous, spec, action, policies: { ...previous.policies, ...policies }, state: { paused, note: options.note ?? previous.state.note } };
+        return {
+          ...previous,
+          spec,
+          action,
+          policies: { ...previous.policies, ...policies },
+          state: { paused, note: options.note ?? previous.state.note },
+        };
       });
       const every = spec.intervals?.[0]?.every;
-      await this.waitUntilVisible(kind, agentId, (d) => d.state.paused === paused && (every === undefined || d.spec.intervals?.[0]?.every === every));
+      await this.waitUntilVisible(
+        kind,
+        agentId,
+        (d) => d.state.paused === paused && (every === undefined || d.spec.intervals?.[0]?.every === every),
+      );
     }
     return scheduleId;
   }
 
-  private async waitUntilVisible(kind: AgentScheduleKind, agentId: string, applied: (d: ScheduleDescription) => boolean): Promise<void> {
+  private async waitUntilVisible(
+    kind: AgentScheduleKind,
+    agentId: string,
+    applied: (d: ScheduleDescription) => boolean,
+  ): Promise<void> {
     await waitUntilScheduleShows(this.handle(kind, agentId), applied);
   }
 }
@@ -262,7 +280,10 @@ export class AgentSchedules {
  * Polls `describe` until a schedule change is visible or SCHEDULE_APPLY_WAIT_MS passed (the change was
  * accepted either way), so a following read-modify-write cannot write back a stale state.
  */
-export async function waitUntilScheduleShows(handle: ScheduleHandle, applied: (d: ScheduleDescription) => boolean): Promise<void> {
+export async function waitUntilScheduleShows(
+  handle: ScheduleHandle,
+  applied: (d: ScheduleDescription) => boolean,
+): Promise<void> {
   const deadline = Date.now() + SCHEDULE_APPLY_WAIT_MS;
   while (Date.now() < deadline) {
     if (applied(await handle.describe())) return;

@@ -2,9 +2,21 @@ import type { Kysely } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../schema/database';
 import { readStreamEvents } from '../activities/streams/store';
-import { applyStreamEvent, emptyTranscript, STREAM_NOTIFY_CHANNEL, type StreamEvent, type StreamTranscript } from '../workflows/stream-contract';
+import {
+  applyStreamEvent,
+  emptyTranscript,
+  STREAM_NOTIFY_CHANNEL,
+  type StreamEvent,
+  type StreamTranscript,
+} from '../workflows/stream-contract';
 
-export { applyStreamEvent, emptyTranscript, transcriptText, type StreamEvent, type StreamTranscript } from '../workflows/stream-contract';
+export {
+  applyStreamEvent,
+  emptyTranscript,
+  transcriptText,
+  type StreamEvent,
+  type StreamTranscript,
+} from '../workflows/stream-contract';
 export { stepStreamId } from '../activities/streams/publisher';
 
 /**
@@ -51,7 +63,11 @@ export interface TailStreamOptions {
  * }
  * ```
  */
-export async function* tailStream(source: StreamSource, streamId: string, options: TailStreamOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
+export async function* tailStream(
+  source: StreamSource,
+  streamId: string,
+  options: TailStreamOptions = {},
+): AsyncGenerator<StreamEvent, void, undefined> {
   const stopAtEnd = options.stopAtEnd ?? true;
   const pollMs = options.pollIntervalMs ?? STREAM_POLL_INTERVAL_MS;
   let lastSeq = options.afterSeq ?? 0;
@@ -105,7 +121,8 @@ export async function* followTranscript(
   options: TailStreamOptions = {},
 ): AsyncGenerator<{ event: StreamEvent; transcript: StreamTranscript }, void, undefined> {
   const transcript = emptyTranscript();
-  for await (const event of tailStream(source, streamId, options)) yield { event, transcript: applyStreamEvent(transcript, event) };
+  for await (const event of tailStream(source, streamId, options))
+    yield { event, transcript: applyStreamEvent(transcript, event) };
 }
 
 /** Everything a stream holds now, folded (no waiting). */
@@ -144,7 +161,14 @@ class StreamListener {
 
   /** Starts connecting if there is no live connection and the backoff has passed (never blocks). */
   ensureConnected(): void {
-    if (this.connectionString === undefined || this.closed || this.client || this.connecting || Date.now() < this.retryAt) return;
+    if (
+      this.connectionString === undefined ||
+      this.closed ||
+      this.client ||
+      this.connecting ||
+      Date.now() < this.retryAt
+    )
+      return;
     this.connecting = true;
     const client = new pg.Client({ connectionString: this.connectionString });
     const lost = (): void => {

@@ -18,7 +18,15 @@ import { TASK_PRIORITIES, type TaskPriority } from '../workflows/rules/priority'
 import type { TaskAdmin, TaskTree } from './task-admin';
 
 export type TaskAdminCommand =
-  | { action: 'create'; agentId: string; title: string; description?: string; priority?: string; parent?: string; dependsOn?: string }
+  | {
+      action: 'create';
+      agentId: string;
+      title: string;
+      description?: string;
+      priority?: string;
+      parent?: string;
+      dependsOn?: string;
+    }
   | { action: 'approve-pending' | 'reject-pending'; taskId: string; comment?: string; by?: string }
   | { action: 'retry' | 'rerun' | 'archive'; taskId: string; by?: string }
   | { action: 'cancel-tree'; taskId: string }
@@ -27,7 +35,11 @@ export type TaskAdminCommand =
   | { action: 'notifications'; agentId?: string; unread?: boolean }
   | { action: 'read'; ids: string[]; by?: string };
 
-const csv = (value: string | undefined): string[] => (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const csv = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 function taskLine(t: TaskRow, indent = ''): string {
   return `${indent}${t.id}  [${t.priority}] ${t.state.padEnd(11)} ${t.agent_id}  ${t.title}`;
@@ -72,7 +84,9 @@ export async function runTaskAdminCommand(admin: TaskAdmin, cmd: TaskAdminComman
       return [`archived task ${cmd.taskId}`];
     case 'cancel-tree':
       await admin.cancel(cmd.taskId);
-      return [`cancellation requested for task ${cmd.taskId}; its unfinished subtasks and the tasks waiting on it follow`];
+      return [
+        `cancellation requested for task ${cmd.taskId}; its unfinished subtasks and the tasks waiting on it follow`,
+      ];
     case 'list': {
       const rows = await admin.list({ agentId: cmd.agentId, states: csv(cmd.states), parentTaskId: cmd.parent });
       return rows.length ? rows.map((t) => taskLine(t)) : ['no tasks'];
@@ -110,18 +124,42 @@ export function addTaskAdminCommands(program: Command, open: () => Promise<TaskA
     .option('--priority <priority>', TASK_PRIORITIES.join(', '))
     .option('--parent <taskId>', 'make it a subtask of this task')
     .option('--depends-on <ids>', 'comma-separated task ids that must complete first')
-    .action((o: { agent: string; title: string; description?: string; priority?: string; parent?: string; dependsOn?: string }) =>
-      run({ action: 'create', agentId: o.agent, title: o.title, description: o.description, priority: o.priority, parent: o.parent, dependsOn: o.dependsOn }),
+    .action(
+      (o: {
+        agent: string;
+        title: string;
+        description?: string;
+        priority?: string;
+        parent?: string;
+        dependsOn?: string;
+      }) =>
+        run({
+          action: 'create',
+          agentId: o.agent,
+          title: o.title,
+          description: o.description,
+          priority: o.priority,
+          parent: o.parent,
+          dependsOn: o.dependsOn,
+        }),
     );
   for (const action of ['approve-pending', 'reject-pending'] as const) {
     task
       .command(`${action} <taskId>`)
-      .description(`${action === 'approve-pending' ? 'approve' : 'reject'} a task an agent created that waits for approval`)
+      .description(
+        `${action === 'approve-pending' ? 'approve' : 'reject'} a task an agent created that waits for approval`,
+      )
       .option('--comment <text>')
       .option('--by <name>', 'who decides', process.env.USER)
-      .action((taskId: string, o: { comment?: string; by?: string }) => run({ action, taskId, comment: o.comment, by: o.by }));
+      .action((taskId: string, o: { comment?: string; by?: string }) =>
+        run({ action, taskId, comment: o.comment, by: o.by }),
+      );
   }
-  const descriptions = { retry: 'run a failed task again in a fresh round', rerun: 'run a completed or cancelled task again', archive: 'archive a finished task' };
+  const descriptions = {
+    retry: 'run a failed task again in a fresh round',
+    rerun: 'run a completed or cancelled task again',
+    archive: 'archive a finished task',
+  };
   for (const action of ['retry', 'rerun', 'archive'] as const) {
     task
       .command(`${action} <taskId>`)
@@ -138,15 +176,24 @@ export function addTaskAdminCommands(program: Command, open: () => Promise<TaskA
     .option('--agent <id>')
     .option('--state <states>', 'comma-separated states')
     .option('--parent <taskId>')
-    .action((o: { agent?: string; state?: string; parent?: string }) => run({ action: 'list', agentId: o.agent, states: o.state, parent: o.parent }));
-  task.command('tree <taskId>').description('a task with its subtasks and dependencies').action((taskId: string) => run({ action: 'tree', taskId }));
+    .action((o: { agent?: string; state?: string; parent?: string }) =>
+      run({ action: 'list', agentId: o.agent, states: o.state, parent: o.parent }),
+    );
+  task
+    .command('tree <taskId>')
+    .description('a task with its subtasks and dependencies')
+    .action((taskId: string) => run({ action: 'tree', taskId }));
 
-  const notifications = program.command('notifications').description("the humans' inbox: what agents notified or asked");
+  const notifications = program
+    .command('notifications')
+    .description("the humans' inbox: what agents notified or asked");
   notifications
     .command('list')
     .option('--agent <id>')
     .option('--unread', 'only unread ones')
-    .action((o: { agent?: string; unread?: boolean }) => run({ action: 'notifications', agentId: o.agent, unread: o.unread }));
+    .action((o: { agent?: string; unread?: boolean }) =>
+      run({ action: 'notifications', agentId: o.agent, unread: o.unread }),
+    );
   notifications
     .command('read <ids...>')
     .option('--by <name>', 'who read them', process.env.USER)

@@ -92,7 +92,11 @@ export class TaskAdmin {
       ...(options.parentTaskId ? { parentTaskId: options.parentTaskId } : {}),
       ...(options.dependsOn?.length ? { dependsOn: options.dependsOn } : {}),
     });
-    const { workflowId } = await startTaskWorkflow(this.temporal, this.taskQueue, { id: row.id, agentId: row.agent_id, title: row.title });
+    const { workflowId } = await startTaskWorkflow(this.temporal, this.taskQueue, {
+      id: row.id,
+      agentId: row.agent_id,
+      title: row.title,
+    });
     return { taskId: row.id, workflowId };
   }
 
@@ -119,8 +123,19 @@ export class TaskAdmin {
   /** Archives a finished task (completed, failed, rejected or cancelled). Archiving a dependency releases the tasks waiting on it. */
   async archive(taskId: string, options: { by?: string } = {}): Promise<void> {
     const task = await this.requireState(taskId, 'archive', ACCEPTS.archive);
-    await this.db.updateTable('tasks').set({ state: 'archived', updated_at: new Date() }).where('id', '=', task.id).where('state', '=', task.state).execute();
-    await addTaskEvent(this.db, task.id, 'state-changed', { state: 'archived', from: task.state, by: options.by ?? 'human' }, `archived:${task.round}`);
+    await this.db
+      .updateTable('tasks')
+      .set({ state: 'archived', updated_at: new Date() })
+      .where('id', '=', task.id)
+      .where('state', '=', task.state)
+      .execute();
+    await addTaskEvent(
+      this.db,
+      task.id,
+      'state-changed',
+      { state: 'archived', from: task.state, by: options.by ?? 'human' },
+      `archived:${task.round}`,
+    );
     await propagateTaskState(this.db, this.temporal, task.id, 'archived');
   }
 
@@ -131,18 +146,25 @@ export class TaskAdmin {
    */
   async cancel(taskId: string): Promise<void> {
     const task = await this.requireTask(taskId);
-    if ((TERMINAL_STATES as readonly string[]).includes(task.state)) throw new TaskAdminError(`task ${taskId} is ${task.state}: a finished task cannot be cancelled`);
+    if ((TERMINAL_STATES as readonly string[]).includes(task.state))
+      throw new TaskAdminError(`task ${taskId} is ${task.state}: a finished task cannot be cancelled`);
     const reached = await ignoreGone(this.temporal.workflow.getHandle(taskWorkflowId(taskId)).cancel());
     if (!reached) {
       // No workflow runs for it (it was never started): record the cancellation and cascade here.
-      await this.db.updateTable('tasks').set({ state: 'cancelled', updated_at: new Date(), completed_at: new Date() }).where('id', '=', taskId).execute();
+      await this.db
+        .updateTable('tasks')
+        .set({ state: 'cancelled', updated_at: new Date(), completed_at: new Date() })
+        .where('id', '=', taskId)
+        .execute();
       await addTaskEvent(this.db, taskId, 'state-changed', { state: 'cancelled' }, `cancelled-without-workflow`);
       await propagateTaskState(this.db, this.temporal, taskId, 'cancelled');
     }
   }
 
   /** Tasks by priority, then most recently updated. */
-  async list(filter: { agentId?: string; states?: string[]; parentTaskId?: string; limit?: number } = {}): Promise<TaskRow[]> {
+  async list(
+    filter: { agentId?: string; states?: string[]; parentTaskId?: string; limit?: number } = {},
+  ): Promise<TaskRow[]> {
     let query = this.db.selectFrom('tasks').selectAll();
     if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
     if (filter.states?.length) query = query.where('state', 'in', filter.states);
@@ -163,7 +185,15 @@ export class TaskAdmin {
       .selectAll('tasks')
       .where('task_dependencies.task_id', '=', taskId)
       .execute();
-    const children = depth >= TREE_MAX_DEPTH ? [] : await this.db.selectFrom('tasks').select('id').where('parent_task_id', '=', taskId).orderBy('created_at').execute();
+    const children =
+      depth >= TREE_MAX_DEPTH
+        ? []
+        : await this.db
+            .selectFrom('tasks')
+            .select('id')
+            .where('parent_task_id', '=', taskId)
+            .orderBy('created_at')
+            .execute();
     return { task, dependsOn, subtasks: await Promise.all(children.map((c) => this.tree(c.id, depth + 1))) };
   }
 
@@ -181,23 +211,41 @@ export class TaskAdmin {
 
   // ---- internals -----------------------------------------------------------------------------
 
-  private async decide(taskId: string, decision: 'approve' | 'reject', options: { by?: string; comment?: string }): Promise<void> {
+  private async decide(
+    taskId: string,
+    decision: 'approve' | 'reject',
+    options: { by?: string; comment?: string },
+  ): Promise<void> {
     const task = await this.requireTask(taskId);
     if (task.state !== 'pending' || !task.needs_approval) {
-      throw new TaskAdminError(`task ${taskId} is ${task.state}${task.state === 'pending' ? ' but does not wait for approval' : ''}: only a pending task an agent created can be approved or rejected`);
+      throw new TaskAdminError(
+        `task ${taskId} is ${task.state}${task.state === 'pending' ? ' but does not wait for approval' : ''}: only a pending task an agent created can be approved or rejected`,
+      );
     }
-    await this.temporal.workflow.getHandle(taskWorkflowId(taskId)).signal(taskApprovalSignal, { decision, decidedBy: options.by, comment: options.comment });
+    await this.temporal.workflow
+      .getHandle(taskWorkflowId(taskId))
+      .signal(taskApprovalSignal, { decision, decidedBy: options.by, comment: options.comment });
   }
 
   /** Starts a new run of `task-{id}` that begins with a fresh round after the task's last one. */
-  private async restart(taskId: string, kind: 'retry' | 'rerun', by: string | undefined): Promise<{ workflowId: string; round: number }> {
+  private async restart(
+    taskId: string,
+    kind: 'retry' | 'rerun',
+    by: string | undefined,
+  ): Promise<{ workflowId: string; round: number }> {
     const task = await this.requireState(taskId, kind, ACCEPTS[kind]);
     const input: TaskWorkflowInput = {
       taskId: task.id,
       agentId: task.agent_id,
       restart: { kind, afterRound: task.round },
     };
-    await addTaskEvent(this.db, task.id, `${kind}-requested`, { by: by ?? 'human', from: task.state, round: task.round + 1 }, `${kind}:${task.round}`);
+    await addTaskEvent(
+      this.db,
+      task.id,
+      `${kind}-requested`,
+      { by: by ?? 'human', from: task.state, round: task.round + 1 },
+      `${kind}:${task.round}`,
+    );
     const workflowId = taskWorkflowId(task.id);
     try {
       await this.temporal.workflow.start('taskWorkflow', {
@@ -212,7 +260,8 @@ export class TaskAdmin {
         staticSummary: `${task.agent_id}: ${task.title} (${kind})`.slice(0, 200),
       });
     } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) throw new TaskAdminError(`task ${taskId} is already running again`);
+      if (error instanceof WorkflowExecutionAlreadyStartedError)
+        throw new TaskAdminError(`task ${taskId} is already running again`);
       throw error;
     }
     return { workflowId, round: task.round + 1 };
@@ -227,7 +276,9 @@ export class TaskAdmin {
   private async requireState(taskId: string, command: string, accepted: readonly TaskState[]): Promise<TaskRow> {
     const task = await this.requireTask(taskId);
     if (!(accepted as readonly string[]).includes(task.state)) {
-      throw new TaskAdminError(`cannot ${command} task ${taskId}: it is ${task.state}; ${command} applies to ${accepted.join(', ')} tasks`);
+      throw new TaskAdminError(
+        `cannot ${command} task ${taskId}: it is ${task.state}; ${command} applies to ${accepted.join(', ')} tasks`,
+      );
     }
     return task;
   }

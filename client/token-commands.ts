@@ -26,15 +26,16 @@ export function addTokenCommands(program: Command): void {
       const created = await withDb((db) => createToken(db, name, opts.scope as TokenScope));
       console.log(`token ${created.id} (${name}, ${opts.scope}); shown once, store it now:\n${created.token}`);
     });
-  token
-    .command('revoke <idOrName>')
-    .action(async (idOrName: string) => {
-      if (!(await withDb((db) => revokeToken(db, idOrName)))) throw new Error(`no live token with id or name ${JSON.stringify(idOrName)}`);
-      console.log(`revoked ${idOrName}`);
-    });
+  token.command('revoke <idOrName>').action(async (idOrName: string) => {
+    if (!(await withDb((db) => revokeToken(db, idOrName))))
+      throw new Error(`no live token with id or name ${JSON.stringify(idOrName)}`);
+    console.log(`revoked ${idOrName}`);
+  });
   token.command('list').action(async () => {
     for (const t of await withDb(listTokens)) {
-      const state = t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : `last used ${t.lastUsedAt?.toISOString() ?? 'never'}`;
+      const state = t.revokedAt
+        ? `revoked ${t.revokedAt.toISOString()}`
+        : `last used ${t.lastUsedAt?.toISOString() ?? 'never'}`;
       console.log(`${t.id}  ${t.scope.padEnd(8)}  ${t.name}  (created ${t.createdAt.toISOString()}, ${state})`);
     }
   });

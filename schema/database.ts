@@ -64,7 +64,11 @@ export interface NotificationsTable {
   kind: 'notification' | 'approval_request';
   title: string;
   body: string;
-  priority: ColumnType<'low' | 'normal' | 'high' | 'urgent', 'low' | 'normal' | 'high' | 'urgent' | undefined, 'low' | 'normal' | 'high' | 'urgent'>;
+  priority: ColumnType<
+    'low' | 'normal' | 'high' | 'urgent',
+    'low' | 'normal' | 'high' | 'urgent' | undefined,
+    'low' | 'normal' | 'high' | 'urgent'
+  >;
   options: ColumnType<string[] | null, string | null | undefined, string | null>;
   read_at: NullableTimestamp;
   read_by: string | null;
@@ -194,7 +198,8 @@ export interface ApprovalEventsTable {
   id: Generated<string>;
   request_id: string;
   task_id: string | null;
-  kind: 'asked' | 'reminded' | 'escalated' | 'approved' | 'rejected' | 'delegated' | 'extended' | 'expired' | 'timed_out';
+  kind:
+    'asked' | 'reminded' | 'escalated' | 'approved' | 'rejected' | 'delegated' | 'extended' | 'expired' | 'timed_out';
   actor: string | null;
   targets: ColumnType<string[], string | undefined, string>;
   comment: string | null;

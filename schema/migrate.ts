@@ -46,7 +46,9 @@ export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResult[
 
 /** The names of the migrations already applied, oldest first (none on a new database). */
 async function appliedMigrations(db: Kysely<any>): Promise<string[]> {
-  const table = await sql<{ present: boolean }>`select to_regclass('public.kysely_migration') is not null as present`.execute(db);
+  const table = await sql<{
+    present: boolean;
+  }>`select to_regclass('public.kysely_migration') is not null as present`.execute(db);
   if (!table.rows[0]?.present) return [];
   const rows = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db);
   return rows.rows.map((r) => r.name);

@@ -33,14 +33,29 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const exitWhenDone = process.env.DEMO_EXIT === '1' || process.env.CI === 'true';
   // Shutdown is ours (below), not the runtime's: it must close the API and the database too.
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: runtimeTelemetryOptions(), shutdownSignals: [] });
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: runtimeTelemetryOptions(),
+    shutdownSignals: [],
+  });
   const telemetry = telemetryFromEnv();
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir });
   const nativeConnection = await NativeConnection.connect({ address: config.temporalAddress });
   const connection = await Connection.connect({ address: config.temporalAddress });
-  const client = new AgentsClient(new Client({ connection, namespace: config.namespace, interceptors: tracingClientInterceptors() }), database.db, { taskQueue: config.taskQueue });
+  const client = new AgentsClient(
+    new Client({ connection, namespace: config.namespace, interceptors: tracingClientInterceptors() }),
+    database.db,
+    { taskQueue: config.taskQueue },
+  );
   const router = LlmRouter.fromConfig(config.providers, createProvider);
-  const worker = await createAgentWorker({ connection: nativeConnection, namespace: config.namespace, taskQueue: config.taskQueue, db: database.db, router, telemetry });
+  const worker = await createAgentWorker({
+    connection: nativeConnection,
+    namespace: config.namespace,
+    taskQueue: config.taskQueue,
+    db: database.db,
+    router,
+    telemetry,
+  });
   const running = worker.run();
   let api: Awaited<ReturnType<typeof startEmbeddedApi>> | undefined = undefined;
   let stopping: Promise<void> | undefined;
@@ -70,33 +85,56 @@ async function main(): Promise<void> {
     });
   }
 
-  console.log(`\nWorker polling "${config.taskQueue}" on Temporal ${config.temporalAddress}; database: ${database.kind === 'embedded' ? `embedded PostgreSQL at ${database.url}` : database.url}`);
-  console.log(config.demoModel ? `Model: ${DEMO_LABEL}` : `Providers: ${config.providers.map((p) => p.name).join(' → ')}`);
-  api = await startEmbeddedApi({ client, database, workspaceRoot: config.workspaceRoot, namespace: config.namespace, registries: telemetry ? [telemetry.registry] : [] });
-  console.log(`HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`);
+  console.log(
+    `\nWorker polling "${config.taskQueue}" on Temporal ${config.temporalAddress}; database: ${database.kind === 'embedded' ? `embedded PostgreSQL at ${database.url}` : database.url}`,
+  );
+  console.log(
+    config.demoModel ? `Model: ${DEMO_LABEL}` : `Providers: ${config.providers.map((p) => p.name).join(' → ')}`,
+  );
+  api = await startEmbeddedApi({
+    client,
+    database,
+    workspaceRoot: config.workspaceRoot,
+    namespace: config.namespace,
+    registries: telemetry ? [telemetry.registry] : [],
+  });
+  console.log(
+    `HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`,
+  );
 
-  await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), { id: DEMO_AGENT_ID, workspaceDir: path.join(config.workspaceRoot, DEMO_AGENT_ID) });
+  await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), {
+    id: DEMO_AGENT_ID,
+    workspaceDir: path.join(config.workspaceRoot, DEMO_AGENT_ID),
+  });
   // The agent's heartbeat (every 30 min) and daily consolidation, as Temporal Schedules you can pause in the UI.
   const schedules = new AgentSchedules(client.temporal, { taskQueue: config.taskQueue });
   await schedules.createHeartbeat(DEMO_AGENT_ID);
   await schedules.createConsolidation(DEMO_AGENT_ID);
-  console.log(`Schedules heartbeat-${DEMO_AGENT_ID} and consolidation-${DEMO_AGENT_ID}: ${(process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233')}/namespaces/${config.namespace}/schedules`);
+  console.log(
+    `Schedules heartbeat-${DEMO_AGENT_ID} and consolidation-${DEMO_AGENT_ID}: ${process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233'}/namespaces/${config.namespace}/schedules`,
+  );
   const { taskId } = await client.startTask({
     agentId: DEMO_AGENT_ID,
     title: 'Plan a one-page guide to durable agents',
-    description: 'Write plan.md in your workspace: the outline of a one-page guide (what a durable agent is, why Temporal, how a human approves risky steps). Read it back, then submit it for review.',
+    description:
+      'Write plan.md in your workspace: the outline of a one-page guide (what a durable agent is, why Temporal, how a human approves risky steps). Read it back, then submit it for review.',
     createdBy: 'demo',
   });
   const links = uiLinks(taskId, DEMO_AGENT_ID);
-  console.log(`\nTask ${taskId} is running as workflow task-${taskId}.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`);
+  console.log(
+    `\nTask ${taskId} is running as workflow task-${taskId}.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`,
+  );
 
   const status = await printProgress(client, taskId);
-  if (status?.state !== 'review') throw new Error(`the demo task ended in ${status?.state ?? 'an unknown state'}: ${status?.lastError ?? ''}`);
+  if (status?.state !== 'review')
+    throw new Error(`the demo task ended in ${status?.state ?? 'an unknown state'}: ${status?.lastError ?? ''}`);
   console.log(`\nThe task is in review. Submission: ${status.submission ?? ''}`);
   if (exitWhenDone) {
     await client.review(taskId, { decision: 'accept', decidedBy: 'demo' });
     const result = await client.result(taskId);
-    console.log(`Accepted: task ${result.state} after ${result.rounds} round(s), ${result.usage.inputTokens} input / ${result.usage.outputTokens} output tokens.`);
+    console.log(
+      `Accepted: task ${result.state} after ${result.rounds} round(s), ${result.usage.inputTokens} input / ${result.usage.outputTokens} output tokens.`,
+    );
     await stop();
     return;
   }
@@ -130,7 +168,9 @@ async function closeDatabase(database: DatabaseHandle, embeddedDbDir: string): P
     await client.end();
   }
   if (others > 0) {
-    console.log(`The embedded PostgreSQL keeps running at ${url} for the ${others} other connection(s) using it (stop it with: npm run agents -- db stop).`);
+    console.log(
+      `The embedded PostgreSQL keeps running at ${url} for the ${others} other connection(s) using it (stop it with: npm run agents -- db stop).`,
+    );
     return;
   }
   await stopEmbeddedServer(embeddedDbDir);

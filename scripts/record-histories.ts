@@ -25,7 +25,14 @@ import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { openDatabase } from '../activities/store/db';
-import { commentSignal, pauseSignal, reflectionWorkflowId, resumeSignal, roundWorkflowId, taskWorkflowId } from '../workflows/contract';
+import {
+  commentSignal,
+  pauseSignal,
+  reflectionWorkflowId,
+  resumeSignal,
+  roundWorkflowId,
+  taskWorkflowId,
+} from '../workflows/contract';
 import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../test/support/harness';
 import { agentWorkflowId, chatRunWorkflowId, ConversationClient } from '../client/chat';
 import { isReflection, offersTools, ScriptedAgents } from '../test/workflow/task-support';
@@ -38,7 +45,12 @@ import { evalForkTaskId } from '../workflows/eval-contract';
 const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 100;
 const ROOT = path.resolve(__dirname, '..');
 /** This release's folder; older releases' folders stay as they were recorded. */
-const HISTORIES_DIR = path.join(ROOT, 'test', 'histories', (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+const HISTORIES_DIR = path.join(
+  ROOT,
+  'test',
+  'histories',
+  (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+);
 
 interface Scenario {
   description: string;
@@ -56,12 +68,31 @@ const SCENARIOS: Record<string, Scenario> = {
         toolTurn('request_user_approval', { question: 'Ship it?', options: ['yes', 'no'] }),
         submitTurn('touched and asked'),
       ]);
-      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Approval', description: 'needs two approvals' });
+      const { handle } = await h.client.startTask({
+        agentId,
+        taskId,
+        title: 'Approval',
+        description: 'needs two approvals',
+      });
       const first = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
-      await h.client.signalApproval(taskId, { requestId: first.pendingApprovals[0]!.requestId, decision: 'approved', comment: 'fine', decidedBy: 'alice' });
+      await h.client.signalApproval(taskId, {
+        requestId: first.pendingApprovals[0]!.requestId,
+        decision: 'approved',
+        comment: 'fine',
+        decidedBy: 'alice',
+      });
       await h.client.handle(taskId).signal(commentSignal, { text: 'remember the changelog', from: 'carol' });
-      const second = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1 && s.pendingApprovals[0]!.requestId !== first.pendingApprovals[0]!.requestId);
-      await h.client.decideApproval(taskId, { requestId: second.pendingApprovals[0]!.requestId, decision: 'approved', comment: 'yes', decidedBy: 'bob' });
+      const second = await h.waitForStatus(
+        taskId,
+        (s) =>
+          s.pendingApprovals.length === 1 && s.pendingApprovals[0]!.requestId !== first.pendingApprovals[0]!.requestId,
+      );
+      await h.client.decideApproval(taskId, {
+        requestId: second.pendingApprovals[0]!.requestId,
+        decision: 'approved',
+        comment: 'yes',
+        decidedBy: 'bob',
+      });
       await h.waitForStatus(taskId, (s) => s.state === 'review');
       await h.client.review(taskId, { decision: 'accept', decidedBy: 'rita' });
       await handle.result();
@@ -75,7 +106,11 @@ const SCENARIOS: Record<string, Scenario> = {
       const agentId = await h.createAgent();
       h.llm.setResponder(() => textTurn('HEARTBEAT_OK'));
       const workflowId = `heartbeat-${agentId}-recorded`;
-      await h.temporal.workflow.execute('heartbeatWorkflow', { workflowId, taskQueue: h.taskQueue, args: [{ agentId, force: true }] });
+      await h.temporal.workflow.execute('heartbeatWorkflow', {
+        workflowId,
+        taskQueue: h.taskQueue,
+        args: [{ agentId, force: true }],
+      });
       return [workflowId];
     },
   },
@@ -85,7 +120,11 @@ const SCENARIOS: Record<string, Scenario> = {
       const agentId = await h.createAgent();
       h.llm.setResponder(() => textTurn('Daily report: one task reviewed, nothing pending.'));
       const workflowId = `consolidation-${agentId}-recorded`;
-      await h.temporal.workflow.execute('memoryConsolidationWorkflow', { workflowId, taskQueue: h.taskQueue, args: [{ agentId }] });
+      await h.temporal.workflow.execute('memoryConsolidationWorkflow', {
+        workflowId,
+        taskQueue: h.taskQueue,
+        args: [{ agentId }],
+      });
       return [workflowId];
     },
   },
@@ -94,7 +133,12 @@ const SCENARIOS: Record<string, Scenario> = {
     async run(h, agents) {
       const agentId = await h.createAgent();
       const taskId = agents.task([toolTurn('task_note', { note: 'first try' }), submitTurn('v1'), submitTurn('v2')]);
-      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Revision', description: 'needs a second round' });
+      const { handle } = await h.client.startTask({
+        agentId,
+        taskId,
+        title: 'Revision',
+        description: 'needs a second round',
+      });
       await h.waitForStatus(taskId, (s) => s.state === 'review');
       await h.client.review(taskId, { decision: 'revise', feedback: 'add a test', decidedBy: 'rita' });
       await h.waitForStatus(taskId, (s) => s.state === 'review' && s.round === 2);
@@ -109,7 +153,12 @@ const SCENARIOS: Record<string, Scenario> = {
     async run(h, agents) {
       const agentId = await h.createAgent();
       const taskId = agents.task([{ kind: 'hang' }]);
-      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Cancel', description: 'cancelled mid-stream' });
+      const { handle } = await h.client.startTask({
+        agentId,
+        taskId,
+        title: 'Cancel',
+        description: 'cancelled mid-stream',
+      });
       await agents.waitForRequests(taskId, 1);
       await handle.cancel();
       await handle.result().catch(() => undefined);
@@ -117,7 +166,8 @@ const SCENARIOS: Record<string, Scenario> = {
     },
   },
   'pause-resume': {
-    description: 'a comment, then paused while the LLM streams (→ blocked), resumed in the same round and session, accepted',
+    description:
+      'a comment, then paused while the LLM streams (→ blocked), resumed in the same round and session, accepted',
     async run(h, agents) {
       const agentId = await h.createAgent();
       const taskId = agents.task([{ kind: 'hang' }, submitTurn('done after the pause')]);
@@ -140,8 +190,16 @@ const SCENARIOS: Record<string, Scenario> = {
     async run(h, agents) {
       const agentId = await h.createAgent();
       const PAUSES = 5;
-      const taskId = agents.task([...Array.from({ length: PAUSES }, () => ({ kind: 'hang' as const })), submitTurn('done after many pauses')]);
-      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Many pauses', description: 'paused again and again' });
+      const taskId = agents.task([
+        ...Array.from({ length: PAUSES }, () => ({ kind: 'hang' as const })),
+        submitTurn('done after many pauses'),
+      ]);
+      const { handle } = await h.client.startTask({
+        agentId,
+        taskId,
+        title: 'Many pauses',
+        description: 'paused again and again',
+      });
       for (let i = 1; i <= PAUSES; i++) {
         await agents.waitForRequests(taskId, i);
         await handle.signal(pauseSignal, { reason: `pause ${i}` });
@@ -156,38 +214,64 @@ const SCENARIOS: Record<string, Scenario> = {
     },
   },
   chat: {
-    description: 'an agent entity: a chat (update-with-start), an agent message that waits and one merged into it, a second chat in the same channel; their chat runs',
+    description:
+      'an agent entity: a chat (update-with-start), an agent message that waits and one merged into it, a second chat in the same channel; their chat runs',
     async run(h) {
       const agentId = await h.createAgent();
       const conv = new ConversationClient(h.client, { connectionString: h.db.url });
       h.llm.enqueue(textTurn('hello, Ann'), textTurn('noted, Bob'), textTurn('hello again, Ann'));
       const ann = { type: 'human' as const, id: 'ann' };
       const first = await conv.deliver(agentId, { kind: 'chat', from: ann, text: 'hello' });
-      const message = await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'release on Friday', channel: 'dm:a2a:bob' });
-      await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'or Monday', channel: 'dm:a2a:bob' });
+      const message = await conv.deliver(agentId, {
+        kind: 'message',
+        from: { type: 'agent', id: 'bob' },
+        text: 'release on Friday',
+        channel: 'dm:a2a:bob',
+      });
+      await conv.deliver(agentId, {
+        kind: 'message',
+        from: { type: 'agent', id: 'bob' },
+        text: 'or Monday',
+        channel: 'dm:a2a:bob',
+      });
       const idle = () => agentIdle(conv, agentId);
       for await (const e of conv.follow(agentId, first.itemId)) void e;
       await idle(); // the message is answered (its reply to the unknown agent bob is refused) before the next chat
       const second = await conv.deliver(agentId, { kind: 'chat', from: ann, text: 'me again' });
       for await (const e of conv.follow(agentId, second.itemId)) void e;
       await idle();
-      return [agentWorkflowId(agentId), chatRunWorkflowId(agentId, first.itemId), chatRunWorkflowId(agentId, message.itemId)];
+      return [
+        agentWorkflowId(agentId),
+        chatRunWorkflowId(agentId, first.itemId),
+        chatRunWorkflowId(agentId, message.itemId),
+      ];
     },
   },
   preempt: {
-    description: "an agent answering another agent's message (its a2a run streaming) is preempted by a human's chat: the run is cancelled, the chat answered, the message picked again and answered",
+    description:
+      "an agent answering another agent's message (its a2a run streaming) is preempted by a human's chat: the run is cancelled, the chat answered, the message picked again and answered",
     async run(h) {
       const agentId = await h.createAgent();
       const conv = new ConversationClient(h.client, { connectionString: h.db.url });
       h.llm.enqueue({ kind: 'hang' }, textTurn('hello, Ann'), textTurn('Friday it is, Bob'));
-      const message = await conv.deliver(agentId, { kind: 'message', from: { type: 'agent', id: 'bob' }, text: 'release on Friday?', channel: 'dm:a2a:bob' });
+      const message = await conv.deliver(agentId, {
+        kind: 'message',
+        from: { type: 'agent', id: 'bob' },
+        text: 'release on Friday?',
+        channel: 'dm:a2a:bob',
+      });
       while (h.llm.requests.length < 1) await new Promise((r) => setTimeout(r, 50));
       const chat = await conv.deliver(agentId, { kind: 'chat', from: { type: 'human', id: 'ann' }, text: 'hello' });
       for await (const e of conv.follow(agentId, chat.itemId)) void e;
       await agentIdle(conv, agentId);
       const view = await conv.mailbox(agentId);
-      if (view.counters.preempted !== 1 || view.items.find((i) => i.itemId === message.itemId)?.status !== 'completed') throw new Error(`no preemption recorded: ${JSON.stringify(view)}`);
-      return [agentWorkflowId(agentId), chatRunWorkflowId(agentId, message.itemId), chatRunWorkflowId(agentId, chat.itemId)];
+      if (view.counters.preempted !== 1 || view.items.find((i) => i.itemId === message.itemId)?.status !== 'completed')
+        throw new Error(`no preemption recorded: ${JSON.stringify(view)}`);
+      return [
+        agentWorkflowId(agentId),
+        chatRunWorkflowId(agentId, message.itemId),
+        chatRunWorkflowId(agentId, chat.itemId),
+      ];
     },
   },
   'stream-prune': {
@@ -203,7 +287,9 @@ const SCENARIOS: Record<string, Scenario> = {
     async run(h, agents) {
       const agentId = await h.createAgent();
       const ITERATIONS = 24;
-      const taskId = agents.task(({ index }) => (index < ITERATIONS ? toolTurn('task_note', { note: `step ${index}` }) : submitTurn('24 notes')));
+      const taskId = agents.task(({ index }) =>
+        index < ITERATIONS ? toolTurn('task_note', { note: `step ${index}` }) : submitTurn('24 notes'),
+      );
       const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: 'many small steps' });
       await h.waitForStatus(taskId, (s) => s.state === 'review', 120_000);
       await h.client.review(taskId, { decision: 'accept' });
@@ -213,26 +299,34 @@ const SCENARIOS: Record<string, Scenario> = {
     },
   },
   eval: {
-    description: 'an eval of one recorded task under one candidate: the fork (a child task workflow, its call replayed) graded, then cancelled',
+    description:
+      'an eval of one recorded task under one candidate: the fork (a child task workflow, its call replayed) graded, then cancelled',
     async run(h) {
       const agentId = await h.createAgent();
       // The fork's id is the eval's, not a script's: this scenario answers by what the request holds.
       h.llm.setResponder((request) => {
         if (!offersTools(request)) return textTurn('Summary.');
-        return JSON.stringify(request.body).includes('"tool_result"') ? submitTurn('report written') : toolTurn('file_write', { path: 'report.md', content: 'report' });
+        return JSON.stringify(request.body).includes('"tool_result"')
+          ? submitTurn('report written')
+          : toolTurn('file_write', { path: 'report.md', content: 'report' });
       });
       const taskId = `recorded-eval-source-${randomUUID().slice(0, 8)}`;
       await h.client.startTask({ agentId, taskId, title: 'Report', description: 'write report.md' });
       await h.waitForStatus(taskId, (s) => s.state === 'review');
       const forks = new ForkClient(h.temporal, h.db.db, { taskQueue: h.taskQueue });
-      const { evalId, workflowId } = await forks.startEval({ selection: { taskIds: [taskId] }, candidates: [{ name: 'same' }], budgetUsd: 1 });
+      const { evalId, workflowId } = await forks.startEval({
+        selection: { taskIds: [taskId] },
+        candidates: [{ name: 'same' }],
+        budgetUsd: 1,
+      });
       await forks.evalResult(evalId);
       const forkId = evalForkTaskId(evalId, 0, 0);
       return [workflowId, taskWorkflowId(forkId), roundWorkflowId(forkId, 1)];
     },
   },
   subagents: {
-    description: 'a task with a cost budget spawns 2 sub-agents in parallel (spend reports, the aggregated result through the ledger), submits, accepted',
+    description:
+      'a task with a cost budget spawns 2 sub-agents in parallel (spend reports, the aggregated result through the ledger), submits, accepted',
     async run(h) {
       const agentId = await h.createAgent();
       const taskId = randomUUID();
@@ -243,12 +337,20 @@ const SCENARIOS: Record<string, Scenario> = {
         if (messages.includes('[TASK EXECUTION')) {
           parentTurns += 1;
           return parentTurns === 1
-            ? toolTurn('spawn_subagents', { subagents: [{ task: 'Read the README' }, { task: 'Read the changelog', context: 'It is CHANGELOG.md' }] })
+            ? toolTurn('spawn_subagents', {
+                subagents: [{ task: 'Read the README' }, { task: 'Read the changelog', context: 'It is CHANGELOG.md' }],
+              })
             : submitTurn('delegated');
         }
         return textTurn('Sub-agent finding: nothing unusual.');
       });
-      const { handle } = await h.client.startTask({ agentId, taskId, title: 'Delegate', description: 'two sub-agents', costBudgetUsd: 100 });
+      const { handle } = await h.client.startTask({
+        agentId,
+        taskId,
+        title: 'Delegate',
+        description: 'two sub-agents',
+        costBudgetUsd: 100,
+      });
       await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
       await h.client.review(taskId, { decision: 'accept' });
       await handle.result();
@@ -261,7 +363,8 @@ const SCENARIOS: Record<string, Scenario> = {
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
   const unknown = only.filter((name) => !(name in SCENARIOS));
-  if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`);
+  if (unknown.length)
+    throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`);
   const selected = Object.entries(SCENARIOS).filter(([name]) => only.length === 0 || only.includes(name));
 
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'da-record-'));
@@ -283,7 +386,8 @@ async function main(): Promise<void> {
     try {
       for (const [name, scenario] of selected) {
         // Only this version's files of this scenario are replaced.
-        for (const file of readdirSync(HISTORIES_DIR).filter((f) => f.startsWith(`${name}--`))) rmSync(path.join(HISTORIES_DIR, file));
+        for (const file of readdirSync(HISTORIES_DIR).filter((f) => f.startsWith(`${name}--`)))
+          rmSync(path.join(HISTORIES_DIR, file));
         const workflowIds = await scenario.run(h, new ScriptedAgents(h.llm));
         chatRuns = 0;
         for (const workflowId of workflowIds) await writeRuns(h, name, workflowId);
@@ -321,10 +425,12 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
   const label = sub
     ? `sub-${sub[1]}`
     : round
-    ? `round-${round[1]}`
-    : workflowId.startsWith('agent-')
-      ? /-chat-/.test(workflowId) ? `chat-run-${++chatRuns}` : 'agent'
-      : (/^(reflection|heartbeat|consolidation|stream-prune|eval)-/.exec(workflowId)?.[1] ?? 'task');
+      ? `round-${round[1]}`
+      : workflowId.startsWith('agent-')
+        ? /-chat-/.test(workflowId)
+          ? `chat-run-${++chatRuns}`
+          : 'agent'
+        : (/^(reflection|heartbeat|consolidation|stream-prune|eval)-/.exec(workflowId)?.[1] ?? 'task');
   for (const [i, run] of runs.entries()) {
     const history = await h.temporal.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const file = path.join(HISTORIES_DIR, `${scenario}--${label}${runs.length > 1 ? `-run-${i + 1}` : ''}.json`);
@@ -335,7 +441,11 @@ async function writeRuns(h: Harness, scenario: string, workflowId: string): Prom
 
 /** `temporal server start-dev` on a free port, in memory, suggesting continue-as-new early (see above). */
 async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
-  return startTemporalDevServer(await freeLoopbackPort(), ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`], 'inherit-stderr');
+  return startTemporalDevServer(
+    await freeLoopbackPort(),
+    ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`],
+    'inherit-stderr',
+  );
 }
 
 main().then(

@@ -22,6 +22,8 @@ log "type-checking"
 tsc --noEmit -p tsconfig.json
 log "linting"
 eslint --max-warnings=0 .
+log "checking the formatting (npm run format fixes it)"
+prettier --check --log-level warn .
 status=0
 jest --runInBand --json --outputFile="$DATA_DIR/jest-results.json" "$@" || status=$?
 # One plain closing line for CI logs: "N passed, N failed, N skipped".

@@ -37,7 +37,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
   const providers: ProviderConfig[] = [];
   if (env.ANTHROPIC_API_KEY) {
-    providers.push({ name: 'anthropic', kind: 'anthropic', apiKey: env.ANTHROPIC_API_KEY, baseURL: env.ANTHROPIC_BASE_URL });
+    providers.push({
+      name: 'anthropic',
+      kind: 'anthropic',
+      apiKey: env.ANTHROPIC_API_KEY,
+      baseURL: env.ANTHROPIC_BASE_URL,
+    });
   }
   if (env.OPENAI_API_KEY) {
     providers.push({ name: 'openai', kind: 'openai', apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL });
@@ -80,7 +85,9 @@ function deploymentConfig(env: NodeJS.ProcessEnv): Pick<WorkerConfig, 'deploymen
   const buildId = env.TEMPORAL_WORKER_BUILD_ID?.trim();
   if (!deploymentName && !buildId) return {};
   if (!deploymentName || !buildId) {
-    throw new Error('worker versioning needs both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID (e.g. durable-agents and the release, 0.6.0+3f2c1ab); set both or neither');
+    throw new Error(
+      'worker versioning needs both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID (e.g. durable-agents and the release, 0.6.0+3f2c1ab); set both or neither',
+    );
   }
   return { deployment: { deploymentName, buildId } };
 }

@@ -40,8 +40,13 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-    activities: createActivities({ db: options.db, router: options.telemetry ? options.telemetry.instrumentRouter(options.router) : options.router }),
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath: require.resolve('../workflows') }),
+    activities: createActivities({
+      db: options.db,
+      router: options.telemetry ? options.telemetry.instrumentRouter(options.router) : options.router,
+    }),
     ...options.telemetry?.workerOptions({ prebuiltBundle: options.workflowBundle !== undefined }),
     maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     defaultHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,

@@ -16,8 +16,12 @@ export interface WorkerHealthSource {
 export async function serveWorkerHealth(source: WorkerHealthSource, port: number, host = '0.0.0.0'): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { error: { code: 'method_not_allowed', message: 'GET only' } });
+    const send = (status: number, body: unknown) =>
+      res
+        .writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+        .end(JSON.stringify(body));
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return send(405, { error: { code: 'method_not_allowed', message: 'GET only' } });
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') {
       const snapshot = source.snapshot();

@@ -96,7 +96,13 @@ export class DependencyHealth {
     try {
       await Promise.race([
         this.options.probes[name](),
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_PROBE_TIMEOUT_MS} ms`)), HEALTH_PROBE_TIMEOUT_MS))),
+        new Promise(
+          (_, reject) =>
+            (timer = setTimeout(
+              () => reject(new Error(`no answer within ${HEALTH_PROBE_TIMEOUT_MS} ms`)),
+              HEALTH_PROBE_TIMEOUT_MS,
+            )),
+        ),
       ]);
       this.report(name, true);
     } catch (error) {

@@ -7,7 +7,10 @@ import { redactSecrets, secretValues } from '../activities/security/secrets';
  * (replay-aware, routed through the worker), activity context loggers and the core runtime.
  * One line per event with `workflowId`, `runId`, `activityType`… as fields, ready for a log pipeline.
  */
-export function createLogger(level = process.env.LOG_LEVEL?.toLowerCase() ?? 'info', destination?: pino.DestinationStream): pino.Logger {
+export function createLogger(
+  level = process.env.LOG_LEVEL?.toLowerCase() ?? 'info',
+  destination?: pino.DestinationStream,
+): pino.Logger {
   const secrets = secretValues();
   const options: pino.LoggerOptions = {
     level,
@@ -47,7 +50,13 @@ export function redactLogArgument(arg: unknown, secrets: readonly string[]): unk
   return arg;
 }
 
-const PINO_LEVEL: Record<LogLevel, pino.Level> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+const PINO_LEVEL: Record<LogLevel, pino.Level> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
 
 /** Adapts a pino logger to the Temporal SDK's `Logger` interface (for `Runtime.install`). */
 export class TemporalPinoLogger implements Logger {

@@ -34,12 +34,19 @@ async function main(): Promise<void> {
   // Core's own logs (connection errors, poll retries) go through pino too, as JSON lines.
   Runtime.install({
     logger: new TemporalPinoLogger(logger),
-    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} }, ...runtimeTelemetryOptions() },
+    telemetryOptions: {
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...runtimeTelemetryOptions(),
+    },
   });
   // Traces and Prometheus metrics, when their environment variables are set (off by default).
   const telemetry = telemetryFromEnv();
   if (telemetry && process.env.METRICS_PORT) {
-    await telemetry.serveMetrics(Number(process.env.METRICS_PORT), process.env.METRICS_HOST, process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`);
+    await telemetry.serveMetrics(
+      Number(process.env.METRICS_PORT),
+      process.env.METRICS_HOST,
+      process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`,
+    );
   }
   let stopping = false;
   let current: Worker | undefined;
@@ -73,28 +80,56 @@ async function main(): Promise<void> {
   const health = new DependencyHealth({
     probes: { postgres: postgresProbe(database.db), temporal: temporalProbe(connection) },
     onChange: (name, status) =>
-      status.state === 'up' ? logger.info({ dependency: name, ...status }, `${name} is up`) : logger.warn({ dependency: name, ...status }, `${name} is ${status.state}`),
+      status.state === 'up'
+        ? logger.info({ dependency: name, ...status }, `${name} is up`)
+        : logger.warn({ dependency: name, ...status }, `${name} is ${status.state}`),
   });
   healthRef.current = health;
   health.start();
   const healthServer = process.env.HEALTH_PORT
-    ? await serveWorkerHealth({ snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' }, Number(process.env.HEALTH_PORT), process.env.HEALTH_HOST)
+    ? await serveWorkerHealth(
+        { snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' },
+        Number(process.env.HEALTH_PORT),
+        process.env.HEALTH_HOST,
+      )
     : undefined;
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   // Hourly pruning of old stream rows; failing to create it must not stop the worker from serving.
-  await ensureStreamPruneSchedule({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue }).catch((error: unknown) =>
-    logger.warn({ err: String(error) }, 'could not ensure the stream prune schedule; old stream rows are kept until it exists'),
+  await ensureStreamPruneSchedule({
+    address: config.temporalAddress,
+    namespace: config.namespace,
+    taskQueue: config.taskQueue,
+  }).catch((error: unknown) =>
+    logger.warn(
+      { err: String(error) },
+      'could not ensure the stream prune schedule; old stream rows are kept until it exists',
+    ),
   );
   logger.info(
-    { taskQueue: config.taskQueue, temporal: config.temporalAddress, database: describeDatabase(database), providers: config.providers.map((p) => p.name) },
+    {
+      taskQueue: config.taskQueue,
+      temporal: config.temporalAddress,
+      database: describeDatabase(database),
+      providers: config.providers.map((p) => p.name),
+    },
     'durable-agents worker started',
   );
   // Every start says where tool processes run; an unknown AGENTS_SANDBOX value stops the start here.
   const sandbox = await sandboxStatus();
-  logger[sandbox.level]({ sandbox: sandbox.level === 'info' ? 'bwrap' : sandbox.level === 'warn' ? 'off' : 'unavailable' }, sandbox.message);
+  logger[sandbox.level](
+    { sandbox: sandbox.level === 'info' ? 'bwrap' : sandbox.level === 'warn' ? 'off' : 'unavailable' },
+    sandbox.message,
+  );
   // The web tools' settings (WEB_FETCH*, WEB_SEARCH_*): a bad value stops the start here, not at an agent's first call.
   const web = webToolsConfig();
-  logger.info({ webFetch: web.fetchEnabled ? 'on' : 'off', webFetchAllow: web.policy.allowed, webSearch: web.search?.kind ?? 'off' }, 'web tools');
+  logger.info(
+    {
+      webFetch: web.fetchEnabled ? 'on' : 'off',
+      webFetchAllow: web.policy.allowed,
+      webSearch: web.search?.kind ?? 'off',
+    },
+    'web tools',
+  );
   try {
     while (!stopping) {
       let worker: Worker | undefined;
@@ -108,7 +143,15 @@ async function main(): Promise<void> {
           telemetry,
           ...(config.workflowBundlePath ? { workflowBundle: { codePath: config.workflowBundlePath } } : {}),
           ...(config.deployment
-            ? { overrides: { workerDeploymentOptions: { version: config.deployment, useWorkerVersioning: true, defaultVersioningBehavior: 'AUTO_UPGRADE' } } }
+            ? {
+                overrides: {
+                  workerDeploymentOptions: {
+                    version: config.deployment,
+                    useWorkerVersioning: true,
+                    defaultVersioningBehavior: 'AUTO_UPGRADE',
+                  },
+                },
+              }
             : {}),
         });
         if (stopping) break;
@@ -117,7 +160,10 @@ async function main(): Promise<void> {
       } catch (error) {
         if (stopping) break;
         health.report('temporal', false, error);
-        logger.error({ err: error }, `the worker stopped with an error; starting a new one in ${WORKER_RESTART_DELAY_MS} ms`);
+        logger.error(
+          { err: error },
+          `the worker stopped with an error; starting a new one in ${WORKER_RESTART_DELAY_MS} ms`,
+        );
       }
       if (!stopping) await new Promise((r) => setTimeout(r, WORKER_RESTART_DELAY_MS));
     }
@@ -141,7 +187,8 @@ async function main(): Promise<void> {
       } catch (error) {
         // A schema from another release is not a server still starting: waiting would hide it.
         if (stopping || error instanceof DatabaseSchemaError) throw error;
-        if (attempt === 1 || attempt % 10 === 0) logger.warn({ err: error instanceof Error ? error.message : String(error), attempt }, `waiting for ${what}`);
+        if (attempt === 1 || attempt % 10 === 0)
+          logger.warn({ err: error instanceof Error ? error.message : String(error), attempt }, `waiting for ${what}`);
         await new Promise((r) => setTimeout(r, STARTUP_RETRY_DELAY_MS));
       }
     }

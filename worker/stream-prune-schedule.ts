@@ -11,7 +11,12 @@ export const streamPruneScheduleId = (taskQueue: string): string => `${STREAM_PR
  * Creates the `stream-prune-{taskQueue}` Schedule unless it exists (idempotent; every worker calls it at start,
  * so no deployment forgets it). An operator may pause or retune it in the Web UI; that is kept.
  */
-export async function ensureStreamPruneSchedule(options: { address: string; namespace: string; taskQueue: string; scheduleId?: string }): Promise<void> {
+export async function ensureStreamPruneSchedule(options: {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  scheduleId?: string;
+}): Promise<void> {
   const connection = await Connection.connect({ address: options.address });
   try {
     const client = new Client({ connection, namespace: options.namespace });
@@ -20,7 +25,13 @@ export async function ensureStreamPruneSchedule(options: { address: string; name
         scheduleId: options.scheduleId ?? streamPruneScheduleId(options.taskQueue),
         spec: { intervals: [{ every: STREAM_PRUNE_INTERVAL }] },
         policies: { overlap: ScheduleOverlapPolicy.SKIP },
-        action: { type: 'startWorkflow', workflowType: 'streamPruneWorkflow', args: [{}], taskQueue: options.taskQueue, workflowId: options.scheduleId ?? streamPruneScheduleId(options.taskQueue) },
+        action: {
+          type: 'startWorkflow',
+          workflowType: 'streamPruneWorkflow',
+          args: [{}],
+          taskQueue: options.taskQueue,
+          workflowId: options.scheduleId ?? streamPruneScheduleId(options.taskQueue),
+        },
       })
       .catch((error: unknown) => {
         if (!(error instanceof ScheduleAlreadyRunning)) throw error;

@@ -15,7 +15,11 @@ import { context, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentele
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ActivityInboundCallsInterceptor, Next, WorkerOptions } from '@temporalio/worker';
-import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ChatRouter } from '../activities/llm/types';
 import { costUsd } from '../activities/llm/cost';
@@ -68,7 +72,10 @@ export class Telemetry {
   private readonly latency: Histogram<'provider' | 'model' | 'outcome'>;
   private readonly denials: Counter<'tool'>;
   private readonly activityMetrics: ActivityMetrics;
-  private readonly breakers = new Set<{ breaker: CircuitBreaker; candidates: () => Array<{ provider: string; model: string }> }>();
+  private readonly breakers = new Set<{
+    breaker: CircuitBreaker;
+    candidates: () => Array<{ provider: string; model: string }>;
+  }>();
 
   constructor(options: TelemetryOptions) {
     this.resource = new Resource({ 'service.name': options.serviceName ?? 'durable-agents-worker' });
@@ -82,10 +89,31 @@ export class Telemetry {
       registerTracing(this.provider);
     }
     const registers = [this.registry];
-    this.tokens = new Counter({ name: 'durable_agents_llm_tokens_total', help: 'LLM tokens by provider, model and kind (input, output, cache_read, cache_write)', labelNames: ['provider', 'model', 'kind'], registers });
-    this.cost = new Counter({ name: 'durable_agents_llm_cost_usd_total', help: 'LLM spend in USD at list prices', labelNames: ['provider', 'model'], registers });
-    this.latency = new Histogram({ name: 'durable_agents_llm_call_seconds', help: 'LLM call latency, routing and fallbacks included', labelNames: ['provider', 'model', 'outcome'], buckets: LLM_LATENCY_BUCKETS, registers });
-    this.denials = new Counter({ name: 'durable_agents_tool_denials_total', help: 'Tool calls refused by governance without asking anyone', labelNames: ['tool'], registers });
+    this.tokens = new Counter({
+      name: 'durable_agents_llm_tokens_total',
+      help: 'LLM tokens by provider, model and kind (input, output, cache_read, cache_write)',
+      labelNames: ['provider', 'model', 'kind'],
+      registers,
+    });
+    this.cost = new Counter({
+      name: 'durable_agents_llm_cost_usd_total',
+      help: 'LLM spend in USD at list prices',
+      labelNames: ['provider', 'model'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'durable_agents_llm_call_seconds',
+      help: 'LLM call latency, routing and fallbacks included',
+      labelNames: ['provider', 'model', 'outcome'],
+      buckets: LLM_LATENCY_BUCKETS,
+      registers,
+    });
+    this.denials = new Counter({
+      name: 'durable_agents_tool_denials_total',
+      help: 'Tool calls refused by governance without asking anyone',
+      labelNames: ['tool'],
+      registers,
+    });
     this.activityMetrics = {
       denials: this.denials,
       toolCalls: new Counter({
@@ -102,7 +130,12 @@ export class Telemetry {
         registers,
       }),
       agentSpend: options.spendPerAgent
-        ? new Counter({ name: 'durable_agents_agent_cost_usd_total', help: "LLM spend in USD at list prices per agent (the agent loop's steps)", labelNames: ['agent'], registers })
+        ? new Counter({
+            name: 'durable_agents_agent_cost_usd_total',
+            help: "LLM spend in USD at list prices per agent (the agent loop's steps)",
+            labelNames: ['agent'],
+            registers,
+          })
         : undefined,
       tools: new BoundedLabel(MAX_TOOL_LABELS),
       agents: new BoundedLabel(MAX_AGENT_LABELS),
@@ -116,7 +149,11 @@ export class Telemetry {
       registers,
       collect() {
         for (const { breaker, candidates } of breakers) {
-          for (const c of candidates()) this.set({ provider: c.provider, model: c.model }, BREAKER_STATE_VALUE[breaker.snapshot(c.provider, c.model).state]);
+          for (const c of candidates())
+            this.set(
+              { provider: c.provider, model: c.model },
+              BREAKER_STATE_VALUE[breaker.snapshot(c.provider, c.model).state],
+            );
         }
       },
     });
@@ -130,21 +167,30 @@ export class Telemetry {
     const activity: NonNullable<NonNullable<WorkerOptions['interceptors']>['activity']> = [];
     if (this.tracer) {
       const tracer = this.tracer;
-      activity.push((ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) }));
+      activity.push((ctx) => ({
+        inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }),
+        outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+      }));
       activity.push(() => ({ inbound: new ConversationContext() }));
     }
     if (this.metricsOn) {
       activity.push((ctx) => ({ inbound: new ActivityOutcomeCounter(ctx.info.activityType, this.activityMetrics) }));
     }
     return {
-      interceptors: { activity, ...(this.tracer && !options.prebuiltBundle ? { workflowModules: [WORKFLOW_INTERCEPTOR_MODULE] } : {}) },
+      interceptors: {
+        activity,
+        ...(this.tracer && !options.prebuiltBundle ? { workflowModules: [WORKFLOW_INTERCEPTOR_MODULE] } : {}),
+      },
       ...(this.spanProcessor ? { sinks: { exporter: makeWorkflowExporter(this.spanProcessor, this.resource) } } : {}),
     };
   }
 
   /** The router with a span (when tracing) and metrics around each call; errors pass through unchanged. */
   instrumentRouter(router: ChatRouter): ChatRouter {
-    const withBreaker = router as ChatRouter & { breaker?: CircuitBreaker; tiers?: Record<string, Array<{ provider: string; model: string }>> };
+    const withBreaker = router as ChatRouter & {
+      breaker?: CircuitBreaker;
+      tiers?: Record<string, Array<{ provider: string; model: string }>>;
+    };
     if (this.metricsOn && withBreaker.breaker && withBreaker.tiers) {
       const tiers = withBreaker.tiers;
       this.breakers.add({ breaker: withBreaker.breaker, candidates: () => Object.values(tiers).flat() });
@@ -176,7 +222,12 @@ export class Telemetry {
             'gen_ai.response.model': model,
             'gen_ai.response.finish_reasons': [result.stopReason],
             ...(result.responseId ? { 'gen_ai.response.id': result.responseId } : {}),
-            ...(result.server ? { 'server.address': result.server.address, ...(result.server.port ? { 'server.port': result.server.port } : {}) } : {}),
+            ...(result.server
+              ? {
+                  'server.address': result.server.address,
+                  ...(result.server.port ? { 'server.port': result.server.port } : {}),
+                }
+              : {}),
             // The conventions count cached prompt tokens in the input; our usage keeps them apart.
             'gen_ai.usage.input_tokens': usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
             'gen_ai.usage.output_tokens': usage.outputTokens,
@@ -197,7 +248,11 @@ export class Telemetry {
           span?.recordException(error as Error);
           span?.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
           span?.setAttribute('error.type', (error as { type?: string }).type ?? (error as Error).name);
-          if (this.metricsOn) this.latency.observe({ provider: requested?.provider ?? 'unknown', model: requested?.model ?? 'unknown', outcome: 'error' }, (Date.now() - started) / 1000);
+          if (this.metricsOn)
+            this.latency.observe(
+              { provider: requested?.provider ?? 'unknown', model: requested?.model ?? 'unknown', outcome: 'error' },
+              (Date.now() - started) / 1000,
+            );
           throw error;
         } finally {
           span?.end();
@@ -218,7 +273,9 @@ export class Telemetry {
           res.writeHead(200, { 'content-type': this.registry.contentType }).end(await this.registry.metrics());
         } else if (req.url === '/metrics/temporal' && temporalMetricsUrl) {
           const text = await fetchTemporalMetrics(temporalMetricsUrl);
-          res.writeHead(text === undefined ? 502 : 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(text ?? '# the Temporal runtime metrics endpoint does not answer\n');
+          res
+            .writeHead(text === undefined ? 502 : 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+            .end(text ?? '# the Temporal runtime metrics endpoint does not answer\n');
         } else {
           res.writeHead(404).end();
         }
@@ -240,7 +297,10 @@ export class Telemetry {
 
 /** Puts the session an activity works on into its context, for the `gen_ai.conversation.id` of its LLM and tool spans. */
 class ConversationContext implements ActivityInboundCallsInterceptor {
-  async execute(input: Parameters<ActivityInboundCallsInterceptor['execute'] & object>[0], next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+  async execute(
+    input: Parameters<ActivityInboundCallsInterceptor['execute'] & object>[0],
+    next: Next<ActivityInboundCallsInterceptor, 'execute'>,
+  ): Promise<unknown> {
     const first = input.args[0] as { sessionId?: unknown } | undefined;
     if (typeof first?.sessionId !== 'string') return next(input);
     return context.with(withConversation(context.active(), first.sessionId), () => next(input));
@@ -270,7 +330,14 @@ export class BoundedLabel {
   }
 }
 
-type ToolOutcome = { kind?: string; tool?: string; isError?: boolean; preview?: string; replayed?: boolean; interrupted?: boolean };
+type ToolOutcome = {
+  kind?: string;
+  tool?: string;
+  isError?: boolean;
+  preview?: string;
+  replayed?: boolean;
+  interrupted?: boolean;
+};
 
 /** A tool call's outcome as the `outcome` label names it. */
 function outcomeLabel(r: ToolOutcome): string {
@@ -293,7 +360,10 @@ class ActivityOutcomeCounter implements ActivityInboundCallsInterceptor {
     private readonly metrics: ActivityMetrics,
   ) {}
 
-  async execute(input: Parameters<ActivityInboundCallsInterceptor['execute'] & object>[0], next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+  async execute(
+    input: Parameters<ActivityInboundCallsInterceptor['execute'] & object>[0],
+    next: Next<ActivityInboundCallsInterceptor, 'execute'>,
+  ): Promise<unknown> {
     const result = await next(input);
     const m = this.metrics;
     const outcomes: ToolOutcome[] =
@@ -304,9 +374,18 @@ class ActivityOutcomeCounter implements ActivityInboundCallsInterceptor {
               ...((result as { toolResults?: Array<{ result: ToolOutcome }> }).toolResults ?? []).map((t) => t.result),
               // Only the first deferred call was examined (the ones after it wait their turn); a call that
               // is approved later counts again, with how it ran, from its `executeTool` activity.
-              ...((result as { deferred?: Array<{ name: string; approval?: unknown; inWorkflow?: unknown }> }).deferred ?? [])
+              ...(
+                (result as { deferred?: Array<{ name: string; approval?: unknown; inWorkflow?: unknown }> }).deferred ??
+                []
+              )
                 .slice(0, 1)
-                .flatMap((d) => (d.approval ? [{ kind: 'approval-required', tool: d.name }] : d.inWorkflow ? [{ kind: 'run-in-workflow', tool: d.name }] : [])),
+                .flatMap((d) =>
+                  d.approval
+                    ? [{ kind: 'approval-required', tool: d.name }]
+                    : d.inWorkflow
+                      ? [{ kind: 'run-in-workflow', tool: d.name }]
+                      : [],
+                ),
             ]
           : [];
     for (const r of outcomes) {
@@ -318,12 +397,14 @@ class ActivityOutcomeCounter implements ActivityInboundCallsInterceptor {
     if (this.activityType === 'recordApprovalDecision') {
       const waited = (result as { waitedSeconds?: number } | undefined)?.waitedSeconds;
       const decision = (input.args[0] as { status?: string } | undefined)?.status;
-      if (waited !== undefined && (decision === 'approved' || decision === 'rejected' || decision === 'timed_out')) m.approvalWait.observe({ decision }, waited);
+      if (waited !== undefined && (decision === 'approved' || decision === 'rejected' || decision === 'timed_out'))
+        m.approvalWait.observe({ decision }, waited);
     }
     if (m.agentSpend && (this.activityType === 'llmStep' || this.activityType === 'llmStepWithTools')) {
       const step = result as { replayed?: boolean; usage?: { costUsd?: number } };
       const agentId = (input.args[0] as { agentId?: unknown } | undefined)?.agentId;
-      if (!step.replayed && typeof agentId === 'string' && (step.usage?.costUsd ?? 0) > 0) m.agentSpend.inc({ agent: m.agents.of(agentId) }, step.usage!.costUsd!);
+      if (!step.replayed && typeof agentId === 'string' && (step.usage?.costUsd ?? 0) > 0)
+        m.agentSpend.inc({ agent: m.agents.of(agentId) }, step.usage!.costUsd!);
     }
     return result;
   }
@@ -362,15 +443,24 @@ export function telemetryFromEnv(env: NodeJS.ProcessEnv = process.env): Telemetr
  * or, optionally, pushed by OTLP/HTTP to `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (the full URL, usually
  * `…/v1/metrics`) every `OTEL_METRIC_EXPORT_INTERVAL` ms (default 10 s).
  */
-export function runtimeTelemetryOptions(
-  env: NodeJS.ProcessEnv = process.env,
-): { metrics: { prometheus: { bindAddress: string } } | { otel: { url: string; http: true; metricsExportInterval: number; headers?: Record<string, string> } } } | undefined {
+export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env):
+  | {
+      metrics:
+        | { prometheus: { bindAddress: string } }
+        | { otel: { url: string; http: true; metricsExportInterval: number; headers?: Record<string, string> } };
+    }
+  | undefined {
   if (env.TEMPORAL_METRICS_BIND) return { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND } } };
   if (env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) {
     const headers = parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS);
     return {
       metrics: {
-        otel: { url: env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, http: true, metricsExportInterval: Number(env.OTEL_METRIC_EXPORT_INTERVAL) || DEFAULT_METRIC_EXPORT_INTERVAL_MS, ...(headers ? { headers } : {}) },
+        otel: {
+          url: env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+          http: true,
+          metricsExportInterval: Number(env.OTEL_METRIC_EXPORT_INTERVAL) || DEFAULT_METRIC_EXPORT_INTERVAL_MS,
+          ...(headers ? { headers } : {}),
+        },
       },
     };
   }

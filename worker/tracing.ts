@@ -10,7 +10,14 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type Span, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type Span,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { Resource } from '@opentelemetry/resources';
 
 /** The OTLP protocol when none is configured: the specification's default for exporters. */
@@ -18,7 +25,11 @@ export const DEFAULT_OTLP_PROTOCOL = 'http/protobuf';
 
 /** Whether the environment asks for traces (an OTLP endpoint for traces, or for all signals). */
 export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean {
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) && env.OTEL_TRACES_EXPORTER !== 'none' && env.OTEL_SDK_DISABLED !== 'true';
+  return (
+    Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) &&
+    env.OTEL_TRACES_EXPORTER !== 'none' &&
+    env.OTEL_SDK_DISABLED !== 'true'
+  );
 }
 
 /**
@@ -27,10 +38,16 @@ export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean 
  * compression variables themselves. gRPC is not bundled: asking for it is an error, not a silent switch.
  */
 export function otlpTraceExporterFromEnv(env: NodeJS.ProcessEnv = process.env): SpanExporter {
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || DEFAULT_OTLP_PROTOCOL).trim();
+  const protocol = (
+    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ||
+    env.OTEL_EXPORTER_OTLP_PROTOCOL ||
+    DEFAULT_OTLP_PROTOCOL
+  ).trim();
   if (protocol === 'http/protobuf') return new OtlpProtobufExporter();
   if (protocol === 'http/json') return new OtlpJsonExporter();
-  throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${JSON.stringify(protocol)} is not supported here; use "http/protobuf" (the default) or "http/json"`);
+  throw new Error(
+    `OTEL_EXPORTER_OTLP_PROTOCOL=${JSON.stringify(protocol)} is not supported here; use "http/protobuf" (the default) or "http/json"`,
+  );
 }
 
 let registered = false;
@@ -45,7 +62,9 @@ export function registerTracing(provider: BasicTracerProvider): void {
   if (registered) return;
   registered = true;
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }));
+  propagation.setGlobalPropagator(
+    new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
+  );
   trace.setGlobalTracerProvider(provider);
 }
 
@@ -53,10 +72,16 @@ export function registerTracing(provider: BasicTracerProvider): void {
  * A tracer provider for a process that is not the worker (the API, the CLI), exporting by OTLP as the
  * environment says, registered globally; undefined when the environment asks for no traces.
  */
-export function startProcessTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): { shutdown(): Promise<void> } | undefined {
+export function startProcessTracing(
+  serviceName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { shutdown(): Promise<void> } | undefined {
   if (!tracingRequested(env)) return undefined;
   const resource = new Resource({ 'service.name': env.OTEL_SERVICE_NAME ?? serviceName });
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new FlatAttributesSpanProcessor(new BatchSpanProcessor(otlpTraceExporterFromEnv(env)))] });
+  const provider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new FlatAttributesSpanProcessor(new BatchSpanProcessor(otlpTraceExporterFromEnv(env)))],
+  });
   registerTracing(provider);
   return { shutdown: () => provider.shutdown() };
 }
@@ -75,7 +100,11 @@ export class FlatAttributesSpanProcessor implements SpanProcessor {
 
   onEnd(span: ReadableSpan): void {
     const attributes = flattenAttributes(span.attributes as Record<string, unknown>);
-    this.next.onEnd(attributes === span.attributes ? span : (Object.create(span, { attributes: { value: attributes, enumerable: true } }) as ReadableSpan));
+    this.next.onEnd(
+      attributes === span.attributes
+        ? span
+        : (Object.create(span, { attributes: { value: attributes, enumerable: true } }) as ReadableSpan),
+    );
   }
 
   forceFlush(): Promise<void> {
@@ -94,7 +123,8 @@ export function flattenAttributes(attributes: Record<string, unknown>): Attribut
   const put = (key: string, value: unknown): void => {
     if (value === undefined || value === null) return;
     if (isAttributeValue(value)) flat[key] = value;
-    else if (typeof value === 'object' && !Array.isArray(value)) for (const [k, v] of Object.entries(value)) put(`${key}.${k}`, v);
+    else if (typeof value === 'object' && !Array.isArray(value))
+      for (const [k, v] of Object.entries(value)) put(`${key}.${k}`, v);
     else flat[key] = JSON.stringify(value);
   };
   for (const [key, value] of Object.entries(attributes)) put(key, value);

@@ -85,25 +85,41 @@ export const STREAM_PRUNE: ActivityOptions = {
 export const HEARTBEAT_LLM: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: LIVENESS,
-  retry: { initialInterval: HEARTBEAT_RETRY_BASE_MS, backoffCoefficient: 2, maximumAttempts: HEARTBEAT_MAX_RETRIES + 1 },
+  retry: {
+    initialInterval: HEARTBEAT_RETRY_BASE_MS,
+    backoffCoefficient: 2,
+    maximumAttempts: HEARTBEAT_MAX_RETRIES + 1,
+  },
 };
 
 /** A sub-agent's LLM call: 2 retries from 2 s; the parent gets the error and decides. */
 export const SUBAGENT_LLM: ActivityOptions = {
   startToCloseTimeout: '20 minutes',
   heartbeatTimeout: LIVENESS,
-  retry: { initialInterval: SUBAGENT_RETRY_BASE_MS, backoffCoefficient: 2, maximumAttempts: 1 + SUBAGENT_MAX_LLM_RETRIES },
+  retry: {
+    initialInterval: SUBAGENT_RETRY_BASE_MS,
+    backoffCoefficient: 2,
+    maximumAttempts: 1 + SUBAGENT_MAX_LLM_RETRIES,
+  },
 };
 
 /**
  * An eval's bookkeeping (selection, forks made with their workspace copies, totals): patient like a
  * task's store work; heartbeating, so work a dead worker held is taken over within LIVENESS.
  */
-export const EVAL_STORE: ActivityOptions = { ...TASK_STORE, startToCloseTimeout: '10 minutes', heartbeatTimeout: LIVENESS };
+export const EVAL_STORE: ActivityOptions = {
+  ...TASK_STORE,
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: LIVENESS,
+};
 /**
  * Waiting for a fork to settle: as long as a task may take, heartbeating while it polls, so a dead
  * worker's wait is taken over within LIVENESS.
  */
-export const EVAL_SETTLE: ActivityOptions = { startToCloseTimeout: '24 hours', heartbeatTimeout: LIVENESS, retry: { initialInterval: '1 second', maximumInterval: '30 seconds' } };
+export const EVAL_SETTLE: ActivityOptions = {
+  startToCloseTimeout: '24 hours',
+  heartbeatTimeout: LIVENESS,
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+};
 /** Grading reads records and may ask the judge model: the LLM retry policy. */
 export const EVAL_GRADE: ActivityOptions = { ...TASK_LLM, startToCloseTimeout: '10 minutes' };

@@ -53,7 +53,10 @@ import { fromRecord, view, type Item } from './mailbox-items';
 import { AGENT_ANSWERS_JOIN_TASK_PATCH, AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH } from './patches';
 import { FailureType } from './failure-types';
 
-const store = proxyLocalActivities<Activities>({ ...MAILBOX_STORE_LOCAL, retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: [FailureType.UnknownAgent, FailureType.UnknownTask] } });
+const store = proxyLocalActivities<Activities>({
+  ...MAILBOX_STORE_LOCAL,
+  retry: { ...MAILBOX_STORE_LOCAL.retry, nonRetryableErrorTypes: [FailureType.UnknownAgent, FailureType.UnknownTask] },
+});
 const messaging = proxyActivities<Activities>(MESSAGING);
 
 /** The entity continues as new past this many history events (well under Temporal's 51,200), when idle. */
@@ -144,9 +147,16 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     if (target) {
       target.text += MAILBOX_MERGE_SEPARATOR + item.text;
       target.mergedCount += 1;
-      Object.assign(item, { status: 'merged', decision: 'merge', reason: `merged into queued item ${target.itemId} (same ${item.kind === 'comment' ? 'task' : 'channel and sender'})` });
+      Object.assign(item, {
+        status: 'merged',
+        decision: 'merge',
+        reason: `merged into queued item ${target.itemId} (same ${item.kind === 'comment' ? 'task' : 'channel and sender'})`,
+      });
       counters.merged += 1;
-      changes.push({ id: target.itemId, text: target.text, mergedCount: target.mergedCount }, { id: item.itemId, status: 'merged', decision: 'merge', reason: item.reason, mergedInto: target.itemId });
+      changes.push(
+        { id: target.itemId, text: target.text, mergedCount: target.mergedCount },
+        { id: item.itemId, status: 'merged', decision: 'merge', reason: item.reason, mergedInto: target.itemId },
+      );
     } else if (current) {
       const { decision, rule } = interruptDecision(current.item, item);
       if (decision === 'preempt') {
@@ -165,7 +175,12 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     }
     remember(item);
     pendingChanges.push(...changes);
-    return { itemId: item.itemId, status: item.status === 'merged' ? 'merged' : 'queued', ...(target ? { mergedInto: target.itemId } : {}), channel };
+    return {
+      itemId: item.itemId,
+      status: item.status === 'merged' ? 'merged' : 'queued',
+      ...(target ? { mergedInto: target.itemId } : {}),
+      channel,
+    };
   }
 
   /** Writes the triage changes deliveries made (main loop only). */
@@ -227,12 +242,21 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     if (item.kind === 'comment' && item.taskId) return answerComment(item, item.taskId, focus);
     // A task item without a task id starts a task (such items were refused before, so no replayed
     // history reaches this path).
-    if (item.kind === 'task' && !item.taskId) return (await messaging.startTaskFromItem({ agentId, itemId: item.itemId, from: item.from, text: item.text })).reason;
+    if (item.kind === 'task' && !item.taskId)
+      return (await messaging.startTaskFromItem({ agentId, itemId: item.itemId, from: item.from, text: item.text }))
+        .reason;
     if (!rules.invokesLlm) return 'recorded for the heartbeat';
     // A colleague's answer on a thread this agent opened from a task joins that task's running round.
     // Agents' messages did not carry a task before this path; the patch keeps a raw client's older one
     // (a message delivered with a taskId) on its recorded path.
-    if (item.kind === 'message' && item.from.type === 'agent' && item.taskId && item.replyTo && patched(AGENT_ANSWERS_JOIN_TASK_PATCH) && (await forwardToTask(item, item.taskId))) {
+    if (
+      item.kind === 'message' &&
+      item.from.type === 'agent' &&
+      item.taskId &&
+      item.replyTo &&
+      patched(AGENT_ANSWERS_JOIN_TASK_PATCH) &&
+      (await forwardToTask(item, item.taskId))
+    ) {
       return `handed to the running round of task ${item.taskId}`;
     }
     const workflowId = chatRunWorkflowId(agentId, item.itemId);
@@ -241,7 +265,10 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
     const sessionId = channelSessionId(item.channel, agentId);
     // An agent's message names its sender and id, so the model can answer it with reply_to (a group
     // item already carries its channel header instead).
-    const text = item.from.type === 'agent' && groupNameOf(item.channel) === undefined ? agentMessageText(item.from.id, item.itemId, item.text, item.taskId) : item.text;
+    const text =
+      item.from.type === 'agent' && groupNameOf(item.channel) === undefined
+        ? agentMessageText(item.from.id, item.itemId, item.text, item.taskId)
+        : item.text;
     // The scenario is an argument of the child: the command order is the same as before scenarios.
     const scenario = conversationScenario(item);
     const run = await scope.run(() =>
@@ -257,18 +284,36 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       // Only group items take this path; no earlier history has one, so the command order of replayed
       // histories is unchanged.
       if (run.stoppedBy !== 'answer') return `${run.stoppedBy}: not posted to the group`;
-      const reply = await messaging.replyToGroup({ agentId, sessionId, group, itemId: item.itemId, ...(item.replyTo ? { replyTo: item.replyTo } : {}) });
+      const reply = await messaging.replyToGroup({
+        agentId,
+        sessionId,
+        group,
+        itemId: item.itemId,
+        ...(item.replyTo ? { replyTo: item.replyTo } : {}),
+      });
       return reply.reason;
     }
     if (item.kind === 'mention' && item.taskId && run.stoppedBy === 'answer') {
       // A mention in a task comment is answered in the task's thread. Mention items did not exist before
       // this path, so replayed histories never reach it.
-      const { answered } = await store.recordCommentAnswer({ agentId, taskId: item.taskId, sessionId, replyTo: item.itemId });
+      const { answered } = await store.recordCommentAnswer({
+        agentId,
+        taskId: item.taskId,
+        sessionId,
+        replyTo: item.itemId,
+      });
       return answered ? 'answered in the task thread' : 'no answer';
     }
     if (item.kind === 'message' && item.from.type === 'agent' && run.stoppedBy === 'answer') {
       // The reply path: the answer goes back to the sender on the same thread, within its budget.
-      const reply = await messaging.replyToAgent({ agentId, to: item.from.id, sessionId, replyTo: item.itemId, thread: item.thread, ...(item.taskId ? { taskId: item.taskId } : {}) });
+      const reply = await messaging.replyToAgent({
+        agentId,
+        to: item.from.id,
+        sessionId,
+        replyTo: item.itemId,
+        thread: item.thread,
+        ...(item.taskId ? { taskId: item.taskId } : {}),
+      });
       return reply.reason;
     }
     return `${run.stoppedBy}: ${run.textPreview}`.slice(0, MAILBOX_ITEM_PREVIEW_CHARS);
@@ -295,7 +340,17 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       executeChild(chatRunWorkflow, {
         workflowId,
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-        args: [{ agentId, itemId: item.itemId, sessionId, channel: `task:${taskId}`, from: item.from, text: taskCommentText(taskId, from, item.itemId, item.text), scenario: 'comment_response' }],
+        args: [
+          {
+            agentId,
+            itemId: item.itemId,
+            sessionId,
+            channel: `task:${taskId}`,
+            from: item.from,
+            text: taskCommentText(taskId, from, item.itemId, item.text),
+            scenario: 'comment_response',
+          },
+        ],
       }),
     );
     const { answered } = await store.recordCommentAnswer({ agentId, taskId, sessionId, replyTo: item.itemId });
@@ -310,14 +365,22 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
   async function forwardToTask(item: Item, taskId: string): Promise<boolean> {
     if (!(await store.taskRoundListening({ agentId, taskId }))) return false;
     try {
-      await getExternalWorkflowHandle(taskWorkflowId(taskId)).signal(commentSignal, { text: agentMessageText(item.from.id, item.itemId, item.text), from: `agent:${item.from.id}`, kind: 'message' });
+      await getExternalWorkflowHandle(taskWorkflowId(taskId)).signal(commentSignal, {
+        text: agentMessageText(item.from.id, item.itemId, item.text),
+        from: `agent:${item.from.id}`,
+        kind: 'message',
+      });
       return true;
     } catch {
       return false;
     }
   }
 
-  async function settle(item: Item, status: MailboxItemStatus, extra: { result?: string; reason?: string }): Promise<void> {
+  async function settle(
+    item: Item,
+    status: MailboxItemStatus,
+    extra: { result?: string; reason?: string },
+  ): Promise<void> {
     item.status = status;
     if (extra.result) item.result = extra.result;
     if (extra.reason) item.reason = extra.reason;

@@ -22,10 +22,13 @@ export interface RecordedApprovalDelegation extends ApprovalDelegationRequest {
 }
 
 /** Validated: refuses a request without a policy, an approver who may not decide, one who already decided, an expired request. */
-export const delegateApprovalUpdate = defineUpdate<RecordedApprovalDelegation, [ApprovalDelegationRequest]>('delegateApproval');
+export const delegateApprovalUpdate = defineUpdate<RecordedApprovalDelegation, [ApprovalDelegationRequest]>(
+  'delegateApproval',
+);
 
 /** Internal: the task workflow forwards an accepted delegation to the round that waits. */
-export const approvalDelegationSignal = defineSignal<[ApprovalDelegationRequest & { acceptedAtMs?: number }]>('approvalDelegation');
+export const approvalDelegationSignal =
+  defineSignal<[ApprovalDelegationRequest & { acceptedAtMs?: number }]>('approvalDelegation');
 
 /** Stable failure type of a refused delegation (the update's validator). */
 export const INVALID_DELEGATION_TYPE = FailureType.InvalidDelegation;

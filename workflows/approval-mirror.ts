@@ -46,7 +46,9 @@ export class ApprovalMirror {
       if (mine) {
         const seen = new Set([...p.wait.approvals, ...p.wait.rejections].map((v) => v.by));
         mine.votes = mine.votes.filter((v) => !seen.has(v.by));
-        mine.delegations = mine.delegations.filter((d) => !p.wait!.delegations.some((x) => x.from === d.from && x.to === d.to));
+        mine.delegations = mine.delegations.filter(
+          (d) => !p.wait!.delegations.some((x) => x.from === d.from && x.to === d.to),
+        );
       }
       waiting.push(p);
     }
@@ -81,7 +83,9 @@ export class ApprovalMirror {
     const concluded = this.concluded.get(requestId);
     if (concluded) return delegationProblem(concluded, delegation, nowMs);
     const state = this.state(requestId);
-    return state ? delegationProblem(state, delegation, nowMs) : `approval request ${requestId} has no approval policy, so it cannot be handed on`;
+    return state
+      ? delegationProblem(state, delegation, nowMs)
+      : `approval request ${requestId} has no approval policy, so it cannot be handed on`;
   }
 
   acceptDecision(requestId: string, decision: PolicyDecision, nowMs: number): void {
@@ -107,11 +111,20 @@ export class ApprovalMirror {
     return undefined;
   }
 
-  delegationFate(requestId: string, from: string, to: string): { fate: 'recorded' | 'ended'; state: ApprovalWaitState } | undefined {
+  delegationFate(
+    requestId: string,
+    from: string,
+    to: string,
+  ): { fate: 'recorded' | 'ended'; state: ApprovalWaitState } | undefined {
     const concluded = this.concluded.get(requestId);
-    if (concluded) return { fate: concluded.delegations.some((d) => d.from === from && d.to === to) ? 'recorded' : 'ended', state: concluded };
+    if (concluded)
+      return {
+        fate: concluded.delegations.some((d) => d.from === from && d.to === to) ? 'recorded' : 'ended',
+        state: concluded,
+      };
     const reported = this.reported.get(requestId);
-    if (reported?.delegations.some((d) => d.from === from.trim() && d.to === to.trim())) return { fate: 'recorded', state: reported };
+    if (reported?.delegations.some((d) => d.from === from.trim() && d.to === to.trim()))
+      return { fate: 'recorded', state: reported };
     return undefined;
   }
 

@@ -70,7 +70,10 @@ async function waitFrom(initial: ApprovalWaitState, input: PolicyWaitInput): Pro
     let changed = false;
     for (const item of input.inbox.splice(0)) {
       // A decision the task workflow accepted before expiry counts even if it reaches the round just after.
-      const atMs = Math.min(Date.now(), (item.kind === 'decision' ? item.decision.acceptedAtMs : item.delegation.acceptedAtMs) ?? Date.now());
+      const atMs = Math.min(
+        Date.now(),
+        (item.kind === 'decision' ? item.decision.acceptedAtMs : item.delegation.acceptedAtMs) ?? Date.now(),
+      );
       if (item.kind === 'decision') {
         const problem = policyDecisionProblem(state, item.decision, atMs);
         if (problem) {
@@ -80,7 +83,15 @@ async function waitFrom(initial: ApprovalWaitState, input: PolicyWaitInput): Pro
         state = applyPolicyDecision(state, item.decision, atMs);
         const by = item.decision.decidedBy!.trim();
         await store.recordApprovalEvent.executeWithOptions({ summary: `approval ${item.decision.decision} by ${by}` }, [
-          { ...base, kind: item.decision.decision, actor: by, ...(item.decision.comment ? { comment: item.decision.comment } : {}), eventKey: `${input.requestId}:vote:${by}`, state, atMs },
+          {
+            ...base,
+            kind: item.decision.decision,
+            actor: by,
+            ...(item.decision.comment ? { comment: item.decision.comment } : {}),
+            eventKey: `${input.requestId}:vote:${by}`,
+            state,
+            atMs,
+          },
         ]);
       } else {
         const problem = delegationProblem(state, item.delegation, atMs);
@@ -91,7 +102,16 @@ async function waitFrom(initial: ApprovalWaitState, input: PolicyWaitInput): Pro
         state = applyDelegation(state, item.delegation, atMs);
         const { from, to } = state.delegations.at(-1)!;
         await store.recordApprovalEvent.executeWithOptions({ summary: `approval handed by ${from} to ${to}` }, [
-          { ...base, kind: 'delegated', actor: from, targets: [to], ...(item.delegation.comment ? { comment: item.delegation.comment } : {}), eventKey: `${input.requestId}:delegate:${state.delegations.length}`, state, atMs },
+          {
+            ...base,
+            kind: 'delegated',
+            actor: from,
+            targets: [to],
+            ...(item.delegation.comment ? { comment: item.delegation.comment } : {}),
+            eventKey: `${input.requestId}:delegate:${state.delegations.length}`,
+            state,
+            atMs,
+          },
         ]);
       }
       changed = true;
@@ -102,7 +122,14 @@ async function waitFrom(initial: ApprovalWaitState, input: PolicyWaitInput): Pro
       const targets = actionRecipients(state, action, now);
       state = applyAction(state, action);
       await store.recordApprovalEvent.executeWithOptions({ summary: actionSummary(action, targets) }, [
-        { ...base, kind: ACTION_EVENT[action.kind], targets, eventKey: `${input.requestId}:${action.kind}${action.kind === 'remind' ? `:${action.n}` : ''}`, state, atMs: now },
+        {
+          ...base,
+          kind: ACTION_EVENT[action.kind],
+          targets,
+          eventKey: `${input.requestId}:${action.kind}${action.kind === 'remind' ? `:${action.n}` : ''}`,
+          state,
+          atMs: now,
+        },
       ]);
       changed = true;
     }

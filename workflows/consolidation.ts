@@ -21,11 +21,20 @@ const llm = proxyActivities<Activities>(BACKGROUND_LLM);
  *    recorded as rejected.
  * A failing daily report does not prevent the dream.
  */
-export async function memoryConsolidationWorkflow(input: ConsolidationWorkflowInput): Promise<ConsolidationWorkflowResult> {
+export async function memoryConsolidationWorkflow(
+  input: ConsolidationWorkflowInput,
+): Promise<ConsolidationWorkflowResult> {
   const { agentId } = input;
   upsertSearchAttributes([{ key: AgentIdSearchAttribute, value: agentId }]);
   const started = workflowInfo().startTime.getTime();
-  const result: ConsolidationWorkflowResult = { agentId, dailyReport: 'exists', dream: 'too-few', removed: 0, merged: 0, promoted: 0 };
+  const result: ConsolidationWorkflowResult = {
+    agentId,
+    dailyReport: 'exists',
+    dream: 'too-few',
+    removed: 0,
+    merged: 0,
+    promoted: 0,
+  };
   const reasons: string[] = [];
 
   setCurrentDetails('daily report');
@@ -33,7 +42,9 @@ export async function memoryConsolidationWorkflow(input: ConsolidationWorkflowIn
   try {
     const report = await store.dailyReportPrepare({ agentId, sessionId: reportSession });
     if (report.status === 'ready') {
-      await llm.llmStep.executeWithOptions({ summary: `daily report ${agentId}` }, [{ agentId, sessionId: reportSession, scenario: 'consolidation', attempt: 1, turn: 0 }]);
+      await llm.llmStep.executeWithOptions({ summary: `daily report ${agentId}` }, [
+        { agentId, sessionId: reportSession, scenario: 'consolidation', attempt: 1, turn: 0 },
+      ]);
       await store.dailyReportSave({ agentId, sessionId: reportSession, day: report.day, turn: 0 });
       result.dailyReport = 'written';
     }

@@ -206,7 +206,8 @@ export interface ForkOverrides {
 }
 
 /** The task id of a workflow started without one (a Schedule's run): its workflow id, `task-` stripped. */
-export const taskIdFromWorkflowId = (workflowId: string): string => (workflowId.startsWith('task-') ? workflowId.slice('task-'.length) : workflowId);
+export const taskIdFromWorkflowId = (workflowId: string): string =>
+  workflowId.startsWith('task-') ? workflowId.slice('task-'.length) : workflowId;
 
 /**
  * Stable failure types a task workflow can end with (non-retryable `ApplicationFailure`s), so callers

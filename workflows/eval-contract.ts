@@ -8,7 +8,8 @@ import type { ForkInput } from './contract';
 
 export const evalWorkflowId = (evalId: string): string => `eval-${evalId}`;
 /** The fork of the i-th selected task under the j-th candidate: stable, so a replayed eval finds its forks. */
-export const evalForkTaskId = (evalId: string, taskIndex: number, candidateIndex: number): string => `${evalId}.t${taskIndex + 1}.c${candidateIndex + 1}`;
+export const evalForkTaskId = (evalId: string, taskIndex: number, candidateIndex: number): string =>
+  `${evalId}.t${taskIndex + 1}.c${candidateIndex + 1}`;
 
 /** Forks running at once unless the input says otherwise: a few, so an eval does not crowd out live work. */
 export const EVAL_DEFAULT_CONCURRENCY = 4;
@@ -66,5 +67,10 @@ export function candidateForkInput(sourceTaskId: string, c: EvalCandidate): Fork
     ...(c.identity ? { identity: c.identity } : {}),
     ...(c.instructions ? { instructions: c.instructions } : {}),
   };
-  return { sourceTaskId, atStep: 0, ...(Object.keys(overrides).length ? { overrides } : {}), ...(c.allowTools?.length ? { allowTools: c.allowTools } : {}) };
+  return {
+    sourceTaskId,
+    atStep: 0,
+    ...(Object.keys(overrides).length ? { overrides } : {}),
+    ...(c.allowTools?.length ? { allowTools: c.allowTools } : {}),
+  };
 }

@@ -10,11 +10,26 @@
  * Deterministic: the fork ids derive from the eval id and the positions, so a replay after a worker's
  * death finds the same forks and rows; every activity is idempotent.
  */
-import { ApplicationFailure, CancellationScope, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  ParentClosePolicy,
+  proxyActivities,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { EVAL_GRADE, EVAL_SETTLE, EVAL_STORE } from './activity-options';
 import { AgentIdSearchAttribute, ForkOfSearchAttribute, TaskIdSearchAttribute, taskWorkflowId } from './contract';
-import { candidateForkInput, EVAL_APPROVAL_TIMEOUT_MS, EVAL_DEFAULT_CONCURRENCY, EVAL_MAX_CONCURRENCY, evalForkTaskId, type EvalWorkflowInput, type EvalWorkflowResult } from './eval-contract';
+import {
+  candidateForkInput,
+  EVAL_APPROVAL_TIMEOUT_MS,
+  EVAL_DEFAULT_CONCURRENCY,
+  EVAL_MAX_CONCURRENCY,
+  evalForkTaskId,
+  type EvalWorkflowInput,
+  type EvalWorkflowResult,
+} from './eval-contract';
 import { budgetReached, childBudgetShare } from './rules/subagents';
 import { taskWorkflow } from './task';
 import { FailureType } from './failure-types';
@@ -26,12 +41,27 @@ const grade = proxyActivities<Activities>(EVAL_GRADE);
 export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkflowResult> {
   const { evalId, candidates } = input;
   if (typeof evalId !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(evalId)) {
-    throw ApplicationFailure.create({ type: FailureType.InvalidEval, message: `evalWorkflow input: evalId must be 1-80 letters, digits or . _ -, starting with a letter or digit`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: FailureType.InvalidEval,
+      message: `evalWorkflow input: evalId must be 1-80 letters, digits or . _ -, starting with a letter or digit`,
+      nonRetryable: true,
+    });
   }
-  const { taskIds } = await store.startEval({ evalId, workflowId: workflowInfo().workflowId, selection: input.selection, candidates, budgetUsd: input.budgetUsd });
-  const concurrency = Math.min(EVAL_MAX_CONCURRENCY, Math.max(1, Math.floor(input.concurrency ?? EVAL_DEFAULT_CONCURRENCY)));
+  const { taskIds } = await store.startEval({
+    evalId,
+    workflowId: workflowInfo().workflowId,
+    selection: input.selection,
+    candidates,
+    budgetUsd: input.budgetUsd,
+  });
+  const concurrency = Math.min(
+    EVAL_MAX_CONCURRENCY,
+    Math.max(1, Math.floor(input.concurrency ?? EVAL_DEFAULT_CONCURRENCY)),
+  );
   const limit = input.budgetUsd ?? null;
-  const queue = taskIds.flatMap((sourceTaskId, t) => candidates.map((candidate, c) => ({ sourceTaskId, candidate, forkTaskId: evalForkTaskId(evalId, t, c) })));
+  const queue = taskIds.flatMap((sourceTaskId, t) =>
+    candidates.map((candidate, c) => ({ sourceTaskId, candidate, forkTaskId: evalForkTaskId(evalId, t, c) })),
+  );
   /** What finished forks (and their judge) spent, plus the shares running forks hold. */
   let spent = 0;
   let reserved = 0;
@@ -67,12 +97,22 @@ export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkfl
         staticSummary: `eval ${evalId} · ${item.candidate.name} · fork of ${item.sourceTaskId}`,
       }),
     );
-    const ended = scope.run(() => child.result()).then(
-      () => undefined,
-      () => undefined,
-    );
-    const settled = await settle.awaitForkSettled({ forkTaskId: item.forkTaskId, ...(share !== null ? { budgetUsd: share } : {}) });
-    const graded = await grade.gradeEvalRun({ ...ref, candidate: item.candidate.name, settled: settled.settled, ...(input.judge ? { judge: input.judge } : {}) });
+    const ended = scope
+      .run(() => child.result())
+      .then(
+        () => undefined,
+        () => undefined,
+      );
+    const settled = await settle.awaitForkSettled({
+      forkTaskId: item.forkTaskId,
+      ...(share !== null ? { budgetUsd: share } : {}),
+    });
+    const graded = await grade.gradeEvalRun({
+      ...ref,
+      candidate: item.candidate.name,
+      settled: settled.settled,
+      ...(input.judge ? { judge: input.judge } : {}),
+    });
     // Graded: the fork has nothing left to do (it waits for a review nobody gives, or for a budget decision).
     scope.cancel();
     await ended;
@@ -84,12 +124,24 @@ export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkfl
   while (queue.length > 0 || running.size > 0) {
     while (running.size < concurrency && queue.length > 0) {
       const item = queue.shift()!;
-      if (budgetReached(limit, spent + reserved) || (limit !== null && maxCallUsd > 0 && limit - spent - reserved < maxCallUsd)) {
-        await store.skipEvalRun({ evalId, sourceTaskId: item.sourceTaskId, forkTaskId: item.forkTaskId, candidate: item.candidate.name, reason: `the eval's $${limit} budget had no room left for this fork (spent $${spent.toFixed(6)}, held by running forks $${reserved.toFixed(6)}, dearest call $${maxCallUsd.toFixed(6)})` });
+      if (
+        budgetReached(limit, spent + reserved) ||
+        (limit !== null && maxCallUsd > 0 && limit - spent - reserved < maxCallUsd)
+      ) {
+        await store.skipEvalRun({
+          evalId,
+          sourceTaskId: item.sourceTaskId,
+          forkTaskId: item.forkTaskId,
+          candidate: item.candidate.name,
+          reason: `the eval's $${limit} budget had no room left for this fork (spent $${spent.toFixed(6)}, held by running forks $${reserved.toFixed(6)}, dearest call $${maxCallUsd.toFixed(6)})`,
+        });
         continue;
       }
       // The governor's share: what is left, split over the forks that may still run at once.
-      const share = limit === null ? null : childBudgetShare(limit, spent + reserved, Math.min(concurrency - running.size, queue.length + 1));
+      const share =
+        limit === null
+          ? null
+          : childBudgetShare(limit, spent + reserved, Math.min(concurrency - running.size, queue.length + 1));
       reserved += share ?? 0;
       const p: Promise<void> = runOne(item, share).finally(() => running.delete(p));
       running.add(p);

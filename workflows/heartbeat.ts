@@ -31,7 +31,14 @@ export async function heartbeatWorkflow(input: HeartbeatWorkflowInput): Promise<
   const decision = input.force ? { skip: false, skippedInRow: 0 } : idleSkipDecision(previous, fingerprint);
   if (decision.skip) {
     setCurrentDetails(`idle: skipped (${decision.skippedInRow} in a row)`);
-    await store.heartbeatRecord({ agentId, workflowId, outcome: 'skipped', fingerprint, skippedInRow: decision.skippedInRow, toolIterations: 0 });
+    await store.heartbeatRecord({
+      agentId,
+      workflowId,
+      outcome: 'skipped',
+      fingerprint,
+      skippedInRow: decision.skippedInRow,
+      toolIterations: 0,
+    });
     return { agentId, outcome: 'skipped', toolIterations: 0, skippedInRow: decision.skippedInRow };
   }
 
@@ -49,11 +56,32 @@ export async function heartbeatWorkflow(input: HeartbeatWorkflowInput): Promise<
     });
   } catch (error) {
     log.warn('heartbeat failed after its retries', { agentId, error: String(error) });
-    await store.heartbeatRecord({ agentId, workflowId, outcome: 'failed', fingerprint, skippedInRow: 0, toolIterations: 0, sessionId });
+    await store.heartbeatRecord({
+      agentId,
+      workflowId,
+      outcome: 'failed',
+      fingerprint,
+      skippedInRow: 0,
+      toolIterations: 0,
+      sessionId,
+    });
     throw error;
   }
-  const outcome: HeartbeatOutcome = loop.capped ? 'iteration-cap' : loop.toolIterations === 0 && isHeartbeatOk(loop.lastText) ? 'ok' : 'acted';
+  const outcome: HeartbeatOutcome = loop.capped
+    ? 'iteration-cap'
+    : loop.toolIterations === 0 && isHeartbeatOk(loop.lastText)
+      ? 'ok'
+      : 'acted';
   setCurrentDetails(`${outcome} · ${loop.toolIterations} tool iterations`);
-  await store.heartbeatRecord({ agentId, workflowId, outcome, fingerprint, skippedInRow: 0, toolIterations: loop.toolIterations, sessionId, lastTurn: loop.lastTurn });
+  await store.heartbeatRecord({
+    agentId,
+    workflowId,
+    outcome,
+    fingerprint,
+    skippedInRow: 0,
+    toolIterations: loop.toolIterations,
+    sessionId,
+    lastTurn: loop.lastTurn,
+  });
   return { agentId, outcome, toolIterations: loop.toolIterations, skippedInRow: 0, sessionId };
 }

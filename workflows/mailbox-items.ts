@@ -1,6 +1,11 @@
 import type { MailboxItemRecord } from '../activities/mailbox/mailbox-activities';
 import type { MailboxItemKind, MailboxItemView } from './agent-contract';
-import { MAILBOX_ITEM_PREVIEW_CHARS, type MailboxItemStatus, type MailboxTriageDecision, type TriageItem } from './rules/mailbox';
+import {
+  MAILBOX_ITEM_PREVIEW_CHARS,
+  type MailboxItemStatus,
+  type MailboxTriageDecision,
+  type TriageItem,
+} from './rules/mailbox';
 
 /** A mailbox item as the agent workflow holds it: what triage reads, plus its text and outcome. */
 export interface Item extends TriageItem {

@@ -56,10 +56,16 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       ...(options.taskId ? { taskId: options.taskId } : {}),
       ...(turn === 0 && options.opening ? { injections: options.opening } : {}),
     };
-    const step = await llm.llmStep.executeWithOptions(
-      { summary: `${options.label} · turn ${turn}` },
-      [{ agentId: options.agentId, sessionId: options.sessionId, scenario: options.scenario, attempt: 1, turn, ...extra }],
-    );
+    const step = await llm.llmStep.executeWithOptions({ summary: `${options.label} · turn ${turn}` }, [
+      {
+        agentId: options.agentId,
+        sessionId: options.sessionId,
+        scenario: options.scenario,
+        attempt: 1,
+        turn,
+        ...extra,
+      },
+    ]);
     usage = addUsage(usage, step.usage);
     await options.afterStep?.(usage);
     const stepTurn = turn;
@@ -68,11 +74,27 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       return { toolIterations, lastTurn: stepTurn, lastText: step.textPreview, capped: false, usage };
     }
     for (const call of step.toolCalls) {
-      const base = { agentId: options.agentId, sessionId: options.sessionId, attempt: 1, turn: stepTurn, toolCallId: call.id, scenario: options.scenario, ...(options.taskId ? { taskId: options.taskId } : {}) };
+      const base = {
+        agentId: options.agentId,
+        sessionId: options.sessionId,
+        attempt: 1,
+        turn: stepTurn,
+        toolCallId: call.id,
+        scenario: options.scenario,
+        ...(options.taskId ? { taskId: options.taskId } : {}),
+      };
       const result = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
       if (result.kind === 'approval-required') {
         await tools.executeTool.executeWithOptions({ summary: `${call.summary} (declined)` }, [
-          { ...base, approval: { requestId: result.requestId, decision: 'rejected', decidedBy: 'background-run policy', comment: NO_APPROVAL_IN_BACKGROUND_RUNS } },
+          {
+            ...base,
+            approval: {
+              requestId: result.requestId,
+              decision: 'rejected',
+              decidedBy: 'background-run policy',
+              comment: NO_APPROVAL_IN_BACKGROUND_RUNS,
+            },
+          },
         ]);
       }
     }

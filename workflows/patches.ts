@@ -61,7 +61,8 @@ export const PATCHES: readonly PatchEntry[] = [
     id: FUSED_STEP_PATCH,
     addedIn: '0.2.0',
     // Only 0.1.0's rounds took the legacy loop; they are out of the window and their histories are gone.
-    legacy: 'two activities per iteration (llmStep, then executeTool for every call) and a progress signal every few iterations',
+    legacy:
+      'two activities per iteration (llmStep, then executeTool for every call) and a progress signal every few iterations',
     deprecateAfter: '0.4.0',
     status: 'deprecated',
   },
@@ -89,7 +90,8 @@ export const PATCHES: readonly PatchEntry[] = [
   {
     id: AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH,
     addedIn: '0.3.0',
-    legacy: 'the agent continues as new even while a delivery handler is still running (the sender gets UnprocessedUpdate)',
+    legacy:
+      'the agent continues as new even while a delivery handler is still running (the sender gets UnprocessedUpdate)',
     deprecateAfter: '0.5.0',
     status: 'active',
   },
@@ -110,7 +112,8 @@ export const PATCHES: readonly PatchEntry[] = [
   {
     id: DEPENDENCY_WAKE_KEPT_PATCH,
     addedIn: '0.5.0',
-    legacy: 'the wake flag is cleared after the gates are read, so a wake during that work waits for the periodic recheck',
+    legacy:
+      'the wake flag is cleared after the gates are read, so a wake during that work waits for the periodic recheck',
     deprecateAfter: '0.7.0',
     status: 'active',
   },

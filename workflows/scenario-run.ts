@@ -1,4 +1,10 @@
-import { CancellationScope, proxyActivities, proxyLocalActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { CHAT_LLM, MAILBOX_STORE_LOCAL, RUN_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { LlmStepResult } from '../activities/step/types';
@@ -34,20 +40,42 @@ export async function chatRunWorkflow(input: ChatRunInput): Promise<ChatRunResul
     throw error;
   } finally {
     await CancellationScope.nonCancellable(() =>
-      store.publishStreamEvent({ streamId, agentId: input.agentId, kind: 'end', data: { itemId: input.itemId, ...(result ?? {}), ...(failure ? { error: failure } : {}) } }),
+      store.publishStreamEvent({
+        streamId,
+        agentId: input.agentId,
+        kind: 'end',
+        data: { itemId: input.itemId, ...(result ?? {}), ...(failure ? { error: failure } : {}) },
+      }),
     );
   }
 
   async function converse(): Promise<ChatRunResult> {
-    const { turnNumber } = await store.beginChatTurn({ agentId: input.agentId, sessionId: input.sessionId, itemId: input.itemId, text: input.text, from: input.from });
+    const { turnNumber } = await store.beginChatTurn({
+      agentId: input.agentId,
+      sessionId: input.sessionId,
+      itemId: input.itemId,
+      text: input.text,
+      from: input.from,
+    });
     const history: ToolCallSignature[] = [];
     let injections: string[] = [];
     let iterations = 0;
     for (let turn = 0; ; turn++) {
       setCurrentDetails(`${scenario} ${input.channel} · turn ${turn} · ${iterations} tool iteration(s)`);
-      const step: LlmStepResult = await llm.llmStep.executeWithOptions({ summary: `${scenario} reply · turn ${turn}` }, [
-        { agentId: input.agentId, sessionId: input.sessionId, scenario, attempt: turnNumber, turn, injections, sender: input.from },
-      ]);
+      const step: LlmStepResult = await llm.llmStep.executeWithOptions(
+        { summary: `${scenario} reply · turn ${turn}` },
+        [
+          {
+            agentId: input.agentId,
+            sessionId: input.sessionId,
+            scenario,
+            attempt: turnNumber,
+            turn,
+            injections,
+            sender: input.from,
+          },
+        ],
+      );
       injections = [];
       if (step.toolCalls.length === 0) {
         if (step.stopReason === 'max_tokens') {
@@ -56,19 +84,43 @@ export async function chatRunWorkflow(input: ChatRunInput): Promise<ChatRunResul
         }
         return { iterations, stoppedBy: 'answer', textPreview: step.textPreview };
       }
-      if (iterations >= CONVERSATION_MAX_TOOL_ITERATIONS[scenario]) return { iterations, stoppedBy: 'iteration-cap', textPreview: step.textPreview };
+      if (iterations >= CONVERSATION_MAX_TOOL_ITERATIONS[scenario])
+        return { iterations, stoppedBy: 'iteration-cap', textPreview: step.textPreview };
       let stop = false;
       for (const call of step.toolCalls) {
-        const base = { agentId: input.agentId, sessionId: input.sessionId, attempt: turnNumber, turn, toolCallId: call.id, scenario };
+        const base = {
+          agentId: input.agentId,
+          sessionId: input.sessionId,
+          attempt: turnNumber,
+          turn,
+          toolCallId: call.id,
+          scenario,
+        };
         let outcome = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
         if (outcome.kind === 'approval-required') {
-          outcome = await tools.executeTool.executeWithOptions({ summary: `${call.summary} (refused in ${scenario})` }, [
-            { ...base, approval: { requestId: outcome.requestId, decision: 'rejected', comment: CONVERSATION_APPROVAL_REFUSAL[scenario], decidedBy: scenario } },
-          ]);
+          outcome = await tools.executeTool.executeWithOptions(
+            { summary: `${call.summary} (refused in ${scenario})` },
+            [
+              {
+                ...base,
+                approval: {
+                  requestId: outcome.requestId,
+                  decision: 'rejected',
+                  comment: CONVERSATION_APPROVAL_REFUSAL[scenario],
+                  decidedBy: scenario,
+                },
+              },
+            ],
+          );
         }
-        const verdict = recordToolCall(history, { tool: call.name, args: call.summary, ...(outcome.kind === 'done' ? { result: outcome.preview } : {}) });
+        const verdict = recordToolCall(history, {
+          tool: call.name,
+          args: call.summary,
+          ...(outcome.kind === 'done' ? { result: outcome.preview } : {}),
+        });
         if (verdict.level === 'critical') stop = true;
-        else if (verdict.level === 'warning' && !injections.includes(LOOP_WARNING_TEXT)) injections.push(LOOP_WARNING_TEXT);
+        else if (verdict.level === 'warning' && !injections.includes(LOOP_WARNING_TEXT))
+          injections.push(LOOP_WARNING_TEXT);
       }
       iterations += 1;
       if (stop) return { iterations, stoppedBy: 'loop-detector', textPreview: step.textPreview };

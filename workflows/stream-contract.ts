@@ -95,5 +95,8 @@ export function applyStreamEvent(transcript: StreamTranscript, event: StreamEven
 
 /** The transcript's text: each step's surviving text, in order, blank-line separated. */
 export function transcriptText(transcript: StreamTranscript): string {
-  return transcript.steps.map((s) => s.text).filter(Boolean).join('\n\n');
+  return transcript.steps
+    .map((s) => s.text)
+    .filter(Boolean)
+    .join('\n\n');
 }

@@ -68,12 +68,20 @@ export const decideBudgetUpdate = defineUpdate<RecordedBudgetDecision, [BudgetDe
 export const INVALID_BUDGET_DECISION_TYPE = FailureType.InvalidBudgetDecision;
 
 /** Why the tree would ignore this decision, or undefined when it applies. */
-export function budgetDecisionProblem(decision: BudgetDecision | undefined, spentUsd: number, roundRunning: boolean): string | undefined {
-  if (!roundRunning) return 'no round of this task is running; a budget decision applies to the running round and its sub-agents';
+export function budgetDecisionProblem(
+  decision: BudgetDecision | undefined,
+  spentUsd: number,
+  roundRunning: boolean,
+): string | undefined {
+  if (!roundRunning)
+    return 'no round of this task is running; a budget decision applies to the running round and its sub-agents';
   if (decision?.decision === 'stop') return undefined;
-  if (decision?.decision !== 'raise') return `decision must be "raise" or "stop"; got ${JSON.stringify(decision?.decision)}`;
-  if (typeof decision.newLimitUsd !== 'number' || !Number.isFinite(decision.newLimitUsd)) return 'a raise needs newLimitUsd: the new limit in USD';
-  if (!(decision.newLimitUsd > spentUsd)) return `newLimitUsd ${decision.newLimitUsd} must be above what the task has spent ($${spentUsd.toFixed(4)})`;
+  if (decision?.decision !== 'raise')
+    return `decision must be "raise" or "stop"; got ${JSON.stringify(decision?.decision)}`;
+  if (typeof decision.newLimitUsd !== 'number' || !Number.isFinite(decision.newLimitUsd))
+    return 'a raise needs newLimitUsd: the new limit in USD';
+  if (!(decision.newLimitUsd > spentUsd))
+    return `newLimitUsd ${decision.newLimitUsd} must be above what the task has spent ($${spentUsd.toFixed(4)})`;
   return undefined;
 }
 

@@ -11,7 +11,14 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import type { ExecuteToolResult } from '../activities/tools/execute';
-import { addUsage, AgentIdSearchAttribute, TaskIdSearchAttribute, taskWorkflowId, ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
+import {
+  addUsage,
+  AgentIdSearchAttribute,
+  TaskIdSearchAttribute,
+  taskWorkflowId,
+  ZERO_USAGE_TOTALS,
+  type UsageTotals,
+} from './contract';
 import { failureChain, failureMessage } from './rules/failures';
 import {
   budgetReached,
@@ -81,13 +88,27 @@ export function createSubagentSpawner(options: {
   let stopped = false;
   let stopScope: CancellationScope | undefined;
 
-  const earlier: BudgetNode[] = options.spentBeforeUsd > 0 ? [{ workflowId: taskWorkflowId(options.taskId), spentUsd: options.spentBeforeUsd, limitUsd: null, state: 'completed' }] : [];
+  const earlier: BudgetNode[] =
+    options.spentBeforeUsd > 0
+      ? [
+          {
+            workflowId: taskWorkflowId(options.taskId),
+            spentUsd: options.spentBeforeUsd,
+            limitUsd: null,
+            state: 'completed',
+          },
+        ]
+      : [];
   const total = (): number => options.spentBeforeUsd + ownSpentUsd + treeSpentUsd([...nodes.values()]);
   const report = (): BudgetReport => ({
     limitUsd,
     spentUsd: total(),
     held,
-    nodes: [...earlier, { workflowId: self, spentUsd: ownSpentUsd, limitUsd, state: held ? 'held' : 'running' }, ...nodes.values()],
+    nodes: [
+      ...earlier,
+      { workflowId: self, spentUsd: ownSpentUsd, limitUsd, state: held ? 'held' : 'running' },
+      ...nodes.values(),
+    ],
   });
 
   const signalChildren = async (limitFor: (id: string) => number | undefined, hold: boolean): Promise<void> => {
@@ -129,7 +150,10 @@ export function createSubagentSpawner(options: {
       return;
     }
     if (d?.decision !== 'raise' || typeof d.newLimitUsd !== 'number' || !(d.newLimitUsd > total())) {
-      log.warn('budgetDecision ignored: decision must be "stop", or "raise" with newLimitUsd above what the tree spent', { decision: d, spentUsd: total() });
+      log.warn(
+        'budgetDecision ignored: decision must be "stop", or "raise" with newLimitUsd above what the tree spent',
+        { decision: d, spentUsd: total() },
+      );
       return;
     }
     limitUsd = d.newLimitUsd;
@@ -221,7 +245,15 @@ export function createSubagentSpawner(options: {
               const result = await handle.result();
               usage = addUsage(usage, result.usage);
               Object.assign(node, { spentUsd: result.usage.costUsd, state: 'completed' });
-              return { workflowId, task: brief.task, status: 'completed', result: result.result, iterations: result.iterations, capped: result.capped, costUsd: result.usage.costUsd };
+              return {
+                workflowId,
+                task: brief.task,
+                status: 'completed',
+                result: result.result,
+                iterations: result.iterations,
+                capped: result.capped,
+                costUsd: result.usage.costUsd,
+              };
             } catch (error) {
               if (isCancellation(error) && roundScope.consideredCancelled) throw error;
               const spent = failedSpend(error) ?? node.spentUsd;
@@ -229,7 +261,13 @@ export function createSubagentSpawner(options: {
               const stoppedHere = stopped && isCancellation(error);
               Object.assign(node, { spentUsd: spent, state: stoppedHere ? 'stopped' : 'failed' });
               const message = stoppedHere ? 'stopped by a budget decision before it finished' : failureMessage(error);
-              return { workflowId, task: brief.task.slice(0, SUBAGENT_TASK_PREVIEW_CHARS), status: stoppedHere ? 'stopped' : 'failed', error: message, costUsd: spent };
+              return {
+                workflowId,
+                task: brief.task.slice(0, SUBAGENT_TASK_PREVIEW_CHARS),
+                status: stoppedHere ? 'stopped' : 'failed',
+                error: message,
+                costUsd: spent,
+              };
             } finally {
               running.delete(workflowId);
             }
@@ -261,7 +299,9 @@ async function settleAll<T>(work: Array<Promise<T>>): Promise<T[]> {
 
 /** What a failed sub-agent reported it spent (the details of its SUBAGENT_FAILED_TYPE failure). */
 function failedSpend(error: unknown): number | undefined {
-  const failure = failureChain(error).find((e): e is ApplicationFailure => e instanceof ApplicationFailure && e.type === SUBAGENT_FAILED_TYPE);
+  const failure = failureChain(error).find(
+    (e): e is ApplicationFailure => e instanceof ApplicationFailure && e.type === SUBAGENT_FAILED_TYPE,
+  );
   const details = failure?.details?.[0] as { usage?: UsageTotals } | undefined;
   return details?.usage?.costUsd;
 }

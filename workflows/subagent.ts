@@ -1,14 +1,18 @@
-import { ApplicationFailure, condition, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  log,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import { STORE, SUBAGENT_LLM } from './activity-options';
 import type { Activities } from '../activities';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
 import { runToolLoop } from './memory-tool-loop';
 import { failureMessage } from './rules/failures';
-import {
-  SUBAGENT_RESULT_PREVIEW_CHARS,
-  SUBAGENT_THINKING_PREVIEW_CHARS,
-  subagentOpeningText,
-} from './rules/subagents';
+import { SUBAGENT_RESULT_PREVIEW_CHARS, SUBAGENT_THINKING_PREVIEW_CHARS, subagentOpeningText } from './rules/subagents';
 import {
   budgetHoldSignal,
   budgetQuery,
@@ -50,7 +54,9 @@ export async function subagentWorkflow(input: SubagentWorkflowInput): Promise<Su
     limitUsd,
     spentUsd: usage.costUsd,
     held,
-    nodes: [{ workflowId: self, spentUsd: usage.costUsd, limitUsd, state: held ? ('held' as const) : ('running' as const) }],
+    nodes: [
+      { workflowId: self, spentUsd: usage.costUsd, limitUsd, state: held ? ('held' as const) : ('running' as const) },
+    ],
   }));
 
   const tellParent = async (reached: boolean): Promise<void> => {
@@ -91,6 +97,11 @@ export async function subagentWorkflow(input: SubagentWorkflowInput): Promise<Su
     return { result, iterations: loop.toolIterations, capped: loop.capped, usage: loop.usage };
   } catch (error) {
     if (isCancellation(error)) throw error;
-    throw ApplicationFailure.create({ type: SUBAGENT_FAILED_TYPE, message: failureMessage(error), nonRetryable: true, details: [{ usage }] });
+    throw ApplicationFailure.create({
+      type: SUBAGENT_FAILED_TYPE,
+      message: failureMessage(error),
+      nonRetryable: true,
+      details: [{ usage }],
+    });
   }
 }

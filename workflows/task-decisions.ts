@@ -1,5 +1,11 @@
 import { ApplicationFailure, condition, log, setHandler, type ChildWorkflowHandle } from '@temporalio/workflow';
-import { approvalDelegationSignal, delegateApprovalUpdate, INVALID_DELEGATION_TYPE, type ApprovalDelegationRequest, type RecordedApprovalDelegation } from './approval-contract';
+import {
+  approvalDelegationSignal,
+  delegateApprovalUpdate,
+  INVALID_DELEGATION_TYPE,
+  type ApprovalDelegationRequest,
+  type RecordedApprovalDelegation,
+} from './approval-contract';
 import type { ApprovalMirror } from './approval-mirror';
 import { waitingForLine } from './rules/approval-wait-rules';
 import {
@@ -75,7 +81,8 @@ export function installDecisionHandlers(host: DecisionHost): void {
     {
       validator: (decision) => {
         const problem = budgetDecisionProblem(decision, host.spentUsd(), host.round() !== undefined);
-        if (problem) throw ApplicationFailure.create({ type: INVALID_BUDGET_DECISION_TYPE, message: problem, nonRetryable: true });
+        if (problem)
+          throw ApplicationFailure.create({ type: INVALID_BUDGET_DECISION_TYPE, message: problem, nonRetryable: true });
       },
     },
   );
@@ -87,7 +94,15 @@ export function installDecisionHandlers(host: DecisionHost): void {
       const acceptedAtMs = Date.now();
       host.approvals.acceptDecision(decision.requestId, decision, acceptedAtMs);
       const forwarded: ApprovalDecision & { acceptedAtMs: number } = { ...decision, acceptedAtMs };
-      await host.round()?.signal(approvalDecisionSignal, forwarded).catch((error: unknown) => log.warn('could not forward an approval decision to the round', { requestId: decision.requestId, error: String(error) }));
+      await host
+        .round()
+        ?.signal(approvalDecisionSignal, forwarded)
+        .catch((error: unknown) =>
+          log.warn('could not forward an approval decision to the round', {
+            requestId: decision.requestId,
+            error: String(error),
+          }),
+        );
       return;
     }
     host.decided.add(decision.requestId);
@@ -95,7 +110,10 @@ export function installDecisionHandlers(host: DecisionHost): void {
     try {
       await host.round()?.signal(approvalDecisionSignal, decision);
     } catch (error) {
-      log.warn('could not forward an approval decision to the round', { requestId: decision.requestId, error: String(error) });
+      log.warn('could not forward an approval decision to the round', {
+        requestId: decision.requestId,
+        error: String(error),
+      });
     }
   };
   setHandler(approvalDecisionSignal, async (decision) => {
@@ -117,10 +135,20 @@ export function installDecisionHandlers(host: DecisionHost): void {
       const by = decision.decidedBy!;
       await condition(() => host.approvals.voteFate(decision.requestId, by) !== undefined, POLICY_DECISION_CONFIRM_MS);
       const fate = host.approvals.voteFate(decision.requestId, by);
-      if (!fate) throw ApplicationFailure.create({ type: TaskFailureType.invalidDecision, message: `approval request ${decision.requestId}: the round did not confirm the decision (it may have ended)`, nonRetryable: true });
+      if (!fate)
+        throw ApplicationFailure.create({
+          type: TaskFailureType.invalidDecision,
+          message: `approval request ${decision.requestId}: the round did not confirm the decision (it may have ended)`,
+          nonRetryable: true,
+        });
       if (fate.fate === 'ended') {
-        const why = fate.state.outcome === 'expired' ? 'expired: nobody decided in time' : `was already ${fate.state.outcome}`;
-        throw ApplicationFailure.create({ type: TaskFailureType.invalidDecision, message: `approval request ${decision.requestId} ${why}; this decision was not counted`, nonRetryable: true });
+        const why =
+          fate.state.outcome === 'expired' ? 'expired: nobody decided in time' : `was already ${fate.state.outcome}`;
+        throw ApplicationFailure.create({
+          type: TaskFailureType.invalidDecision,
+          message: `approval request ${decision.requestId} ${why}; this decision was not counted`,
+          nonRetryable: true,
+        });
       }
       return { ...recorded, waitingFor: waitingForLine(fate.state, Date.now()) };
     },
@@ -128,7 +156,12 @@ export function installDecisionHandlers(host: DecisionHost): void {
       validator: (decision) => {
         const problem = approvalProblem(decision);
         // An ApplicationFailure rejects the update; any other error would fail the workflow task.
-        if (problem) throw ApplicationFailure.create({ type: TaskFailureType.invalidDecision, message: problem, nonRetryable: true });
+        if (problem)
+          throw ApplicationFailure.create({
+            type: TaskFailureType.invalidDecision,
+            message: problem,
+            nonRetryable: true,
+          });
       },
     },
   );
@@ -144,22 +177,36 @@ export function installDecisionHandlers(host: DecisionHost): void {
     host.reviews.push(review);
   });
 
-  const delegationRefused = (message: string) => ApplicationFailure.create({ type: INVALID_DELEGATION_TYPE, message, nonRetryable: true });
+  const delegationRefused = (message: string) =>
+    ApplicationFailure.create({ type: INVALID_DELEGATION_TYPE, message, nonRetryable: true });
   setHandler(
     delegateApprovalUpdate,
     async (delegation): Promise<RecordedApprovalDelegation> => {
       const acceptedAtMs = Date.now();
       host.approvals.acceptDelegation(delegation.requestId, delegation, acceptedAtMs);
       await host.round()?.signal(approvalDelegationSignal, { ...delegation, acceptedAtMs });
-      await condition(() => host.approvals.delegationFate(delegation.requestId, delegation.from, delegation.to) !== undefined, POLICY_DECISION_CONFIRM_MS);
+      await condition(
+        () => host.approvals.delegationFate(delegation.requestId, delegation.from, delegation.to) !== undefined,
+        POLICY_DECISION_CONFIRM_MS,
+      );
       const fate = host.approvals.delegationFate(delegation.requestId, delegation.from, delegation.to);
-      if (fate?.fate !== 'recorded') throw delegationRefused(`approval request ${delegation.requestId} ended before it was handed on; the delegation was not recorded`);
-      return { ...delegation, delegatedAt: new Date(acceptedAtMs).toISOString(), waitingFor: waitingForLine(fate.state, Date.now()) };
+      if (fate?.fate !== 'recorded')
+        throw delegationRefused(
+          `approval request ${delegation.requestId} ended before it was handed on; the delegation was not recorded`,
+        );
+      return {
+        ...delegation,
+        delegatedAt: new Date(acceptedAtMs).toISOString(),
+        waitingFor: waitingForLine(fate.state, Date.now()),
+      };
     },
     {
       validator: (delegation: ApprovalDelegationRequest) => {
         if (typeof delegation?.requestId !== 'string') throw delegationRefused('a delegation needs a requestId');
-        if (!host.pendingApprovals().some((a) => a.requestId === delegation.requestId) && !host.approvals.isPolicyRequest(delegation.requestId)) {
+        if (
+          !host.pendingApprovals().some((a) => a.requestId === delegation.requestId) &&
+          !host.approvals.isPolicyRequest(delegation.requestId)
+        ) {
           throw delegationRefused(`no pending approval request ${delegation.requestId}`);
         }
         const problem = host.approvals.delegationProblem(delegation.requestId, delegation, Date.now());
@@ -171,8 +218,10 @@ export function installDecisionHandlers(host: DecisionHost): void {
   /** Why an approval decision cannot be applied. */
   function approvalProblem(decision: ApprovalDecision | undefined): string | undefined {
     if (typeof decision?.requestId !== 'string') return 'a decision needs a requestId';
-    if (decision.decision !== 'approved' && decision.decision !== 'rejected') return `decision must be 'approved' or 'rejected', got ${JSON.stringify(decision.decision)}`;
-    if (host.approvals.isPolicyRequest(decision.requestId)) return host.approvals.decisionProblem(decision.requestId, decision, Date.now());
+    if (decision.decision !== 'approved' && decision.decision !== 'rejected')
+      return `decision must be 'approved' or 'rejected', got ${JSON.stringify(decision.decision)}`;
+    if (host.approvals.isPolicyRequest(decision.requestId))
+      return host.approvals.decisionProblem(decision.requestId, decision, Date.now());
     if (host.decided.has(decision.requestId)) return `approval request ${decision.requestId} was already decided`;
     const pending = host.pendingApprovals();
     if (!pending.some((a) => a.requestId === decision.requestId)) {

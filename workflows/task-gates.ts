@@ -4,11 +4,25 @@
  * it, then its dependencies). Deterministic workflow code; the task row and the graph are read and
  * written through activities.
  */
-import { ActivityFailure, ApplicationFailure, condition, log, patched, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  log,
+  patched,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import { TASK_STORE } from './activity-options';
 import type { Activities } from '../activities';
 import type { StartGates } from '../activities/store/task-graph';
-import { dependenciesChangedSignal, TaskFailureType, taskApprovalSignal, type TaskApprovalDecision, type TaskWorkflowInput } from './contract';
+import {
+  dependenciesChangedSignal,
+  TaskFailureType,
+  taskApprovalSignal,
+  type TaskApprovalDecision,
+  type TaskWorkflowInput,
+} from './contract';
 import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
 import { isTerminal, type TaskState } from './rules/task-state';
 import { DEPENDENCY_WAKE_KEPT_PATCH } from './patches';
@@ -16,14 +30,17 @@ import type { TaskRun } from './task-run';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
-
 /**
  * Records the task row from the input (idempotent by task id) and loads what the workflow needs. A
  * non-retryable refusal (unknown agent, malformed input, a task id that already ran) ends the
  * workflow failed with the same stable type and message, so any client sees why. A carried run
  * (continue-as-new, retry, rerun) may find its task in any state.
  */
-export async function recordTask(input: TaskWorkflowInput, taskId: string, carried: boolean): ReturnType<Activities['loadTaskContext']> {
+export async function recordTask(
+  input: TaskWorkflowInput,
+  taskId: string,
+  carried: boolean,
+): ReturnType<Activities['loadTaskContext']> {
   let context: Awaited<ReturnType<Activities['loadTaskContext']>>;
   try {
     context = await store.loadTaskContext(recordInput(input, taskId));
@@ -34,16 +51,22 @@ export async function recordTask(input: TaskWorkflowInput, taskId: string, carri
   return context;
 }
 
-
 /**
  * `recordTask` for a fresh task, with its start folded into the same activity: when the row is
  * pending and no gate holds it, the activity also records the move to `in_progress` for `start.round`
  * (`started`); otherwise it returns the gates it read, for `passStartGates`. Same refusals as `recordTask`.
  */
-export async function openTask(input: TaskWorkflowInput, taskId: string, start: { round: number; attempt: number }): ReturnType<Activities['openTask']> {
+export async function openTask(
+  input: TaskWorkflowInput,
+  taskId: string,
+  start: { round: number; attempt: number },
+): ReturnType<Activities['openTask']> {
   let opened: Awaited<ReturnType<Activities['openTask']>>;
   try {
-    opened = await store.openTask({ ...recordInput(input, taskId), start: { round: start.round, eventKey: `state:${start.round}:${start.attempt}:in_progress` } });
+    opened = await store.openTask({
+      ...recordInput(input, taskId),
+      start: { round: start.round, eventKey: `state:${start.round}:${start.attempt}:in_progress` },
+    });
   } catch (error) {
     throw refusal(error);
   }
@@ -52,14 +75,26 @@ export async function openTask(input: TaskWorkflowInput, taskId: string, start: 
 }
 
 function recordInput(input: TaskWorkflowInput, taskId: string) {
-  return { taskId, agentId: input.agentId, title: input.title, description: input.description, priority: input.priority, createdBy: input.createdBy, ...(input.fork ? { fork: input.fork } : {}) };
+  return {
+    taskId,
+    agentId: input.agentId,
+    title: input.title,
+    description: input.description,
+    priority: input.priority,
+    createdBy: input.createdBy,
+    ...(input.fork ? { fork: input.fork } : {}),
+  };
 }
 
 /** A non-retryable refusal of the activity becomes the workflow's own failure, with the same type and message. */
 function refusal(error: unknown): unknown {
   const cause = error instanceof ActivityFailure ? error.cause : undefined;
   if (cause instanceof ApplicationFailure && cause.nonRetryable) {
-    return ApplicationFailure.create({ type: cause.type ?? TaskFailureType.invalidInput, message: cause.message, nonRetryable: true });
+    return ApplicationFailure.create({
+      type: cause.type ?? TaskFailureType.invalidInput,
+      message: cause.message,
+      nonRetryable: true,
+    });
   }
   return error;
 }
@@ -104,7 +139,12 @@ export async function passStartGates(run: TaskRun, read?: StartGates): Promise<'
   if (gates.awaitApproval) {
     run.setPhase('awaiting-approval');
     await condition(() => approval !== undefined);
-    await store.recordTaskApproval({ taskId: run.taskId, approved: approval!.decision === 'approve', decidedBy: approval!.decidedBy, comment: approval!.comment });
+    await store.recordTaskApproval({
+      taskId: run.taskId,
+      approved: approval!.decision === 'approve',
+      decidedBy: approval!.decidedBy,
+      comment: approval!.comment,
+    });
     if (approval!.decision === 'reject') {
       await run.moveTo('rejected', approval!.comment ? `rejected: ${approval!.comment}` : 'rejected by a human');
       return 'rejected';

@@ -91,7 +91,10 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     if (inbox) return void inbox.push({ kind: 'decision', decision: d });
     if (!decisions.has(d.requestId)) decisions.set(d.requestId, d);
   });
-  setHandler(approvalDelegationSignal, (d) => void policyInboxes.get(d.requestId)?.push({ kind: 'delegation', delegation: d }));
+  setHandler(
+    approvalDelegationSignal,
+    (d) => void policyInboxes.get(d.requestId)?.push({ kind: 'delegation', delegation: d }),
+  );
   setHandler(commentSignal, (c) => void comments.push(c));
 
   // Sub-agents and the tree's cost governor; without a budget and without spawn calls it adds no command.
@@ -141,7 +144,11 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       await CancellationScope.nonCancellable(async () => {
         const parent = getExternalWorkflowHandle(input.parentWorkflowId);
         for (const comment of comments.splice(0)) {
-          await parent.signal(commentSignal, comment).catch((e: unknown) => log.warn('could not hand a comment back to the task workflow', { error: String(e) }));
+          await parent
+            .signal(commentSignal, comment)
+            .catch((e: unknown) =>
+              log.warn('could not hand a comment back to the task workflow', { error: String(e) }),
+            );
         }
       });
     }
@@ -153,7 +160,12 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       if (shouldContinueAsNew(workflowInfo(), ROUND_MAX_HISTORY_EVENTS_PER_RUN)) {
         // Signal handlers are synchronous, but wait anyway so that nothing received is lost.
         await condition(allHandlersFinished);
-        log.info('round continues as new', { round: input.round, turn, toolIterations, historyLength: workflowInfo().historyLength });
+        log.info('round continues as new', {
+          round: input.round,
+          turn,
+          toolIterations,
+          historyLength: workflowInfo().historyLength,
+        });
         await continueAsNew<typeof taskRoundWorkflow>({
           ...input,
           carry: {
@@ -173,22 +185,38 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       await report('thinking');
       await spawner.beforeLlmCall();
       injections.push(...drainComments(comments));
-      const stepInput = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, scenario: 'task' as const, attempt: input.attempt, turn, opening, injections };
-      const step: StepWithToolsResult = await fused.llmStepWithTools.executeWithOptions({ summary: `llm ${input.modelLabel} + tools · round ${input.round} turn ${turn}` }, [stepInput]);
+      const stepInput = {
+        agentId: input.agentId,
+        taskId: input.taskId,
+        sessionId: input.sessionId,
+        scenario: 'task' as const,
+        attempt: input.attempt,
+        turn,
+        opening,
+        injections,
+      };
+      const step: StepWithToolsResult = await fused.llmStepWithTools.executeWithOptions(
+        { summary: `llm ${input.modelLabel} + tools · round ${input.round} turn ${turn}` },
+        [stepInput],
+      );
       const stepTurn = turn;
       turn += 1;
       opening = undefined;
       injections = [];
       usage = addUsage(usage, step.usage);
       spawner.addOwnSpend(step.usage.costUsd);
-      details('thinking', ` · llm ${step.model} · ${formatTokens(step.usage.inputTokens + step.usage.cacheReadTokens)} in / ${formatTokens(step.usage.outputTokens)} out`);
+      details(
+        'thinking',
+        ` · llm ${step.model} · ${formatTokens(step.usage.inputTokens + step.usage.cacheReadTokens)} in / ${formatTokens(step.usage.outputTokens)} out`,
+      );
 
       if (step.toolCalls.length > 0) {
         let submission: string | undefined;
         // The fused step already ran the calls that needed nobody, in order, up to the first that needs a human.
         const ran = step.toolResults;
         for (const { result } of ran) if (result.submission !== undefined) submission = result.submission;
-        if (ran.length > 0) details('running-tool', ` · ran ${ran.map((r) => r.summary).join(', ')}`.slice(0, TOOL_DETAILS_MAX_CHARS));
+        if (ran.length > 0)
+          details('running-tool', ` · ran ${ran.map((r) => r.summary).join(', ')}`.slice(0, TOOL_DETAILS_MAX_CHARS));
         // Sequentially, in the model's order (task execution runs tools one by one).
         const toRun: DeferredToolCall[] = step.deferred;
         for (const call of toRun) {
@@ -226,9 +254,21 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   }
 
   /** Runs one call as its own activity; `known`: the fused step already found that it needs approval. */
-  async function runTool(call: { id: string; name: string; summary: string }, stepTurn: number, known?: ExecuteToolResult): Promise<ExecuteToolResult> {
+  async function runTool(
+    call: { id: string; name: string; summary: string },
+    stepTurn: number,
+    known?: ExecuteToolResult,
+  ): Promise<ExecuteToolResult> {
     await report('running-tool');
-    const base = { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: stepTurn, toolCallId: call.id, scenario: 'task' as const };
+    const base = {
+      agentId: input.agentId,
+      taskId: input.taskId,
+      sessionId: input.sessionId,
+      attempt: input.attempt,
+      turn: stepTurn,
+      toolCallId: call.id,
+      scenario: 'task' as const,
+    };
     const first = known ?? (await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]));
     if (first.kind === 'run-in-workflow') {
       // Sub-agents: child workflows; their aggregated result is recorded through the ledger like any result.
@@ -263,12 +303,21 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     const decided = await condition(() => decisions.has(requestId), input.approvalTimeoutMs);
     pending.delete(requestId);
     const decision = decisions.get(requestId);
-    const outcome = decided && decision
-      ? { requestId, decision: decision.decision, comment: decision.comment, decidedBy: decision.decidedBy }
-      : { requestId, decision: 'timed_out' as const };
-    await store.recordApprovalDecision({ requestId, taskId: input.taskId, status: outcome.decision, decidedBy: outcome.decidedBy, comment: outcome.comment });
+    const outcome =
+      decided && decision
+        ? { requestId, decision: decision.decision, comment: decision.comment, decidedBy: decision.decidedBy }
+        : { requestId, decision: 'timed_out' as const };
+    await store.recordApprovalDecision({
+      requestId,
+      taskId: input.taskId,
+      status: outcome.decision,
+      decidedBy: outcome.decidedBy,
+      comment: outcome.comment,
+    });
     await report('running-tool', true);
-    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [{ ...base, approval: outcome }]);
+    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [
+      { ...base, approval: outcome },
+    ]);
   }
 
   /**
@@ -282,21 +331,24 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     base: Parameters<typeof tools.executeTool>[0],
   ): Promise<ExecuteToolResult> {
     const { requestId } = first;
-    const opened = await store.openApprovalRequest.executeWithOptions({ summary: `approval requested: ${call.summary}` }, [
-      {
-        requestId,
-        agentId: input.agentId,
-        taskId: input.taskId,
-        workflowId: input.parentWorkflowId,
-        sessionId: input.sessionId,
-        attempt: input.attempt,
-        turn: stepTurn,
-        toolCallId: call.id,
-        tool: first.tool,
-        summary: first.summary,
-        reason: first.reason,
-      },
-    ]);
+    const opened = await store.openApprovalRequest.executeWithOptions(
+      { summary: `approval requested: ${call.summary}` },
+      [
+        {
+          requestId,
+          agentId: input.agentId,
+          taskId: input.taskId,
+          workflowId: input.parentWorkflowId,
+          sessionId: input.sessionId,
+          attempt: input.attempt,
+          turn: stepTurn,
+          toolCallId: call.id,
+          tool: first.tool,
+          summary: first.summary,
+          reason: first.reason,
+        },
+      ],
+    );
     const request = { requestId, tool: first.tool, summary: first.summary, requestedAt: opened.requestedAt };
     let outcome: ApprovalOutcome;
     if (opened.policy) {
@@ -325,7 +377,14 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
               requestId,
               decision: final.outcome === 'rejected' ? 'rejected' : 'approved',
               decidedBy: votes.map((v) => v.by).join(' and '),
-              ...(votes.some((v) => v.comment) ? { comment: votes.filter((v) => v.comment).map((v) => (votes.length > 1 ? `${v.by}: ${v.comment}` : v.comment)).join('; ') } : {}),
+              ...(votes.some((v) => v.comment)
+                ? {
+                    comment: votes
+                      .filter((v) => v.comment)
+                      .map((v) => (votes.length > 1 ? `${v.by}: ${v.comment}` : v.comment))
+                      .join('; '),
+                  }
+                : {}),
             };
       if (final.outcome === 'expired' && final.policy.onExpiry.then === 'block') {
         blockedReason = `approval request ${requestId} for "${first.summary}" expired: nobody decided in time (policy ${final.policy.name})`;
@@ -336,11 +395,22 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       const decided = await condition(() => decisions.has(requestId), input.approvalTimeoutMs);
       pending.delete(requestId);
       const decision = decisions.get(requestId);
-      outcome = decided && decision ? { requestId, decision: decision.decision, comment: decision.comment, decidedBy: decision.decidedBy } : { requestId, decision: 'timed_out' };
+      outcome =
+        decided && decision
+          ? { requestId, decision: decision.decision, comment: decision.comment, decidedBy: decision.decidedBy }
+          : { requestId, decision: 'timed_out' };
     }
-    await store.recordApprovalDecision({ requestId, taskId: input.taskId, status: outcome.decision, decidedBy: outcome.decidedBy, comment: outcome.comment });
+    await store.recordApprovalDecision({
+      requestId,
+      taskId: input.taskId,
+      status: outcome.decision,
+      decidedBy: outcome.decidedBy,
+      comment: outcome.comment,
+    });
     await report('running-tool', true);
-    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [{ ...base, approval: outcome }]);
+    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [
+      { ...base, approval: outcome },
+    ]);
   }
 
   /** Comments that came in after the last LLM turn; returned so that the task workflow keeps them. */
@@ -353,5 +423,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 const TOOL_DETAILS_MAX_CHARS = 300;
 
 function drainComments(comments: TaskComment[]): string[] {
-  return comments.splice(0).map((c) => (c.kind === 'message' ? c.text : `[COMMENT${c.from ? ` from ${c.from}` : ''}] ${c.text}`));
+  return comments
+    .splice(0)
+    .map((c) => (c.kind === 'message' ? c.text : `[COMMENT${c.from ? ` from ${c.from}` : ''}] ${c.text}`));
 }

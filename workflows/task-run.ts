@@ -113,7 +113,17 @@ export class TaskRun {
     readonly taskId: string,
   ) {
     this.agentId = input.agentId;
-    this.carry = input.carry ?? (input.restart ? { state: 'pending', round: input.restart.afterRound, attempt: 1, usage: ZERO_USAGE_TOTALS, noSubmitRetries: 0 } : undefined);
+    this.carry =
+      input.carry ??
+      (input.restart
+        ? {
+            state: 'pending',
+            round: input.restart.afterRound,
+            attempt: 1,
+            usage: ZERO_USAGE_TOTALS,
+            noSubmitRetries: 0,
+          }
+        : undefined);
     this.approvalTimeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     this.state = this.carry?.state ?? 'pending';
     this.round = this.carry?.round ?? 0;
@@ -129,7 +139,9 @@ export class TaskRun {
 
   /** The running round's usage for the status: with a live tree report, its cost includes the sub-agents' spend so far. */
   liveRoundUsage(): UsageTotals {
-    return this.budgetLive && this.state === 'in_progress' ? withTreeCost(this.roundUsage, this.budget, taskWorkflowId(this.taskId)) : this.roundUsage;
+    return this.budgetLive && this.state === 'in_progress'
+      ? withTreeCost(this.roundUsage, this.budget, taskWorkflowId(this.taskId))
+      : this.roundUsage;
   }
 
   /** The round ended: its report stops claiming running (or held) nodes. */
@@ -139,7 +151,9 @@ export class TaskRun {
   }
 
   showDetails(): void {
-    setCurrentDetails(`task ${this.taskId} · ${this.state} · round ${this.round} · iteration ${this.iteration} · ${this.phase}`);
+    setCurrentDetails(
+      `task ${this.taskId} · ${this.state} · round ${this.round} · iteration ${this.iteration} · ${this.phase}`,
+    );
   }
 
   /** Shown by the status query while the task waits. */
@@ -166,13 +180,29 @@ export class TaskRun {
   }
 
   result(): TaskWorkflowResult {
-    return { taskId: this.taskId, state: this.state, rounds: this.round, usage: this.usage, ...(this.submission ? { submission: this.submission } : {}), ...(this.lastError ? { error: this.lastError } : {}) };
+    return {
+      taskId: this.taskId,
+      state: this.state,
+      rounds: this.round,
+      usage: this.usage,
+      ...(this.submission ? { submission: this.submission } : {}),
+      ...(this.lastError ? { error: this.lastError } : {}),
+    };
   }
 
   /** Queries, signals and updates of the task workflow, all reading and changing this run. */
   installHandlers(): void {
     setHandler(statusQuery, () => this.status());
-    setHandler(budgetQuery, (): BudgetReport => this.budget ?? { limitUsd: this.input.costBudgetUsd ?? null, spentUsd: addUsage(this.usage, this.roundUsage).costUsd, held: false, nodes: [] });
+    setHandler(
+      budgetQuery,
+      (): BudgetReport =>
+        this.budget ?? {
+          limitUsd: this.input.costBudgetUsd ?? null,
+          spentUsd: addUsage(this.usage, this.roundUsage).costUsd,
+          held: false,
+          nodes: [],
+        },
+    );
     installDecisionHandlers({
       round: () => this.child,
       state: () => this.state,
@@ -194,7 +224,9 @@ export class TaskRun {
         this.budget = p.budget;
         this.budgetLive = true;
       }
-      this.pendingApprovals = this.approvalWaits.observe(p.pendingApprovals).filter((a) => !this.decided.has(a.requestId));
+      this.pendingApprovals = this.approvalWaits
+        .observe(p.pendingApprovals)
+        .filter((a) => !this.decided.has(a.requestId));
       this.showDetails();
     });
     setHandler(commentSignal, async (comment) => {
@@ -242,7 +274,15 @@ export class TaskRun {
     upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: this.state }]);
     this.showDetails();
     // Histories recorded before the activity returned usage replay `undefined` here.
-    return (await store.recordTaskState({ taskId: this.taskId, state: this.state, round: this.round, lastError: error, eventKey: `state:${this.round}:${this.attempt}:${this.state}` })) ?? undefined;
+    return (
+      (await store.recordTaskState({
+        taskId: this.taskId,
+        state: this.state,
+        round: this.round,
+        lastError: error,
+        eventKey: `state:${this.round}:${this.attempt}:${this.state}`,
+      })) ?? undefined
+    );
   }
 
   /** `openTask` already recorded the move to `in_progress` for the next round: mirror it here. */
@@ -314,14 +354,20 @@ export class TaskRun {
       await this.moveTo('failed', `the agent stopped ${this.noSubmitRetries} times without calling task_submit_review`);
       return 'end';
     }
-    log.info('round ended without a submission; retrying in the same session', { round: this.round, attempt: this.attempt, noSubmitRetries: this.noSubmitRetries });
+    log.info('round ended without a submission; retrying in the same session', {
+      round: this.round,
+      attempt: this.attempt,
+      noSubmitRetries: this.noSubmitRetries,
+    });
     this.attempt += 1;
     return 'next';
   }
 
   /** Waits for the reviewer: accept completes the task (and starts the reflection), revise opens a new round. */
   async awaitReview(): Promise<Next> {
-    await condition(() => this.reviews.length > 0 || shouldContinueAsNew(workflowInfo(), TASK_MAX_HISTORY_EVENTS_PER_RUN));
+    await condition(
+      () => this.reviews.length > 0 || shouldContinueAsNew(workflowInfo(), TASK_MAX_HISTORY_EVENTS_PER_RUN),
+    );
     const review = this.reviews.shift();
     if (!review) return 'next'; // continue as new at the top of the loop
     if (review.decision === 'accept') {
@@ -363,7 +409,13 @@ export class TaskRun {
         this.phase = 'finished';
         this.lastError = message;
         upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: this.state }]);
-        await store.recordTaskState({ taskId: this.taskId, state: this.state, round: this.round, lastError: message, eventKey: `state:${this.round}:${this.attempt}:failed` });
+        await store.recordTaskState({
+          taskId: this.taskId,
+          state: this.state,
+          round: this.round,
+          lastError: message,
+          eventKey: `state:${this.round}:${this.attempt}:failed`,
+        });
       });
     } catch (recordError) {
       log.warn('could not record the failed task state', { error: String(recordError) });
@@ -379,7 +431,17 @@ export class TaskRun {
     // The workflow's own type, named here by its signature: importing it would close an import cycle.
     await continueAsNew<(input: TaskWorkflowInput) => Promise<TaskWorkflowResult>>({
       ...this.input,
-      carry: { state, round, attempt, usage, noSubmitRetries, revisionFeedback, submission, pendingReview: this.reviews, comments: this.queuedComments },
+      carry: {
+        state,
+        round,
+        attempt,
+        usage,
+        noSubmitRetries,
+        revisionFeedback,
+        submission,
+        pendingReview: this.reviews,
+        comments: this.queuedComments,
+      },
     });
   }
 
@@ -409,7 +471,9 @@ export class TaskRun {
                 parentWorkflowId: workflowInfo().workflowId,
                 revisionFeedback: this.revisionFeedback,
                 comments: forAttempt,
-                ...(input.costBudgetUsd !== undefined ? { budgetUsd: input.costBudgetUsd, budgetSpentBeforeUsd: spentBefore } : {}),
+                ...(input.costBudgetUsd !== undefined
+                  ? { budgetUsd: input.costBudgetUsd, budgetSpentBeforeUsd: spentBefore }
+                  : {}),
                 carry: undefined,
               },
             ],
@@ -439,7 +503,11 @@ export class TaskRun {
           return { kind: 'failed', error: message };
         }
         this.lastError = message;
-        log.warn('round failed; retrying after a delay in the same session', { round: this.round, attempt: this.attempt, error: message });
+        log.warn('round failed; retrying after a delay in the same session', {
+          round: this.round,
+          attempt: this.attempt,
+          error: message,
+        });
         this.attempt += 1;
         // A pause during the delay ends the wait early (and the loop returns 'paused').
         await condition(() => this.pauseRequested, transientRetryDelayMs(transient + 1));

@@ -1,4 +1,12 @@
-import { allHandlersFinished, ApplicationFailure, condition, isCancellation, patched, TemporalFailure, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  isCancellation,
+  patched,
+  TemporalFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { TaskFailureType, taskIdFromWorkflowId, type TaskWorkflowInput, type TaskWorkflowResult } from './contract';
 import { OPEN_TASK_PATCH, START_GATES_PATCH, TASK_FAILURE_RECORDED_PATCH } from './patches';
 import { taskInputProblem } from './rules/task-input';
@@ -26,7 +34,12 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   // A Schedule's runs carry no task id: each run is its own task, named after its workflow id.
   const taskId = input?.taskId ?? taskIdFromWorkflowId(workflowInfo().workflowId);
   const inputProblem = taskInputProblem(input, taskId);
-  if (inputProblem) throw ApplicationFailure.create({ type: TaskFailureType.invalidInput, message: `taskWorkflow input: ${inputProblem}`, nonRetryable: true });
+  if (inputProblem)
+    throw ApplicationFailure.create({
+      type: TaskFailureType.invalidInput,
+      message: `taskWorkflow input: ${inputProblem}`,
+      nonRetryable: true,
+    });
   const run = new TaskRun(input, taskId);
   run.installHandlers();
   run.announce();
@@ -61,7 +74,12 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
   } catch (error) {
     if (isCancellation(error)) {
       await run.cancelled();
-    } else if (error instanceof TemporalFailure && run.recorded && !isTerminal(run.state) && patched(TASK_FAILURE_RECORDED_PATCH)) {
+    } else if (
+      error instanceof TemporalFailure &&
+      run.recorded &&
+      !isTerminal(run.state) &&
+      patched(TASK_FAILURE_RECORDED_PATCH)
+    ) {
       // Only failures that end the workflow: any other error fails just the workflow task, whose
       // commands are discarded and which Temporal retries (continue-as-new is not a failure either).
       await run.recordWorkflowFailure(error);

@@ -13,21 +13,44 @@
  */
 import type { Payload } from '@temporalio/common';
 import { instrument, TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import { OpenTelemetryInboundInterceptor, OpenTelemetryInternalsInterceptor, OpenTelemetryOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { workflowInfo, type Next, type QueryInput, type SignalInput, type UpdateInput, type WorkflowExecuteInput, type WorkflowInboundCallsInterceptor, type WorkflowInterceptors } from '@temporalio/workflow';
+import {
+  OpenTelemetryInboundInterceptor,
+  OpenTelemetryInternalsInterceptor,
+  OpenTelemetryOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry/lib/workflow';
+import {
+  workflowInfo,
+  type Next,
+  type QueryInput,
+  type SignalInput,
+  type UpdateInput,
+  type WorkflowExecuteInput,
+  type WorkflowInboundCallsInterceptor,
+  type WorkflowInterceptors,
+} from '@temporalio/workflow';
 
 /** Workflow types that are one run of an agent's loop: each gets an `invoke_agent` span. */
-const AGENT_ROUND_WORKFLOWS = new Set(['taskRoundWorkflow', 'chatRunWorkflow', 'heartbeatWorkflow', 'postTaskReflectionWorkflow', 'subagentWorkflow']);
+const AGENT_ROUND_WORKFLOWS = new Set([
+  'taskRoundWorkflow',
+  'chatRunWorkflow',
+  'heartbeatWorkflow',
+  'postTaskReflectionWorkflow',
+  'subagentWorkflow',
+]);
 
 class TaskTraceInboundInterceptor extends OpenTelemetryInboundInterceptor {
   /** The trace context the workflow was started with (absent until `execute` runs, or when started untraced). */
   private startContext?: Payload;
 
-  override async execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+  override async execute(
+    input: WorkflowExecuteInput,
+    next: Next<WorkflowInboundCallsInterceptor, 'execute'>,
+  ): Promise<unknown> {
     this.startContext = input.headers[TRACE_HEADER];
     const workflowType = workflowInfo().workflowType;
     const first = input.args[0] as { agentId?: unknown; sessionId?: unknown } | undefined;
-    if (!AGENT_ROUND_WORKFLOWS.has(workflowType) || typeof first?.agentId !== 'string') return super.execute(input, next);
+    if (!AGENT_ROUND_WORKFLOWS.has(workflowType) || typeof first?.agentId !== 'string')
+      return super.execute(input, next);
     const agentId = first.agentId;
     return super.execute(input, (inner) =>
       instrument({
@@ -47,11 +70,17 @@ class TaskTraceInboundInterceptor extends OpenTelemetryInboundInterceptor {
     );
   }
 
-  override handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>): Promise<void> {
+  override handleSignal(
+    input: SignalInput,
+    next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>,
+  ): Promise<void> {
     return super.handleSignal({ ...input, headers: this.inStartTrace(input.headers) }, next);
   }
 
-  override handleUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'handleUpdate'>): Promise<unknown> {
+  override handleUpdate(
+    input: UpdateInput,
+    next: Next<WorkflowInboundCallsInterceptor, 'handleUpdate'>,
+  ): Promise<unknown> {
     return super.handleUpdate({ ...input, headers: this.inStartTrace(input.headers) }, next);
   }
 
@@ -59,7 +88,10 @@ class TaskTraceInboundInterceptor extends OpenTelemetryInboundInterceptor {
     super.validateUpdate({ ...input, headers: this.inStartTrace(input.headers) }, next);
   }
 
-  override handleQuery(input: QueryInput, next: Next<WorkflowInboundCallsInterceptor, 'handleQuery'>): Promise<unknown> {
+  override handleQuery(
+    input: QueryInput,
+    next: Next<WorkflowInboundCallsInterceptor, 'handleQuery'>,
+  ): Promise<unknown> {
     return next(input);
   }
 

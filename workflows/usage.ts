@@ -10,4 +10,10 @@ export interface UsageTotals {
   costUsd: number;
 }
 
-export const ZERO_USAGE_TOTALS: UsageTotals = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+export const ZERO_USAGE_TOTALS: UsageTotals = {
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  costUsd: 0,
+};

@@ -9,7 +9,12 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import { initialWaitState, waitingForLine, type ApprovalWaitState, type ResolvedApprovalPolicy } from '../../workflows/rules/approval-wait-rules';
+import {
+  initialWaitState,
+  waitingForLine,
+  type ApprovalWaitState,
+  type ResolvedApprovalPolicy,
+} from '../../workflows/rules/approval-wait-rules';
 import { storableText } from '../security/binary';
 import { agentConfig, findAgent } from '../store/agents';
 import { findMessage } from '../store/sessions';
@@ -17,12 +22,19 @@ import { addTaskEvent } from '../store/tasks';
 import { storeNotification } from '../store/notifications';
 import type { ToolUseBlock } from '../llm/types';
 import { assistantMessageKey } from '../tools/execute';
-import { ApprovalsConfigSchema, resolveApprovalPolicy, webhookFor, type ApprovalsConfig, type PolicySources } from './policy';
+import {
+  ApprovalsConfigSchema,
+  resolveApprovalPolicy,
+  webhookFor,
+  type ApprovalsConfig,
+  type PolicySources,
+} from './policy';
 
 /** A webhook that does not answer in this time is given up on for this event (the notification stays). */
 export const APPROVAL_WEBHOOK_TIMEOUT_MS = 5_000;
 
-export type ApprovalEventKind = 'asked' | 'reminded' | 'escalated' | 'approved' | 'rejected' | 'delegated' | 'extended' | 'expired' | 'timed_out';
+export type ApprovalEventKind =
+  'asked' | 'reminded' | 'escalated' | 'approved' | 'rejected' | 'delegated' | 'extended' | 'expired' | 'timed_out';
 
 export interface OpenApprovalRequestInput {
   requestId: string;
@@ -64,9 +76,13 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
      * the policy that applies (the agent's, else its organisation's). Returns the policy so the
      * workflow carries it: a policy edited while a request waits does not change that request.
      */
-    async openApprovalRequest(input: OpenApprovalRequestInput): Promise<{ requestedAt: string; policy?: ResolvedApprovalPolicy; creator?: string }> {
+    async openApprovalRequest(
+      input: OpenApprovalRequestInput,
+    ): Promise<{ requestedAt: string; policy?: ResolvedApprovalPolicy; creator?: string }> {
       const policy = resolveApprovalPolicy(input.tool, await policySources(input.agentId));
-      const task = input.taskId ? await db.selectFrom('tasks').select('created_by').where('id', '=', input.taskId).executeTakeFirst() : undefined;
+      const task = input.taskId
+        ? await db.selectFrom('tasks').select('created_by').where('id', '=', input.taskId).executeTakeFirst()
+        : undefined;
       const creator = task?.created_by ?? undefined;
       const message = await findMessage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn));
       const call = message?.content.find((b): b is ToolUseBlock => b.type === 'tool_use' && b.id === input.toolCallId);
@@ -87,13 +103,35 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
         .returning(['requested_at'])
         .executeTakeFirstOrThrow();
       if (input.taskId) {
-        await addTaskEvent(db, input.taskId, 'approval-requested', { requestId: input.requestId, tool: input.tool, summary: input.summary, reason: input.reason, ...(policy ? { policy: policy.name } : {}) }, `approval-req:${input.requestId}`);
+        await addTaskEvent(
+          db,
+          input.taskId,
+          'approval-requested',
+          {
+            requestId: input.requestId,
+            tool: input.tool,
+            summary: input.summary,
+            reason: input.reason,
+            ...(policy ? { policy: policy.name } : {}),
+          },
+          `approval-req:${input.requestId}`,
+        );
       }
       const requestedAt = row.requested_at.toISOString();
       if (policy) {
         // The request's clock starts when the row was first written: a retry keeps the first time.
         const state = initialWaitState(input.requestId, policy, row.requested_at.getTime(), creator);
-        await recordEvent({ requestId: input.requestId, agentId: input.agentId, taskId: input.taskId, kind: 'asked', targets: policy.approvers, eventKey: `${input.requestId}:asked`, state, atMs: state.requestedAtMs, summary: input.summary });
+        await recordEvent({
+          requestId: input.requestId,
+          agentId: input.agentId,
+          taskId: input.taskId,
+          kind: 'asked',
+          targets: policy.approvers,
+          eventKey: `${input.requestId}:asked`,
+          state,
+          atMs: state.requestedAtMs,
+          summary: input.summary,
+        });
       }
       return { requestedAt, ...(policy ? { policy } : {}), ...(creator ? { creator } : {}) };
     },
@@ -108,11 +146,16 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
   async function policySources(agentId: string): Promise<PolicySources> {
     const agent = await findAgent(db, agentId);
     const config = agent ? agentConfig(agent) : {};
-    const org = config.org ? await db.selectFrom('organisations').select('approvals').where('name', '=', config.org).executeTakeFirst() : undefined;
+    const org = config.org
+      ? await db.selectFrom('organisations').select('approvals').where('name', '=', config.org).executeTakeFirst()
+      : undefined;
     const orgApprovals = org?.approvals ? ApprovalsConfigSchema.safeParse(org.approvals) : undefined;
     return [
       { origin: `agent ${agentId}`, config: config.approvals as ApprovalsConfig | undefined },
-      { origin: `organisation ${config.org ?? ''}`.trim(), config: orgApprovals?.success ? orgApprovals.data : undefined },
+      {
+        origin: `organisation ${config.org ?? ''}`.trim(),
+        config: orgApprovals?.success ? orgApprovals.data : undefined,
+      },
     ];
   }
 
@@ -131,27 +174,63 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
       .onConflict((oc) => oc.column('event_key').doNothing())
       .returning('id')
       .executeTakeFirst();
-    if (input.state) await db.updateTable('approvals').set({ wait_state: JSON.stringify(input.state) }).where('id', '=', input.requestId).execute();
-    const tells = input.kind === 'asked' || input.kind === 'reminded' || input.kind === 'escalated' || input.kind === 'extended';
+    if (input.state)
+      await db
+        .updateTable('approvals')
+        .set({ wait_state: JSON.stringify(input.state) })
+        .where('id', '=', input.requestId)
+        .execute();
+    const tells =
+      input.kind === 'asked' || input.kind === 'reminded' || input.kind === 'escalated' || input.kind === 'extended';
     if (!tells || !input.state || (input.targets ?? []).length === 0) return;
     const line = waitingForLine(input.state, input.atMs);
-    const verbs: Partial<Record<ApprovalEventKind, string>> = { asked: 'Approval needed', reminded: 'Reminder: approval needed', escalated: 'Escalated: approval needed', extended: 'Last call: approval needed' };
+    const verbs: Partial<Record<ApprovalEventKind, string>> = {
+      asked: 'Approval needed',
+      reminded: 'Reminder: approval needed',
+      escalated: 'Escalated: approval needed',
+      extended: 'Last call: approval needed',
+    };
     const verb = verbs[input.kind]!;
     const body = `${verb} from ${(input.targets ?? []).join(', ')}: ${input.summary ?? input.requestId}\n${line}\nRequest ${input.requestId} (policy ${input.state.policy.name}).`;
     const id = `ntf_${createHash('sha256').update(input.eventKey).digest('hex').slice(0, 24)}`;
-    await storeNotification(db, id, { agentId: input.agentId, ...(input.taskId ? { taskId: input.taskId } : {}), kind: 'approval_request', title: `${verb}: ${input.summary ?? input.requestId}`, body, priority: input.kind === 'asked' ? 'normal' : 'high' });
+    await storeNotification(db, id, {
+      agentId: input.agentId,
+      ...(input.taskId ? { taskId: input.taskId } : {}),
+      kind: 'approval_request',
+      title: `${verb}: ${input.summary ?? input.requestId}`,
+      body,
+      priority: input.kind === 'asked' ? 'normal' : 'high',
+    });
     // The webhook is told once per event: only the attempt that wrote the trail row posts it.
     if (!input.state.policy.webhook || !inserted || input.kind === 'asked') return;
-    const request = await db.selectFrom('approvals').select('tool').where('id', '=', input.requestId).executeTakeFirst();
+    const request = await db
+      .selectFrom('approvals')
+      .select('tool')
+      .where('id', '=', input.requestId)
+      .executeTakeFirst();
     const webhook = request ? webhookFor(request.tool, await policySources(input.agentId)) : undefined;
-    if (webhook) await postWebhook(webhook, { event: `approval.${input.kind}`, requestId: input.requestId, taskId: input.taskId ?? null, to: input.targets, summary: input.summary ?? null, waitingFor: line });
+    if (webhook)
+      await postWebhook(webhook, {
+        event: `approval.${input.kind}`,
+        requestId: input.requestId,
+        taskId: input.taskId ?? null,
+        to: input.targets,
+        summary: input.summary ?? null,
+        waitingFor: line,
+      });
   }
 }
 
 /** Best effort: a failing receiver is logged; the notification in the inbox is the record. */
 async function postWebhook(url: string, payload: Record<string, unknown>): Promise<void> {
   try {
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload), signal: AbortSignal.timeout(APPROVAL_WEBHOOK_TIMEOUT_MS), redirect: 'error' });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+      signal: AbortSignal.timeout(APPROVAL_WEBHOOK_TIMEOUT_MS),
+      redirect: 'error',
+    });
     if (!response.ok) Context.current().log.warn('approval webhook refused the event', { status: response.status });
   } catch (error) {
     Context.current().log.warn('approval webhook failed', { error: String(error) });

@@ -29,7 +29,9 @@ export const REMIND_EVERY_MIN_MS = 1_000;
 const GROUP_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 const person = z.string().trim().min(1).max(APPROVER_NAME_MAX_CHARS);
 /** A person's name, or `@group` for a group of the same configuration. */
-const approverRef = person.refine((v) => !v.startsWith('@') || GROUP_NAME.test(v.slice(1)), { message: "a group reference is '@' and 1-63 lowercase letters, digits, '.', '_' or '-'" });
+const approverRef = person.refine((v) => !v.startsWith('@') || GROUP_NAME.test(v.slice(1)), {
+  message: "a group reference is '@' and 1-63 lowercase letters, digits, '.', '_' or '-'",
+});
 const duration = z.number().int().positive().max(APPROVAL_WAIT_MAX_MS);
 
 export const ApprovalPolicySchema = z
@@ -49,47 +51,77 @@ export const ApprovalPolicySchema = z
     /** `any` (default): one rejection ends the request; `quorum`: it takes as many rejections as approvals. */
     rejection: z.enum(['any', 'quorum']).optional(),
     remind: z
-      .object({ afterMs: duration, everyMs: z.number().int().min(REMIND_EVERY_MIN_MS).max(APPROVAL_WAIT_MAX_MS).optional(), webhookUrl: z.url({ protocol: /^https?$/ }).optional() })
+      .object({
+        afterMs: duration,
+        everyMs: z.number().int().min(REMIND_EVERY_MIN_MS).max(APPROVAL_WAIT_MAX_MS).optional(),
+        webhookUrl: z.url({ protocol: /^https?$/ }).optional(),
+      })
       .strict()
       .optional(),
-    escalate: z.object({ afterMs: duration, to: z.array(approverRef).min(1).max(APPROVERS_MAX) }).strict().optional(),
+    escalate: z
+      .object({ afterMs: duration, to: z.array(approverRef).min(1).max(APPROVERS_MAX) })
+      .strict()
+      .optional(),
     expireAfterMs: duration,
     /** After expiry: `ask-again` (default; the model is told and may ask again), `block` (the task moves to blocked), or one more window for other people. */
     onExpiry: z
-      .union([z.literal('ask-again'), z.literal('block'), z.object({ escalateTo: z.array(approverRef).min(1).max(APPROVERS_MAX), extendMs: duration }).strict()])
+      .union([
+        z.literal('ask-again'),
+        z.literal('block'),
+        z.object({ escalateTo: z.array(approverRef).min(1).max(APPROVERS_MAX), extendMs: duration }).strict(),
+      ])
       .optional(),
   })
   .strict()
-  .refine((p) => (p.tools === undefined) !== (p.toolClass === undefined), { message: 'a policy covers either `tools` or a `toolClass`, exactly one of them' });
+  .refine((p) => (p.tools === undefined) !== (p.toolClass === undefined), {
+    message: 'a policy covers either `tools` or a `toolClass`, exactly one of them',
+  });
 export type ApprovalPolicyConfig = z.infer<typeof ApprovalPolicySchema>;
 
 export const ApprovalsConfigSchema = z
   .object({
     /** Named groups of people, referenced as `@name` by this configuration's policies. */
-    groups: z.record(z.string().regex(GROUP_NAME, "a group name is 1-63 lowercase letters, digits, '.', '_' or '-'"), z.array(person).min(1).max(APPROVERS_MAX)).optional(),
+    groups: z
+      .record(
+        z.string().regex(GROUP_NAME, "a group name is 1-63 lowercase letters, digits, '.', '_' or '-'"),
+        z.array(person).min(1).max(APPROVERS_MAX),
+      )
+      .optional(),
     /** The first policy that covers a tool applies. */
     policies: z.array(ApprovalPolicySchema).max(50),
   })
   .strict()
   .superRefine((config, ctx) => {
-    for (const problem of approvalsConfigProblems(config)) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+    for (const problem of approvalsConfigProblems(config))
+      ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
   });
 export type ApprovalsConfig = z.infer<typeof ApprovalsConfigSchema>;
 
 /** Unknown groups, and quorums larger than the people who could ever decide. */
-function approvalsConfigProblems(config: { groups?: Record<string, string[]>; policies: ApprovalPolicyConfig[] }): Array<{ message: string; path: (string | number)[] }> {
+function approvalsConfigProblems(config: {
+  groups?: Record<string, string[]>;
+  policies: ApprovalPolicyConfig[];
+}): Array<{ message: string; path: (string | number)[] }> {
   const problems: Array<{ message: string; path: (string | number)[] }> = [];
   const groups = config.groups ?? {};
   config.policies.forEach((policy, i) => {
     const refs: Array<[string[], (string | number)[]]> = [[policy.approvers, ['policies', i, 'approvers']]];
     if (policy.escalate) refs.push([policy.escalate.to, ['policies', i, 'escalate', 'to']]);
-    if (typeof policy.onExpiry === 'object') refs.push([policy.onExpiry.escalateTo, ['policies', i, 'onExpiry', 'escalateTo']]);
+    if (typeof policy.onExpiry === 'object')
+      refs.push([policy.onExpiry.escalateTo, ['policies', i, 'onExpiry', 'escalateTo']]);
     let unknownGroup = false;
     for (const [list, path] of refs) {
       for (const ref of list) {
         if (ref.startsWith('@') && !Object.hasOwn(groups, ref.slice(1))) {
           unknownGroup = true;
-          problems.push({ path, message: `unknown approver group ${ref}; known groups: ${Object.keys(groups).map((g) => `@${g}`).join(', ') || 'none (define them under approvals.groups)'}` });
+          problems.push({
+            path,
+            message: `unknown approver group ${ref}; known groups: ${
+              Object.keys(groups)
+                .map((g) => `@${g}`)
+                .join(', ') || 'none (define them under approvals.groups)'
+            }`,
+          });
         }
       }
     }
@@ -97,7 +129,10 @@ function approvalsConfigProblems(config: { groups?: Record<string, string[]>; po
     const quorum = policy.quorum ?? 1;
     // With an unknown group the count of people means nothing: that group's problem is the one to fix.
     if (!unknownGroup && quorum > people.size) {
-      problems.push({ path: ['policies', i, 'quorum'], message: `quorum ${quorum} is larger than the ${people.size} approver${people.size === 1 ? '' : 's'} who exist (${[...people].join(', ')})` });
+      problems.push({
+        path: ['policies', i, 'quorum'],
+        message: `quorum ${quorum} is larger than the ${people.size} approver${people.size === 1 ? '' : 's'} who exist (${[...people].join(', ')})`,
+      });
     }
   });
   return problems;
@@ -117,7 +152,10 @@ function covers(policy: ApprovalPolicyConfig, tool: string): boolean {
 
 export type PolicySources = Array<{ origin: string; config: ApprovalsConfig | undefined }>;
 
-function coveringPolicy(tool: string, sources: PolicySources): { origin: string; config: ApprovalsConfig; policy: ApprovalPolicyConfig } | undefined {
+function coveringPolicy(
+  tool: string,
+  sources: PolicySources,
+): { origin: string; config: ApprovalsConfig; policy: ApprovalPolicyConfig } | undefined {
   for (const { origin, config } of sources) {
     const policy = config?.policies.find((p) => covers(p, tool));
     if (config && policy) return { origin, config, policy };
@@ -142,7 +180,12 @@ export function resolveApprovalPolicy(tool: string, sources: PolicySources): Res
     const groups = config.groups ?? {};
     const onExpiry: ResolvedApprovalPolicy['onExpiry'] =
       typeof p.onExpiry === 'object'
-        ? { then: 'escalate', to: expand(p.onExpiry.escalateTo, groups), toLabel: label(p.onExpiry.escalateTo), extendMs: p.onExpiry.extendMs }
+        ? {
+            then: 'escalate',
+            to: expand(p.onExpiry.escalateTo, groups),
+            toLabel: label(p.onExpiry.escalateTo),
+            extendMs: p.onExpiry.extendMs,
+          }
         : { then: p.onExpiry ?? 'ask-again' };
     return {
       name: `${origin} ${p.name ?? (p.tools ? p.tools.join('+') : `class ${p.toolClass}`)}`,
@@ -151,7 +194,9 @@ export function resolveApprovalPolicy(tool: string, sources: PolicySources): Res
       quorum: p.quorum ?? 1,
       creatorCounts: p.creatorCounts ?? true,
       rejection: p.rejection ?? 'any',
-      ...(p.remind ? { remindAfterMs: p.remind.afterMs, ...(p.remind.everyMs ? { remindEveryMs: p.remind.everyMs } : {}) } : {}),
+      ...(p.remind
+        ? { remindAfterMs: p.remind.afterMs, ...(p.remind.everyMs ? { remindEveryMs: p.remind.everyMs } : {}) }
+        : {}),
       webhook: p.remind?.webhookUrl !== undefined,
       ...(p.escalate ? { escalateAfterMs: p.escalate.afterMs } : {}),
       escalateTo: expand(p.escalate?.to ?? [], groups),

@@ -37,9 +37,17 @@ export interface ApprovalTrailEvent {
 }
 
 /** Pending requests, oldest first; `forPerson`: only those in that person's own queue. */
-export async function pendingApprovalViews(db: Kysely<Database>, options: { forPerson?: string; agentId?: string; nowMs?: number } = {}): Promise<PendingApprovalView[]> {
+export async function pendingApprovalViews(
+  db: Kysely<Database>,
+  options: { forPerson?: string; agentId?: string; nowMs?: number } = {},
+): Promise<PendingApprovalView[]> {
   const nowMs = options.nowMs ?? Date.now();
-  let query = db.selectFrom('approvals').selectAll().where('status', '=', 'pending').orderBy('requested_at').limit(APPROVAL_LIST_MAX);
+  let query = db
+    .selectFrom('approvals')
+    .selectAll()
+    .where('status', '=', 'pending')
+    .orderBy('requested_at')
+    .limit(APPROVAL_LIST_MAX);
   if (options.agentId) query = query.where('agent_id', '=', options.agentId);
   const rows = await query.execute();
   const views = rows.map((r): PendingApprovalView => {
@@ -64,22 +72,48 @@ export async function pendingApprovalViews(db: Kysely<Database>, options: { forP
 }
 
 function waitingOn(wait: ApprovalWaitState, nowMs: number): string[] {
-  const people = new Set([...wait.policy.approvers, ...wait.policy.escalateTo, ...wait.delegations.map((d) => d.to), ...(wait.policy.onExpiry.then === 'escalate' ? wait.policy.onExpiry.to : [])]);
+  const people = new Set([
+    ...wait.policy.approvers,
+    ...wait.policy.escalateTo,
+    ...wait.delegations.map((d) => d.to),
+    ...(wait.policy.onExpiry.then === 'escalate' ? wait.policy.onExpiry.to : []),
+  ]);
   return [...people].filter((p) => inQueueOf(wait, p, nowMs));
 }
 
 /** A request's trail, oldest first; undefined when there is no such request. */
-export async function approvalTrail(db: Kysely<Database>, requestId: string): Promise<{ status: string; summary: string; taskId: string | null; waitingFor: string | null; events: ApprovalTrailEvent[] } | undefined> {
-  const row = await db.selectFrom('approvals').select(['status', 'summary', 'task_id', 'wait_state', 'decided_by', 'decided_at', 'requested_at', 'comment']).where('id', '=', requestId).executeTakeFirst();
+export async function approvalTrail(
+  db: Kysely<Database>,
+  requestId: string,
+): Promise<
+  | { status: string; summary: string; taskId: string | null; waitingFor: string | null; events: ApprovalTrailEvent[] }
+  | undefined
+> {
+  const row = await db
+    .selectFrom('approvals')
+    .select(['status', 'summary', 'task_id', 'wait_state', 'decided_by', 'decided_at', 'requested_at', 'comment'])
+    .where('id', '=', requestId)
+    .executeTakeFirst();
   if (!row) return undefined;
-  const events = await db.selectFrom('approval_events').select(['kind', 'actor', 'targets', 'comment', 'created_at']).where('request_id', '=', requestId).orderBy('id').execute();
+  const events = await db
+    .selectFrom('approval_events')
+    .select(['kind', 'actor', 'targets', 'comment', 'created_at'])
+    .where('request_id', '=', requestId)
+    .orderBy('id')
+    .execute();
   const wait = row.wait_state as ApprovalWaitState | null;
   return {
     status: row.status,
     summary: row.summary,
     taskId: row.task_id,
     waitingFor: wait && row.status === 'pending' ? waitingForLine(wait, Date.now()) : null,
-    events: events.map((e) => ({ kind: e.kind, actor: e.actor, targets: e.targets, comment: e.comment, at: e.created_at })),
+    events: events.map((e) => ({
+      kind: e.kind,
+      actor: e.actor,
+      targets: e.targets,
+      comment: e.comment,
+      at: e.created_at,
+    })),
   };
 }
 

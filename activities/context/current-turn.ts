@@ -24,7 +24,10 @@ export function currentTimeText(inputs: Pick<PromptInputs, 'now' | 'timezone'>):
  * The stored conversation followed by a user message carrying `text`, and the index of the message
  * cache breakpoint: the last stored message (none when there is none). The input is not modified.
  */
-export function withCurrentTurnTail(messages: readonly ChatMessage[], text: string): { messages: ChatMessage[]; messageCacheBreakpoint?: number } {
+export function withCurrentTurnTail(
+  messages: readonly ChatMessage[],
+  text: string,
+): { messages: ChatMessage[]; messageCacheBreakpoint?: number } {
   const out: ChatMessage[] = [...messages, { role: 'user', content: [{ type: 'text', text }] }];
   return messages.length > 0 ? { messages: out, messageCacheBreakpoint: messages.length - 1 } : { messages: out };
 }

@@ -10,8 +10,20 @@ export { filterSkillsByRelevance, LIGHTWEIGHT_SCENARIOS, relevanceKeywords, rele
 export { CHAT_PREAMBLE, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_USER_MESSAGE, TASK_PREAMBLE } from './prompt-text';
 export { prepareMessages, stage1Cut } from './prepare-messages';
 export { cacheBreakpoint, findTaskPrompt } from './message-units';
-export { createMemorySummaryCache, messageHash, prefixHashes, SUMMARY_CACHE_CANDIDATES, type CachedSummary, type SummaryCache } from './summary-cache';
-export type { CompressionStage, PrepareMessagesOptions, PrepareMessagesStats, PreparedMessages } from './prepare-messages';
+export {
+  createMemorySummaryCache,
+  messageHash,
+  prefixHashes,
+  SUMMARY_CACHE_CANDIDATES,
+  type CachedSummary,
+  type SummaryCache,
+} from './summary-cache';
+export type {
+  CompressionStage,
+  PrepareMessagesOptions,
+  PrepareMessagesStats,
+  PreparedMessages,
+} from './prepare-messages';
 export { sanitizeMessageSequence, type SanitizeStats } from './sanitize';
 export { buildHeuristicSummary, buildSummarizerPrompt, SUMMARIZER_SYSTEM_PROMPT } from './summarize';
 export { summarizeToolBlock } from './tool-block';

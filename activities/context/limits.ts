@@ -140,13 +140,26 @@ export const TOOL_BLOCK_ARGS_CHARS = 200;
 export const TOOL_BLOCK_TEMPLATE_COUNT = 4;
 /** Tools whose results are findings (kept at TOOL_BLOCK_RESEARCH_RESULT_CHARS); `*_search` too. */
 export const RESEARCH_TOOL_NAMES: readonly string[] = [
-  'web_search', 'web_fetch', 'web_extract', 'file_read', 'read_file', 'file_search', 'grep', 'glob', 'list_files',
-  'memory_search', 'deliverable_search', 'recall_activity', 'task_get', 'requirement_get',
+  'web_search',
+  'web_fetch',
+  'web_extract',
+  'file_read',
+  'read_file',
+  'file_search',
+  'grep',
+  'glob',
+  'list_files',
+  'memory_search',
+  'deliverable_search',
+  'recall_activity',
+  'task_get',
+  'requirement_get',
 ];
 /** An untagged first user message containing one of these is the task prompt. */
 export const TASK_PROMPT_MARKERS: readonly string[] = ['TASK EXECUTION', 'task_submit_review'];
 /** Ours (per ARCHITECTURE §5): a tool call with no recorded result is reported to the model as interrupted. */
-export const INTERRUPTED_TOOL_RESULT_TEXT = 'Tool call interrupted / no result recorded. It may or may not have taken effect; check before retrying.';
+export const INTERRUPTED_TOOL_RESULT_TEXT =
+  'Tool call interrupted / no result recorded. It may or may not have taken effect; check before retrying.';
 /** Opening of every summary message; sanitisation never merges it into a neighbour. */
 export const SUMMARY_MESSAGE_PREFIX = '[Conversation history summary';
 

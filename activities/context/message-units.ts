@@ -20,8 +20,10 @@ export function findTaskPrompt(messages: readonly ChatMessage[]): number {
   return TASK_PROMPT_MARKERS.some((marker) => text.includes(marker)) ? first : -1;
 }
 
-export const isResultMessage = (m: ChatMessage | undefined) => m?.role === 'user' && m.content.some((b) => b.type === 'tool_result');
-export const isToolCall = (m: ChatMessage | undefined) => m?.role === 'assistant' && m.content.some((b) => b.type === 'tool_use');
+export const isResultMessage = (m: ChatMessage | undefined) =>
+  m?.role === 'user' && m.content.some((b) => b.type === 'tool_result');
+export const isToolCall = (m: ChatMessage | undefined) =>
+  m?.role === 'assistant' && m.content.some((b) => b.type === 'tool_use');
 
 /** Moves a cut index back so it never separates a tool call from its results. */
 export function blockStart(messages: readonly ChatMessage[], cut: number): number {
@@ -44,7 +46,6 @@ export function lastToolBlockStart(messages: readonly ChatMessage[]): number {
   return 0;
 }
 
-
 /** Tool blocks travel together: an assistant tool call and its results are one unit. */
 function toUnits(messages: readonly ChatMessage[]): Unit[] {
   const units: Unit[] = [];
@@ -64,7 +65,11 @@ function toUnits(messages: readonly ChatMessage[]): Unit[] {
  * Drops the oldest units until the rest fits `budget`: non-summary units first, then summaries; the
  * last unit (the current input) is never dropped.
  */
-export function trimOldest(messages: readonly ChatMessage[], budget: number, tokensOf: (m: ChatMessage) => number): ChatMessage[] {
+export function trimOldest(
+  messages: readonly ChatMessage[],
+  budget: number,
+  tokensOf: (m: ChatMessage) => number,
+): ChatMessage[] {
   const units = toUnits(messages);
   const sizes = units.map((u) => u.reduce((acc, m) => acc + tokensOf(m), 0));
   let total = sizes.reduce((a, b) => a + b, 0);

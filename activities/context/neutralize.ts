@@ -18,7 +18,8 @@ export const FENCE_TAGS = ['untrusted', 'skill', 'scope-context', 'scope-prompts
 
 const FENCE_TAG_PATTERN = new RegExp(`<(/?)(${FENCE_TAGS.join('|')})(?=[\\s>/])`, 'gi');
 const SPECIAL_TOKEN_PATTERN = /<\|([A-Za-z0-9_]{1,40})\|>/g;
-const FAKE_INJECTION_PATTERN = /^(\s*)\[(SYSTEM|REFLECTION CHECKPOINT|HEARTBEAT CHECK-IN|TASK EXECUTION|Conversation history summary)/gim;
+const FAKE_INJECTION_PATTERN =
+  /^(\s*)\[(SYSTEM|REFLECTION CHECKPOINT|HEARTBEAT CHECK-IN|TASK EXECUTION|Conversation history summary)/gim;
 
 export function neutralize(text: string): string {
   return text

@@ -54,7 +54,16 @@ import { buildHeuristicSummary, buildSummarizerPrompt, coveredCount, summaryMess
 import { prefixHashes, type SummaryCache } from './summary-cache';
 import { calibrationRatio, countMessageTokensRaw, safeJson } from './tokens';
 import { nonResultContent, summarizeToolBlock } from './tool-block';
-import { blockStart, cacheBreakpoint, currentTurnStart, findTaskPrompt, isResultMessage, isToolCall, lastToolBlockStart, trimOldest } from './message-units';
+import {
+  blockStart,
+  cacheBreakpoint,
+  currentTurnStart,
+  findTaskPrompt,
+  isResultMessage,
+  isToolCall,
+  lastToolBlockStart,
+  trimOldest,
+} from './message-units';
 
 export interface PrepareMessagesOptions {
   /** Model context window (catalog); non-positive = unknown (64K). */
@@ -124,7 +133,10 @@ export interface PreparedMessages {
   stats: PrepareMessagesStats;
 }
 
-export async function prepareMessages(input: readonly ChatMessage[], opts: PrepareMessagesOptions): Promise<PreparedMessages> {
+export async function prepareMessages(
+  input: readonly ChatMessage[],
+  opts: PrepareMessagesOptions,
+): Promise<PreparedMessages> {
   const { model } = opts;
   const budget = computeTokenBudget(opts);
   const ratio = calibrationRatio(model);
@@ -222,7 +234,8 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
     if (stats.compactedToolBlocks > compactedBefore) stats.stagesApplied.push('tool_block_compaction');
   }
   const base = work.length;
-  if (over() && (await summarizeHead(Math.max(1, Math.floor(base * STAGE3B_KEEP_FRACTION)))).length) stats.stagesApplied.push('summary_keep_40');
+  if (over() && (await summarizeHead(Math.max(1, Math.floor(base * STAGE3B_KEEP_FRACTION)))).length)
+    stats.stagesApplied.push('summary_keep_40');
   if (over() && (await summarizeHead(Math.max(1, Math.floor(base * STAGE3C_KEEP_FRACTION)))).length) {
     stats.stagesApplied.push('summary_keep_30');
     capAll();
@@ -252,7 +265,10 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
       taskPrompt = shortened;
       stats.stagesApplied.push('task_prompt_compaction');
     };
-    const steps = taskPrompt && tokensOf(taskPrompt) >= rawBudget ? [shortenTaskPrompt, shortenInput] : [shortenInput, shortenTaskPrompt];
+    const steps =
+      taskPrompt && tokensOf(taskPrompt) >= rawBudget
+        ? [shortenTaskPrompt, shortenInput]
+        : [shortenInput, shortenTaskPrompt];
     for (const step of steps) if (over()) step();
   }
 
@@ -262,13 +278,22 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
     messages[0] =
       taskPrompt.content === originalTaskPrompt.content
         ? originalTaskPrompt
-        : { role: 'user', content: taskPrompt.content, ...(originalTaskPrompt.kind !== undefined ? { kind: originalTaskPrompt.kind } : {}) };
+        : {
+            role: 'user',
+            content: taskPrompt.content,
+            ...(originalTaskPrompt.kind !== undefined ? { kind: originalTaskPrompt.kind } : {}),
+          };
   }
   stats.tokensAfter = Math.ceil(sum(messages) * ratio);
   stats.messagesAfter = messages.length;
   stats.overBudget = sum(messages) > rawBudget;
   const breakpoint = cacheBreakpoint(messages);
-  return { messages, ...(breakpoint !== undefined ? { messageCacheBreakpoint: breakpoint } : {}), maxOutputTokens: budget.maxOutputTokens, stats };
+  return {
+    messages,
+    ...(breakpoint !== undefined ? { messageCacheBreakpoint: breakpoint } : {}),
+    maxOutputTokens: budget.maxOutputTokens,
+    stats,
+  };
 }
 
 /**
@@ -276,18 +301,30 @@ export async function prepareMessages(input: readonly ChatMessage[], opts: Prepa
  * (40) verbatim. Constant for 20 messages at a time, so the folded head (and its cached summary) repeats.
  */
 export function stage1Cut(messages: number): number {
-  return STAGE1_FOLD_STEP_MESSAGES * Math.floor(Math.max(0, messages - STAGE1_KEEP_MESSAGES) / STAGE1_FOLD_STEP_MESSAGES);
+  return (
+    STAGE1_FOLD_STEP_MESSAGES * Math.floor(Math.max(0, messages - STAGE1_KEEP_MESSAGES) / STAGE1_FOLD_STEP_MESSAGES)
+  );
 }
 
 /** chars / 3.5 estimate of a message, without tokenising it. */
 function estimateMessageTokens(message: ChatMessage): number {
   let chars = 0;
-  for (const b of message.content) chars += b.type === 'text' ? b.text.length : b.type === 'tool_result' ? b.content.length : b.name.length + safeJson(b.input).length;
+  for (const b of message.content)
+    chars +=
+      b.type === 'text'
+        ? b.text.length
+        : b.type === 'tool_result'
+          ? b.content.length
+          : b.name.length + safeJson(b.input).length;
   return Math.ceil(chars / FALLBACK_CHARS_PER_TOKEN);
 }
 
 /** Compacts every tool block that starts before `boundary`. */
-function compactToolBlocks(messages: readonly ChatMessage[], boundary: number, stats: PrepareMessagesStats): ChatMessage[] {
+function compactToolBlocks(
+  messages: readonly ChatMessage[],
+  boundary: number,
+  stats: PrepareMessagesStats,
+): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i] as ChatMessage;
@@ -305,7 +342,11 @@ function compactToolBlocks(messages: readonly ChatMessage[], boundary: number, s
   return out;
 }
 
-async function summarizeMessages(older: readonly ChatMessage[], opts: PrepareMessagesOptions, stats: PrepareMessagesStats): Promise<ChatMessage> {
+async function summarizeMessages(
+  older: readonly ChatMessage[],
+  opts: PrepareMessagesOptions,
+  stats: PrepareMessagesStats,
+): Promise<ChatMessage> {
   stats.summarizedMessages += older.reduce((acc, m) => acc + (m.kind === 'summary' && m.role === 'user' ? 0 : 1), 0);
   const cache = opts.summaryCache;
   if (!cache) return (await freshSummary(older, opts, stats)).message;
@@ -322,7 +363,11 @@ async function summarizeMessages(older: readonly ChatMessage[], opts: PrepareMes
   // The longest cached head of these messages: fold its summary with the newer messages only.
   const base = candidates.find((c) => c.length > 0 && c.length < older.length && hashes[c.length] === c.hash);
   if (base) stats.summariesExtended += 1;
-  const { message, source } = await freshSummary(base ? [summaryFromText(base.text), ...older.slice(base.length)] : older, opts, stats);
+  const { message, source } = await freshSummary(
+    base ? [summaryFromText(base.text), ...older.slice(base.length)] : older,
+    opts,
+    stats,
+  );
   const text = message.content[0]?.type === 'text' ? message.content[0].text : '';
   await cache.store({ length: older.length, hash, text, source }).catch(() => undefined);
   return message;
@@ -354,4 +399,3 @@ async function freshSummary(
   stats.summarySource = 'heuristic';
   return { message: summaryMessage(buildHeuristicSummary(older), covered, 'heuristic'), source: 'heuristic' };
 }
-

@@ -24,11 +24,20 @@ export const DELIVERABLE_FORMAT = `## Deliverable Format
 export const TASK_WORKFLOW: readonly PromptLine[] = [
   '## Task & Requirement Workflow',
   '- A task moves pending → in_progress → review → completed; it can also be blocked, failed, cancelled or rejected. The system performs the side effects of each transition (starting work, notifying reviewers, unblocking dependants), so do not send messages announcing routine status changes.',
-  withTools('task_create', '- Large or sustained work becomes a task (task_create), not an inline answer. Break big tasks into subtasks (parent_task_id); work that must wait for other tasks gets depends_on and starts by itself when they complete.'),
-  withTools(['task_list', 'task_get'], '- task_list and task_get show tasks with their subtasks, dependencies, notes and comments.'),
+  withTools(
+    'task_create',
+    '- Large or sustained work becomes a task (task_create), not an inline answer. Break big tasks into subtasks (parent_task_id); work that must wait for other tasks gets depends_on and starts by itself when they complete.',
+  ),
+  withTools(
+    ['task_list', 'task_get'],
+    '- task_list and task_get show tasks with their subtasks, dependencies, notes and comments.',
+  ),
   withTools('task_note', '- While working on a task, record progress and decisions with task_note.'),
   '- If you cannot proceed, say clearly what blocks you and what you need.',
-  withTools('task_submit_review', '- A task ends only when you call task_submit_review with a summary of the deliverable; a reviewer accepts it or asks for a revision.'),
+  withTools(
+    'task_submit_review',
+    '- A task ends only when you call task_submit_review with a summary of the deliverable; a reviewer accepts it or asks for a revision.',
+  ),
 ];
 
 export const TOOL_USAGE_RULES: readonly PromptLine[] = [
@@ -37,12 +46,18 @@ export const TOOL_USAGE_RULES: readonly PromptLine[] = [
   '- Independent calls may run together; dependent calls run one after another, reading each result first.',
   '- A tool error is feedback: read it, fix the cause, and do not repeat the same failing call unchanged.',
   '- Large tool outputs may be stored with a preview; fetch the stored output only when you need more of it.',
-  withTools('update_notebook', '- Memory: update_notebook keeps short situational notes (priorities, decisions, blockers); do not copy raw messages into the notebook.'),
+  withTools(
+    'update_notebook',
+    '- Memory: update_notebook keeps short situational notes (priorities, decisions, blockers); do not copy raw messages into the notebook.',
+  ),
   withTools('clear_notebook', '- clear_notebook removes notebook entries that are stale.'),
   withTools('memory_save', '- memory_save records durable observations.'),
   withTools('memory_update', '- memory_update edits your curated knowledge.'),
   withTools('memory_search', '- memory_search finds observations and knowledge.'),
-  withTools('discover_tools', '- discover_tools lists and activates skills and further tools when the ones you have are not enough.'),
+  withTools(
+    'discover_tools',
+    '- discover_tools lists and activates skills and further tools when the ones you have are not enough.',
+  ),
 ];
 
 export const COMMUNICATION_RULES: readonly PromptLine[] = [
@@ -50,10 +65,16 @@ export const COMMUNICATION_RULES: readonly PromptLine[] = [
   '- Answer in the language of the person you are talking to.',
   '- Humans see your reply only in chat.',
   withTools('notify_user', '- Outside chat, reach humans with notify_user (updates, alerts).'),
-  withTools('request_user_approval', '- Ask a human for a decision, a choice between options or free-form input with request_user_approval.'),
-  withTools('agent_send_message', '- Other agents are reached with agent_send_message; keep agent messages short and structured.'),
-  withTools('task_comment', "- Discuss a task in its comment thread (task_comment)."),
-  withTools('requirement_comment', "- Discuss a requirement in its comment thread (requirement_comment)."),
+  withTools(
+    'request_user_approval',
+    '- Ask a human for a decision, a choice between options or free-form input with request_user_approval.',
+  ),
+  withTools(
+    'agent_send_message',
+    '- Other agents are reached with agent_send_message; keep agent messages short and structured.',
+  ),
+  withTools('task_comment', '- Discuss a task in its comment thread (task_comment).'),
+  withTools('requirement_comment', '- Discuss a requirement in its comment thread (requirement_comment).'),
   withTools('check_mailbox', '- check_mailbox shows everything waiting for you, in any scenario.'),
 ];
 
@@ -87,12 +108,18 @@ export const SCENARIO_INSTRUCTIONS: Record<PromptScenario, readonly PromptLine[]
     "Communication channel: your output is visible in the task's execution log, not to a person in real time.",
     withTools('notify_user', 'Use notify_user only for critical updates.'),
     withTools('agent_send_message', 'Use agent_send_message to reach agents.'),
-    withTools(['spawn_subagent', 'spawn_subagents'], 'Delegate independent, self-contained pieces of work with spawn_subagent, or spawn_subagents for up to 10 in parallel; each returns a short answer to your tool call.'),
+    withTools(
+      ['spawn_subagent', 'spawn_subagents'],
+      'Delegate independent, self-contained pieces of work with spawn_subagent, or spawn_subagents for up to 10 in parallel; each returns a short answer to your tool call.',
+    ),
   ],
   chat: [
     '### Chat',
     'Answer directly what can be answered or done quickly.',
-    withTools('task_create', 'Sustained implementation work becomes a task (task_create) rather than a long inline effort.'),
+    withTools(
+      'task_create',
+      'Sustained implementation work becomes a task (task_create) rather than a long inline effort.',
+    ),
     'Communication channel: your reply is visible to the person chatting with you as you write it. Speak naturally.',
     withTools('agent_send_message', 'Use agent_send_message to involve other agents.'),
   ],
@@ -100,8 +127,11 @@ export const SCENARIO_INSTRUCTIONS: Record<PromptScenario, readonly PromptLine[]
     '### Heartbeat check-in',
     "A brief, periodic check-in: review your tasks, retry or report failures, advance your active goals, and note what you learned about working better. Patrol, don't build: small actions are fine, anything substantial becomes a task.",
     'Communication channel: nobody sees your text output.',
-    withTools('notify_user', 'notify_user is the only way to reach a human (set related_task_id when it concerns a task).'),
-    withTools('request_user_approval', 'request_user_approval puts a decision you need in the humans\' inbox.'),
+    withTools(
+      'notify_user',
+      'notify_user is the only way to reach a human (set related_task_id when it concerns a task).',
+    ),
+    withTools('request_user_approval', "request_user_approval puts a decision you need in the humans' inbox."),
     withTools('agent_send_message', 'agent_send_message reaches agents.'),
     withTools('recall_activity', 'recall_activity looks up past work.'),
     'If nothing needs attention, answer exactly HEARTBEAT_OK.',
@@ -134,7 +164,10 @@ export const SCENARIO_INSTRUCTIONS: Record<PromptScenario, readonly PromptLine[]
     '### Comment response',
     'New comments arrived on a task or requirement. Read the thread and the item first, treat comments that arrived together as one batch, and check whether the discussion has already converged before adding to it.',
     "Communication channel: your final answer is posted in the task's comment thread as the reply to the comment you were given, seen by everyone who follows the task. If the thread has already converged, answer exactly [NO_RESPONSE].",
-    withTools('task_comment', 'Comment on another task with task_comment; an @agent-id in a comment asks that agent to answer in the thread.'),
+    withTools(
+      'task_comment',
+      'Comment on another task with task_comment; an @agent-id in a comment asks that agent to answer in the thread.',
+    ),
     withTools('requirement_comment', 'Reply on a requirement with requirement_comment.'),
     withTools('notify_user', 'Use notify_user only if it is urgent.'),
   ],

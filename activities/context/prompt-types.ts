@@ -10,7 +10,16 @@ import type { SystemSegment, ToolDefinition } from '../llm/types';
 import type { Instant } from './quantize';
 import type { PromptPriority } from '../../workflows/rules/priority';
 
-export type PromptScenario = 'task' | 'chat' | 'heartbeat' | 'reflection' | 'consolidation' | 'a2a' | 'comment_response' | 'group_chat' | 'subagent';
+export type PromptScenario =
+  | 'task'
+  | 'chat'
+  | 'heartbeat'
+  | 'reflection'
+  | 'consolidation'
+  | 'a2a'
+  | 'comment_response'
+  | 'group_chat'
+  | 'subagent';
 
 export interface AgentFiles {
   /** SOUL.md: identity and persona (required). */
@@ -90,7 +99,6 @@ export interface ActiveSkill {
   /** Activated this session: full body. Otherwise progressive disclosure (200 chars of body). */
   expanded?: boolean;
 }
-
 
 export interface PromptTask {
   id: string;
@@ -190,12 +198,35 @@ export interface PromptInputs {
 }
 
 export type PromptSegmentName =
-  | 'identity' | 'role' | 'capabilities' | 'tools' | 'policies' | 'deliverables' | 'task_workflow'
-  | 'tool_usage' | 'communication'
-  | 'identity_section' | 'organisation' | 'workspace' | 'user_profiles' | 'trust' | 'environment'
-  | 'knowledge' | 'active_skills' | 'scope_context' | 'scenario'
-  | 'announcements' | 'notebook' | 'skills_catalogue' | 'task_board' | 'team_status'
-  | 'recent_activity' | 'recent_runs' | 'attention' | 'sender' | 'available_tools'
+  | 'identity'
+  | 'role'
+  | 'capabilities'
+  | 'tools'
+  | 'policies'
+  | 'deliverables'
+  | 'task_workflow'
+  | 'tool_usage'
+  | 'communication'
+  | 'identity_section'
+  | 'organisation'
+  | 'workspace'
+  | 'user_profiles'
+  | 'trust'
+  | 'environment'
+  | 'knowledge'
+  | 'active_skills'
+  | 'scope_context'
+  | 'scenario'
+  | 'announcements'
+  | 'notebook'
+  | 'skills_catalogue'
+  | 'task_board'
+  | 'team_status'
+  | 'recent_activity'
+  | 'recent_runs'
+  | 'attention'
+  | 'sender'
+  | 'available_tools'
   | 'timestamp'
   | 'total';
 

@@ -31,7 +31,14 @@ export interface SanitizeStats {
 }
 
 export function emptySanitizeStats(): SanitizeStats {
-  return { synthesizedResults: 0, droppedOrphanResults: 0, droppedDuplicateResults: 0, droppedEmptyMessages: 0, droppedLeadingAssistant: 0, mergedMessages: 0 };
+  return {
+    synthesizedResults: 0,
+    droppedOrphanResults: 0,
+    droppedDuplicateResults: 0,
+    droppedEmptyMessages: 0,
+    droppedLeadingAssistant: 0,
+    mergedMessages: 0,
+  };
 }
 
 export function addSanitizeStats(into: SanitizeStats, from: SanitizeStats): void {
@@ -41,7 +48,10 @@ export function addSanitizeStats(into: SanitizeStats, from: SanitizeStats): void
 const isNormal = (m: ChatMessage) => m.kind === undefined || m.kind === 'normal';
 const hasToolUse = (m: ChatMessage) => m.content.some((b) => b.type === 'tool_use');
 
-export function sanitizeMessageSequence(input: readonly ChatMessage[]): { messages: ChatMessage[]; stats: SanitizeStats } {
+export function sanitizeMessageSequence(input: readonly ChatMessage[]): {
+  messages: ChatMessage[];
+  stats: SanitizeStats;
+} {
   const stats = emptySanitizeStats();
 
   // 1. Empty blocks and messages.
@@ -120,7 +130,9 @@ export function sanitizeMessageSequence(input: readonly ChatMessage[]): { messag
       merged[merged.length - 1] = {
         role: previous.role,
         content: orderedContent(previous.content, message.content),
-        ...(mergeAssistants && previous.kind === message.kind && previous.kind !== undefined ? { kind: previous.kind } : {}),
+        ...(mergeAssistants && previous.kind === message.kind && previous.kind !== undefined
+          ? { kind: previous.kind }
+          : {}),
       };
       stats.mergedMessages += 1;
     } else {

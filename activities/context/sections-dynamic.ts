@@ -68,26 +68,46 @@ function notebookSection(inputs: PromptInputs): SegmentDraft | undefined {
   const entries = inputs.notebook?.filter((e) => e.content.trim());
   if (!entries?.length) return undefined;
   const items = entries.map(
-    (e) => `### ${inline(e.key, 120)} [${e.tag}, ${notebookAgeLabel(e.updatedAt, inputs.now)}]\n${neutralize(truncateChars(e.content.trim(), NOTEBOOK_MAX_CHARS_PER_ENTRY))}`,
+    (e) =>
+      `### ${inline(e.key, 120)} [${e.tag}, ${notebookAgeLabel(e.updatedAt, inputs.now)}]\n${neutralize(truncateChars(e.content.trim(), NOTEBOOK_MAX_CHARS_PER_ENTRY))}`,
   );
-  return { name: 'notebook', tier: 3, heading: '## Notebook', items, dropFrom: 'start', separator: '\n\n', shrinkOrder: SHRINK_ORDER.notebook };
+  return {
+    name: 'notebook',
+    tier: 3,
+    heading: '## Notebook',
+    items,
+    dropFrom: 'start',
+    separator: '\n\n',
+    shrinkOrder: SHRINK_ORDER.notebook,
+  };
 }
 
 /** The query's keywords: lowercase words longer than 2 characters. */
 export function relevanceKeywords(query: string | undefined): Set<string> {
-  return new Set((query ?? '').toLowerCase().split(/[^\p{L}\p{N}_-]+/u).filter((w) => w.length >= SKILL_KEYWORD_MIN_CHARS));
+  return new Set(
+    (query ?? '')
+      .toLowerCase()
+      .split(/[^\p{L}\p{N}_-]+/u)
+      .filter((w) => w.length >= SKILL_KEYWORD_MIN_CHARS),
+  );
 }
 
 /** How many of the keywords appear as words of the skill's name, category or description. */
 export function relevanceScore(skill: SkillSummary, keywords: ReadonlySet<string>): number {
-  const words = new Set(`${skill.name} ${skill.category ?? ''} ${skill.description}`.toLowerCase().split(/[^\p{L}\p{N}_-]+/u));
+  const words = new Set(
+    `${skill.name} ${skill.category ?? ''} ${skill.description}`.toLowerCase().split(/[^\p{L}\p{N}_-]+/u),
+  );
   let score = 0;
   for (const keyword of keywords) if (words.has(keyword)) score += 1;
   return score;
 }
 
 /** Keyword-overlap relevance (query words of ≥ 3 chars), stable for ties, top 30. */
-export function filterSkillsByRelevance<T extends SkillSummary>(skills: readonly T[], query: string | undefined, max = SYSTEM_SKILLS_CATALOGUE_MAX): T[] {
+export function filterSkillsByRelevance<T extends SkillSummary>(
+  skills: readonly T[],
+  query: string | undefined,
+  max = SYSTEM_SKILLS_CATALOGUE_MAX,
+): T[] {
   const keywords = relevanceKeywords(query);
   if (keywords.size === 0) return skills.slice(0, max);
   const scored = skills.map((skill, index) => ({ skill, index, score: relevanceScore(skill, keywords) }));
@@ -112,7 +132,9 @@ function skillsCatalogueSection(inputs: PromptInputs): SegmentDraft | undefined 
     items,
     dropFrom: 'end',
     separator: '\n',
-    ...(hidden > 0 ? { footer: `(${hidden} more skills${mention(offered, 'discover_tools', ': search them with discover_tools')})` } : {}),
+    ...(hidden > 0
+      ? { footer: `(${hidden} more skills${mention(offered, 'discover_tools', ': search them with discover_tools')})` }
+      : {}),
     shrinkOrder: SHRINK_ORDER.skills_catalogue,
   };
 }
@@ -136,7 +158,9 @@ function taskBoardSection(inputs: PromptInputs): SegmentDraft | undefined {
   const isOpen = (t: PromptTask) => !CLOSED_STATUSES.has(t.status.toLowerCase());
   const mine = byPriority(board.mine.filter(isOpen));
   const team = byPriority((board.team ?? []).filter(isOpen));
-  const closed = (board.myClosedTotal ?? board.mine.filter((t) => !isOpen(t)).length) + (board.team ?? []).filter((t) => !isOpen(t)).length;
+  const closed =
+    (board.myClosedTotal ?? board.mine.filter((t) => !isOpen(t)).length) +
+    (board.team ?? []).filter((t) => !isOpen(t)).length;
   const myOpen = Math.max(board.myOpenTotal ?? 0, mine.length);
   if (!mine.length && !team.length && closed === 0) return undefined;
 
@@ -154,10 +178,14 @@ function taskBoardSection(inputs: PromptInputs): SegmentDraft | undefined {
       const assignee = t.assignee ? `, assignee ${inline(t.assignee, 80)}` : '';
       return `- [${t.priority}] ${inline(t.title, 200)} (id ${inline(t.id, 80)}${assignee})`;
     });
-    if (team.length > SYSTEM_TEAM_TASKS_MAX) teamLines.push(`- …${team.length - SYSTEM_TEAM_TASKS_MAX} more${listHint}`);
+    if (team.length > SYSTEM_TEAM_TASKS_MAX)
+      teamLines.push(`- …${team.length - SYSTEM_TEAM_TASKS_MAX} more${listHint}`);
     items.push(`### Team tasks (${team.length})\n${teamLines.join('\n')}`);
   }
-  const footer = closed > 0 ? `Completed or closed tasks: ${closed}${mention(offeredToolNames(inputs), 'task_list', ' (task_list shows them)')}.` : undefined;
+  const footer =
+    closed > 0
+      ? `Completed or closed tasks: ${closed}${mention(offeredToolNames(inputs), 'task_list', ' (task_list shows them)')}.`
+      : undefined;
   return {
     name: 'task_board',
     tier: 3,
@@ -211,7 +239,12 @@ function recentRunsSection(inputs: PromptInputs): SegmentDraft | undefined {
   const runs = inputs.recentRuns?.slice(-RECENT_RUNS_MAX);
   if (!runs?.length) return undefined;
   const items = runs.map((r) =>
-    JSON.stringify({ at: formatMinuteUtc(r.at), kind: r.kind, status: r.status, summary: inline(r.summary, RECENT_RUN_SUMMARY_CHARS) }),
+    JSON.stringify({
+      at: formatMinuteUtc(r.at),
+      kind: r.kind,
+      status: r.status,
+      summary: inline(r.summary, RECENT_RUN_SUMMARY_CHARS),
+    }),
   );
   return {
     name: 'recent_runs',
@@ -241,7 +274,9 @@ function attentionSection(inputs: PromptInputs): SegmentDraft | undefined {
   const items: string[] = [];
   if (attention.focus) {
     const f = attention.focus;
-    items.push(`Current focus: ${inline(f.type, 60)} — ${inline(f.summary, SYSTEM_MAILBOX_ITEM_PREVIEW_CHARS)} (${mailboxElapsedLabel(f.startedAt, inputs.now)})`);
+    items.push(
+      `Current focus: ${inline(f.type, 60)} — ${inline(f.summary, SYSTEM_MAILBOX_ITEM_PREVIEW_CHARS)} (${mailboxElapsedLabel(f.startedAt, inputs.now)})`,
+    );
   } else {
     items.push('Current focus: none');
   }
@@ -256,11 +291,16 @@ function attentionSection(inputs: PromptInputs): SegmentDraft | undefined {
   }
   const decisions = attention.decisions?.slice(-SYSTEM_MAILBOX_DECISIONS_MAX);
   if (decisions?.length) {
-    const lines = decisions.map((d) => `- ${d.decision} (${DECISION_MEANING[d.decision] ?? d.decision}): ${inline(d.reasoning, SYSTEM_MAILBOX_ITEM_PREVIEW_CHARS)}`);
+    const lines = decisions.map(
+      (d) =>
+        `- ${d.decision} (${DECISION_MEANING[d.decision] ?? d.decision}): ${inline(d.reasoning, SYSTEM_MAILBOX_ITEM_PREVIEW_CHARS)}`,
+    );
     items.push(`Recent attention decisions (oldest first):\n${lines.join('\n')}`);
   }
   if (attention.mergedContent?.trim()) {
-    items.push(`Merged into your current work:\n${fence('merged-input', truncateChars(attention.mergedContent.trim(), SYSTEM_MAILBOX_MERGED_CHARS))}`);
+    items.push(
+      `Merged into your current work:\n${fence('merged-input', truncateChars(attention.mergedContent.trim(), SYSTEM_MAILBOX_MERGED_CHARS))}`,
+    );
   }
   return {
     name: 'attention',
@@ -291,5 +331,12 @@ function senderSection(inputs: PromptInputs): SegmentDraft | undefined {
 function availableToolsSection(inputs: PromptInputs): SegmentDraft | undefined {
   if (!inputs.tools?.length) return undefined;
   const names = [...new Set(inputs.tools.map((t) => t.name))].sort();
-  return { name: 'available_tools', tier: 3, heading: '## Tools In This Call', items: [names.join(', ')], dropFrom: 'end', separator: '\n' };
+  return {
+    name: 'available_tools',
+    tier: 3,
+    heading: '## Tools In This Call',
+    items: [names.join(', ')],
+    dropFrom: 'end',
+    separator: '\n',
+  };
 }

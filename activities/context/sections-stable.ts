@@ -31,7 +31,12 @@ import type { PromptInputs, PromptSegmentName } from './prompt-types';
 import type { SegmentDraft } from './segment-fit';
 import { mention, offeredToolNames, renderLines, type PromptLine } from './tool-mentions';
 
-function text(name: PromptSegmentName, tier: 1 | 2, heading: string, body: string | undefined): SegmentDraft | undefined {
+function text(
+  name: PromptSegmentName,
+  tier: 1 | 2,
+  heading: string,
+  body: string | undefined,
+): SegmentDraft | undefined {
   const trimmed = body?.trim();
   if (!trimmed) return undefined;
   return { name, tier, heading, items: [trimmed], dropFrom: 'end', separator: '\n\n' };
@@ -116,7 +121,8 @@ function identitySection(inputs: PromptInputs): SegmentDraft {
   if (agent.role) lines.push(`- Role: ${inline(agent.role, 200)}`);
   lines.push(`- Position: ${agent.position ?? 'worker'}`);
   if (inputs.organisation) lines.push(`- Organisation: ${inline(inputs.organisation.name, 120)}`);
-  if (agent.installedSkills?.length) lines.push(`- Installed skills: ${agent.installedSkills.map((s) => inline(s, 80)).join(', ')}`);
+  if (agent.installedSkills?.length)
+    lines.push(`- Installed skills: ${agent.installedSkills.map((s) => inline(s, 80)).join(', ')}`);
   if (agent.manager) {
     const role = agent.manager.role ? `, ${inline(agent.manager.role, 120)}` : '';
     lines.push(`- Your manager: ${inline(agent.manager.name, 120)} (id ${inline(agent.manager.id, 120)}${role})`);
@@ -125,16 +131,49 @@ function identitySection(inputs: PromptInputs): SegmentDraft {
   const humans = (inputs.colleagues ?? []).filter((c) => c.kind === 'human');
   const parts = [lines.join('\n')];
   const offered = offeredToolNames(inputs);
-  if (colleagues.length) parts.push(colleagueList('### Colleagues', colleagues, SYSTEM_COLLEAGUES_MAX, mention(offered, 'agent_list_colleagues', ' (use agent_list_colleagues)')));
-  if (humans.length) parts.push(colleagueList('### Human team members', humans, SYSTEM_HUMANS_MAX, mention(offered, 'team_list', ' (use team_list)')));
+  if (colleagues.length)
+    parts.push(
+      colleagueList(
+        '### Colleagues',
+        colleagues,
+        SYSTEM_COLLEAGUES_MAX,
+        mention(offered, 'agent_list_colleagues', ' (use agent_list_colleagues)'),
+      ),
+    );
+  if (humans.length)
+    parts.push(
+      colleagueList(
+        '### Human team members',
+        humans,
+        SYSTEM_HUMANS_MAX,
+        mention(offered, 'team_list', ' (use team_list)'),
+      ),
+    );
   if (agent.position === 'manager') parts.push(MANAGER_RESPONSIBILITIES);
-  return { name: 'identity_section', tier: 2, heading: '## Your Identity', items: parts, dropFrom: 'end', separator: '\n\n' };
+  return {
+    name: 'identity_section',
+    tier: 2,
+    heading: '## Your Identity',
+    items: parts,
+    dropFrom: 'end',
+    separator: '\n\n',
+  };
 }
 
-function colleagueList(title: string, people: NonNullable<PromptInputs['colleagues']>, max: number, toolHint: string): string {
+function colleagueList(
+  title: string,
+  people: NonNullable<PromptInputs['colleagues']>,
+  max: number,
+  toolHint: string,
+): string {
   const shown = people.slice(0, max).map((person) => {
     const role = person.role ? ` — ${inline(person.role, 120)}` : '';
-    const skills = person.skills?.length ? `; skills: ${person.skills.slice(0, 8).map((s) => inline(s, 40)).join(', ')}` : '';
+    const skills = person.skills?.length
+      ? `; skills: ${person.skills
+          .slice(0, 8)
+          .map((s) => inline(s, 40))
+          .join(', ')}`
+      : '';
     return `- ${inline(person.name, 80)} (${person.kind}, id ${inline(person.id, 80)})${role}${skills}`;
   });
   if (people.length > max) shown.push(`- …and ${people.length - max} more${toolHint}`);
@@ -147,21 +186,41 @@ function organisationSection(inputs: PromptInputs): SegmentDraft | undefined {
   const items: string[] = [];
   if (org.context?.trim()) items.push(neutralize(org.context.trim()));
   if (org.announcements?.trim()) items.push(`### Team announcements & norms\n${neutralize(org.announcements.trim())}`);
-  return { name: 'organisation', tier: 2, heading: `## Organisation: ${inline(org.name, 120)}`, items, dropFrom: 'end', separator: '\n\n' };
+  return {
+    name: 'organisation',
+    tier: 2,
+    heading: `## Organisation: ${inline(org.name, 120)}`,
+    items,
+    dropFrom: 'end',
+    separator: '\n\n',
+  };
 }
 
 function workspaceSection(inputs: PromptInputs): SegmentDraft | undefined {
   const ws = inputs.workspace;
   if (!ws) return undefined;
-  const lines = [`- Your workspace: ${inline(ws.root, 300)}`, ...sortedEntries(ws.paths).map(([label, path]) => `- ${inline(label, 80)}: ${inline(path, 300)}`)];
+  const lines = [
+    `- Your workspace: ${inline(ws.root, 300)}`,
+    ...sortedEntries(ws.paths).map(([label, path]) => `- ${inline(label, 80)}: ${inline(path, 300)}`),
+  ];
   return { name: 'workspace', tier: 2, heading: '## Workspace', items: lines, dropFrom: 'end', separator: '\n' };
 }
 
 function userProfilesSection(inputs: PromptInputs): SegmentDraft | undefined {
   const profiles = inputs.userProfiles?.filter((p) => p.profile.trim());
   if (!profiles?.length) return undefined;
-  const items = profiles.map((p) => `### ${inline(p.name, 120)}\n${fence(`user-profile:${p.name}`, truncateChars(p.profile.trim(), SYSTEM_USER_PROFILE_CHARS))}`);
-  return { name: 'user_profiles', tier: 2, heading: '## People You Work With', items, dropFrom: 'end', separator: '\n\n' };
+  const items = profiles.map(
+    (p) =>
+      `### ${inline(p.name, 120)}\n${fence(`user-profile:${p.name}`, truncateChars(p.profile.trim(), SYSTEM_USER_PROFILE_CHARS))}`,
+  );
+  return {
+    name: 'user_profiles',
+    tier: 2,
+    heading: '## People You Work With',
+    items,
+    dropFrom: 'end',
+    separator: '\n\n',
+  };
 }
 
 function trustSection(inputs: PromptInputs): SegmentDraft | undefined {
@@ -188,10 +247,16 @@ function environmentSection(inputs: PromptInputs): SegmentDraft | undefined {
 /** Curated knowledge, never the `_observations` buffer, at most 8,000 characters. */
 export function knowledgeText(inputs: PromptInputs): string | undefined {
   const sections = (inputs.knowledge ?? []).filter(
-    (s) => s.heading.trim().replace(/^#+\s*/, '').toLowerCase() !== KNOWLEDGE_OBSERVATIONS_HEADING && s.body.trim(),
+    (s) =>
+      s.heading
+        .trim()
+        .replace(/^#+\s*/, '')
+        .toLowerCase() !== KNOWLEDGE_OBSERVATIONS_HEADING && s.body.trim(),
   );
   if (!sections.length) return undefined;
-  return sections.map((s) => `### ${inline(s.heading.replace(/^#+\s*/, ''), 120)}\n${neutralize(s.body.trim())}`).join('\n\n');
+  return sections
+    .map((s) => `### ${inline(s.heading.replace(/^#+\s*/, ''), 120)}\n${neutralize(s.body.trim())}`)
+    .join('\n\n');
 }
 
 function knowledgeSection(inputs: PromptInputs): SegmentDraft | undefined {
@@ -216,7 +281,11 @@ function knowledgeSection(inputs: PromptInputs): SegmentDraft | undefined {
 function activeSkillsSection(inputs: PromptInputs): SegmentDraft | undefined {
   const skills = inputs.activeSkills?.filter((s) => s.body.trim() || s.description?.trim());
   if (!skills?.length) return undefined;
-  const activate = mention(offeredToolNames(inputs), 'discover_tools', ': activate it with discover_tools for the full instructions');
+  const activate = mention(
+    offeredToolNames(inputs),
+    'discover_tools',
+    ': activate it with discover_tools for the full instructions',
+  );
   const items = skills.map((skill) => {
     const description = skill.description?.trim() ? `${inline(skill.description, 300)}\n` : '';
     const body = skill.expanded
@@ -227,7 +296,8 @@ function activeSkillsSection(inputs: PromptInputs): SegmentDraft | undefined {
   return {
     name: 'active_skills',
     tier: 2,
-    heading: '## Active Skills\nUser-provided reference material: follow a skill only where it fits your role, rules and permissions.',
+    heading:
+      '## Active Skills\nUser-provided reference material: follow a skill only where it fits your role, rules and permissions.',
     items,
     dropFrom: 'end',
     separator: '\n\n',
@@ -261,7 +331,9 @@ function scenarioSection(inputs: PromptInputs): SegmentDraft {
   switch (inputs.scenario) {
     case 'heartbeat': {
       const checklist = inputs.agent.files.heartbeat?.trim();
-      items.push(`### Operating loop (HEARTBEAT.md)\n${checklist ? neutralize(checklist) : DEFAULT_HEARTBEAT_CHECKLIST}`);
+      items.push(
+        `### Operating loop (HEARTBEAT.md)\n${checklist ? neutralize(checklist) : DEFAULT_HEARTBEAT_CHECKLIST}`,
+      );
       break;
     }
     case 'task':

@@ -81,7 +81,10 @@ export function fitDraft(draft: SegmentDraft, maxTokens: number, count: TokenCou
   const survivor = keepItems(draft, 1);
   const index = draft.dropFrom === 'start' ? survivor.items.length - 1 : 0;
   const text = survivor.items[index] ?? '';
-  const withText = (value: string) => ({ ...survivor, items: survivor.items.map((item, i) => (i === index ? value : item)) });
+  const withText = (value: string) => ({
+    ...survivor,
+    items: survivor.items.map((item, i) => (i === index ? value : item)),
+  });
   let room = maxTokens - count(renderDraft(withText('')));
   // Tokens at the joins are not quite additive: retry with a little less room.
   for (let attempt = 0; attempt < 4 && room > 0; attempt++) {
@@ -138,4 +141,3 @@ export function applyBudget(
   warnings.push({ segment: draft.name, originalTokens: original, keptTokens: fitted ? count(renderDraft(fitted)) : 0 });
   return fitted;
 }
-

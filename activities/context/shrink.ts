@@ -51,7 +51,11 @@ function shrinkInput(input: unknown, maxTokens: number, model?: string): unknown
   let limit = Math.max(64, Math.floor((json.length * maxTokens) / tokens / 2));
   let shrunk = input;
   for (let attempt = 0; attempt < MAX_ATTEMPTS * 2; attempt++) {
-    shrunk = mapStrings(input, (s) => (s.length > limit ? middleCut(s, Math.floor(limit * SHRINK_HEAD_FRACTION), Math.floor(limit * SHRINK_TAIL_FRACTION)) : s));
+    shrunk = mapStrings(input, (s) =>
+      s.length > limit
+        ? middleCut(s, Math.floor(limit * SHRINK_HEAD_FRACTION), Math.floor(limit * SHRINK_TAIL_FRACTION))
+        : s,
+    );
     if (countTokensRaw(safeJson(shrunk), model) <= maxTokens) return shrunk;
     limit = Math.floor(limit / 2);
     if (limit < 16) break;

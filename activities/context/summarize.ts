@@ -84,7 +84,10 @@ export function buildSummarizerPrompt(messages: readonly ChatMessage[]): string 
 }
 
 function textOf(message: ChatMessage, limit = OPENING_CHARS): string {
-  return message.content.map((b) => (b.type === 'text' ? b.text.slice(0, limit) : '')).join(' ').trim();
+  return message.content
+    .map((b) => (b.type === 'text' ? b.text.slice(0, limit) : ''))
+    .join(' ')
+    .trim();
 }
 
 function firstSentence(text: string): string {
@@ -105,7 +108,9 @@ export function buildHeuristicSummary(messages: readonly ChatMessage[]): string 
   let lastRequest = '';
   for (const message of messages) {
     if (message.kind === 'summary' && message.role === 'user') {
-      previous.push(textOf(message, SUMMARY_TARGET_CHARS * 2).replace(/^\[Conversation history summary[^\]]*\]\s*/, ''));
+      previous.push(
+        textOf(message, SUMMARY_TARGET_CHARS * 2).replace(/^\[Conversation history summary[^\]]*\]\s*/, ''),
+      );
       continue;
     }
     for (const block of message.content) {
@@ -128,9 +133,12 @@ export function buildHeuristicSummary(messages: readonly ChatMessage[]): string 
 
   const sections: string[] = [];
   if (previous.length) sections.push(`Earlier: ${truncateChars(previous.join(' '), HEURISTIC_PREVIOUS_SUMMARY_CHARS)}`);
-  if (lastRequest) sections.push(`Latest request: ${truncateChars(firstSentence(lastRequest), SUMMARIZER_MESSAGE_CHARS)}`);
+  if (lastRequest)
+    sections.push(`Latest request: ${truncateChars(firstSentence(lastRequest), SUMMARIZER_MESSAGE_CHARS)}`);
   if (toolUses.size) {
-    const tools = [...toolUses.entries()].map(([name, u]) => `${name} ×${u.calls}${u.errors ? ` (${u.errors} failed)` : ''}`);
+    const tools = [...toolUses.entries()].map(
+      ([name, u]) => `${name} ×${u.calls}${u.errors ? ` (${u.errors} failed)` : ''}`,
+    );
     sections.push(`Tools used: ${tools.join(', ')}`);
   }
   const head = neutralize(sections.join('\n'));
@@ -162,6 +170,11 @@ export function summaryMessage(summary: string, summarizedCount: number, source:
   return {
     role: 'user',
     kind: 'summary',
-    content: [{ type: 'text', text: `${SUMMARY_MESSAGE_PREFIX} — ${summarizedCount} earlier messages${label}]\n${summary.trim()}` }],
+    content: [
+      {
+        type: 'text',
+        text: `${SUMMARY_MESSAGE_PREFIX} — ${summarizedCount} earlier messages${label}]\n${summary.trim()}`,
+      },
+    ],
   };
 }

@@ -55,7 +55,8 @@ export function messageHash(message: ChatMessage): string {
 /** `result[i]` identifies `messages.slice(0, i)`: a hash chained message by message (`result[0]` is the empty head). */
 export function prefixHashes(messages: readonly ChatMessage[]): string[] {
   const out = [createHash(HASH_ALGORITHM).digest('hex')];
-  for (const message of messages) out.push(createHash(HASH_ALGORITHM).update(out.at(-1)!).update(messageHash(message)).digest('hex'));
+  for (const message of messages)
+    out.push(createHash(HASH_ALGORITHM).update(out.at(-1)!).update(messageHash(message)).digest('hex'));
   return out;
 }
 

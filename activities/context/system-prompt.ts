@@ -76,11 +76,16 @@ export function buildSystemPrompt(inputs: PromptInputs): SystemPrompt {
       const current = count(renderDraft(draft));
       const allowed = Math.max(0, current - (total - SYSTEM_PROMPT_TARGET_TOKENS));
       const fitted = fitDraft(draft, allowed, count);
-      warnings.push({ segment: draft.name, originalTokens: current, keptTokens: fitted ? count(renderDraft(fitted)) : 0 });
+      warnings.push({
+        segment: draft.name,
+        originalTokens: current,
+        keptTokens: fitted ? count(renderDraft(fitted)) : 0,
+      });
       dynamic = fitted ? dynamic.map((d, i) => (i === index ? fitted : d)) : dynamic.filter((_, i) => i !== index);
       total = totalOf(dynamic);
     }
-    if (total > SYSTEM_PROMPT_TARGET_TOKENS) warnings.push({ segment: 'total', originalTokens: before, keptTokens: total });
+    if (total > SYSTEM_PROMPT_TARGET_TOKENS)
+      warnings.push({ segment: 'total', originalTokens: before, keptTokens: total });
   }
 
   const tier3 = joinDrafts(dynamic);
@@ -114,15 +119,19 @@ const stableTierCache = new Map<string, StableTiers>();
 function stableTiers(inputs: PromptInputs, count: TokenCounter, warnings: PromptWarning[]): StableTiers {
   const drafts1 = tier1Drafts(inputs);
   const drafts2 = tier2Drafts(inputs);
-  const key = createHash('sha256').update(JSON.stringify([inputs.model ?? '', drafts1, drafts2])).digest('hex');
+  const key = createHash('sha256')
+    .update(JSON.stringify([inputs.model ?? '', drafts1, drafts2]))
+    .digest('hex');
   let hit = stableTierCache.get(key);
   if (!hit) {
     const own: PromptWarning[] = [];
-    const budgeted = (drafts: SegmentDraft[]) => drafts.map((d) => applyBudget(d, count, own)).filter((d): d is SegmentDraft => d !== undefined);
+    const budgeted = (drafts: SegmentDraft[]) =>
+      drafts.map((d) => applyBudget(d, count, own)).filter((d): d is SegmentDraft => d !== undefined);
     const tier1 = joinDrafts(budgeted(drafts1));
     const tier2 = joinDrafts(budgeted(drafts2));
     hit = { tier1, tier2, stableTokens: count(tier1) + count(tier2), warnings: own };
-    if (stableTierCache.size >= STABLE_TIER_CACHE_ENTRIES) stableTierCache.delete(stableTierCache.keys().next().value as string);
+    if (stableTierCache.size >= STABLE_TIER_CACHE_ENTRIES)
+      stableTierCache.delete(stableTierCache.keys().next().value as string);
     stableTierCache.set(key, hit);
   } else {
     // Most recently used last, so that eviction drops the oldest.
@@ -134,10 +143,16 @@ function stableTiers(inputs: PromptInputs, count: TokenCounter, warnings: Prompt
 }
 
 function joinDrafts(drafts: readonly SegmentDraft[]): string {
-  return drafts.map(renderDraft).filter((text) => text.length > 0).join(SECTION_SEPARATOR);
+  return drafts
+    .map(renderDraft)
+    .filter((text) => text.length > 0)
+    .join(SECTION_SEPARATOR);
 }
 
 /** The whole system message as one string, for providers without system blocks. */
 export function systemPromptText(prompt: SystemPrompt): string {
-  return prompt.segments.map((s) => s.text).filter((t) => t.length > 0).join(SECTION_SEPARATOR);
+  return prompt.segments
+    .map((s) => s.text)
+    .filter((t) => t.length > 0)
+    .join(SECTION_SEPARATOR);
 }

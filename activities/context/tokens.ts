@@ -136,7 +136,11 @@ export function calibrate(model: string, estimated: number, reported: number): n
   const current = calibrationRatio(model);
   if (!(estimated >= CALIBRATION_MIN_SAMPLE_TOKENS) || !(reported > 0)) return current;
   const observed = clamp(current * (reported / estimated), CALIBRATION_RATIO_MIN, CALIBRATION_RATIO_MAX);
-  const next = clamp(current + CALIBRATION_SMOOTHING * (observed - current), CALIBRATION_RATIO_MIN, CALIBRATION_RATIO_MAX);
+  const next = clamp(
+    current + CALIBRATION_SMOOTHING * (observed - current),
+    CALIBRATION_RATIO_MIN,
+    CALIBRATION_RATIO_MAX,
+  );
   calibration.set(model, next);
   return next;
 }
@@ -189,7 +193,9 @@ export function countBlockTokensRaw(block: ContentBlock, model?: string): number
       case 'text':
         return countTokensRaw(block.text, model);
       case 'tool_use':
-        return TOOL_BLOCK_OVERHEAD_TOKENS + countTokensRaw(block.name, model) + countTokensRaw(safeJson(block.input), model);
+        return (
+          TOOL_BLOCK_OVERHEAD_TOKENS + countTokensRaw(block.name, model) + countTokensRaw(safeJson(block.input), model)
+        );
       case 'tool_result':
         return TOOL_BLOCK_OVERHEAD_TOKENS + countTokensRaw(block.content, model);
     }
@@ -219,11 +225,14 @@ export function countMessageTokens(messages: readonly ChatMessage[], model?: str
 export function countToolTokens(tools: readonly ToolDefinition[], model?: string): number {
   let raw = 0;
   for (const tool of tools) {
-    raw += memoised(tool, model, () =>
-      TOOL_DEFINITION_OVERHEAD_TOKENS +
-      countTokensRaw(tool.name, model) +
-      countTokensRaw(tool.description, model) +
-      countTokensRaw(safeJson(tool.inputSchema), model),
+    raw += memoised(
+      tool,
+      model,
+      () =>
+        TOOL_DEFINITION_OVERHEAD_TOKENS +
+        countTokensRaw(tool.name, model) +
+        countTokensRaw(tool.description, model) +
+        countTokensRaw(safeJson(tool.inputSchema), model),
     );
   }
   return applyCalibration(raw, model);

@@ -35,9 +35,18 @@ export function resultAllowance(toolName: string, result: ToolResultBlock | unde
 type Line = { name: string; args: string; outcome: string; error: boolean };
 
 const TEMPLATES: ReadonlyArray<{ header: string; line: (l: Line) => string }> = [
-  { header: '[Earlier tool use, compacted]', line: (l) => `- ${l.name}(${l.args}) → ${l.error ? 'error: ' : ''}${l.outcome}` },
-  { header: '(Compacted record of earlier steps)', line: (l) => `* Called ${l.name} with ${l.args}; ${l.error ? 'it failed' : 'result'}: ${l.outcome}` },
-  { header: 'Summary of earlier tool calls:', line: (l) => `- tool ${l.name}, input ${l.args} — ${l.error ? 'failed' : 'returned'}: ${l.outcome}` },
+  {
+    header: '[Earlier tool use, compacted]',
+    line: (l) => `- ${l.name}(${l.args}) → ${l.error ? 'error: ' : ''}${l.outcome}`,
+  },
+  {
+    header: '(Compacted record of earlier steps)',
+    line: (l) => `* Called ${l.name} with ${l.args}; ${l.error ? 'it failed' : 'result'}: ${l.outcome}`,
+  },
+  {
+    header: 'Summary of earlier tool calls:',
+    line: (l) => `- tool ${l.name}, input ${l.args} — ${l.error ? 'failed' : 'returned'}: ${l.outcome}`,
+  },
   { header: '[Condensed history]', line: (l) => `> ${l.name} ${l.args} ⇒ ${l.error ? '[error] ' : ''}${l.outcome}` },
 ];
 
@@ -70,14 +79,23 @@ export function summarizeToolBlock(assistant: ChatMessage, results: ChatMessage 
     const result = byId.get(call.id);
     const allowance = resultAllowance(call.name, result);
     const outcome = result ? inline(result.content, allowance) || '(empty)' : 'no result recorded';
-    return template.line({ name: inline(call.name, 80), args: inline(safeJson(call.input), TOOL_BLOCK_ARGS_CHARS) || '{}', outcome, error: result?.isError === true || !result });
+    return template.line({
+      name: inline(call.name, 80),
+      args: inline(safeJson(call.input), TOOL_BLOCK_ARGS_CHARS) || '{}',
+      outcome,
+      error: result?.isError === true || !result,
+    });
   });
   const said = assistant.content
     .filter((b) => b.type === 'text')
     .map((b) => (b.type === 'text' ? b.text : ''))
     .join(' ');
   const intro = said.trim() ? `${inline(said, SUMMARIZER_MESSAGE_CHARS)}\n` : '';
-  return { role: 'assistant', kind: 'summary', content: [{ type: 'text', text: `${intro}${template.header}\n${lines.join('\n')}` }] };
+  return {
+    role: 'assistant',
+    kind: 'summary',
+    content: [{ type: 'text', text: `${intro}${template.header}\n${lines.join('\n')}` }],
+  };
 }
 
 /** Leftover text of the results message (e.g. a comment merged after the results), if any. */

@@ -14,7 +14,9 @@ export function withTools(tools: string | readonly string[], text: string): Prom
 }
 
 export function renderLines(lines: readonly PromptLine[], offered: ReadonlySet<string>): string[] {
-  return lines.flatMap((line) => (typeof line === 'string' ? [line] : line.needs.every((t) => offered.has(t)) ? [line.text] : []));
+  return lines.flatMap((line) =>
+    typeof line === 'string' ? [line] : line.needs.every((t) => offered.has(t)) ? [line.text] : [],
+  );
 }
 
 /** The names of the tools offered in this call (none when the caller passed no tools). */

@@ -31,7 +31,11 @@ export interface Grade {
 
 export function reachedReviewWithoutHuman(fork: RunFigures): Grade {
   const passed = fork.reachedReview && fork.approvalsRequested === 0;
-  const detail = fork.reachedReview ? (fork.approvalsRequested === 0 ? 'submitted for review on its own' : `submitted after ${fork.approvalsRequested} approval request(s)`) : `did not reach review (${fork.state})`;
+  const detail = fork.reachedReview
+    ? fork.approvalsRequested === 0
+      ? 'submitted for review on its own'
+      : `submitted after ${fork.approvalsRequested} approval request(s)`
+    : `did not reach review (${fork.state})`;
   return { grader: 'reached review without a human', passed, detail };
 }
 
@@ -41,18 +45,34 @@ export function changedFilesVsOriginal(fork: RunFigures, original: RunFigures): 
   const missing = [...b].filter((f) => !a.has(f));
   const extra = [...a].filter((f) => !b.has(f));
   const passed = missing.length === 0 && extra.length === 0;
-  const detail = passed ? `${a.size} file(s), as the original` : [missing.length ? `missing ${missing.join(', ')}` : '', extra.length ? `extra ${extra.join(', ')}` : ''].filter(Boolean).join('; ');
+  const detail = passed
+    ? `${a.size} file(s), as the original`
+    : [missing.length ? `missing ${missing.join(', ')}` : '', extra.length ? `extra ${extra.join(', ')}` : '']
+        .filter(Boolean)
+        .join('; ');
   return { grader: 'changed files vs original', passed, detail };
 }
 
 export function toolErrorsVsOriginal(fork: RunFigures, original: RunFigures): Grade {
-  return { grader: 'tool errors', passed: fork.toolErrors <= original.toolErrors, detail: `${fork.toolErrors} of ${fork.toolCalls} call(s) (original ${original.toolErrors} of ${original.toolCalls})` };
+  return {
+    grader: 'tool errors',
+    passed: fork.toolErrors <= original.toolErrors,
+    detail: `${fork.toolErrors} of ${fork.toolCalls} call(s) (original ${original.toolErrors} of ${original.toolCalls})`,
+  };
 }
 
 /** Not pass/fail: the ratios a person compares candidates by. */
-export function usageVsOriginal(fork: RunFigures, original: RunFigures): { iterations: number; tokens: number; costUsd: number; wallMs: number } {
+export function usageVsOriginal(
+  fork: RunFigures,
+  original: RunFigures,
+): { iterations: number; tokens: number; costUsd: number; wallMs: number } {
   const ratio = (x: number, y: number): number => (y > 0 ? Math.round((x / y) * 100) / 100 : x > 0 ? Infinity : 1);
-  return { iterations: ratio(fork.iterations, original.iterations), tokens: ratio(fork.tokens, original.tokens), costUsd: ratio(fork.costUsd, original.costUsd), wallMs: ratio(fork.wallMs, original.wallMs) };
+  return {
+    iterations: ratio(fork.iterations, original.iterations),
+    tokens: ratio(fork.tokens, original.tokens),
+    costUsd: ratio(fork.costUsd, original.costUsd),
+    wallMs: ratio(fork.wallMs, original.wallMs),
+  };
 }
 
 /** The judge's verdict as it answered; a reply that is not the asked-for JSON fails, saying so. */
@@ -63,13 +83,20 @@ export function parseJudgeVerdict(text: string): Grade {
     if (typeof v.pass !== 'boolean') throw new Error('no boolean "pass"');
     return { grader: 'LLM judge', passed: v.pass, detail: typeof v.reason === 'string' ? v.reason.slice(0, 300) : '' };
   } catch {
-    return { grader: 'LLM judge', passed: false, detail: `the judge did not answer {"pass": true|false, "reason": "…"}: ${text.slice(0, 200)}` };
+    return {
+      grader: 'LLM judge',
+      passed: false,
+      detail: `the judge did not answer {"pass": true|false, "reason": "…"}: ${text.slice(0, 200)}`,
+    };
   }
 }
 
 /** A run passes when every grader that applies passed (changed files apply when the original changed any). */
 export function runPassed(grades: readonly Grade[], original: RunFigures): boolean {
-  return grades.filter((g) => g.grader !== 'changed files vs original' || original.changedFiles.length > 0).filter((g) => g.grader !== 'tool errors').every((g) => g.passed);
+  return grades
+    .filter((g) => g.grader !== 'changed files vs original' || original.changedFiles.length > 0)
+    .filter((g) => g.grader !== 'tool errors')
+    .every((g) => g.passed);
 }
 
 export interface EvalRow {
@@ -130,9 +157,12 @@ export function totalsPerCandidate(rows: readonly EvalRow[], candidates: readonl
 /** The table a person reads: one line per task and candidate, then the totals per candidate. */
 export function formatEvalTable(rows: readonly EvalRow[], totals: readonly CandidateTotals[]): string {
   const money = (n: number): string => `$${n.toFixed(4)}`;
-  const lines = ['task                                  candidate        pass  review  files  errors  iter  tokens   cost      vs orig  calls r/e/x'];
+  const lines = [
+    'task                                  candidate        pass  review  files  errors  iter  tokens   cost      vs orig  calls r/e/x',
+  ];
   for (const r of rows) {
-    const g = (name: string): string => (r.grades.find((x) => x.grader === name)?.passed ? 'yes' : r.grades.some((x) => x.grader === name) ? 'no' : '-');
+    const g = (name: string): string =>
+      r.grades.find((x) => x.grader === name)?.passed ? 'yes' : r.grades.some((x) => x.grader === name) ? 'no' : '-';
     lines.push(
       [
         r.sourceTaskId.slice(0, 36).padEnd(37),
@@ -149,10 +179,24 @@ export function formatEvalTable(rows: readonly EvalRow[], totals: readonly Candi
       ].join(' '),
     );
   }
-  lines.push('', 'candidate        pass rate  passed  cost      original  tokens   replayed  executed  refused  skipped');
+  lines.push(
+    '',
+    'candidate        pass rate  passed  cost      original  tokens   replayed  executed  refused  skipped',
+  );
   for (const t of totals) {
     lines.push(
-      [t.candidate.slice(0, 16).padEnd(16), `${Math.round(t.passRate * 100)}%`.padEnd(10), `${t.passed}/${t.runs}`.padEnd(7), money(t.costUsd).padEnd(9), money(t.originalCostUsd).padEnd(9), String(t.tokens).padEnd(8), String(t.replayed).padEnd(9), String(t.executed).padEnd(9), String(t.refused).padEnd(8), String(t.skipped)].join(' '),
+      [
+        t.candidate.slice(0, 16).padEnd(16),
+        `${Math.round(t.passRate * 100)}%`.padEnd(10),
+        `${t.passed}/${t.runs}`.padEnd(7),
+        money(t.costUsd).padEnd(9),
+        money(t.originalCostUsd).padEnd(9),
+        String(t.tokens).padEnd(8),
+        String(t.replayed).padEnd(9),
+        String(t.executed).padEnd(9),
+        String(t.refused).padEnd(8),
+        String(t.skipped),
+      ].join(' '),
     );
   }
   return lines.join('\n');

@@ -29,7 +29,11 @@ function remember(taskId: string, value: ForkRecord | null): void {
 }
 
 /** The fork record of a task; undefined for a task that is not a fork. `forkOf`: the task row's column, when the caller read it. */
-export async function loadFork(db: Kysely<Database>, taskId: string | undefined, forkOf?: string | null): Promise<ForkRecord | undefined> {
+export async function loadFork(
+  db: Kysely<Database>,
+  taskId: string | undefined,
+  forkOf?: string | null,
+): Promise<ForkRecord | undefined> {
   if (!taskId || forkOf === null) return undefined;
   const cached = cache.get(taskId);
   if (cached !== undefined) return cached ?? undefined;

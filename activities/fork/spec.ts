@@ -28,7 +28,11 @@ export const ForkOverridesSchema = z
       .strict()
       .optional(),
     toolResult: z
-      .object({ content: z.string().max(TOOL_RESULT_MAX_CHARS), isError: z.boolean().optional(), callIndex: z.number().int().min(0).optional() })
+      .object({
+        content: z.string().max(TOOL_RESULT_MAX_CHARS),
+        isError: z.boolean().optional(),
+        callIndex: z.number().int().min(0).optional(),
+      })
       .strict()
       .optional(),
     instructions: z.string().min(1).max(INSTRUCTIONS_MAX_CHARS).optional(),
@@ -82,6 +86,7 @@ export function parseEvalCandidate(text: string, where: string): EvalCandidate {
     throw new Error(`${where} is not valid JSON: ${(error as Error).message}`);
   }
   const parsed = EvalCandidateSchema.safeParse(value);
-  if (!parsed.success) throw new Error(`${where} is not a valid candidate configuration:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new Error(`${where} is not a valid candidate configuration:\n${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }

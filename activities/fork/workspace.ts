@@ -39,7 +39,12 @@ export interface ForkWorkspace {
 
 export async function git(args: string[], cwd: string, timeout = GIT_QUERY_TIMEOUT_MS): Promise<string> {
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.tmpdir(), ...GIT_HARDENING_ENV };
-  const { stdout } = await run('git', [...hardeningPrefix(), ...args], { cwd, env, timeout, maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run('git', [...hardeningPrefix(), ...args], {
+    cwd,
+    env,
+    timeout,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return stdout.trim();
 }
 
@@ -54,7 +59,12 @@ export async function isRepositoryRoot(dir: string): Promise<boolean> {
  * Makes the fork's workspace at `<root>/<forkTaskId>` from `sourceDir` as of `at`. Idempotent: a
  * folder already made for this fork (a retried activity) is kept with its recorded note.
  */
-export async function copyWorkspace(sourceDir: string, forkTaskId: string, at: Date, root = forkWorkspaceRoot()): Promise<ForkWorkspace> {
+export async function copyWorkspace(
+  sourceDir: string,
+  forkTaskId: string,
+  at: Date,
+  root = forkWorkspaceRoot(),
+): Promise<ForkWorkspace> {
   const dir = path.join(root, forkTaskId);
   await fs.mkdir(root, { recursive: true });
   const marker = path.join(root, `${forkTaskId}.note`);
@@ -86,7 +96,9 @@ export async function copyWorkspace(sourceDir: string, forkTaskId: string, at: D
     });
     note =
       `the source workspace is not a git repository: copied as it is now, not as it was at the fork step` +
-      (pointers.length ? `; left out ${pointers.length} .git pointer file(s) to other repositories (${pointers.slice(0, 3).join(', ')})` : '');
+      (pointers.length
+        ? `; left out ${pointers.length} .git pointer file(s) to other repositories (${pointers.slice(0, 3).join(', ')})`
+        : '');
   }
   await fs.writeFile(marker, note);
   return { dir, note };
@@ -110,18 +122,43 @@ async function cloneAsOf(source: string, dir: string, at: Date): Promise<string>
   const remotes = await git(['config', '--local', '--get-regexp', '^remote\\..*\\.url$'], source).catch(() => '');
   const dirty = (await git(['status', '--porcelain', '--untracked-files=no'], source).catch(() => '')) !== '';
   // A local clone copies the whole object store (commits no ref reaches any more included); no hard links.
-  await git(['clone', '--quiet', '--no-hardlinks', '--no-checkout', source, dir], path.dirname(dir), GIT_COPY_TIMEOUT_MS);
+  await git(
+    ['clone', '--quiet', '--no-hardlinks', '--no-checkout', source, dir],
+    path.dirname(dir),
+    GIT_COPY_TIMEOUT_MS,
+  );
   await git(['remote', 'remove', 'origin'], dir);
   for (const line of remotes.split('\n').filter(Boolean)) {
     const match = /^remote\.(.+)\.url (.+)$/.exec(line);
     if (match) await git(['remote', 'add', match[1]!, match[2]!], dir);
   }
   // The source's own branches and what it knew of its remotes' (without contacting any remote).
-  await git(['fetch', '--quiet', '--no-tags', '--update-head-ok', source, '+refs/heads/*:refs/heads/*', '+refs/remotes/*:refs/remotes/*', '+refs/tags/*:refs/tags/*'], dir, GIT_COPY_TIMEOUT_MS);
+  await git(
+    [
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      '--update-head-ok',
+      source,
+      '+refs/heads/*:refs/heads/*',
+      '+refs/remotes/*:refs/remotes/*',
+      '+refs/tags/*:refs/tags/*',
+    ],
+    dir,
+    GIT_COPY_TIMEOUT_MS,
+  );
   if (!head) return 'the source repository has no commit yet: the fork starts from an empty repository';
-  await git(branch ? ['checkout', '--quiet', '--force', '-B', branch, head] : ['checkout', '--quiet', '--force', '--detach', head], dir, GIT_COPY_TIMEOUT_MS);
+  await git(
+    branch
+      ? ['checkout', '--quiet', '--force', '-B', branch, head]
+      : ['checkout', '--quiet', '--force', '--detach', head],
+    dir,
+    GIT_COPY_TIMEOUT_MS,
+  );
   await fs.writeFile(path.join(path.dirname(dir), `${path.basename(dir)}.base`), head);
-  const how = commit ? `HEAD as of ${at.toISOString()} by the reflog` : 'HEAD now (the reflog does not go back to the fork step)';
+  const how = commit
+    ? `HEAD as of ${at.toISOString()} by the reflog`
+    : 'HEAD now (the reflog does not go back to the fork step)';
   return (
     `git clone of the source workspace at ${head.slice(0, 12)} (${how}${branch ? `, on ${branch}` : ''}); ` +
     `the reflog records HEAD moves to the second and no uncommitted changes${dirty ? ' (the source has uncommitted changes now)' : ''}`

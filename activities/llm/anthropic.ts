@@ -8,7 +8,13 @@
  * last tool (1) + message breakpoint (1) + flagged system segments (the rest, earliest first).
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { DEFAULT_STREAM_TIMEOUT_MS, openStreamScope, parseToolArguments, serverOf, type StreamScope } from './adapter-support';
+import {
+  DEFAULT_STREAM_TIMEOUT_MS,
+  openStreamScope,
+  parseToolArguments,
+  serverOf,
+  type StreamScope,
+} from './adapter-support';
 import type {
   ChatCallbacks,
   ChatMessage,
@@ -84,27 +90,32 @@ function messageParam(message: ChatMessage, withCacheBreakpoint: boolean): Anthr
   const kept = message.content.filter((block) => !(block.type === 'text' && block.text === ''));
   const content = (kept.length > 0 ? kept : message.content).map(contentBlock);
   const last = content.at(-1);
-  if (withCacheBreakpoint && last) content[content.length - 1] = { ...last, cache_control: EPHEMERAL } as Anthropic.ContentBlockParam;
+  if (withCacheBreakpoint && last)
+    content[content.length - 1] = { ...last, cache_control: EPHEMERAL } as Anthropic.ContentBlockParam;
   return { role: message.role, content };
 }
 
 /** The request body, without `stream`; exported for tests and for token-count estimates. */
 export function toAnthropicParams(request: ChatRequest): Omit<Anthropic.MessageCreateParamsStreaming, 'stream'> {
   const breakpointIndex = request.messageCacheBreakpoint;
-  const hasMessageBreakpoint = breakpointIndex !== undefined && breakpointIndex >= 0 && breakpointIndex < request.messages.length;
+  const hasMessageBreakpoint =
+    breakpointIndex !== undefined && breakpointIndex >= 0 && breakpointIndex < request.messages.length;
   const systemBudget = MAX_CACHE_BREAKPOINTS - (request.tools.length > 0 ? 1 : 0) - (hasMessageBreakpoint ? 1 : 0);
   const system = systemBlocks(request, systemBudget);
   return {
     model: request.model,
     max_tokens: request.maxTokens,
-    messages: request.messages.map((message, index) => messageParam(message, hasMessageBreakpoint && index === breakpointIndex)),
+    messages: request.messages.map((message, index) =>
+      messageParam(message, hasMessageBreakpoint && index === breakpointIndex),
+    ),
     ...(system.length > 0 ? { system } : {}),
     ...(request.tools.length > 0 ? { tools: toolDefinitions(request) } : {}),
     ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
   };
 }
 
-type BlockInProgress = { kind: 'text'; text: string } | { kind: 'tool_use'; id: string; name: string; json: string; startInput: unknown };
+type BlockInProgress =
+  { kind: 'text'; text: string } | { kind: 'tool_use'; id: string; name: string; json: string; startInput: unknown };
 
 /** Folds the raw stream events into our result; exposes whether `message_stop` arrived. */
 class StreamAccumulator {
@@ -132,7 +143,14 @@ class StreamAccumulator {
       case 'content_block_start': {
         const block = event.content_block;
         if (block.type === 'text') this.blocks.set(event.index, { kind: 'text', text: block.text });
-        else if (block.type === 'tool_use') this.blocks.set(event.index, { kind: 'tool_use', id: block.id, name: block.name, json: '', startInput: block.input });
+        else if (block.type === 'tool_use')
+          this.blocks.set(event.index, {
+            kind: 'tool_use',
+            id: block.id,
+            name: block.name,
+            json: '',
+            startInput: block.input,
+          });
         break; // thinking and server-tool blocks are not part of our conversation model
       }
       case 'content_block_delta': {
@@ -171,7 +189,9 @@ class StreamAccumulator {
       .map(([, block]): TextBlock | ToolUseBlock => {
         if (block.kind === 'text') return { type: 'text', text: block.text };
         const parsed =
-          block.json === '' && isPlainObject(block.startInput) ? { input: block.startInput } : parseToolArguments(block.name, block.json);
+          block.json === '' && isPlainObject(block.startInput)
+            ? { input: block.startInput }
+            : parseToolArguments(block.name, block.json);
         return { type: 'tool_use', id: block.id, name: block.name, ...parsed };
       });
   }
@@ -179,7 +199,8 @@ class StreamAccumulator {
 
 /** The error to raise when our own signal, not the server, ended the stream. */
 function stoppedByScope(scope: StreamScope, timeoutMs: number): Error | undefined {
-  if (scope.timedOut) return new Anthropic.APIConnectionTimeoutError({ message: `Anthropic stream exceeded ${timeoutMs} ms.` });
+  if (scope.timedOut)
+    return new Anthropic.APIConnectionTimeoutError({ message: `Anthropic stream exceeded ${timeoutMs} ms.` });
   if (scope.callerAborted) return new Anthropic.APIUserAbortError();
   return undefined;
 }
@@ -193,7 +214,10 @@ export function createAnthropicProvider(config: ProviderConfig): LlmProvider {
     const scope = openStreamScope(callbacks.signal, timeoutMs);
     const accumulator = new StreamAccumulator(callbacks.onTextDelta);
     try {
-      const stream = await client.messages.create({ ...toAnthropicParams(request), stream: true }, { signal: scope.signal });
+      const stream = await client.messages.create(
+        { ...toAnthropicParams(request), stream: true },
+        { signal: scope.signal },
+      );
       for await (const event of stream) {
         callbacks.onStreamEvent?.();
         accumulator.add(event);
@@ -206,7 +230,8 @@ export function createAnthropicProvider(config: ProviderConfig): LlmProvider {
     // The SDK ends the iteration quietly when its signal fires, so an abort must be detected here.
     const stopped = stoppedByScope(scope, timeoutMs);
     if (stopped) throw stopped;
-    if (!accumulator.complete) throw new Anthropic.APIConnectionError({ message: 'Anthropic stream ended before message_stop.' });
+    if (!accumulator.complete)
+      throw new Anthropic.APIConnectionError({ message: 'Anthropic stream ended before message_stop.' });
     return {
       content: accumulator.content(),
       stopReason: accumulator.stopReason,

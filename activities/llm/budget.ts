@@ -94,7 +94,10 @@ function formatAmount(unit: BudgetUnit, amount: number): string {
 }
 
 /** The non-retryable failure for a blocked call; its message starts with "Budget exceeded". */
-export function budgetExceededFailure(blocked: Extract<BudgetCheckResult, { ok: false }>, context: { agentId?: string; period?: BudgetPeriod } = {}): ApplicationFailure {
+export function budgetExceededFailure(
+  blocked: Extract<BudgetCheckResult, { ok: false }>,
+  context: { agentId?: string; period?: BudgetPeriod } = {},
+): ApplicationFailure {
   const { unit, spent, limit, estimate, remaining } = blocked;
   const period = context.period && context.period !== 'lifetime' ? ` per ${context.period}` : '';
   const message =
@@ -114,7 +117,11 @@ export function budgetExceededFailure(blocked: Extract<BudgetCheckResult, { ok: 
  * lowest first. A threshold is crossed when `before` was below it and `after` is at or above it, so
  * each fires once per period as long as `before` is the period's spending before this call.
  */
-export function crossedThresholds(before: number, after: number, limit: number | null | undefined): BudgetThresholdPercent[] {
+export function crossedThresholds(
+  before: number,
+  after: number,
+  limit: number | null | undefined,
+): BudgetThresholdPercent[] {
   if (limit === null || limit === undefined || limit <= 0 || after <= before) return [];
   return BUDGET_THRESHOLD_PERCENTS.filter((percent) => {
     const level = (limit * percent) / 100;

@@ -87,9 +87,19 @@ export class CircuitBreaker {
     const providerState = stateOf(providerEntry, now);
     const modelState = stateOf(modelEntry, now);
     for (const state of ['open', 'half_open'] as const) {
-      const useProvider = providerState === state && (modelState !== state || (providerEntry!.openUntil ?? 0) >= (modelEntry!.openUntil ?? 0));
-      if (useProvider) return { state, openUntil: providerEntry!.openUntil, reason: providerEntry!.reason, providerWide: true, consecutiveFailures };
-      if (modelState === state) return { state, openUntil: modelEntry!.openUntil, reason: modelEntry!.reason, consecutiveFailures };
+      const useProvider =
+        providerState === state &&
+        (modelState !== state || (providerEntry!.openUntil ?? 0) >= (modelEntry!.openUntil ?? 0));
+      if (useProvider)
+        return {
+          state,
+          openUntil: providerEntry!.openUntil,
+          reason: providerEntry!.reason,
+          providerWide: true,
+          consecutiveFailures,
+        };
+      if (modelState === state)
+        return { state, openUntil: modelEntry!.openUntil, reason: modelEntry!.reason, consecutiveFailures };
     }
     return { state: 'closed', consecutiveFailures };
   }
@@ -103,7 +113,9 @@ export class CircuitBreaker {
     const entries = [this.providers.get(provider), this.models.get(circuitKey(provider, model))];
     if (entries.some((entry) => stateOf(entry, now) === 'open')) return false;
     const halfOpen = entries.filter((entry): entry is Entry => stateOf(entry, now) === 'half_open');
-    const trialRunning = halfOpen.some((entry) => entry.trialStartedAt !== undefined && now - entry.trialStartedAt < CIRCUIT_TRIAL_LEASE_MS);
+    const trialRunning = halfOpen.some(
+      (entry) => entry.trialStartedAt !== undefined && now - entry.trialStartedAt < CIRCUIT_TRIAL_LEASE_MS,
+    );
     if (trialRunning) return false;
     for (const entry of halfOpen) entry.trialStartedAt = now;
     return true;
@@ -131,7 +143,8 @@ export class CircuitBreaker {
     const wasTripped = entry.openUntil !== undefined;
     entry.consecutiveFailures += 1;
     entry.trialStartedAt = undefined;
-    if (kind !== 'transient' || wasTripped || entry.consecutiveFailures >= CIRCUIT_OPEN_AFTER_FAILURES) open(entry, kind, now);
+    if (kind !== 'transient' || wasTripped || entry.consecutiveFailures >= CIRCUIT_OPEN_AFTER_FAILURES)
+      open(entry, kind, now);
     this.models.set(key, entry);
     // The provider-wide circuit (if any) stays as it is; only its trial is handed back.
     const providerEntry = this.providers.get(provider);

@@ -1,7 +1,8 @@
 import type { ChatCallbacks, ChatRequest, ChatResult, ContentBlock, LlmProvider } from './types';
 
 export const DEMO_MODEL = 'demo-offline';
-export const DEMO_LABEL = '[offline demo model — not a real LLM; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real one]';
+export const DEMO_LABEL =
+  '[offline demo model — not a real LLM; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real one]';
 /** Delay between streamed words, so a person can watch progress in the CLI and the Temporal UI. */
 export const DEMO_WORD_DELAY_MS = 40;
 
@@ -19,31 +20,69 @@ export function createDemoProvider(): LlmProvider {
       const taskText = firstUserText(request.messages.map((m) => m.content));
       if (!taskText.startsWith('[TASK EXECUTION')) {
         // Heartbeats, reflections, reports: answer in one turn without tools.
-        const reply = /heartbeat/i.test(taskText) ? 'HEARTBEAT_OK' : chatReply(request.messages) ?? `${DEMO_LABEL}\nNothing to add from the offline demo model.`;
+        const reply = /heartbeat/i.test(taskText)
+          ? 'HEARTBEAT_OK'
+          : (chatReply(request.messages) ?? `${DEMO_LABEL}\nNothing to add from the offline demo model.`);
         await streamWords(reply, callbacks);
-        return { content: [{ type: 'text', text: reply }], stopReason: 'end_turn', usage: estimateUsage(request, reply), model: DEMO_MODEL, provider: 'demo' };
+        return {
+          content: [{ type: 'text', text: reply }],
+          stopReason: 'end_turn',
+          usage: estimateUsage(request, reply),
+          model: DEMO_MODEL,
+          provider: 'demo',
+        };
       }
       const title = /^# (.+)$/m.exec(taskText)?.[1] ?? 'the task';
       let text: string;
       const blocks: ChatResult['content'] = [];
       if (toolResults === 0) {
         text = `${DEMO_LABEL}\nI'll start by writing my plan for "${title}" to plan.md in my workspace.`;
-        blocks.push({ type: 'text', text }, {
-          type: 'tool_use', id: `demo_${request.messages.length}_write`, name: 'file_write',
-          input: { path: 'plan.md', content: `# Plan for ${title}\n\n1. Understand the request.\n2. Produce the result.\n3. Submit it for review.\n` },
-        });
+        blocks.push(
+          { type: 'text', text },
+          {
+            type: 'tool_use',
+            id: `demo_${request.messages.length}_write`,
+            name: 'file_write',
+            input: {
+              path: 'plan.md',
+              content: `# Plan for ${title}\n\n1. Understand the request.\n2. Produce the result.\n3. Submit it for review.\n`,
+            },
+          },
+        );
       } else if (toolResults === 1) {
         text = `${DEMO_LABEL}\nPlan written. Reading it back to check it.`;
-        blocks.push({ type: 'text', text }, { type: 'tool_use', id: `demo_${request.messages.length}_read`, name: 'file_read', input: { path: 'plan.md' } });
+        blocks.push(
+          { type: 'text', text },
+          {
+            type: 'tool_use',
+            id: `demo_${request.messages.length}_read`,
+            name: 'file_read',
+            input: { path: 'plan.md' },
+          },
+        );
       } else {
         text = `${DEMO_LABEL}\nThe plan is in place; submitting the work for review.`;
-        blocks.push({ type: 'text', text }, {
-          type: 'tool_use', id: `demo_${request.messages.length}_submit`, name: 'task_submit_review',
-          input: { summary: `Wrote and checked plan.md for "${title}" (offline demo model).`, deliverables: ['plan.md'] },
-        });
+        blocks.push(
+          { type: 'text', text },
+          {
+            type: 'tool_use',
+            id: `demo_${request.messages.length}_submit`,
+            name: 'task_submit_review',
+            input: {
+              summary: `Wrote and checked plan.md for "${title}" (offline demo model).`,
+              deliverables: ['plan.md'],
+            },
+          },
+        );
       }
       await streamWords(text, callbacks);
-      return { content: blocks, stopReason: 'tool_use', usage: estimateUsage(request, JSON.stringify(blocks)), model: DEMO_MODEL, provider: 'demo' };
+      return {
+        content: blocks,
+        stopReason: 'tool_use',
+        usage: estimateUsage(request, JSON.stringify(blocks)),
+        model: DEMO_MODEL,
+        provider: 'demo',
+      };
     },
   };
 }
@@ -60,7 +99,12 @@ async function streamWords(text: string, callbacks: ChatCallbacks): Promise<void
 
 /** A rough token count (4 characters a token): the demo model has no tokenizer and costs nothing. */
 function estimateUsage(request: ChatRequest, output: string): ChatResult['usage'] {
-  return { inputTokens: Math.ceil(JSON.stringify(request).length / 4), outputTokens: Math.ceil(output.length / 4), cacheReadTokens: 0, cacheWriteTokens: 0 };
+  return {
+    inputTokens: Math.ceil(JSON.stringify(request).length / 4),
+    outputTokens: Math.ceil(output.length / 4),
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+  };
 }
 
 /**
@@ -69,7 +113,10 @@ function estimateUsage(request: ChatRequest, output: string): ChatResult['usage'
  */
 function chatReply(messages: ChatRequest['messages']): string | undefined {
   const users = messages.filter((m) => m.role === 'user' && m.content.some((b) => b.type === 'text'));
-  const last = users.at(-1)?.content.find((b) => b.type === 'text')?.text.trim();
+  const last = users
+    .at(-1)
+    ?.content.find((b) => b.type === 'text')
+    ?.text.trim();
   if (!last || last.startsWith('[')) return undefined;
   return `${DEMO_LABEL}\nYou said: "${last.slice(0, 200)}" (message ${users.length} in this conversation). A real model would answer here; the offline demo only echoes.`;
 }
@@ -84,9 +131,13 @@ function firstUserText(contents: ContentBlock[][]): string {
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason ?? new Error('aborted'));
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason ?? new Error('aborted'));
+      },
+      { once: true },
+    );
   });
 }

@@ -28,7 +28,6 @@ import { LlmFailureType } from '../../workflows/failure-types';
 
 export { LlmFailureType } from '../../workflows/failure-types';
 
-
 export type LlmFailureTypeName = (typeof LlmFailureType)[keyof typeof LlmFailureType];
 
 /** Failure types Temporal should retry. */
@@ -141,7 +140,13 @@ const NETWORK_ERROR_CODES = new Set([
   'UND_ERR_CLOSED',
 ]);
 /** Error codes meaning the connection or response timed out. */
-const TIMEOUT_ERROR_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const TIMEOUT_ERROR_CODES = new Set([
+  'ETIMEDOUT',
+  'ESOCKETTIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
 /** Messages of network failures that carry no code (the usual socket and DNS failure texts). */
 const NETWORK_ERROR_MESSAGE = /fetch failed|socket hang up|getaddrinfo|network error|dns/i;
 /** How deep to follow `cause` chains looking for a network error code. */
@@ -167,12 +172,14 @@ function findNetworkCause(err: unknown): NetworkCause | undefined {
     const text = typeof link.message === 'string' ? link.message : '';
     if (typeof link.code === 'string') {
       if (TIMEOUT_ERROR_CODES.has(link.code)) return { kind: 'timeout', detail: text || link.code };
-      if (NETWORK_ERROR_CODES.has(link.code)) return { kind: 'network', detail: text.includes(link.code) ? text : `${link.code} ${text}`.trim() };
+      if (NETWORK_ERROR_CODES.has(link.code))
+        return { kind: 'network', detail: text.includes(link.code) ? text : `${link.code} ${text}`.trim() };
     }
     if (isTimeoutReason(link)) return { kind: 'timeout', detail: text || 'timed out' };
   }
   for (const link of chain) {
-    if (typeof link.message === 'string' && NETWORK_ERROR_MESSAGE.test(link.message)) return { kind: 'network', detail: link.message };
+    if (typeof link.message === 'string' && NETWORK_ERROR_MESSAGE.test(link.message))
+      return { kind: 'network', detail: link.message };
   }
   return undefined;
 }
@@ -216,7 +223,14 @@ function readHttpError(err: unknown): HttpErrorInfo | undefined {
   // An adapter for another OpenAI-compatible client may throw its own error with a numeric status.
   if (err instanceof Error && typeof (err as { status?: unknown }).status === 'number') {
     const { status, headers } = err as Error & { status: number; headers?: HeaderSource };
-    return { status, errorType: undefined, code: undefined, providerMessage: err.message, headers, requestId: undefined };
+    return {
+      status,
+      errorType: undefined,
+      code: undefined,
+      providerMessage: err.message,
+      headers,
+      requestId: undefined,
+    };
   }
   return undefined;
 }
@@ -249,7 +263,8 @@ const HTTP_CLIENT_CLOSED = 499;
 
 /** Billing failures hide behind 400 / 403 / 429 on some providers (OpenAI's 429 `insufficient_quota`). */
 const BILLING_ERROR_TYPES = new Set(['billing_error', 'insufficient_quota']);
-const BILLING_MESSAGE = /credit balance|insufficient[ _](balance|quota|credit|funds)|exceeded your current quota|billing/i;
+const BILLING_MESSAGE =
+  /credit balance|insufficient[ _](balance|quota|credit|funds)|exceeded your current quota|billing/i;
 
 function isBilling(info: HttpErrorInfo, status: number): boolean {
   if (status === 402) return true;
@@ -282,54 +297,131 @@ function make(
     nonRetryable: !retryable,
     details: [details],
     cause: cause instanceof Error ? cause : undefined,
-    nextRetryDelay: retryable && nextRetryDelayMs !== undefined ? Math.min(nextRetryDelayMs, MAX_RETRY_AFTER_MS) : undefined,
+    nextRetryDelay:
+      retryable && nextRetryDelayMs !== undefined ? Math.min(nextRetryDelayMs, MAX_RETRY_AFTER_MS) : undefined,
   });
 }
 
 function fromHttpError(info: HttpErrorInfo, err: unknown, ctx: LlmErrorContext, now: number): ApplicationFailure {
   const { provider, model } = ctx;
   const status =
-    info.status ?? STATUS_BY_ERROR_TYPE[info.errorType ?? ''] ?? STATUS_BY_ERROR_TYPE[info.code ?? ''] ?? UNKNOWN_STREAM_ERROR_STATUS;
+    info.status ??
+    STATUS_BY_ERROR_TYPE[info.errorType ?? ''] ??
+    STATUS_BY_ERROR_TYPE[info.code ?? ''] ??
+    UNKNOWN_STREAM_ERROR_STATUS;
   const label = [status, info.errorType ?? info.code].filter((part) => part !== undefined).join(' ');
   const said = info.providerMessage;
   const details: LlmFailureDetails = { provider, model, status };
   if (info.errorType ?? info.code) details.errorType = info.errorType ?? info.code;
   if (info.requestId) details.requestId = info.requestId;
   const retryAfter = parseRetryAfterMs(info.headers, now);
-  const waitNote = retryAfter !== undefined ? `; retry after ${formatDelay(Math.min(retryAfter, MAX_RETRY_AFTER_MS))}` : '';
+  const waitNote =
+    retryAfter !== undefined ? `; retry after ${formatDelay(Math.min(retryAfter, MAX_RETRY_AFTER_MS))}` : '';
   const T = LlmFailureType;
 
   if (isBilling(info, status)) {
-    return make(T.BillingError, `${provider} refused ${model} for billing reasons (${label}): ${said} — check the account's credit balance or plan`, false, details, err);
+    return make(
+      T.BillingError,
+      `${provider} refused ${model} for billing reasons (${label}): ${said} — check the account's credit balance or plan`,
+      false,
+      details,
+      err,
+    );
   }
   switch (status) {
     case 401:
-      return make(T.AuthError, `${provider} rejected the API key (${label}): ${said} — ${apiKeyHint(ctx)}`, false, details, err);
+      return make(
+        T.AuthError,
+        `${provider} rejected the API key (${label}): ${said} — ${apiKeyHint(ctx)}`,
+        false,
+        details,
+        err,
+      );
     case 403:
-      return make(T.PermissionDenied, `${provider} denied access to ${model} (${label}): ${said} — the API key may not use this model, organisation or region`, false, details, err);
+      return make(
+        T.PermissionDenied,
+        `${provider} denied access to ${model} (${label}): ${said} — the API key may not use this model, organisation or region`,
+        false,
+        details,
+        err,
+      );
     case 404:
-      return make(T.NotFound, `${provider} does not know model ${model} (${label}): ${said} — check the model name and the provider's base URL`, false, details, err);
+      return make(
+        T.NotFound,
+        `${provider} does not know model ${model} (${label}): ${said} — check the model name and the provider's base URL`,
+        false,
+        details,
+        err,
+      );
     case 408:
-      return make(T.Timeout, `${provider} timed out the request to ${model} (${label}): ${said}${waitNote}`, true, details, err, retryAfter);
+      return make(
+        T.Timeout,
+        `${provider} timed out the request to ${model} (${label}): ${said}${waitNote}`,
+        true,
+        details,
+        err,
+        retryAfter,
+      );
     case 409:
-      return make(T.Conflict, `${provider} reported a conflict for ${model} (${label}): ${said}${waitNote}`, true, details, err, retryAfter);
+      return make(
+        T.Conflict,
+        `${provider} reported a conflict for ${model} (${label}): ${said}${waitNote}`,
+        true,
+        details,
+        err,
+        retryAfter,
+      );
     case 429:
-      return make(T.RateLimited, `${provider} rate-limited requests to ${model} (${label}): ${said}${waitNote}`, true, details, err, retryAfter);
+      return make(
+        T.RateLimited,
+        `${provider} rate-limited requests to ${model} (${label}): ${said}${waitNote}`,
+        true,
+        details,
+        err,
+        retryAfter,
+      );
     case HTTP_CLIENT_CLOSED:
-      return make(T.ServerError, `${provider} closed the request to ${model} (${label}): ${said}${waitNote}`, true, details, err, retryAfter);
+      return make(
+        T.ServerError,
+        `${provider} closed the request to ${model} (${label}): ${said}${waitNote}`,
+        true,
+        details,
+        err,
+        retryAfter,
+      );
   }
   if (status === HTTP_OVERLOADED || info.errorType === 'overloaded_error') {
-    return make(T.Overloaded, `${provider} is overloaded and refused ${model} (${label}): ${said}${waitNote}`, true, details, err, retryAfter);
+    return make(
+      T.Overloaded,
+      `${provider} is overloaded and refused ${model} (${label}): ${said}${waitNote}`,
+      true,
+      details,
+      err,
+      retryAfter,
+    );
   }
   if (status >= 500) {
-    return make(T.ServerError, `${provider} failed serving ${model} (${label}): ${said}${waitNote}`, true, details, err, retryAfter);
+    return make(
+      T.ServerError,
+      `${provider} failed serving ${model} (${label}): ${said}${waitNote}`,
+      true,
+      details,
+      err,
+      retryAfter,
+    );
   }
-  return make(T.BadRequest, `${provider} rejected the request to ${model} as invalid (${label}): ${said}`, false, details, err);
+  return make(
+    T.BadRequest,
+    `${provider} rejected the request to ${model} as invalid (${label}): ${said}`,
+    false,
+    details,
+    err,
+  );
 }
 
 function errorText(err: unknown): string {
   if (err instanceof Error) return err.message;
-  return typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+  return typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
 }
 
 /**
@@ -349,12 +441,24 @@ export function classifyProviderError(err: unknown, ctx: LlmErrorContext): Appli
     err instanceof OpenAiConnectionTimeoutError ||
     (err instanceof OpenAiUserAbortError && isTimeoutReason((err as { cause?: unknown }).cause));
   if (isSdkTimeout) {
-    return make(LlmFailureType.Timeout, `${provider} request for ${model} timed out: ${errorText(err)}`, true, details, err);
+    return make(
+      LlmFailureType.Timeout,
+      `${provider} request for ${model} timed out: ${errorText(err)}`,
+      true,
+      details,
+      err,
+    );
   }
   if (err instanceof AnthropicConnectionError || err instanceof OpenAiConnectionError) {
     const cause = findNetworkCause((err as { cause?: unknown }).cause);
     if (cause?.kind === 'timeout') {
-      return make(LlmFailureType.Timeout, `${provider} request for ${model} timed out: ${cause.detail}`, true, details, err);
+      return make(
+        LlmFailureType.Timeout,
+        `${provider} request for ${model} timed out: ${cause.detail}`,
+        true,
+        details,
+        err,
+      );
     }
     const why = cause ? `${errorText(err)} (${cause.detail})` : errorText(err);
     return make(LlmFailureType.NetworkError, `could not reach ${provider} for ${model}: ${why}`, true, details, err);
@@ -365,17 +469,36 @@ export function classifyProviderError(err: unknown, ctx: LlmErrorContext): Appli
 
   const network = findNetworkCause(err);
   if (network?.kind === 'timeout') {
-    return make(LlmFailureType.Timeout, `${provider} request for ${model} timed out: ${network.detail}`, true, details, err);
+    return make(
+      LlmFailureType.Timeout,
+      `${provider} request for ${model} timed out: ${network.detail}`,
+      true,
+      details,
+      err,
+    );
   }
   if (network) {
-    return make(LlmFailureType.NetworkError, `could not reach ${provider} for ${model}: ${network.detail}`, true, details, err);
+    return make(
+      LlmFailureType.NetworkError,
+      `could not reach ${provider} for ${model}: ${network.detail}`,
+      true,
+      details,
+      err,
+    );
   }
-  return make(LlmFailureType.ProviderError, `${provider} call to ${model} failed: ${errorText(err)}`, true, details, err);
+  return make(
+    LlmFailureType.ProviderError,
+    `${provider} call to ${model} failed: ${errorText(err)}`,
+    true,
+    details,
+    err,
+  );
 }
 
 /** The `LlmFailureDetails` of a failure produced here, if any. */
 export function llmFailureDetails(failure: ApplicationFailure): LlmFailureDetails | undefined {
   const first = failure.details?.[0];
-  if (typeof first === 'object' && first !== null && 'provider' in first && 'model' in first) return first as LlmFailureDetails;
+  if (typeof first === 'object' && first !== null && 'provider' in first && 'model' in first)
+    return first as LlmFailureDetails;
   return undefined;
 }

@@ -9,8 +9,25 @@
  * `prompt_tokens - cached_tokens`, and there is no cache-write count.
  */
 import OpenAI from 'openai';
-import { DEFAULT_STREAM_TIMEOUT_MS, openStreamScope, parseToolArguments, serverOf, type StreamScope } from './adapter-support';
-import type { ChatCallbacks, ChatMessage, ChatRequest, ChatResult, LlmProvider, ProviderConfig, StopReason, TextBlock, ToolUseBlock, Usage } from './types';
+import {
+  DEFAULT_STREAM_TIMEOUT_MS,
+  openStreamScope,
+  parseToolArguments,
+  serverOf,
+  type StreamScope,
+} from './adapter-support';
+import type {
+  ChatCallbacks,
+  ChatMessage,
+  ChatRequest,
+  ChatResult,
+  LlmProvider,
+  ProviderConfig,
+  StopReason,
+  TextBlock,
+  ToolUseBlock,
+  Usage,
+} from './types';
 
 /** Joins system segments and text blocks: a blank line keeps them visibly separate for the model. */
 const TEXT_SEPARATOR = '\n\n';
@@ -44,7 +61,13 @@ function toOpenAiMessages(message: ChatMessage): OpenAI.ChatCompletionMessagePar
   if (message.role === 'assistant') {
     const toolCalls = message.content.flatMap((block): OpenAI.ChatCompletionMessageToolCall[] =>
       block.type === 'tool_use'
-        ? [{ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } }]
+        ? [
+            {
+              id: block.id,
+              type: 'function',
+              function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+            },
+          ]
         : [],
     );
     const text = textOf(message.content);
@@ -59,7 +82,13 @@ function toOpenAiMessages(message: ChatMessage): OpenAI.ChatCompletionMessagePar
   // Tool messages must directly follow the assistant message that made the calls, so they come first.
   const toolMessages = message.content.flatMap((block): OpenAI.ChatCompletionToolMessageParam[] =>
     block.type === 'tool_result'
-      ? [{ role: 'tool', tool_call_id: block.toolUseId, content: block.isError ? `${TOOL_ERROR_PREFIX}${block.content}` : block.content }]
+      ? [
+          {
+            role: 'tool',
+            tool_call_id: block.toolUseId,
+            content: block.isError ? `${TOOL_ERROR_PREFIX}${block.content}` : block.content,
+          },
+        ]
       : [],
   );
   const hasText = message.content.some((block) => block.type === 'text');
@@ -71,8 +100,14 @@ function toOpenAiMessages(message: ChatMessage): OpenAI.ChatCompletionMessagePar
  * `max_completion_tokens` (reasoning models reject `max_tokens`); compatible servers widely
  * understand only `max_tokens`.
  */
-export function toOpenAiParams(request: ChatRequest, kind: ProviderConfig['kind']): Omit<OpenAI.ChatCompletionCreateParamsStreaming, 'stream'> {
-  const system = request.system.map((segment) => segment.text).filter((text) => text !== '').join(TEXT_SEPARATOR);
+export function toOpenAiParams(
+  request: ChatRequest,
+  kind: ProviderConfig['kind'],
+): Omit<OpenAI.ChatCompletionCreateParamsStreaming, 'stream'> {
+  const system = request.system
+    .map((segment) => segment.text)
+    .filter((text) => text !== '')
+    .join(TEXT_SEPARATOR);
   const messages: OpenAI.ChatCompletionMessageParam[] = [
     ...(system === '' ? [] : [{ role: 'system' as const, content: system }]),
     ...request.messages.flatMap(toOpenAiMessages),
@@ -155,19 +190,21 @@ class StreamAccumulator {
 
   content(): Array<TextBlock | ToolUseBlock> {
     const text: TextBlock[] = this.text === '' ? [] : [{ type: 'text', text: this.text }];
-    const calls = this.toolCalls
-      .map((call, index): ToolUseBlock => ({
-        type: 'tool_use',
-        // Some compatible servers omit ids; the ledger needs one that is unique within the turn.
-        id: call.id || `call_${index}`,
-        name: call.name,
-        ...parseToolArguments(call.name, call.args),
-      }));
+    const calls = this.toolCalls.map((call, index): ToolUseBlock => ({
+      type: 'tool_use',
+      // Some compatible servers omit ids; the ledger needs one that is unique within the turn.
+      id: call.id || `call_${index}`,
+      name: call.name,
+      ...parseToolArguments(call.name, call.args),
+    }));
     return [...text, ...calls];
   }
 }
 
-function startsAnotherCall(current: ToolCallInProgress, call: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall): boolean {
+function startsAnotherCall(
+  current: ToolCallInProgress,
+  call: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall,
+): boolean {
   if (call.id && current.id) return call.id !== current.id;
   if (!call.function?.name || !current.name) return false;
   try {
@@ -179,7 +216,8 @@ function startsAnotherCall(current: ToolCallInProgress, call: OpenAI.ChatComplet
 }
 
 function stoppedByScope(scope: StreamScope, timeoutMs: number): Error | undefined {
-  if (scope.timedOut) return new OpenAI.APIConnectionTimeoutError({ message: `OpenAI stream exceeded ${timeoutMs} ms.` });
+  if (scope.timedOut)
+    return new OpenAI.APIConnectionTimeoutError({ message: `OpenAI stream exceeded ${timeoutMs} ms.` });
   if (scope.callerAborted) return new OpenAI.APIUserAbortError();
   return undefined;
 }
@@ -221,7 +259,10 @@ export function createOpenAiProvider(config: ProviderConfig): LlmProvider {
     const content = accumulator.content();
     return {
       content,
-      stopReason: stopReasonOf(accumulator.finishReason, content.some((block) => block.type === 'tool_use')),
+      stopReason: stopReasonOf(
+        accumulator.finishReason,
+        content.some((block) => block.type === 'tool_use'),
+      ),
       usage: accumulator.usage,
       model: accumulator.model ?? request.model,
       provider: config.name,

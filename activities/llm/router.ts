@@ -108,7 +108,9 @@ export class LlmRouter {
     for (const tier of MODEL_TIERS) {
       for (const candidate of options.tiers[tier]) {
         if (!options.providers.has(candidate.provider)) {
-          throw new Error(`tier "${tier}" names provider "${candidate.provider}", which is not configured (configured: ${[...options.providers.keys()].join(', ') || 'none'})`);
+          throw new Error(
+            `tier "${tier}" names provider "${candidate.provider}", which is not configured (configured: ${[...options.providers.keys()].join(', ') || 'none'})`,
+          );
         }
       }
     }
@@ -136,18 +138,24 @@ export class LlmRouter {
     const chain = this.tiers[target.tier ?? DEFAULT_TIER];
     const first: RouteCandidate[] = [];
     if (target.provider !== undefined && !this.providers.has(target.provider)) {
-      throw configError(`no LLM provider named "${target.provider}" is configured (configured: ${[...this.providers.keys()].join(', ') || 'none'})`);
+      throw configError(
+        `no LLM provider named "${target.provider}" is configured (configured: ${[...this.providers.keys()].join(', ') || 'none'})`,
+      );
     }
     if (target.model !== undefined) {
       const provider = target.provider ?? this.providerForModel(target.model);
       if (provider === undefined) {
-        throw configError(`no configured LLM provider serves model "${target.model}"; name the provider explicitly or add one of kind "${lookupModel(target.model).kind}"`);
+        throw configError(
+          `no configured LLM provider serves model "${target.model}"; name the provider explicitly or add one of kind "${lookupModel(target.model).kind}"`,
+        );
       }
       first.push({ provider, model: target.model });
     } else if (target.provider !== undefined) {
       first.push(...chain.filter((c) => c.provider === target.provider));
       if (first.length === 0) {
-        throw configError(`provider "${target.provider}" has no model in tier "${target.tier ?? DEFAULT_TIER}"; name a model explicitly`);
+        throw configError(
+          `provider "${target.provider}" has no model in tier "${target.tier ?? DEFAULT_TIER}"; name a model explicitly`,
+        );
       }
     }
     const seen = new Set<string>();
@@ -168,7 +176,11 @@ export class LlmRouter {
    *   succeed; the breaker then skips the broken candidates), else the last failure; its message
    *   lists every attempt.
    */
-  async chat(request: RouterChatRequest, target: RouteTarget = {}, callbacks?: ChatCallbacks): Promise<RoutedChatResult> {
+  async chat(
+    request: RouterChatRequest,
+    target: RouteTarget = {},
+    callbacks?: ChatCallbacks,
+  ): Promise<RoutedChatResult> {
     const candidates = this.candidates(target);
     if (candidates.length === 0) throw configError(`no LLM candidates for tier "${target.tier ?? DEFAULT_TIER}"`);
     const attempts: RouteAttempt[] = [];
@@ -217,7 +229,10 @@ export class LlmRouter {
       attempts.push({ provider: providerName, model });
       return { result: { ...result, content: storableContent(result.content) } };
     } catch (err) {
-      const failure = callbacks?.signal?.aborted || isCancellation(err) ? undefined : classifyProviderError(err, { provider: providerName, model, kind: provider.kind, now: this.now });
+      const failure =
+        callbacks?.signal?.aborted || isCancellation(err)
+          ? undefined
+          : classifyProviderError(err, { provider: providerName, model, kind: provider.kind, now: this.now });
       if (failure === undefined) {
         this.breaker.release(providerName, model);
         throw err;
@@ -257,7 +272,9 @@ function openUntil(breaker: CircuitBreaker, candidate: RouteCandidate): number {
 /** A copy of `failure` whose message lists every attempt (kept as is when only one request was made and nothing was skipped). */
 function withAttempts(failure: ApplicationFailure, attempts: readonly RouteAttempt[]): ApplicationFailure {
   if (attempts.length <= 1) return failure;
-  const list = attempts.map((a) => `${a.provider}/${a.model}: ${a.skipped ? 'skipped, ' : ''}${a.error ?? 'ok'}`).join('; ');
+  const list = attempts
+    .map((a) => `${a.provider}/${a.model}: ${a.skipped ? 'skipped, ' : ''}${a.error ?? 'ok'}`)
+    .join('; ');
   return ApplicationFailure.create({
     type: failure.type ?? undefined,
     message: `${failure.message} [attempts: ${list}]`,
@@ -287,7 +304,8 @@ export function defaultTierChains(configs: readonly ProviderConfig[]): TierChain
 /** A reply's text and tool arguments as they can be stored and sent back (see `storableText`). */
 function storableContent(content: ChatResult['content']): ChatResult['content'] {
   return content.map((block) =>
-    block.type === 'text' ? { ...block, text: storableText(block.text) } : { ...block, name: storableText(block.name), input: storableDeep(block.input) },
+    block.type === 'text'
+      ? { ...block, text: storableText(block.text) }
+      : { ...block, name: storableText(block.name), input: storableDeep(block.input) },
   );
 }
-

@@ -8,9 +8,14 @@
  */
 import type { ChatMessage, ContentBlock } from './types';
 
-export function withSessionUniqueToolIds<B extends ContentBlock>(content: readonly B[], earlier: readonly ChatMessage[], stepKey: string): B[] {
+export function withSessionUniqueToolIds<B extends ContentBlock>(
+  content: readonly B[],
+  earlier: readonly ChatMessage[],
+  stepKey: string,
+): B[] {
   const used = new Set<string>();
-  for (const message of earlier) for (const block of message.content ?? []) if (block.type === 'tool_use') used.add(block.id);
+  for (const message of earlier)
+    for (const block of message.content ?? []) if (block.type === 'tool_use') used.add(block.id);
   return content.map((block, index) => {
     if (block.type !== 'tool_use') return block;
     let id = block.id;

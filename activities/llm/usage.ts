@@ -75,7 +75,12 @@ export function llmCallInsert(db: Db, call: LlmCallRecord) {
 
 /** Whether a call with this key was already recorded in the session (an activity retry). */
 export async function hasLlmCall(db: Db, sessionId: string, idemKey: string): Promise<boolean> {
-  const row = await db.selectFrom('llm_calls').select('id').where('session_id', '=', sessionId).where('idem_key', '=', idemKey).executeTakeFirst();
+  const row = await db
+    .selectFrom('llm_calls')
+    .select('id')
+    .where('session_id', '=', sessionId)
+    .where('idem_key', '=', idemKey)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
@@ -97,14 +102,16 @@ export interface UsageFilter {
  * // select sum(input_tokens), …, sum(cost_usd), count(*) from llm_calls where agent_id = $1 and created_at >= $2
  */
 export async function usageTotals(db: Db, filter: UsageFilter): Promise<UsageTotalsRow> {
-  let query = db.selectFrom('llm_calls').select((eb) => [
-    eb.fn.coalesce(eb.fn.sum<string>('input_tokens'), eb.lit(0)).as('inputTokens'),
-    eb.fn.coalesce(eb.fn.sum<string>('output_tokens'), eb.lit(0)).as('outputTokens'),
-    eb.fn.coalesce(eb.fn.sum<string>('cache_read_tokens'), eb.lit(0)).as('cacheReadTokens'),
-    eb.fn.coalesce(eb.fn.sum<string>('cache_write_tokens'), eb.lit(0)).as('cacheWriteTokens'),
-    eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.lit(0)).as('costUsd'),
-    eb.fn.countAll<string>().as('calls'),
-  ]);
+  let query = db
+    .selectFrom('llm_calls')
+    .select((eb) => [
+      eb.fn.coalesce(eb.fn.sum<string>('input_tokens'), eb.lit(0)).as('inputTokens'),
+      eb.fn.coalesce(eb.fn.sum<string>('output_tokens'), eb.lit(0)).as('outputTokens'),
+      eb.fn.coalesce(eb.fn.sum<string>('cache_read_tokens'), eb.lit(0)).as('cacheReadTokens'),
+      eb.fn.coalesce(eb.fn.sum<string>('cache_write_tokens'), eb.lit(0)).as('cacheWriteTokens'),
+      eb.fn.coalesce(eb.fn.sum<string>('cost_usd'), eb.lit(0)).as('costUsd'),
+      eb.fn.countAll<string>().as('calls'),
+    ]);
   if (filter.agentId !== undefined) query = query.where('agent_id', '=', filter.agentId);
   if (filter.taskId !== undefined) query = query.where('task_id', '=', filter.taskId);
   if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
@@ -112,7 +119,9 @@ export async function usageTotals(db: Db, filter: UsageFilter): Promise<UsageTot
     const { sessionId, key } = filter.step;
     query = query
       .where('session_id', '=', sessionId)
-      .where((eb) => eb.or([eb('idem_key', '=', key), eb('idem_key', 'like', `${escapeLike(key)}${AUXILIARY_KEY_SEPARATOR}%`)]));
+      .where((eb) =>
+        eb.or([eb('idem_key', '=', key), eb('idem_key', 'like', `${escapeLike(key)}${AUXILIARY_KEY_SEPARATOR}%`)]),
+      );
   }
   const row = await query.executeTakeFirstOrThrow();
   return {

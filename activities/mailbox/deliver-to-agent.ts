@@ -7,7 +7,13 @@ import { agentWorkflowId, deliverUpdate, type DeliverInput, type DeliverResult }
  * `updateId`, a retried delivery (an activity retry, a client resend) is the same update and is
  * stored once. Validation and retries on a run that continued as new belong to the caller.
  */
-export async function deliverToAgent(client: Client, taskQueue: string, agentId: string, input: DeliverInput, options: { updateId?: string } = {}): Promise<DeliverResult> {
+export async function deliverToAgent(
+  client: Client,
+  taskQueue: string,
+  agentId: string,
+  input: DeliverInput,
+  options: { updateId?: string } = {},
+): Promise<DeliverResult> {
   return client.workflow.executeUpdateWithStart(deliverUpdate, {
     ...(options.updateId !== undefined ? { updateId: options.updateId } : {}),
     args: [input],

@@ -16,7 +16,10 @@ const COLLEAGUES_LIST_MAX = 50;
 /** Each colleague's description is cut here: enough to see what they do. */
 const COLLEAGUE_DESCRIPTION_CHARS = 150;
 
-const groupName = z.string().regex(GROUP_NAME_PATTERN, 'a group name: letters, digits, ".", "_" or "-"').describe('The group name (without "group:")');
+const groupName = z
+  .string()
+  .regex(GROUP_NAME_PATTERN, 'a group name: letters, digits, ".", "_" or "-"')
+  .describe('The group name (without "group:")');
 
 /**
  * Post to a group chat the agent belongs to, under the same rules as a group answer (G1–G4): everyone
@@ -45,8 +48,12 @@ export const agentSendGroupMessage = defineTool({
       });
       if (!outcome.posted) return { content: `Not posted: ${outcome.reason}.`, isError: true };
       const { message } = outcome;
-      const to = message.deliveredTo.length ? `delivered to ${message.deliveredTo.join(', ')}` : 'delivered to no agent (mention one by @id to ask it)';
-      return { content: `Posted to group:${args.group} (message ${message.id}), ${to}. Answers appear in the group later; do not wait for them.` };
+      const to = message.deliveredTo.length
+        ? `delivered to ${message.deliveredTo.join(', ')}`
+        : 'delivered to no agent (mention one by @id to ask it)';
+      return {
+        content: `Posted to group:${args.group} (message ${message.id}), ${to}. Answers appear in the group later; do not wait for them.`,
+      };
     }),
 });
 
@@ -61,7 +68,11 @@ export const agentListGroupChats = defineTool({
       .innerJoin('group_channels as g', 'g.name', 'me.group_name')
       .select((eb) => [
         'g.name',
-        eb.selectFrom('group_messages').select((m) => m.fn.max('created_at').as('last')).whereRef('group_messages.group_name', '=', 'g.name').as('last_message_at'),
+        eb
+          .selectFrom('group_messages')
+          .select((m) => m.fn.max('created_at').as('last'))
+          .whereRef('group_messages.group_name', '=', 'g.name')
+          .as('last_message_at'),
       ])
       .where('me.member_type', '=', 'agent')
       .where('me.member_id', '=', ctx.agentId)
@@ -82,7 +93,9 @@ export const agentListGroupChats = defineTool({
       .execute();
     const lines = groups.map((g) => {
       const roster = members.filter((m) => m.group_name === g.name).map((m) => `${m.member_id} (${m.member_type})`);
-      const last = g.last_message_at ? `last message ${new Date(g.last_message_at as unknown as string).toISOString().slice(0, 16).replace('T', ' ')} UTC` : 'no messages yet';
+      const last = g.last_message_at
+        ? `last message ${new Date(g.last_message_at as unknown as string).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+        : 'no messages yet';
       return `- group:${g.name} · ${roster.length} members: ${roster.join(', ')} · ${last}`;
     });
     return { content: lines.join('\n') };
@@ -91,7 +104,8 @@ export const agentListGroupChats = defineTool({
 
 export const agentCreateGroupChat = defineTool({
   name: 'agent_create_group_chat',
-  description: 'Create a group chat with other agents (by id) and humans; you are a member. Post to it with agent_send_group_message.',
+  description:
+    'Create a group chat with other agents (by id) and humans; you are a member. Post to it with agent_send_group_message.',
   schema: z
     .object({
       name: groupName,
@@ -103,7 +117,11 @@ export const agentCreateGroupChat = defineTool({
   summarize: (a) => `agent_create_group_chat group:${a.name} with ${a.agents.join(', ')}`,
   run: async (args, ctx) =>
     asToolError(async () => {
-      const members = [{ type: 'agent' as const, id: ctx.agentId }, ...args.agents.map((id) => ({ type: 'agent' as const, id })), ...(args.humans ?? []).map((id) => ({ type: 'human' as const, id }))];
+      const members = [
+        { type: 'agent' as const, id: ctx.agentId },
+        ...args.agents.map((id) => ({ type: 'agent' as const, id })),
+        ...(args.humans ?? []).map((id) => ({ type: 'human' as const, id })),
+      ];
       await createGroup(ctx.db, { name: args.name, createdBy: `agent:${ctx.agentId}`, members });
       return { content: `Created ${groupChannel(args.name)} with ${members.map((m) => m.id).join(', ')}.` };
     }),
@@ -115,9 +133,21 @@ export const agentListColleagues = defineTool({
   schema: z.object({}).strict(),
   sideEffecting: false,
   run: async (_args, ctx) => {
-    const rows = await ctx.db.selectFrom('agents').select(['id', 'name', 'description']).where('id', '!=', ctx.agentId).orderBy('name').orderBy('id').limit(COLLEAGUES_LIST_MAX + 1).execute();
+    const rows = await ctx.db
+      .selectFrom('agents')
+      .select(['id', 'name', 'description'])
+      .where('id', '!=', ctx.agentId)
+      .orderBy('name')
+      .orderBy('id')
+      .limit(COLLEAGUES_LIST_MAX + 1)
+      .execute();
     if (rows.length === 0) return { content: 'There are no other agents.' };
-    const lines = rows.slice(0, COLLEAGUES_LIST_MAX).map((r) => `- ${r.id}${r.name && r.name !== r.id ? ` (${r.name})` : ''}${r.description ? `: ${oneLine(r.description)}` : ''}`);
+    const lines = rows
+      .slice(0, COLLEAGUES_LIST_MAX)
+      .map(
+        (r) =>
+          `- ${r.id}${r.name && r.name !== r.id ? ` (${r.name})` : ''}${r.description ? `: ${oneLine(r.description)}` : ''}`,
+      );
     if (rows.length > COLLEAGUES_LIST_MAX) lines.push(`- …and more: only the first ${COLLEAGUES_LIST_MAX} are listed`);
     return { content: lines.join('\n') };
   },
@@ -149,7 +179,8 @@ async function asToolError(run: () => Promise<ToolOutput>): Promise<ToolOutput> 
   try {
     return await run();
   } catch (error) {
-    if (error instanceof ApplicationFailure && error.type === FailureType.InvalidGroup) return { content: `${error.message}.`, isError: true };
+    if (error instanceof ApplicationFailure && error.type === FailureType.InvalidGroup)
+      return { content: `${error.message}.`, isError: true };
     throw error;
   }
 }

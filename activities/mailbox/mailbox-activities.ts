@@ -97,13 +97,24 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
       if (!(await findAgent(db, item.agentId))) throw unknownAgent(item.agentId);
       const taskId = item.taskId ?? (item.channel.startsWith('task:') ? item.channel.slice('task:'.length) : undefined);
       if (taskId && !(await findTask(db, taskId))) {
-        throw ApplicationFailure.nonRetryable(`unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`, FailureType.UnknownTask);
+        throw ApplicationFailure.nonRetryable(
+          `unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`,
+          FailureType.UnknownTask,
+        );
       }
       const group = groupNameOf(item.channel);
       if (group !== undefined) {
         const members = await groupMembers(db, group);
-        if (!members) throw ApplicationFailure.nonRetryable(`unknown group ${JSON.stringify(group)}: create it first`, FailureType.InvalidGroup);
-        if (!members.some((m) => m.type === 'agent' && m.id === item.agentId)) throw ApplicationFailure.nonRetryable(`agent ${item.agentId} is not a member of group ${group}`, FailureType.InvalidGroup);
+        if (!members)
+          throw ApplicationFailure.nonRetryable(
+            `unknown group ${JSON.stringify(group)}: create it first`,
+            FailureType.InvalidGroup,
+          );
+        if (!members.some((m) => m.type === 'agent' && m.id === item.agentId))
+          throw ApplicationFailure.nonRetryable(
+            `agent ${item.agentId} is not a member of group ${group}`,
+            FailureType.InvalidGroup,
+          );
       }
       await db
         .insertInto('mailbox_items')
@@ -156,9 +167,17 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
      * the sender on the same thread (unless empty or NO_RESPONSE, or over the thread's budget).
      * Idempotent by the answered item.
      */
-    async replyToAgent(input: { agentId: string; to: string; sessionId: string; replyTo: string; thread: string; taskId?: string }): Promise<{ sent: boolean; reason: string }> {
+    async replyToAgent(input: {
+      agentId: string;
+      to: string;
+      sessionId: string;
+      replyTo: string;
+      thread: string;
+      taskId?: string;
+    }): Promise<{ sent: boolean; reason: string }> {
       const text = await lastAnswer(db, input.sessionId);
-      if (!text || text === NO_RESPONSE_MARKER) return { sent: false, reason: 'no reply: the agent chose not to answer' };
+      if (!text || text === NO_RESPONSE_MARKER)
+        return { sent: false, reason: 'no reply: the agent chose not to answer' };
       const activity = Context.current();
       const outcome = await sendAgentMessage(db, activity.client, activity.info.taskQueue, {
         fromAgentId: input.agentId,
@@ -169,7 +188,9 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
         ...(input.taskId ? { taskId: input.taskId } : {}),
         idempotencyKey: `reply-${input.replyTo}`,
       });
-      return outcome.sent ? { sent: true, reason: `replied to ${input.to} (item ${outcome.itemId})` } : { sent: false, reason: `reply not sent: ${outcome.reason}` };
+      return outcome.sent
+        ? { sent: true, reason: `replied to ${input.to} (item ${outcome.itemId})` }
+        : { sent: false, reason: `reply not sent: ${outcome.reason}` };
     },
 
     /**
@@ -186,7 +207,13 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
      * where the group rules deliver it further (only to the agents it @mentions, within the turn's
      * budgets). Not posted when empty or NO_RESPONSE (silence by default). Idempotent by item.
      */
-    async replyToGroup(input: { agentId: string; sessionId: string; group: string; replyTo?: string; itemId: string }): Promise<{ sent: boolean; reason: string }> {
+    async replyToGroup(input: {
+      agentId: string;
+      sessionId: string;
+      group: string;
+      replyTo?: string;
+      itemId: string;
+    }): Promise<{ sent: boolean; reason: string }> {
       const text = await lastAnswer(db, input.sessionId);
       if (!text || text === NO_RESPONSE_MARKER) return { sent: false, reason: 'no reply: the agent stayed silent' };
       const activity = Context.current();
@@ -207,8 +234,14 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
      * (title = the text's first line, description = the text; id `mailbox-{itemId}`, so a retry creates
      * nothing twice) and starts its workflow.
      */
-    async startTaskFromItem(input: { agentId: string; itemId: string; from: { type: string; id: string }; text: string }): Promise<{ taskId: string; reason: string }> {
-      const title = (input.text.trim().split('\n')[0] ?? '').trim().slice(0, MAILBOX_TASK_TITLE_CHARS) || 'Task from the mailbox';
+    async startTaskFromItem(input: {
+      agentId: string;
+      itemId: string;
+      from: { type: string; id: string };
+      text: string;
+    }): Promise<{ taskId: string; reason: string }> {
+      const title =
+        (input.text.trim().split('\n')[0] ?? '').trim().slice(0, MAILBOX_TASK_TITLE_CHARS) || 'Task from the mailbox';
       const { created, row } = await recordNewTask(db, {
         id: `mailbox-${input.itemId}`,
         agentId: input.agentId,
@@ -218,7 +251,11 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
         createdBy: `${input.from.type}:${input.from.id}`,
       });
       const activity = Context.current();
-      await startTaskWorkflow(activity.client, activity.info.taskQueue, { id: row.id, agentId: row.agent_id, title: row.title });
+      await startTaskWorkflow(activity.client, activity.info.taskQueue, {
+        id: row.id,
+        agentId: row.agent_id,
+        title: row.title,
+      });
       return { taskId: row.id, reason: `${created ? 'started' : 'already started'} task ${row.id}` };
     },
 
@@ -226,10 +263,21 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
      * Records the agent's threaded answer to a task comment: a `comment-answered` task event whose
      * `replyTo` is the comment's item id (idempotent by it), with the last answer in the session.
      */
-    async recordCommentAnswer(input: { agentId: string; taskId: string; sessionId: string; replyTo: string }): Promise<{ answered: boolean }> {
+    async recordCommentAnswer(input: {
+      agentId: string;
+      taskId: string;
+      sessionId: string;
+      replyTo: string;
+    }): Promise<{ answered: boolean }> {
       const text = await lastAnswer(db, input.sessionId);
       if (!text || text === NO_RESPONSE_MARKER) return { answered: false };
-      await addTaskEvent(db, input.taskId, 'comment-answered', { replyTo: input.replyTo, from: input.agentId, text }, `comment-answer:${input.replyTo}`);
+      await addTaskEvent(
+        db,
+        input.taskId,
+        'comment-answered',
+        { replyTo: input.replyTo, from: input.agentId, text },
+        `comment-answer:${input.replyTo}`,
+      );
       return { answered: true };
     },
 
@@ -238,10 +286,24 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
      * message, once per item. Returns the turn number in this session, which keys the turn's LLM
      * steps (idempotent: a retry returns the same number).
      */
-    async beginChatTurn(input: { agentId: string; sessionId: string; itemId: string; text: string; from: { type: string; id: string } }): Promise<{ turnNumber: number }> {
+    async beginChatTurn(input: {
+      agentId: string;
+      sessionId: string;
+      itemId: string;
+      text: string;
+      from: { type: string; id: string };
+    }): Promise<{ turnNumber: number }> {
       await ensureSession(db, { id: input.sessionId, agentId: input.agentId, kind: 'chat' });
-      await appendMessage(db, input.sessionId, `chat-${input.itemId}`, { role: 'user', content: [{ type: 'text', text: input.text }] });
-      const mine = await db.selectFrom('messages').select('id').where('session_id', '=', input.sessionId).where('idem_key', '=', `chat-${input.itemId}`).executeTakeFirstOrThrow();
+      await appendMessage(db, input.sessionId, `chat-${input.itemId}`, {
+        role: 'user',
+        content: [{ type: 'text', text: input.text }],
+      });
+      const mine = await db
+        .selectFrom('messages')
+        .select('id')
+        .where('session_id', '=', input.sessionId)
+        .where('idem_key', '=', `chat-${input.itemId}`)
+        .executeTakeFirstOrThrow();
       const before = await db
         .selectFrom('messages')
         .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -256,6 +318,15 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
 
 /** The text of the session's last assistant message (empty when it has none). */
 async function lastAnswer(db: Kysely<Database>, sessionId: string): Promise<string> {
-  const last = await db.selectFrom('messages').select('content').where('session_id', '=', sessionId).where('role', '=', 'assistant').orderBy('id', 'desc').executeTakeFirst();
-  return ((last?.content ?? []) as Array<{ type: string; text?: string }>).flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n').trim();
+  const last = await db
+    .selectFrom('messages')
+    .select('content')
+    .where('session_id', '=', sessionId)
+    .where('role', '=', 'assistant')
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
+  return ((last?.content ?? []) as Array<{ type: string; text?: string }>)
+    .flatMap((b) => (b.type === 'text' && b.text ? [b.text] : []))
+    .join('\n')
+    .trim();
 }

@@ -42,7 +42,13 @@ export async function deliverAgentComment(
   input: { taskId: string; assignee: string; fromAgentId: string; text: string; commentId: string },
 ): Promise<string | undefined> {
   if ((await agentCommentRoom(db, input.taskId)) === 0) return undefined;
-  const result = await deliverToAgent(client, taskQueue, input.assignee, { kind: 'comment', from: { type: 'agent', id: input.fromAgentId }, taskId: input.taskId, text: input.text }, { updateId: input.commentId });
+  const result = await deliverToAgent(
+    client,
+    taskQueue,
+    input.assignee,
+    { kind: 'comment', from: { type: 'agent', id: input.fromAgentId }, taskId: input.taskId, text: input.text },
+    { updateId: input.commentId },
+  );
   return result.itemId;
 }
 
@@ -60,7 +66,10 @@ export async function deliverCommentMentions(
   input: { taskId: string; text: string; from: DeliverInput['from']; commentItemId: string; skip: string[] },
 ): Promise<string[]> {
   const skip = new Set([...input.skip, ...(input.from.type === 'agent' ? [input.from.id] : [])]);
-  const room = input.from.type === 'agent' ? Math.min(COMMENT_MAX_MENTIONS, await agentCommentRoom(db, input.taskId)) : COMMENT_MAX_MENTIONS;
+  const room =
+    input.from.type === 'agent'
+      ? Math.min(COMMENT_MAX_MENTIONS, await agentCommentRoom(db, input.taskId))
+      : COMMENT_MAX_MENTIONS;
   const mentioned: string[] = [];
   for (const id of mentionTokens(input.text)) {
     if (mentioned.length >= room) break;

@@ -27,7 +27,15 @@ export async function sendAgentMessage(
   db: Kysely<Database>,
   client: Client,
   taskQueue: string,
-  message: { fromAgentId: string; to: string; text: string; replyTo?: string; thread?: string; taskId?: string; idempotencyKey: string },
+  message: {
+    fromAgentId: string;
+    to: string;
+    text: string;
+    replyTo?: string;
+    thread?: string;
+    taskId?: string;
+    idempotencyKey: string;
+  },
 ): Promise<SendOutcome> {
   if (message.to === message.fromAgentId) return { sent: false, reason: 'an agent cannot message itself' };
   if (!(await findAgent(db, message.to))) return { sent: false, reason: `unknown agent ${JSON.stringify(message.to)}` };
@@ -39,7 +47,10 @@ export async function sendAgentMessage(
       .where('kind', '=', 'message')
       .executeTakeFirstOrThrow();
     if (Number(used.n) >= A2A_THREAD_MESSAGE_BUDGET) {
-      return { sent: false, reason: `the thread's reply budget (${A2A_THREAD_MESSAGE_BUDGET} agent messages) is used up` };
+      return {
+        sent: false,
+        reason: `the thread's reply budget (${A2A_THREAD_MESSAGE_BUDGET} agent messages) is used up`,
+      };
     }
   }
   const result: DeliverResult = await deliverToAgent(

@@ -17,7 +17,12 @@ export const agentSendMessage = defineTool({
     .object({
       to: z.string().min(1).max(100).describe('The recipient agent id'),
       text: z.string().min(1).max(8_000),
-      reply_to: z.string().min(1).max(100).optional().describe('The message item id this answers, to continue its thread'),
+      reply_to: z
+        .string()
+        .min(1)
+        .max(100)
+        .optional()
+        .describe('The message item id this answers, to continue its thread'),
     })
     .strict(),
   sideEffecting: true,
@@ -25,9 +30,15 @@ export const agentSendMessage = defineTool({
   run: async (args, ctx) => {
     const activity = Context.current();
     const answered = args.reply_to
-      ? await ctx.db.selectFrom('mailbox_items').select(['thread_id', 'from_id']).where('id', '=', args.reply_to).where('agent_id', '=', ctx.agentId).executeTakeFirst()
+      ? await ctx.db
+          .selectFrom('mailbox_items')
+          .select(['thread_id', 'from_id'])
+          .where('id', '=', args.reply_to)
+          .where('agent_id', '=', ctx.agentId)
+          .executeTakeFirst()
       : undefined;
-    if (args.reply_to && !answered) return { content: `No message ${args.reply_to} in your mailbox: check the id.`, isError: true };
+    if (args.reply_to && !answered)
+      return { content: `No message ${args.reply_to} in your mailbox: check the id.`, isError: true };
     const outcome = await sendAgentMessage(ctx.db, activity.client, activity.info.taskQueue, {
       fromAgentId: ctx.agentId,
       to: args.to,
@@ -37,7 +48,9 @@ export const agentSendMessage = defineTool({
       idempotencyKey: `tool-${ctx.toolCallId}`,
     });
     return outcome.sent
-      ? { content: `Message delivered to ${args.to} (item ${outcome.itemId}). Their answer will arrive as a new message; do not wait for it.` }
+      ? {
+          content: `Message delivered to ${args.to} (item ${outcome.itemId}). Their answer will arrive as a new message; do not wait for it.`,
+        }
       : { content: `Message not sent: ${outcome.reason}.`, isError: true };
   },
 });

@@ -24,13 +24,35 @@ export interface DailyReportDue {
 function localClock(now: Date, timezone?: string): { day: string; hour: number; sinceMidnightMs: number } {
   let parts: Intl.DateTimeFormatPart[];
   try {
-    parts = new Intl.DateTimeFormat('en-CA', { timeZone: timezone || 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(now);
+    parts = new Intl.DateTimeFormat('en-CA', {
+      timeZone: timezone || 'UTC',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    }).formatToParts(now);
   } catch {
-    parts = new Intl.DateTimeFormat('en-CA', { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(now);
+    parts = new Intl.DateTimeFormat('en-CA', {
+      timeZone: 'UTC',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    }).formatToParts(now);
   }
   const get = (type: string) => parts.find((p) => p.type === type)?.value ?? '0';
   const hour = Number(get('hour'));
-  return { day: `${get('year')}-${get('month')}-${get('day')}`, hour, sinceMidnightMs: ((hour * 60 + Number(get('minute'))) * 60 + Number(get('second'))) * 1000 };
+  return {
+    day: `${get('year')}-${get('month')}-${get('day')}`,
+    hour,
+    sinceMidnightMs: ((hour * 60 + Number(get('minute'))) * 60 + Number(get('second'))) * 1000,
+  };
 }
 
 /**
@@ -38,11 +60,21 @@ function localClock(now: Date, timezone?: string): { day: string; hour: number; 
  * 20:00 or later in its timezone, and it has not sent a notification titled `Daily Report — <day>`
  * today. Returns what to write it from, or undefined. Workers never owe one.
  */
-export async function dailyReportDue(db: Kysely<Database>, agentId: string, config: Pick<AgentConfig, 'position' | 'timezone'>, now: Date): Promise<DailyReportDue | undefined> {
+export async function dailyReportDue(
+  db: Kysely<Database>,
+  agentId: string,
+  config: Pick<AgentConfig, 'position' | 'timezone'>,
+  now: Date,
+): Promise<DailyReportDue | undefined> {
   if (config.position !== 'manager') return undefined;
   const clock = localClock(now, config.timezone);
   if (clock.hour < DAILY_REPORT_LOCAL_HOUR) return undefined;
-  const sent = await db.selectFrom('notifications').select('id').where('agent_id', '=', agentId).where('title', '=', dailyReportTitle(clock.day)).executeTakeFirst();
+  const sent = await db
+    .selectFrom('notifications')
+    .select('id')
+    .where('agent_id', '=', agentId)
+    .where('title', '=', dailyReportTitle(clock.day))
+    .executeTakeFirst();
   if (sent) return undefined;
   const tasks = await db
     .selectFrom('tasks')
@@ -52,7 +84,9 @@ export async function dailyReportDue(db: Kysely<Database>, agentId: string, conf
     .orderBy('updated_at', 'desc')
     .limit(DAILY_REPORT_TASKS_MAX)
     .execute();
-  const lines = tasks.map((t) => `- [${t.state}] ${t.title} (${t.agent_id === agentId ? 'mine' : t.agent_id}, ${t.id})`);
+  const lines = tasks.map(
+    (t) => `- [${t.state}] ${t.title} (${t.agent_id === agentId ? 'mine' : t.agent_id}, ${t.id})`,
+  );
   let activity = '';
   for (const line of lines) {
     if (activity.length + line.length + 1 > DAILY_REPORT_ACTIVITY_CHARS) break;

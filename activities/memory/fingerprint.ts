@@ -28,9 +28,16 @@ export async function heartbeatFingerprint(db: Kysely<Database>, agentId: string
     .orderBy('id')
     .execute();
   for (const t of tasks) hash.update(`task:${t.id}:${t.state}:${t.round}:${t.updated_at.toISOString()}\n`);
-  const approvals = await db.selectFrom('approvals').select('id').where('agent_id', '=', agentId).where('status', '=', 'pending').orderBy('id').execute();
+  const approvals = await db
+    .selectFrom('approvals')
+    .select('id')
+    .where('agent_id', '=', agentId)
+    .where('status', '=', 'pending')
+    .orderBy('id')
+    .execute();
   for (const a of approvals) hash.update(`approval:${a.id}\n`);
-  for (const table of OPTIONAL_FINGERPRINT_TABLES) hash.update(`${table}:${await optionalTableDigest(db, table, agentId)}\n`);
+  for (const table of OPTIONAL_FINGERPRINT_TABLES)
+    hash.update(`${table}:${await optionalTableDigest(db, table, agentId)}\n`);
   return hash.digest('hex').slice(0, 32);
 }
 
@@ -38,9 +45,13 @@ async function optionalTableDigest(db: Kysely<Database>, table: string, agentId:
   const exists = await sql<{ t: string | null }>`select to_regclass(${table})::text as t`.execute(db);
   if (!exists.rows[0]?.t) return 'absent';
   const hasAgentColumn = await sql<{ n: string }>`
-    select count(*) as n from information_schema.columns where table_name = ${table} and column_name = 'agent_id'`.execute(db);
+    select count(*) as n from information_schema.columns where table_name = ${table} and column_name = 'agent_id'`.execute(
+    db,
+  );
   if (Number(hasAgentColumn.rows[0]?.n ?? 0) === 0) return 'no-agent-column';
   const digest = await sql<{ h: string | null }>`
-    select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ${sql.table(table)} t where t.agent_id = ${agentId}`.execute(db);
+    select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ${sql.table(table)} t where t.agent_id = ${agentId}`.execute(
+    db,
+  );
   return digest.rows[0]?.h ?? '';
 }

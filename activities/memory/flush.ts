@@ -45,8 +45,13 @@ export async function requestMemoryFlushIfDue(
   outlook: CompactionOutlook,
 ): Promise<boolean> {
   if (!offeredTools.has(MEMORY_SAVE_TOOL)) return false;
-  if (!shouldFlushMemory({ messageCount: outlook.messageCount, aboutToCompact: compactionIsNear(outlook) })) return false;
+  if (!shouldFlushMemory({ messageCount: outlook.messageCount, aboutToCompact: compactionIsNear(outlook) }))
+    return false;
   if (await findMessage(db, sessionId, MEMORY_FLUSH_MESSAGE_KEY)) return false;
-  await appendMessage(db, sessionId, MEMORY_FLUSH_MESSAGE_KEY, { role: 'user', kind: 'injection', content: [{ type: 'text', text: MEMORY_FLUSH_PROMPT }] });
+  await appendMessage(db, sessionId, MEMORY_FLUSH_MESSAGE_KEY, {
+    role: 'user',
+    kind: 'injection',
+    content: [{ type: 'text', text: MEMORY_FLUSH_PROMPT }],
+  });
   return true;
 }

@@ -18,7 +18,10 @@ export const QUALITY_WINDOW_MS = 14 * 24 * 60 * 60_000;
  * The heartbeat's activities: what it watches (the idle fingerprint), its check-in prompt, and its
  * recorded outcome. Idempotent: a retry re-appends nothing and records once per workflow id.
  */
-export function createHeartbeatActivities(db: Kysely<Database>, { requireAgent, writePrompt, replyText }: MemorySessions) {
+export function createHeartbeatActivities(
+  db: Kysely<Database>,
+  { requireAgent, writePrompt, replyText }: MemorySessions,
+) {
   async function dailyReportSection(agentId: string, config: AgentConfig, now: Date) {
     const due = await dailyReportDue(db, agentId, config, now);
     return due && { ...due, maxWords: DAILY_REPORT_MAX_WORDS, title: dailyReportTitle(due.day) };
@@ -43,7 +46,10 @@ export function createHeartbeatActivities(db: Kysely<Database>, { requireAgent, 
         .where('agent_id', '=', input.agentId)
         .orderBy('id', 'desc')
         .executeTakeFirst();
-      return { fingerprint, ...(last ? { previous: { fingerprint: last.fingerprint, skippedInRow: last.skipped_in_row } } : {}) };
+      return {
+        fingerprint,
+        ...(last ? { previous: { fingerprint: last.fingerprint, skippedInRow: last.skipped_in_row } } : {}),
+      };
     },
 
     /** Writes the `[HEARTBEAT CHECK-IN]` prompt as the first message of the heartbeat session. */
@@ -76,7 +82,10 @@ export function createHeartbeatActivities(db: Kysely<Database>, { requireAgent, 
         .execute();
       const quality = await db
         .selectFrom('tasks')
-        .select((eb) => [eb.fn.countAll<string>().as('reviewed'), eb.fn.count<string>(eb.case().when('round', '>', 1).then(1).end()).as('revised')])
+        .select((eb) => [
+          eb.fn.countAll<string>().as('reviewed'),
+          eb.fn.count<string>(eb.case().when('round', '>', 1).then(1).end()).as('revised'),
+        ])
         .where('agent_id', '=', input.agentId)
         .where('state', '=', 'completed')
         .where('completed_at', '>', new Date(now.getTime() - QUALITY_WINDOW_MS))
@@ -84,7 +93,9 @@ export function createHeartbeatActivities(db: Kysely<Database>, { requireAgent, 
       const text = heartbeatPrompt({
         now: `${localDay(now, config.timezone)} ${now.toISOString().slice(11, 16)} UTC`,
         checklist: agent.heartbeat_md,
-        lastHeartbeat: last?.summary ? { at: last.created_at.toISOString().slice(0, 16).replace('T', ' '), summary: last.summary } : undefined,
+        lastHeartbeat: last?.summary
+          ? { at: last.created_at.toISOString().slice(0, 16).replace('T', ' '), summary: last.summary }
+          : undefined,
         goals: (await activeGoals(db, input.agentId)).map((g) => ({
           title: `${g.title} [${g.id}]`,
           status: g.status,
@@ -125,7 +136,8 @@ export function createHeartbeatActivities(db: Kysely<Database>, { requireAgent, 
         fingerprint = await watchedFingerprint(input.agentId);
       }
       if (input.outcome === 'acted' || input.outcome === 'iteration-cap') {
-        if (input.sessionId && input.lastTurn !== undefined) summary = (await replyText(input.sessionId, 1, input.lastTurn)) || null;
+        if (input.sessionId && input.lastTurn !== undefined)
+          summary = (await replyText(input.sessionId, 1, input.lastTurn)) || null;
       }
       // A failed heartbeat must not make the next one look idle.
       if (input.outcome === 'failed') fingerprint = '';

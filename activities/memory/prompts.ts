@@ -62,7 +62,7 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
           return `- ${g.title} (${g.status}${progress})${g.criteria ? ` — done when: ${g.criteria}` : ''}`;
         }),
         'Assess progress on each goal and create follow-up tasks for the next step. Each check-in counts one iteration.',
-        ...lines(withTools('goal_update', 'When a goal\'s criteria are met, mark it completed with goal_update.')),
+        ...lines(withTools('goal_update', "When a goal's criteria are met, mark it completed with goal_update.")),
       ].join('\n'),
     );
   }
@@ -70,7 +70,9 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
     parts.push(
       [
         '## Failed tasks — recovery',
-        ...i.failedTasks.map((t) => `- ${t.id} "${t.title}"${t.error ? `: ${t.error.slice(0, HEARTBEAT_ERROR_CHARS)}` : ''}`),
+        ...i.failedTasks.map(
+          (t) => `- ${t.id} "${t.title}"${t.error ? `: ${t.error.slice(0, HEARTBEAT_ERROR_CHARS)}` : ''}`,
+        ),
         ...lines(
           'For each: find out why it failed.',
           withTools('task_get', 'task_get shows its notes, comments and last error.'),
@@ -93,45 +95,78 @@ export function heartbeatPrompt(i: HeartbeatPromptInputs): string {
     );
   }
   if (i.blockedTasks.length) {
-    parts.push(['## Blocked tasks', ...i.blockedTasks.map((t) => `- ${t.id} "${t.title}"`), 'Check whether what blocks them is resolved; if a human must act, ask them.'].join('\n'));
+    parts.push(
+      [
+        '## Blocked tasks',
+        ...i.blockedTasks.map((t) => `- ${t.id} "${t.title}"`),
+        'Check whether what blocks them is resolved; if a human must act, ask them.',
+      ].join('\n'),
+    );
   }
   parts.push(
     [
       '## Self-evolution — knowledge lifecycle',
       'Decide where each thing you learned belongs:',
       ...lines(
-        withTools('memory_save', '- a one-off fact or outcome → memory_save (observation buffer; searchable, not in your prompt)'),
-        withTools('memory_update', '- a convention or a pattern seen 3+ times → memory_update (curated knowledge, in every prompt; keep it short)'),
+        withTools(
+          'memory_save',
+          '- a one-off fact or outcome → memory_save (observation buffer; searchable, not in your prompt)',
+        ),
+        withTools(
+          'memory_update',
+          '- a convention or a pattern seen 3+ times → memory_update (curated knowledge, in every prompt; keep it short)',
+        ),
         `- a procedure of ${REFLECTION_SKILL_MIN_STEPS}+ steps you will repeat → write it up as a skill`,
-        withTools('edit_agent_file', '- a lasting change to who you are or how you work → edit_agent_file, if you have that permission'),
+        withTools(
+          'edit_agent_file',
+          '- a lasting change to who you are or how you work → edit_agent_file, if you have that permission',
+        ),
       ),
     ].join('\n'),
   );
   if (i.quality && i.quality.reviewed > 0) {
     const rate = i.quality.revised / i.quality.reviewed;
-    const flag = rate > REVISION_RATE_ALERT
-      ? ` That is above ${Math.round(REVISION_RATE_ALERT * 100)}%: look for what reviewers keep asking for and save it as knowledge.`
-      : '';
-    parts.push(`## Quality signal\n${i.quality.revised} of your last ${i.quality.reviewed} reviewed tasks needed a revision (${Math.round(rate * 100)}%).${flag}`);
+    const flag =
+      rate > REVISION_RATE_ALERT
+        ? ` That is above ${Math.round(REVISION_RATE_ALERT * 100)}%: look for what reviewers keep asking for and save it as knowledge.`
+        : '';
+    parts.push(
+      `## Quality signal\n${i.quality.revised} of your last ${i.quality.reviewed} reviewed tasks needed a revision (${Math.round(rate * 100)}%).${flag}`,
+    );
   }
   parts.push(
     [
       "## Patrol, don't build",
       '- Lightweight actions only: check status, update notes and the notebook, notify, create or update tasks.',
       ...lines(
-        withTools('task_create', '- Anything that takes real work (code, documents, research) becomes a task (task_create); do not do it in a heartbeat.'),
-        withTools('task_create', '- Break a large piece of work into subtasks (parent_task_id) and order them with depends_on; they start by themselves.'),
+        withTools(
+          'task_create',
+          '- Anything that takes real work (code, documents, research) becomes a task (task_create); do not do it in a heartbeat.',
+        ),
+        withTools(
+          'task_create',
+          '- Break a large piece of work into subtasks (parent_task_id) and order them with depends_on; they start by themselves.',
+        ),
       ),
     ].join('\n'),
     [
       '## Communication',
       'Nobody sees your text output in a heartbeat.',
       ...lines(
-        withTools('notify_user', 'Reach humans with notify_user (status, findings, alerts; related_task_id when it is about a task).'),
-        withTools('request_user_approval', 'A decision you need from a human goes to their inbox with request_user_approval; the answer does not come back within this run.'),
+        withTools(
+          'notify_user',
+          'Reach humans with notify_user (status, findings, alerts; related_task_id when it is about a task).',
+        ),
+        withTools(
+          'request_user_approval',
+          'A decision you need from a human goes to their inbox with request_user_approval; the answer does not come back within this run.',
+        ),
         withTools('agent_send_message', 'Reach agents with agent_send_message.'),
         withTools('task_comment', 'Discuss a task in its thread with task_comment.'),
-        withTools('update_notebook', 'Use update_notebook for priorities and blockers; do not store raw messages there.'),
+        withTools(
+          'update_notebook',
+          'Use update_notebook for priorities and blockers; do not store raw messages there.',
+        ),
         withTools('clear_notebook', 'Remove stale notebook entries with clear_notebook.'),
       ),
       `If nothing needs attention, reply exactly ${HEARTBEAT_OK} and nothing else.`,
@@ -152,7 +187,10 @@ export interface ReflectionPromptInputs {
 
 export function reflectionPrompt(i: ReflectionPromptInputs): string {
   const revised = i.rounds > 1;
-  const summary = i.resultSummary.length > REFLECTION_RESULT_SUMMARY_CHARS ? `${i.resultSummary.slice(0, REFLECTION_RESULT_SUMMARY_CHARS)}…` : i.resultSummary;
+  const summary =
+    i.resultSummary.length > REFLECTION_RESULT_SUMMARY_CHARS
+      ? `${i.resultSummary.slice(0, REFLECTION_RESULT_SUMMARY_CHARS)}…`
+      : i.resultSummary;
   const trace = [
     '## Execution trace',
     `- Rounds: ${i.rounds}${revised ? ` (${i.rounds - 1} revision${i.rounds > 2 ? 's' : ''})` : ''}`,
@@ -209,7 +247,10 @@ export const DAILY_REPORT_PREVIOUS_CHARS = 1_500;
 
 export function dailyReportPrompt(i: DailyReportInputs): string {
   const tasks = i.tasksTouched.length
-    ? i.tasksTouched.slice(0, DAILY_REPORT_TASKS_MAX).map((t) => `- ${t.title} (${t.state})`).join('\n')
+    ? i.tasksTouched
+        .slice(0, DAILY_REPORT_TASKS_MAX)
+        .map((t) => `- ${t.title} (${t.state})`)
+        .join('\n')
     : '- (no task activity today)';
   return [
     `[DAILY REPORT REQUEST] ${i.day}`,
@@ -218,17 +259,30 @@ export function dailyReportPrompt(i: DailyReportInputs): string {
     '2. Current status and any blockers',
     '3. What you plan to work on next',
     `## Today's activity\n${tasks}\nTokens used today: ${i.tokensToday}`,
-    i.previousReport ? `## Previous report (${i.previousReport.day})\n${i.previousReport.content.slice(0, DAILY_REPORT_PREVIOUS_CHARS)}` : '',
+    i.previousReport
+      ? `## Previous report (${i.previousReport.day})\n${i.previousReport.content.slice(0, DAILY_REPORT_PREVIOUS_CHARS)}`
+      : '',
     'Keep the report concise (3-5 sentences). Do NOT use any tools.',
-  ].filter(Boolean).join('\n\n');
+  ]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 export function dreamPrompt(entries: Observation[], total: number, knowledge: KnowledgeSection[]): string {
   const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
   const rows = entries.map((e) =>
-    [e.id, e.createdAt.toISOString().slice(0, 16), e.type, e.tags.join(','), oneLine(e.content).slice(0, DREAM_ENTRY_PREVIEW_CHARS)].join('|'),
+    [
+      e.id,
+      e.createdAt.toISOString().slice(0, 16),
+      e.type,
+      e.tags.join(','),
+      oneLine(e.content).slice(0, DREAM_ENTRY_PREVIEW_CHARS),
+    ].join('|'),
   );
-  const knowledgeText = knowledge.map((k) => `### ${k.title}\n${k.content}`).join('\n\n').slice(0, DREAM_KNOWLEDGE_PREVIEW_CHARS);
+  const knowledgeText = knowledge
+    .map((k) => `### ${k.title}\n${k.content}`)
+    .join('\n\n')
+    .slice(0, DREAM_KNOWLEDGE_PREVIEW_CHARS);
   return [
     '[MEMORY CONSOLIDATION — Dream Cycle]',
     'You are a memory consolidation assistant working on your own memory. Be conservative: keep rather than delete.',

@@ -16,15 +16,28 @@ export function createReflectionActivities(db: Kysely<Database>, { requireAgent,
      * and writes the reflection prompt with the execution trace. Idempotent per task: a retry, or a
      * second start for the same task, finds the earlier claim.
      */
-    async reflectionBegin(input: { taskId: string; agentId: string; sessionId: string }): Promise<{ status: 'started' | 'rate-limited' | 'already-done' }> {
+    async reflectionBegin(input: {
+      taskId: string;
+      agentId: string;
+      sessionId: string;
+    }): Promise<{ status: 'started' | 'rate-limited' | 'already-done' }> {
       const agent = await requireAgent(input.agentId);
       const task = await findTask(db, input.taskId);
       if (!task) throw unknownTask(input.taskId);
       const day = localDay(new Date(), agentConfig(agent).timezone);
       const claim = await db.transaction().execute(async (trx) => {
         await trx.selectFrom('agents').select('id').where('id', '=', input.agentId).forUpdate().executeTakeFirst();
-        const existing = await trx.selectFrom('memory_reflections').select('status').where('task_id', '=', input.taskId).executeTakeFirst();
-        if (existing) return existing.status === 'running' ? 'started' : existing.status === 'completed' ? 'already-done' : 'rate-limited';
+        const existing = await trx
+          .selectFrom('memory_reflections')
+          .select('status')
+          .where('task_id', '=', input.taskId)
+          .executeTakeFirst();
+        if (existing)
+          return existing.status === 'running'
+            ? 'started'
+            : existing.status === 'completed'
+              ? 'already-done'
+              : 'rate-limited';
         const used = await trx
           .selectFrom('memory_reflections')
           .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -35,7 +48,14 @@ export function createReflectionActivities(db: Kysely<Database>, { requireAgent,
         const status = Number(used.n) >= REFLECTION_MAX_PER_DAY ? 'rate-limited' : 'running';
         await trx
           .insertInto('memory_reflections')
-          .values({ task_id: input.taskId, agent_id: input.agentId, day, status, session_id: status === 'running' ? input.sessionId : null, ...(status === 'rate-limited' ? { finished_at: new Date() } : {}) })
+          .values({
+            task_id: input.taskId,
+            agent_id: input.agentId,
+            day,
+            status,
+            session_id: status === 'running' ? input.sessionId : null,
+            ...(status === 'rate-limited' ? { finished_at: new Date() } : {}),
+          })
           .execute();
         return status === 'running' ? 'started' : 'rate-limited';
       });

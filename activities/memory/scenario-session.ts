@@ -23,12 +23,20 @@ export function memorySessions(db: Kysely<Database>) {
 
   async function writePrompt(agentId: string, sessionId: string, kind: string, text: string): Promise<void> {
     await ensureSession(db, { id: sessionId, agentId, kind });
-    await appendMessage(db, sessionId, SCENARIO_PROMPT_KEY, { role: 'user', kind: 'task_prompt', content: [{ type: 'text', text }] });
+    await appendMessage(db, sessionId, SCENARIO_PROMPT_KEY, {
+      role: 'user',
+      kind: 'task_prompt',
+      content: [{ type: 'text', text }],
+    });
   }
 
   async function replyText(sessionId: string, attempt: number, turn: number): Promise<string> {
     const message = await findMessage(db, sessionId, assistantMessageKey(attempt, turn));
-    return (message?.content ?? []).filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n').trim();
+    return (message?.content ?? [])
+      .filter((b): b is TextBlock => b.type === 'text')
+      .map((b) => b.text)
+      .join('\n')
+      .trim();
   }
 
   return { requireAgent, writePrompt, replyText };

@@ -22,7 +22,8 @@ export async function searchMemory(
   const scope = options.scope ?? 'all';
   const q = query.trim();
   if (!q) {
-    if (scope === 'knowledge') return (await listKnowledge(db, agentId)).slice(0, limit).map((k) => ({ kind: 'knowledge' as const, ...k }));
+    if (scope === 'knowledge')
+      return (await listKnowledge(db, agentId)).slice(0, limit).map((k) => ({ kind: 'knowledge' as const, ...k }));
     return (await recentObservations(db, agentId, limit)).map((o) => ({ kind: 'observation' as const, ...o }));
   }
   const hits: SearchHit[] = [];

@@ -25,7 +25,9 @@ export { SECRET_PATTERNS, findSecret } from '../security/secrets';
 export const EDITABLE_AGENT_FILES = Object.values(IDENTITY_FILES);
 
 /** A Map, not an object: names like `constructor`, `__proto__` or `toString` must not find inherited members. */
-const COLUMN_BY_FILE = new Map<string, IdentityColumn>(Object.entries(IDENTITY_FILES).map(([column, file]) => [file, column as IdentityColumn]));
+const COLUMN_BY_FILE = new Map<string, IdentityColumn>(
+  Object.entries(IDENTITY_FILES).map(([column, file]) => [file, column as IdentityColumn]),
+);
 
 /**
  * A compact line diff: the changed middle between the common prefix and suffix, as `-`/`+` lines with
@@ -42,11 +44,20 @@ export function lineDiff(before: string, after: string, maxBytes = AGENT_FILE_DI
     endA--;
     endB--;
   }
-  const lines = [`@@ line ${start + 1}: -${endA - start} +${endB - start} @@`, ...a.slice(start, endA).map((l) => `-${l}`), ...b.slice(start, endB).map((l) => `+${l}`)];
+  const lines = [
+    `@@ line ${start + 1}: -${endA - start} +${endB - start} @@`,
+    ...a.slice(start, endA).map((l) => `-${l}`),
+    ...b.slice(start, endB).map((l) => `+${l}`),
+  ];
   const diff = lines.join('\n');
   if (Buffer.byteLength(diff) <= maxBytes) return diff;
   const marker = '\n[… diff truncated]';
-  return Buffer.from(diff).subarray(0, maxBytes - Buffer.byteLength(marker)).toString('utf8').replace(/\uFFFD+$/, '') + marker;
+  return (
+    Buffer.from(diff)
+      .subarray(0, maxBytes - Buffer.byteLength(marker))
+      .toString('utf8')
+      .replace(/\uFFFD+$/, '') + marker
+  );
 }
 
 type Refusal = { content: string; isError: true };
@@ -60,9 +71,15 @@ export const editAgentFile = defineTool({
     `at most 64 KB; never include credentials. Pass etag (your current content hash) to avoid overwriting a concurrent change.`,
   schema: z
     .object({
-      name: z.string().min(1).describe(`One of ${EDITABLE_AGENT_FILES.join(', ')}`),
+      name: z
+        .string()
+        .min(1)
+        .describe(`One of ${EDITABLE_AGENT_FILES.join(', ')}`),
       body: z.string().describe('The complete new content of the file'),
-      etag: z.string().optional().describe('The content hash you last saw; the edit is refused if the files changed since'),
+      etag: z
+        .string()
+        .optional()
+        .describe('The content hash you last saw; the edit is refused if the files changed since'),
       agent_id: z.string().optional().describe('Omit: you can only edit your own files'),
     })
     .strict(),
@@ -74,23 +91,41 @@ export const editAgentFile = defineTool({
       return refuse(`Refused: you can only edit your own files, not those of agent ${JSON.stringify(args.agent_id)}.`);
     }
     const column = COLUMN_BY_FILE.get(args.name);
-    if (!column) return refuse(`Refused: ${JSON.stringify(args.name)} is not editable. You can edit only ${EDITABLE_AGENT_FILES.join(', ')}.`);
+    if (!column)
+      return refuse(
+        `Refused: ${JSON.stringify(args.name)} is not editable. You can edit only ${EDITABLE_AGENT_FILES.join(', ')}.`,
+      );
     // 3. secret scan, 4. size cap: checked before touching the database.
     const secret = findSecret(args.body);
-    if (secret) return refuse(`Refused: the new ${args.name} contains what looks like a credential (${secret}). Never put secrets in identity files.`);
+    if (secret)
+      return refuse(
+        `Refused: the new ${args.name} contains what looks like a credential (${secret}). Never put secrets in identity files.`,
+      );
     const bytes = Buffer.byteLength(args.body);
-    if (bytes > AGENT_FILE_MAX_BYTES) return refuse(`Refused: the new ${args.name} is ${bytes} bytes; the limit is ${AGENT_FILE_MAX_BYTES}. Keep identity files concise.`);
+    if (bytes > AGENT_FILE_MAX_BYTES)
+      return refuse(
+        `Refused: the new ${args.name} is ${bytes} bytes; the limit is ${AGENT_FILE_MAX_BYTES}. Keep identity files concise.`,
+      );
 
     return ctx.db.transaction().execute(async (trx) => {
-      const agent = await trx.selectFrom('agents').selectAll().where('id', '=', ctx.agentId).forUpdate().executeTakeFirst();
+      const agent = await trx
+        .selectFrom('agents')
+        .selectAll()
+        .where('id', '=', ctx.agentId)
+        .forUpdate()
+        .executeTakeFirst();
       if (!agent) return refuse(`Refused: agent ${ctx.agentId} does not exist.`);
       // 2. permission.
       if (agentConfig(agent).canEditOwnFiles !== true) {
-        return refuse('Refused: you do not have permission to edit your identity files (canEditOwnFiles is off). Ask a human to change them.');
+        return refuse(
+          'Refused: you do not have permission to edit your identity files (canEditOwnFiles is off). Ask a human to change them.',
+        );
       }
       // 6. etag: optimistic concurrency against the content hash.
       if (args.etag !== undefined && args.etag !== agent.content_hash) {
-        return refuse(`Refused: the etag does not match; your files changed since you read them (current etag ${agent.content_hash}). Re-read and try again.`);
+        return refuse(
+          `Refused: the etag does not match; your files changed since you read them (current etag ${agent.content_hash}). Re-read and try again.`,
+        );
       }
       // 5. frequency: one edit per file per run (this session), enforced by a unique key.
       const earlier = await trx
@@ -100,21 +135,47 @@ export const editAgentFile = defineTool({
         .where('run_id', '=', ctx.sessionId)
         .where('file', '=', args.name)
         .executeTakeFirst();
-      if (earlier) return refuse(`Refused: you already edited ${args.name} in this run; at most one edit per file per run.`);
+      if (earlier)
+        return refuse(`Refused: you already edited ${args.name} in this run; at most one edit per file per run.`);
 
       const before = agent[column];
-      const files = { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md };
-      const key = ({ soul_md: 'soul', agents_md: 'agents', heartbeat_md: 'heartbeat', tools_md: 'tools' } as const)[column];
+      const files = {
+        soul: agent.soul_md,
+        agents: agent.agents_md,
+        heartbeat: agent.heartbeat_md,
+        tools: agent.tools_md,
+      };
+      const key = ({ soul_md: 'soul', agents_md: 'agents', heartbeat_md: 'heartbeat', tools_md: 'tools' } as const)[
+        column
+      ];
       files[key] = args.body;
       const afterHash = identityContentHash(files);
       const diff = lineDiff(before, args.body);
-      await trx.updateTable('agents').set({ [column]: args.body, content_hash: afterHash, updated_at: new Date() }).where('id', '=', ctx.agentId).execute();
+      await trx
+        .updateTable('agents')
+        .set({ [column]: args.body, content_hash: afterHash, updated_at: new Date() })
+        .where('id', '=', ctx.agentId)
+        .execute();
       await trx
         .insertInto('agent_file_edits')
-        .values({ agent_id: ctx.agentId, run_id: ctx.sessionId, file: args.name, task_id: ctx.taskId ?? null, before_hash: agent.content_hash, after_hash: afterHash, diff })
+        .values({
+          agent_id: ctx.agentId,
+          run_id: ctx.sessionId,
+          file: args.name,
+          task_id: ctx.taskId ?? null,
+          before_hash: agent.content_hash,
+          after_hash: afterHash,
+          diff,
+        })
         .execute();
       if (ctx.taskId) {
-        await addTaskEvent(trx, ctx.taskId, 'agent-file-edited', { file: args.name, runId: ctx.sessionId, diff }, `agent-file:${ctx.toolCallId}`);
+        await addTaskEvent(
+          trx,
+          ctx.taskId,
+          'agent-file-edited',
+          { file: args.name, runId: ctx.sessionId, diff },
+          `agent-file:${ctx.toolCallId}`,
+        );
       }
       return { content: `Saved ${args.name} (${bytes} bytes). New etag: ${afterHash}` };
     });

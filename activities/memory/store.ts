@@ -73,7 +73,8 @@ export async function upsertNotebookEntry(
 ): Promise<{ created: boolean; evicted: string[] }> {
   const tag = entry.tag ?? 'agent';
   const key = entry.key.trim();
-  if (!key || key.length > NOTEBOOK_KEY_MAX_CHARS) throw new MemoryLimitError(`a notebook key must be 1–${NOTEBOOK_KEY_MAX_CHARS} characters`);
+  if (!key || key.length > NOTEBOOK_KEY_MAX_CHARS)
+    throw new MemoryLimitError(`a notebook key must be 1–${NOTEBOOK_KEY_MAX_CHARS} characters`);
   if (tag === 'agent' && entry.content.length > NOTEBOOK_MAX_CHARS_PER_ENTRY) {
     throw new MemoryLimitError(
       `notebook entry "${key}" has ${entry.content.length} characters; the limit is ${NOTEBOOK_MAX_CHARS_PER_ENTRY}. ` +
@@ -82,9 +83,16 @@ export async function upsertNotebookEntry(
   }
   return db.transaction().execute(async (trx) => {
     await lockAgent(trx, agentId);
-    const existing = await trx.selectFrom('memory_notebook').select('tag').where('agent_id', '=', agentId).where('key', '=', key).executeTakeFirst();
+    const existing = await trx
+      .selectFrom('memory_notebook')
+      .select('tag')
+      .where('agent_id', '=', agentId)
+      .where('key', '=', key)
+      .executeTakeFirst();
     if (existing && existing.tag !== tag && tag === 'agent') {
-      throw new MemoryLimitError(`notebook entry "${key}" is managed by the ${existing.tag} runtime; choose another key`);
+      throw new MemoryLimitError(
+        `notebook entry "${key}" is managed by the ${existing.tag} runtime; choose another key`,
+      );
     }
     // clock_timestamp (µs, advances within a transaction) keeps "oldest first" exact for fast writers.
     const now = sql<Date>`clock_timestamp()`;
@@ -103,7 +111,10 @@ export async function upsertNotebookEntry(
         .orderBy('updated_at', 'desc')
         .orderBy('created_at', 'desc')
         .execute();
-      const excess = agentEntries.slice(NOTEBOOK_MAX_AGENT_ENTRIES).map((r) => r.key).filter((k) => k !== key);
+      const excess = agentEntries
+        .slice(NOTEBOOK_MAX_AGENT_ENTRIES)
+        .map((r) => r.key)
+        .filter((k) => k !== key);
       if (excess.length > 0) {
         await trx.deleteFrom('memory_notebook').where('agent_id', '=', agentId).where('key', 'in', excess).execute();
         evicted.push(...excess);
@@ -128,7 +139,12 @@ export async function listNotebook(db: Db, agentId: string): Promise<NotebookEnt
 
 /** `listNotebook`'s query, not run (the prompt loads it with the rest of its inputs in one statement). */
 export function notebookQuery(db: Db, agentId: string) {
-  return db.selectFrom('memory_notebook').select(['key', 'content', 'tag', 'updated_at']).where('agent_id', '=', agentId).orderBy('updated_at', 'desc').orderBy('key');
+  return db
+    .selectFrom('memory_notebook')
+    .select(['key', 'content', 'tag', 'updated_at'])
+    .where('agent_id', '=', agentId)
+    .orderBy('updated_at', 'desc')
+    .orderBy('key');
 }
 
 // ---- observations ------------------------------------------------------------------------------
@@ -159,7 +175,14 @@ export async function saveObservation(
     await lockAgent(trx, agentId);
     const inserted = await trx
       .insertInto('memory_observations')
-      .values({ id, agent_id: agentId, type: obs.type, tags: normaliseTags(obs.tags), content, source: obs.source ?? null })
+      .values({
+        id,
+        agent_id: agentId,
+        type: obs.type,
+        tags: normaliseTags(obs.tags),
+        content,
+        source: obs.source ?? null,
+      })
       .onConflict((oc) => oc.column('id').doNothing())
       .returning('id')
       .executeTakeFirst();
@@ -180,7 +203,12 @@ export async function trimObservations(trx: Db, agentId: string): Promise<number
 
 export async function deleteObservations(db: Db, agentId: string, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await db.deleteFrom('memory_observations').where('agent_id', '=', agentId).where('id', 'in', ids).returning('id').execute();
+  const rows = await db
+    .deleteFrom('memory_observations')
+    .where('agent_id', '=', agentId)
+    .where('id', 'in', ids)
+    .returning('id')
+    .execute();
   return rows.map((r) => r.id);
 }
 
@@ -209,7 +237,13 @@ function normaliseTags(tags: string[] | undefined): string[] {
   return [...new Set((tags ?? []).map((t) => t.trim()).filter(Boolean))];
 }
 
-export function toObservation(r: { id: string; type: string; tags: string[]; content: string; created_at: Date }): Observation {
+export function toObservation(r: {
+  id: string;
+  type: string;
+  tags: string[];
+  content: string;
+  created_at: Date;
+}): Observation {
   return { id: r.id, type: r.type, tags: r.tags, content: r.content, createdAt: r.created_at };
 }
 
@@ -217,8 +251,10 @@ export function toObservation(r: { id: string; type: string; tags: string[]; con
 
 export function normaliseSectionTitle(title: string): string {
   const t = title.trim().replace(/^#+\s*/, '');
-  if (!t || t.length > KNOWLEDGE_TITLE_MAX_CHARS) throw new MemoryLimitError(`a knowledge section title must be 1–${KNOWLEDGE_TITLE_MAX_CHARS} characters`);
-  if (t.toLowerCase() === '_observations') throw new MemoryLimitError('"_observations" is the observation buffer; use memory_save to add observations');
+  if (!t || t.length > KNOWLEDGE_TITLE_MAX_CHARS)
+    throw new MemoryLimitError(`a knowledge section title must be 1–${KNOWLEDGE_TITLE_MAX_CHARS} characters`);
+  if (t.toLowerCase() === '_observations')
+    throw new MemoryLimitError('"_observations" is the observation buffer; use memory_save to add observations');
   return t;
 }
 
@@ -229,7 +265,11 @@ export async function listKnowledge(db: Db, agentId: string): Promise<KnowledgeS
 
 /** `listKnowledge`'s query, not run (the prompt loads it with the rest of its inputs in one statement). */
 export function knowledgeQuery(db: Db, agentId: string) {
-  return db.selectFrom('memory_knowledge').select(['title', 'content']).where('agent_id', '=', agentId).orderBy('position');
+  return db
+    .selectFrom('memory_knowledge')
+    .select(['title', 'content'])
+    .where('agent_id', '=', agentId)
+    .orderBy('position');
 }
 
 /**
@@ -237,7 +277,12 @@ export function knowledgeQuery(db: Db, agentId: string) {
  * over 15,000 for the agent. Runs inside the caller's transaction, so a dream's promotions and the
  * caps are checked together.
  */
-export async function putKnowledgeSection(trx: Transaction<Database>, agentId: string, title: string, content: string): Promise<{ created: boolean; totalChars: number }> {
+export async function putKnowledgeSection(
+  trx: Transaction<Database>,
+  agentId: string,
+  title: string,
+  content: string,
+): Promise<{ created: boolean; totalChars: number }> {
   const section = normaliseSectionTitle(title);
   const body = content.trim();
   if (body.length > KNOWLEDGE_SECTION_MAX_CHARS) {
@@ -258,11 +303,24 @@ export async function putKnowledgeSection(trx: Transaction<Database>, agentId: s
     );
   }
   const now = new Date();
-  const existing = await trx.selectFrom('memory_knowledge').select('title').where('agent_id', '=', agentId).where('title', '=', section).executeTakeFirst();
+  const existing = await trx
+    .selectFrom('memory_knowledge')
+    .select('title')
+    .where('agent_id', '=', agentId)
+    .where('title', '=', section)
+    .executeTakeFirst();
   if (existing) {
-    await trx.updateTable('memory_knowledge').set({ content: body, updated_at: now }).where('agent_id', '=', agentId).where('title', '=', section).execute();
+    await trx
+      .updateTable('memory_knowledge')
+      .set({ content: body, updated_at: now })
+      .where('agent_id', '=', agentId)
+      .where('title', '=', section)
+      .execute();
   } else {
-    await trx.insertInto('memory_knowledge').values({ agent_id: agentId, title: section, content: body, created_at: now, updated_at: now }).execute();
+    await trx
+      .insertInto('memory_knowledge')
+      .values({ agent_id: agentId, title: section, content: body, created_at: now, updated_at: now })
+      .execute();
   }
   return { created: !existing, totalChars: total };
 }
@@ -277,7 +335,12 @@ export async function editKnowledge(db: Kysely<Database>, agentId: string, edit:
   return db.transaction().execute(async (trx) => {
     await lockAgent(trx, agentId);
     const title = normaliseSectionTitle(edit.section);
-    const current = await trx.selectFrom('memory_knowledge').select('content').where('agent_id', '=', agentId).where('title', '=', title).executeTakeFirst();
+    const current = await trx
+      .selectFrom('memory_knowledge')
+      .select('content')
+      .where('agent_id', '=', agentId)
+      .where('title', '=', title)
+      .executeTakeFirst();
     if (edit.mode === 'delete') {
       if (!current) throw new MemoryLimitError(`there is no knowledge section "${title}"`);
       await trx.deleteFrom('memory_knowledge').where('agent_id', '=', agentId).where('title', '=', title).execute();
@@ -287,9 +350,13 @@ export async function editKnowledge(db: Kysely<Database>, agentId: string, edit:
       const { created, totalChars } = await putKnowledgeSection(trx, agentId, title, edit.content);
       return `${created ? 'Created' : 'Replaced'} knowledge section "${title}" (${edit.content.trim().length} characters; ${totalChars}/${KNOWLEDGE_TOTAL_MAX_CHARS} in all).`;
     }
-    if (!current) throw new MemoryLimitError(`there is no knowledge section "${title}" to patch; use mode "replace" to create it`);
+    if (!current)
+      throw new MemoryLimitError(`there is no knowledge section "${title}" to patch; use mode "replace" to create it`);
     const at = current.content.indexOf(edit.oldText);
-    if (!edit.oldText || at < 0) throw new MemoryLimitError(`the text to replace was not found in section "${title}"; copy it exactly from the section`);
+    if (!edit.oldText || at < 0)
+      throw new MemoryLimitError(
+        `the text to replace was not found in section "${title}"; copy it exactly from the section`,
+      );
     const patched = current.content.slice(0, at) + edit.newText + current.content.slice(at + edit.oldText.length);
     const { totalChars } = await putKnowledgeSection(trx, agentId, title, patched);
     return `Patched knowledge section "${title}" (${patched.trim().length} characters; ${totalChars}/${KNOWLEDGE_TOTAL_MAX_CHARS} in all).`;
@@ -308,7 +375,10 @@ export async function editKnowledge(db: Kysely<Database>, agentId: string, edit:
  * // knowledge: [{ title: 'Conventions', content: 'Tabs, not spaces…' }]
  * // notebook:  [{ key: 'priorities', content: 'Finish the auth review', tag: 'agent', updatedAt: Date }]
  */
-export async function loadMemoryForPrompt(db: Db, agentId: string): Promise<{ knowledge: KnowledgeSection[]; notebook: NotebookEntry[] }> {
+export async function loadMemoryForPrompt(
+  db: Db,
+  agentId: string,
+): Promise<{ knowledge: KnowledgeSection[]; notebook: NotebookEntry[] }> {
   const [sections, notebook] = await Promise.all([listKnowledge(db, agentId), listNotebook(db, agentId)]);
   return { knowledge: capKnowledge(sections, KNOWLEDGE_PROMPT_MAX_CHARS), notebook };
 }
@@ -336,7 +406,14 @@ export function capKnowledge(sections: KnowledgeSection[], maxChars: number): Kn
 // ---- daily logs --------------------------------------------------------------------------------
 
 /** Writes today's log entry of a kind (one per day; a rerun keeps the first). Audit only, never injected. */
-export async function writeDailyLog(db: Db, agentId: string, day: string, kind: string, content: string, sessionId?: string): Promise<boolean> {
+export async function writeDailyLog(
+  db: Db,
+  agentId: string,
+  day: string,
+  kind: string,
+  content: string,
+  sessionId?: string,
+): Promise<boolean> {
   const row = await db
     .insertInto('memory_daily_logs')
     .values({ agent_id: agentId, day, kind, content, session_id: sessionId ?? null })
@@ -349,7 +426,12 @@ export async function writeDailyLog(db: Db, agentId: string, day: string, kind: 
 /** The agent's local calendar day (YYYY-MM-DD) in its configured timezone (UTC when unset or invalid). */
 export function localDay(at: Date, timezone?: string): string {
   try {
-    return new Intl.DateTimeFormat('en-CA', { timeZone: timezone || 'UTC', year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+    return new Intl.DateTimeFormat('en-CA', {
+      timeZone: timezone || 'UTC',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+    }).format(at);
   } catch {
     return at.toISOString().slice(0, 10);
   }

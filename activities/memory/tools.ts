@@ -43,28 +43,49 @@ async function guarded(run: () => Promise<string>): Promise<ToolOutput> {
 
 const notebookArgs = z
   .object({
-    key: z.string().min(1).max(NOTEBOOK_KEY_MAX_CHARS).describe('Short label, e.g. "priorities", "blockers", "decision-auth"'),
-    content: z.string().max(NOTEBOOK_MAX_CHARS_PER_ENTRY).describe(`The entry's text (at most ${NOTEBOOK_MAX_CHARS_PER_ENTRY} characters)`),
+    key: z
+      .string()
+      .min(1)
+      .max(NOTEBOOK_KEY_MAX_CHARS)
+      .describe('Short label, e.g. "priorities", "blockers", "decision-auth"'),
+    content: z
+      .string()
+      .max(NOTEBOOK_MAX_CHARS_PER_ENTRY)
+      .describe(`The entry's text (at most ${NOTEBOOK_MAX_CHARS_PER_ENTRY} characters)`),
   })
   .strict();
 
 function updateNotebookHandler(args: z.infer<typeof notebookArgs>, ctx: ToolContext): Promise<ToolOutput> {
   return guarded(async () => {
-    const { created, evicted } = await upsertNotebookEntry(ctx.db, ctx.agentId, { key: args.key, content: args.content });
-    const note = evicted.length ? ` The notebook keeps ${NOTEBOOK_MAX_AGENT_ENTRIES} entries; evicted the oldest: ${evicted.join(', ')}.` : '';
+    const { created, evicted } = await upsertNotebookEntry(ctx.db, ctx.agentId, {
+      key: args.key,
+      content: args.content,
+    });
+    const note = evicted.length
+      ? ` The notebook keeps ${NOTEBOOK_MAX_AGENT_ENTRIES} entries; evicted the oldest: ${evicted.join(', ')}.`
+      : '';
     return `Notebook entry "${args.key.trim()}" ${created ? 'added' : 'updated'}.${note}`;
   });
 }
 
 const clearArgs = z
-  .object({ key: z.string().min(1).max(NOTEBOOK_KEY_MAX_CHARS).optional().describe('The entry to remove; omit to remove all of your entries') })
+  .object({
+    key: z
+      .string()
+      .min(1)
+      .max(NOTEBOOK_KEY_MAX_CHARS)
+      .optional()
+      .describe('The entry to remove; omit to remove all of your entries'),
+  })
   .strict();
 
 function clearNotebookHandler(args: z.infer<typeof clearArgs>, ctx: ToolContext): Promise<ToolOutput> {
   return guarded(async () => {
     const removed = await clearNotebook(ctx.db, ctx.agentId, args.key);
     if (args.key && removed.length === 0) throw new MemoryLimitError(`you have no notebook entry "${args.key}"`);
-    return removed.length ? `Removed notebook ${removed.length === 1 ? 'entry' : 'entries'}: ${removed.join(', ')}.` : 'The notebook had no entries of yours.';
+    return removed.length
+      ? `Removed notebook ${removed.length === 1 ? 'entry' : 'entries'}: ${removed.join(', ')}.`
+      : 'The notebook had no entries of yours.';
   });
 }
 
@@ -72,7 +93,11 @@ const saveArgs = z
   .object({
     content: z.string().min(1).describe('One fact, lesson or outcome, self-contained'),
     type: z.enum(OBSERVATION_TYPES).optional().describe('Default: note'),
-    tags: z.array(z.string().min(1).max(OBSERVATION_TAG_MAX_CHARS)).max(OBSERVATION_MAX_TAGS).optional().describe('e.g. ["insight", "domain:billing"]'),
+    tags: z
+      .array(z.string().min(1).max(OBSERVATION_TAG_MAX_CHARS))
+      .max(OBSERVATION_MAX_TAGS)
+      .optional()
+      .describe('e.g. ["insight", "domain:billing"]'),
   })
   .strict();
 
@@ -92,12 +117,24 @@ function memorySaveHandler(args: z.infer<typeof saveArgs>, ctx: ToolContext): Pr
 
 const updateArgs = z
   .object({
-    mode: z.enum(['replace', 'patch', 'delete']).describe('replace: set a section\'s content (creates it); patch: replace old_text with new_text in a section; delete: remove a section, or observations by ids'),
+    mode: z
+      .enum(['replace', 'patch', 'delete'])
+      .describe(
+        "replace: set a section's content (creates it); patch: replace old_text with new_text in a section; delete: remove a section, or observations by ids",
+      ),
     section: z.string().min(1).optional().describe('Knowledge section title'),
-    content: z.string().max(KNOWLEDGE_SECTION_MAX_CHARS).optional().describe(`replace: the section's new content (at most ${KNOWLEDGE_SECTION_MAX_CHARS} characters)`),
+    content: z
+      .string()
+      .max(KNOWLEDGE_SECTION_MAX_CHARS)
+      .optional()
+      .describe(`replace: the section's new content (at most ${KNOWLEDGE_SECTION_MAX_CHARS} characters)`),
     old_text: z.string().optional().describe('patch: exact text to replace'),
     new_text: z.string().optional().describe('patch: replacement text'),
-    ids: z.array(z.string().min(1)).max(MEMORY_SEARCH_MAX_LIMIT).optional().describe('delete: observation ids (from memory_search)'),
+    ids: z
+      .array(z.string().min(1))
+      .max(MEMORY_SEARCH_MAX_LIMIT)
+      .optional()
+      .describe('delete: observation ids (from memory_search)'),
   })
   .strict();
 
@@ -105,11 +142,18 @@ function memoryUpdateHandler(args: z.infer<typeof updateArgs>, ctx: ToolContext)
   return guarded(async () => {
     switch (args.mode) {
       case 'replace':
-        if (!args.section || args.content === undefined) throw new MemoryLimitError('mode "replace" needs section and content');
+        if (!args.section || args.content === undefined)
+          throw new MemoryLimitError('mode "replace" needs section and content');
         return editKnowledge(ctx.db, ctx.agentId, { mode: 'replace', section: args.section, content: args.content });
       case 'patch':
-        if (!args.section || args.old_text === undefined || args.new_text === undefined) throw new MemoryLimitError('mode "patch" needs section, old_text and new_text');
-        return editKnowledge(ctx.db, ctx.agentId, { mode: 'patch', section: args.section, oldText: args.old_text, newText: args.new_text });
+        if (!args.section || args.old_text === undefined || args.new_text === undefined)
+          throw new MemoryLimitError('mode "patch" needs section, old_text and new_text');
+        return editKnowledge(ctx.db, ctx.agentId, {
+          mode: 'patch',
+          section: args.section,
+          oldText: args.old_text,
+          newText: args.new_text,
+        });
       case 'delete':
         if (args.ids?.length) return deleteObservationsText(ctx, args.ids);
         if (!args.section) throw new MemoryLimitError('mode "delete" needs a section or observation ids');
@@ -143,7 +187,8 @@ function memorySearchHandler(args: z.infer<typeof searchArgs>, ctx: ToolContext)
 }
 
 function formatHit(hit: SearchHit): string {
-  const preview = (text: string) => (text.length > MEMORY_SEARCH_PREVIEW_CHARS ? `${text.slice(0, MEMORY_SEARCH_PREVIEW_CHARS)}…` : text);
+  const preview = (text: string) =>
+    text.length > MEMORY_SEARCH_PREVIEW_CHARS ? `${text.slice(0, MEMORY_SEARCH_PREVIEW_CHARS)}…` : text;
   if (hit.kind === 'knowledge') return `- [knowledge § ${hit.title}] ${preview(hit.content)}`;
   const tags = hit.tags.length ? ` · tags: ${hit.tags.join(', ')}` : '';
   return `- [${hit.id}] ${hit.type}${tags} · ${hit.createdAt.toISOString().slice(0, 16).replace('T', ' ')}: ${preview(hit.content)}`;
@@ -195,7 +240,8 @@ export const memoryUpdate = defineTool({
 
 export const memorySearch = defineTool({
   name: 'memory_search',
-  description: 'Search your observations and curated knowledge (full-text). An empty query lists your most recent observations.',
+  description:
+    'Search your observations and curated knowledge (full-text). An empty query lists your most recent observations.',
   schema: searchArgs,
   sideEffecting: false,
   summarize: (a) => `memory_search: ${a.query || '(recent)'}`,

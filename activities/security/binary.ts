@@ -37,7 +37,8 @@ export function escapeNul(text: string): string {
 export function escapeNulDeep(value: unknown): unknown {
   if (typeof value === 'string') return escapeNul(value);
   if (Array.isArray(value)) return value.map(escapeNulDeep);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [escapeNul(k), escapeNulDeep(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [escapeNul(k), escapeNulDeep(v)]));
   return value;
 }
 
@@ -58,7 +59,7 @@ export function storableText(text: string): string {
 export function storableDeep(value: unknown): unknown {
   if (typeof value === 'string') return storableText(value);
   if (Array.isArray(value)) return value.map(storableDeep);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableText(k), storableDeep(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableText(k), storableDeep(v)]));
   return value;
 }
-

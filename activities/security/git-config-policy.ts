@@ -80,8 +80,10 @@ const PROGRAM_OR_PATH_KEYS: readonly RegExp[] = [
 /** The tier of one configuration key (the remote URL rule is applied separately, by `judgeConfig`). */
 export function judgeConfigKey(key: string): { tier: ConfigTier; why: string } {
   const lower = key.toLowerCase();
-  if (/^remote\.[^.]+(\..+)?\.(url|pushurl)$/.test(lower)) return { tier: 'allow', why: 'a remote URL (checked against the recorded remotes)' };
-  if (/^remote\.[^.]+(\..+)?\.fetch$/.test(lower)) return { tier: 'allow', why: 'a fetch refspec (checked against the default shape)' };
+  if (/^remote\.[^.]+(\..+)?\.(url|pushurl)$/.test(lower))
+    return { tier: 'allow', why: 'a remote URL (checked against the recorded remotes)' };
+  if (/^remote\.[^.]+(\..+)?\.fetch$/.test(lower))
+    return { tier: 'allow', why: 'a fetch refspec (checked against the default shape)' };
   if (INERT_KEYS.some((pattern) => pattern.test(lower))) return { tier: 'allow', why: 'an inert setting' };
   if (PROGRAM_OR_PATH_KEYS.some((pattern) => pattern.test(lower))) {
     return { tier: 'deny', why: 'it can name a program, a file or a directory for git to run or read' };
@@ -92,7 +94,9 @@ export function judgeConfigKey(key: string): { tier: ConfigTier; why: string } {
 /** The default fetch refspec shape: remote branches land under `refs/remotes/<name>/`, never in local branches. */
 function isDefaultFetchRefspec(remote: string, value: string): boolean {
   const escaped = remote.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`^\\+?refs/heads/(\\*|[A-Za-z0-9._/-]+):refs/remotes/${escaped}/(\\*|[A-Za-z0-9._/-]+)$`).test(value);
+  return new RegExp(`^\\+?refs/heads/(\\*|[A-Za-z0-9._/-]+):refs/remotes/${escaped}/(\\*|[A-Za-z0-9._/-]+)$`).test(
+    value,
+  );
 }
 
 export interface ConfigJudgement {
@@ -117,21 +121,32 @@ export function judgeConfig(entries: readonly ConfigEntry[], knownRemoteUrls: Re
     const lower = entry.key.toLowerCase();
     if (judged.tier === 'deny') denied.push(`${entry.key} (${judged.why})`);
     else if (judged.tier === 'approval') unknown.push(entry.key);
-    else if (/\.(url|pushurl)$/.test(lower) && lower.startsWith('remote.') && !knownRemoteUrls.has(entry.value)) unknownUrls.add(entry.value);
+    else if (/\.(url|pushurl)$/.test(lower) && lower.startsWith('remote.') && !knownRemoteUrls.has(entry.value))
+      unknownUrls.add(entry.value);
     else if (lower.startsWith('remote.') && lower.endsWith('.fetch')) {
       const remote = entry.key.slice('remote.'.length, -'.fetch'.length);
       if (!isDefaultFetchRefspec(remote, entry.value)) unknown.push(`${entry.key}=${entry.value}`);
     }
   }
   if (denied.length > 0) {
-    return { tier: 'deny', reason: `the repository configuration sets ${denied.slice(0, 3).join(', ')}; git never runs under such configuration (remove it with \`git config --unset\`, which needs approval)`, unknownRemoteUrls: [...unknownUrls] };
+    return {
+      tier: 'deny',
+      reason: `the repository configuration sets ${denied.slice(0, 3).join(', ')}; git never runs under such configuration (remove it with \`git config --unset\`, which needs approval)`,
+      unknownRemoteUrls: [...unknownUrls],
+    };
   }
   if (unknownUrls.size > 0 || unknown.length > 0) {
     const parts = [
-      unknownUrls.size > 0 ? `remote URL(s) ${[...unknownUrls].map((u) => JSON.stringify(u)).join(', ')} that this workspace was not created with and no human approved` : '',
+      unknownUrls.size > 0
+        ? `remote URL(s) ${[...unknownUrls].map((u) => JSON.stringify(u)).join(', ')} that this workspace was not created with and no human approved`
+        : '',
       unknown.length > 0 ? `setting(s) ${unknown.slice(0, 5).join(', ')} that are not known to be inert` : '',
     ].filter(Boolean);
-    return { tier: 'approval', reason: `the repository configuration has ${parts.join(' and ')}`, unknownRemoteUrls: [...unknownUrls] };
+    return {
+      tier: 'approval',
+      reason: `the repository configuration has ${parts.join(' and ')}`,
+      unknownRemoteUrls: [...unknownUrls],
+    };
   }
   return { tier: 'allow', reason: 'the repository configuration is inert', unknownRemoteUrls: [] };
 }
@@ -144,7 +159,11 @@ export function parseConfigListing(listing: string): ConfigEntry[] {
     const origin = fields[i] as string;
     const body = fields[i + 1] as string;
     const newline = body.indexOf('\n');
-    entries.push(newline === -1 ? { origin, key: body, value: '' } : { origin, key: body.slice(0, newline), value: body.slice(newline + 1) });
+    entries.push(
+      newline === -1
+        ? { origin, key: body, value: '' }
+        : { origin, key: body.slice(0, newline), value: body.slice(newline + 1) },
+    );
   }
   return entries;
 }

@@ -7,8 +7,15 @@ import type { Database } from '../../schema/database';
  * to change them: `.git` is closed to file tools and `git remote`/`git config` writes need approval);
  * later ones only when a human approved a command that ran under them.
  */
-export async function knownRemoteUrls(db: Kysely<Database>, workspaceDir: string): Promise<{ urls: Set<string>; seen: boolean }> {
-  const rows = await db.selectFrom('workspace_remotes').select('url').where('workspace_dir', '=', workspaceDir).execute();
+export async function knownRemoteUrls(
+  db: Kysely<Database>,
+  workspaceDir: string,
+): Promise<{ urls: Set<string>; seen: boolean }> {
+  const rows = await db
+    .selectFrom('workspace_remotes')
+    .select('url')
+    .where('workspace_dir', '=', workspaceDir)
+    .execute();
   return { urls: new Set(rows.map((r) => r.url)), seen: rows.length > 0 };
 }
 

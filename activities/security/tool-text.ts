@@ -12,7 +12,11 @@ export interface SafeToolText {
  * history: NUL bytes escaped (PostgreSQL text cannot hold them) and secrets redacted, with a visible
  * note saying that a redaction happened.
  */
-export function safeToolText(text: string, values: readonly string[] = secretValues(), alreadyRedacted = 0): SafeToolText {
+export function safeToolText(
+  text: string,
+  values: readonly string[] = secretValues(),
+  alreadyRedacted = 0,
+): SafeToolText {
   const redaction = redactSecrets(escapeNul(text), values);
   const count = redaction.count + alreadyRedacted;
   if (count === 0) return { text: redaction.text, redactions: 0 };

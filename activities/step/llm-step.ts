@@ -4,11 +4,31 @@ import type { Database } from '../../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../../workflows/rules/harness';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../../workflows/contract';
 import type { AgentRow, TaskRow } from '../../schema/database';
-import type { ChatMessage, ChatResult, ChatRouter, ChatTarget, ContentBlock, ToolDefinition, ToolUseBlock } from '../llm/types';
-import { assembleContext, createSessionSummaryCache, fetchPromptRows, loadPromptInputs, type AssembledContext } from './prompt';
+import type {
+  ChatMessage,
+  ChatResult,
+  ChatRouter,
+  ChatTarget,
+  ContentBlock,
+  ToolDefinition,
+  ToolUseBlock,
+} from '../llm/types';
+import {
+  assembleContext,
+  createSessionSummaryCache,
+  fetchPromptRows,
+  loadPromptInputs,
+  type AssembledContext,
+} from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from '../context';
 import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from '../llm/usage';
-import { evaluatePreparedContext, loadDepthSignals, prepareCognitiveContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
+import {
+  evaluatePreparedContext,
+  loadDepthSignals,
+  prepareCognitiveContext,
+  type CognitiveOutcome,
+  type CognitiveRun,
+} from './cognitive';
 import { agentConfig, findAgent, type AgentConfig } from '../store/agents';
 import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from '../store/sessions';
 import { addTaskEvent, findTask, taskEventInsert } from '../store/tasks';
@@ -44,7 +64,12 @@ const TEXT_PREVIEW_CHARS = 200;
  * the provider again. `clock` is the prompt's "now" (a bench replays a paced clock). Returns only a compact summary, so the conversation never enters workflow
  * history; its `usage` covers the main call and the auxiliary calls made for it (summaries, preparation).
  */
-export async function runLlmStep(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepResult> {
+export async function runLlmStep(
+  db: Kysely<Database>,
+  router: ChatRouter,
+  input: LlmStepInput,
+  clock: () => Date = () => new Date(),
+): Promise<LlmStepResult> {
   return (await runLlmStepWithReply(db, router, input, clock)).step;
 }
 
@@ -61,12 +86,19 @@ export interface LlmStepReply {
 }
 
 /** `runLlmStep`, also returning the stored reply and the agent (for the fused step; never enters workflow history). */
-export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock: () => Date = () => new Date()): Promise<LlmStepReply> {
+export async function runLlmStepWithReply(
+  db: Kysely<Database>,
+  router: ChatRouter,
+  input: LlmStepInput,
+  clock: () => Date = () => new Date(),
+): Promise<LlmStepReply> {
   const key = assistantMessageKey(input.attempt, input.turn);
   // What this worker saw at the session's last step: the prompt's reads start with it, beside the
   // step's own reads, and are kept only when the agent, task and activations read now are unchanged.
   const seen = lastSeen.get(input.sessionId);
-  const speculativeRows = seen ? fetchPromptRows(db, seen.agent, input.scenario, seen.task, seen.activations) : undefined;
+  const speculativeRows = seen
+    ? fetchPromptRows(db, seen.agent, input.scenario, seen.task, seen.activations)
+    : undefined;
   // A session this worker has loaded: its new messages are read alongside too (again below if this step appends any).
   const knownSession = sessionMessages.has(input.sessionId);
   // Independent reads in one round trip's time.
@@ -84,7 +116,14 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   const fork = task?.fork_of ? await loadFork(db, task.id, task.fork_of) : undefined;
   const agent = fork ? forkedAgent(found, fork) : found;
   rememberSeen(input.sessionId, { agent, task, activations });
-  const prefetchedRows = seen && guessedRows && sameRow(seen.agent, agent) && sameRow(seen.task, task) && sameActivations(seen.activations, activations) ? guessedRows : undefined;
+  const prefetchedRows =
+    seen &&
+    guessedRows &&
+    sameRow(seen.agent, agent) &&
+    sameRow(seen.task, task) &&
+    sameActivations(seen.activations, activations)
+      ? guessedRows
+      : undefined;
   // MCP servers' tools join the agent's own from the step's recorded snapshot (activities/tools/mcp).
   const tools = await withMcpTools(db, toolsForAgent(input.scenario, agentConfig(agent), activations.tools), {
     agent,
@@ -95,18 +134,38 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
     activations,
     signal: activityContext()?.cancellationSignal,
   });
-  if (recorded) return { step: await replayRecorded(db, input, recorded.content, tools), content: recorded.content, agent, activatedTools: activations.tools, fresh: false };
+  if (recorded)
+    return {
+      step: await replayRecorded(db, input, recorded.content, tools),
+      content: recorded.content,
+      agent,
+      activatedTools: activations.tools,
+      fresh: false,
+    };
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
-  if (!knownSession) await ensureSession(db, { id: input.sessionId, agentId: input.agentId, taskId: input.taskId, kind: input.scenario });
+  if (!knownSession)
+    await ensureSession(db, {
+      id: input.sessionId,
+      agentId: input.agentId,
+      taskId: input.taskId,
+      kind: input.scenario,
+    });
   let appended = !knownSession;
   if (input.opening && task) {
     appended = true;
     const existing = await findMessage(db, input.sessionId, 'task-prompt');
     if (!existing) {
       const notes = await loadTaskNotes(db, task.id);
-      const text = taskPromptText({ id: task.id, title: task.title, description: task.description, notes }, input.opening.revisionFeedback);
-      await appendMessage(db, input.sessionId, 'task-prompt', { role: 'user', kind: 'task_prompt', content: [{ type: 'text', text }] });
+      const text = taskPromptText(
+        { id: task.id, title: task.title, description: task.description, notes },
+        input.opening.revisionFeedback,
+      );
+      await appendMessage(db, input.sessionId, 'task-prompt', {
+        role: 'user',
+        kind: 'task_prompt',
+        content: [{ type: 'text', text }],
+      });
     } else if (input.attempt > 1) {
       await appendMessage(db, input.sessionId, `a${input.attempt}-interrupted`, {
         role: 'user',
@@ -117,7 +176,11 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   }
   for (const [i, text] of (input.injections ?? []).entries()) {
     appended = true;
-    await appendMessage(db, input.sessionId, `a${input.attempt}-t${input.turn}-inj${i}`, { role: 'user', kind: 'injection', content: [{ type: 'text', text }] });
+    await appendMessage(db, input.sessionId, `a${input.attempt}-t${input.turn}-inj${i}`, {
+      role: 'user',
+      kind: 'injection',
+      content: [{ type: 'text', text }],
+    });
   }
 
   let messages = loaded && !appended ? loaded : await sessionMessages.load(db, input.sessionId);
@@ -129,7 +192,14 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   const signal = ctx?.cancellationSignal;
   const summaryCache = createSessionSummaryCache(db, input.sessionId);
   const recordAuxiliary = async (result: ChatResult, purpose: string, durationMs: number): Promise<void> => {
-    await recordLlmCall(db, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: auxiliaryCallKey(key, purpose), result, durationMs });
+    await recordLlmCall(db, {
+      agentId: input.agentId,
+      taskId: input.taskId,
+      sessionId: input.sessionId,
+      idemKey: auxiliaryCallKey(key, purpose),
+      result,
+      durationMs,
+    });
   };
   const sender = input.sender ? await senderIdentity(db, input.sender) : undefined;
   let prefetched = prefetchedRows;
@@ -140,18 +210,38 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
     // The prefetched reads serve the first assembly only: a rebuild follows a write (memory flush, notebook).
     const rows = prefetched;
     prefetched = undefined;
-    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model, extra, { activations, ...(rows ? { rows } : {}) });
-    const context = await assembleContext(router, inputs, messages, toolDefs, { summaryCache, signal, onSummarizerCall: recordAuxiliary });
+    const inputs = await loadPromptInputs(db, agent, input.scenario, task, toolDefs, clock(), model, extra, {
+      activations,
+      ...(rows ? { rows } : {}),
+    });
+    const context = await assembleContext(router, inputs, messages, toolDefs, {
+      summaryCache,
+      signal,
+      onSummarizerCall: recordAuxiliary,
+    });
     return { inputs, context };
   };
 
   let { inputs, context } = await assemble();
   // Before compression drops messages, the agent is asked once to save what matters.
-  if (await requestMemoryFlushIfDue(db, input.sessionId, tools, { messageCount: messages.length, messageTokens: context.messageTokens, messageBudget: context.messageBudget })) {
+  if (
+    await requestMemoryFlushIfDue(db, input.sessionId, tools, {
+      messageCount: messages.length,
+      messageTokens: context.messageTokens,
+      messageBudget: context.messageBudget,
+    })
+  ) {
     messages = await sessionMessages.load(db, input.sessionId);
     ({ inputs, context } = await assemble());
   }
-  const spent = await guardBudget(db, input, config, context.systemTokens, countMessageTokens(context.messages, model), model);
+  const spent = await guardBudget(
+    db,
+    input,
+    config,
+    context.systemTokens,
+    countMessageTokens(context.messages, model),
+    model,
+  );
 
   // Cognitive preparation, once per task attempt, before its first main call.
   let cognitive: { run: CognitiveRun; outcome: CognitiveOutcome } | undefined;
@@ -162,7 +252,13 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
   }
   if (input.taskId) {
     for (const warning of context.warnings) {
-      await addTaskEvent(db, input.taskId, 'prompt-truncated', { ...warning }, `trunc:${input.sessionId}:${key}:${warning.segment}`);
+      await addTaskEvent(
+        db,
+        input.taskId,
+        'prompt-truncated',
+        { ...warning },
+        `trunc:${input.sessionId}:${key}:${warning.segment}`,
+      );
     }
   }
 
@@ -198,42 +294,78 @@ export async function runLlmStepWithReply(db: Kysely<Database>, router: ChatRout
 
   // The reply, its usage row and the task event: one atomic statement (one round trip), each part
   // idempotent by its key, so a retry after a lost answer writes nothing twice.
-  const { query: callInsert, cost: mainCost } = llmCallInsert(db, { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, idemKey: key, result, durationMs: Date.now() - started });
+  const { query: callInsert, cost: mainCost } = llmCallInsert(db, {
+    agentId: input.agentId,
+    taskId: input.taskId,
+    sessionId: input.sessionId,
+    idemKey: key,
+    result,
+    durationMs: Date.now() - started,
+  });
   const { usage: u } = result;
   const taskEvent = input.taskId
     ? taskEventInsert(
         db,
         input.taskId,
         'llm-call-finished',
-        { provider: result.provider, model: result.model, stopReason: result.stopReason, inputTokens: u.inputTokens, outputTokens: u.outputTokens, cacheReadTokens: u.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens, costUsd: mainCost },
+        {
+          provider: result.provider,
+          model: result.model,
+          stopReason: result.stopReason,
+          inputTokens: u.inputTokens,
+          outputTokens: u.outputTokens,
+          cacheReadTokens: u.cacheReadTokens,
+          cacheWriteTokens: u.cacheWriteTokens,
+          costUsd: mainCost,
+        },
         `llm:${input.sessionId}:${key}`,
       )
     : undefined;
   // The stream's last text and its step-end join the same statement: one round trip instead of two or three.
-  const closing = await publisher.closing({ stopReason: result.stopReason, toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])) });
+  const closing = await publisher.closing({
+    stopReason: result.stopReason,
+    toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])),
+  });
   const stream = streamAppendCtes(closing.owner, closing.events);
-  const { rows: written } = await sql<{ inserted: boolean }>`with reply as (${appendMessageQuery(db, input.sessionId, key, { role: 'assistant', content: result.content })}), usage as (${callInsert})${
+  const { rows: written } = await sql<{
+    inserted: boolean;
+  }>`with reply as (${appendMessageQuery(db, input.sessionId, key, { role: 'assistant', content: result.content })}), usage as (${callInsert})${
     taskEvent ? sql`, event as (${taskEvent})` : sql``
-  }, ${stream.ctes} select exists (select 1 from reply) as inserted, (select ${stream.notify} from stream_head) as notified`.execute(db);
+  }, ${stream.ctes} select exists (select 1 from reply) as inserted, (select ${stream.notify} from stream_head) as notified`.execute(
+    db,
+  );
   // Another attempt of this step stored its reply first (a zombie): ours is not the conversation's, so
   // the tools read theirs back by id (as the executeTool activity does) instead of running ours.
   const fresh = written[0]?.inserted === true;
   const stored = fresh ? result.content : [];
-  if (cognitive) await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
+  if (cognitive)
+    await evaluatePreparedContext({ db, router }, cognitive.run, cognitive.outcome, responseDigest(result.content));
 
   // The step's usage is its main call plus auxiliary calls recorded under its key. On a first attempt
   // that made none, that is the main call alone; otherwise (a retry may follow an attempt that paid for
   // a summary) it is read back.
   const auxiliary = context.summarizerCalls > 0 || cognitive !== undefined || (ctx?.info.attempt ?? 1) > 1;
-  const usage = auxiliary ? await stepUsage(db, input.sessionId, key) : { ...usageOf(result), costUsd: storedCostUsd(mainCost) };
+  const usage = auxiliary
+    ? await stepUsage(db, input.sessionId, key)
+    : { ...usageOf(result), costUsd: storedCostUsd(mainCost) };
   if (spent && input.taskId) await recordCrossedThresholds(db, input.agentId, input.taskId, spent);
-  return { step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false), content: stored, agent, activatedTools: activations.tools, fresh };
+  return {
+    step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false),
+    content: stored,
+    agent,
+    activatedTools: activations.tools,
+    fresh,
+  };
 }
 
 /** A sender as the prompt names it: an agent by its name and description, anyone else by id. */
-async function senderIdentity(db: Kysely<Database>, from: { type: string; id: string }): Promise<NonNullable<PromptInputs['sender']>> {
+async function senderIdentity(
+  db: Kysely<Database>,
+  from: { type: string; id: string },
+): Promise<NonNullable<PromptInputs['sender']>> {
   const agent = from.type === 'agent' ? await findAgent(db, from.id) : undefined;
-  if (agent) return { id: agent.id, name: agent.name, kind: 'agent', ...(agent.description ? { role: agent.description } : {}) };
+  if (agent)
+    return { id: agent.id, name: agent.name, kind: 'agent', ...(agent.description ? { role: agent.description } : {}) };
   return { id: from.id, name: from.id, kind: from.type === 'agent' ? 'agent' : 'human' };
 }
 
@@ -241,7 +373,15 @@ async function senderIdentity(db: Kysely<Database>, from: { type: string; id: st
 async function prepareCognition(
   db: Kysely<Database>,
   router: ChatRouter,
-  step: { input: LlmStepInput; key: string; agent: AgentRow; task: TaskRow; config: AgentConfig; inputs: PromptInputs; signal: AbortSignal | undefined },
+  step: {
+    input: LlmStepInput;
+    key: string;
+    agent: AgentRow;
+    task: TaskRow;
+    config: AgentConfig;
+    inputs: PromptInputs;
+    signal: AbortSignal | undefined;
+  },
 ): Promise<{ run: CognitiveRun; outcome: CognitiveOutcome }> {
   const { input, key, agent, task, config, inputs, signal } = step;
   const run: CognitiveRun = {
@@ -288,7 +428,10 @@ const LAST_SEEN_SESSIONS_MAX = 2_000;
 /** Per session: the agent row, task row and activations its last step on this worker read. */
 const lastSeen = new Map<string, { agent: AgentRow; task: TaskRow | undefined; activations: Activations }>();
 
-function rememberSeen(sessionId: string, entry: { agent: AgentRow; task: TaskRow | undefined; activations: Activations }): void {
+function rememberSeen(
+  sessionId: string,
+  entry: { agent: AgentRow; task: TaskRow | undefined; activations: Activations },
+): void {
   lastSeen.delete(sessionId);
   lastSeen.set(sessionId, entry);
   if (lastSeen.size > LAST_SEEN_SESSIONS_MAX) lastSeen.delete(lastSeen.keys().next().value!);
@@ -312,7 +455,9 @@ const toolDefinitionCache = new Map<string, ToolDefinition[]>();
 
 function toolDefinitionsFor(scenario: Scenario, tools: ReturnType<typeof toolsForScenario>): ToolDefinition[] {
   // A server's definitions can change under the same names: they are part of the key.
-  const served = [...tools.values()].flatMap((t) => (t.inputJsonSchema ? [JSON.stringify([t.description, t.inputJsonSchema])] : []));
+  const served = [...tools.values()].flatMap((t) =>
+    t.inputJsonSchema ? [JSON.stringify([t.description, t.inputJsonSchema])] : [],
+  );
   const key = `${scenario}\0${[...tools.keys()].join(',')}${served.length ? `\0${served.join('\0')}` : ''}`;
   let defs = toolDefinitionCache.get(key);
   if (!defs) toolDefinitionCache.set(key, (defs = toolDefinitions(tools)));
@@ -331,9 +476,13 @@ async function replayRecorded(
     .where('session_id', '=', input.sessionId)
     .where('idem_key', '=', assistantMessageKey(input.attempt, input.turn))
     .executeTakeFirst();
-  const usage: UsageTotals = call ? await stepUsage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn)) : ZERO_USAGE_TOTALS;
+  const usage: UsageTotals = call
+    ? await stepUsage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn))
+    : ZERO_USAGE_TOTALS;
   const blocks = content as ChatResult['content'];
-  const stopReason = (call?.stop_reason as ChatResult['stopReason'] | null) ?? (blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
+  const stopReason =
+    (call?.stop_reason as ChatResult['stopReason'] | null) ??
+    (blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
   return summarize(blocks, stopReason, usage, call?.model ?? 'unknown', call?.provider ?? 'unknown', tools, true);
 }
 
@@ -361,7 +510,11 @@ function lastUserText(messages: readonly ChatMessage[]): string | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
     if (m.role !== 'user') continue;
-    const text = (typeof m.content === 'string' ? m.content : m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')).trim();
+    const text = (
+      typeof m.content === 'string'
+        ? m.content
+        : m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
+    ).trim();
     if (text) return text.slice(0, SKILL_QUERY_CHARS);
   }
   return undefined;

@@ -25,7 +25,17 @@ import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { AgentRow, Database, TaskRow } from '../../schema/database';
 import { MAILBOX_MERGE_SEPARATOR } from '../../workflows/rules/mailbox';
-import { SYSTEM_COLLEAGUES_MAX, SYSTEM_MAILBOX_DECISIONS_MAX, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX, type ActiveSkill, type AttentionDecisionKind, type PromptAttention, type PromptColleague, type PromptInputs, type PromptTask } from '../context';
+import {
+  SYSTEM_COLLEAGUES_MAX,
+  SYSTEM_MAILBOX_DECISIONS_MAX,
+  SYSTEM_MAILBOX_QUEUE_ITEMS_MAX,
+  type ActiveSkill,
+  type AttentionDecisionKind,
+  type PromptAttention,
+  type PromptColleague,
+  type PromptInputs,
+  type PromptTask,
+} from '../context';
 import type { AgentConfig } from '../store/agents';
 import { ANNOUNCEMENTS_SHOWN_MAX } from '../store/organisations';
 import { pickVisible, visibleScopes, SKILL_CATALOGUE_FETCH_MAX, type Activations } from '../store/skills';
@@ -45,7 +55,12 @@ const COLLEAGUE_SKILLS_MAX = 8;
 const MAILBOX_OPEN_FETCH_MAX = 500;
 
 /** Mailbox triage decisions as the attention section names them; `pick` (agent idle) is not a decision. */
-const DECISION_KINDS: Record<string, AttentionDecisionKind> = { preempt: 'preempt', merge: 'merge', wait: 'continue', continue: 'continue' };
+const DECISION_KINDS: Record<string, AttentionDecisionKind> = {
+  preempt: 'preempt',
+  merge: 'merge',
+  wait: 'continue',
+  continue: 'continue',
+};
 
 /**
  * The environment profile: what the agent's tools run on. Fixed per worker process, so
@@ -57,7 +72,12 @@ const WORKER_ENVIRONMENT: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** Prompt inputs from the world, plus the parts that belong inside `agent` and the task board. */
-export type PromptWorld = Partial<PromptInputs> & { installedSkills?: string[]; manager?: { id: string; name: string; role?: string }; capabilities?: string; teamTasks?: PromptTask[] };
+export type PromptWorld = Partial<PromptInputs> & {
+  installedSkills?: string[];
+  manager?: { id: string; name: string; role?: string };
+  capabilities?: string;
+  teamTasks?: PromptTask[];
+};
 
 export interface WorldContext {
   scenario: PromptInputs['scenario'];
@@ -65,18 +85,36 @@ export interface WorldContext {
   activations?: Activations;
 }
 
-export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, config: AgentConfig, context: WorldContext): Promise<PromptWorld> {
+export async function loadPromptWorld(
+  db: Kysely<Database>,
+  agent: AgentRow,
+  config: AgentConfig,
+  context: WorldContext,
+): Promise<PromptWorld> {
   const org = config.org;
   const activations = context.activations ?? { skills: new Set<string>(), tools: new Set<string>() };
   const scopes = visibleScopes(agent.id, org);
   // One round trip: every part is a JSON subquery (an agent without an organisation skips those parts).
   const orgName = org ?? '';
   const colleaguesOf = (eb: ExpressionBuilder<Database, never>) =>
-    eb.selectFrom('agents').select('agents.id').where(sql<string>`agents.config->>'org'`, '=', orgName).where('agents.id', '!=', agent.id);
+    eb
+      .selectFrom('agents')
+      .select('agents.id')
+      .where(sql<string>`agents.config->>'org'`, '=', orgName)
+      .where('agents.id', '!=', agent.id);
   const row = await db
     .selectNoFrom((eb) => [
-      jsonObjectFrom(eb.selectFrom('organisations').select(['context_md', 'announcements_md']).where('name', '=', orgName)).as('organisation'),
-      jsonArrayFrom(eb.selectFrom('user_profiles').select(['handle', 'name', 'profile_md']).where('org', '=', orgName).orderBy('handle').limit(HUMANS_FETCH_MAX)).as('people'),
+      jsonObjectFrom(
+        eb.selectFrom('organisations').select(['context_md', 'announcements_md']).where('name', '=', orgName),
+      ).as('organisation'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('user_profiles')
+          .select(['handle', 'name', 'profile_md'])
+          .where('org', '=', orgName)
+          .orderBy('handle')
+          .limit(HUMANS_FETCH_MAX),
+      ).as('people'),
       jsonArrayFrom(
         eb
           .selectFrom('agents')
@@ -89,8 +127,17 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
       jsonArrayFrom(
         eb
           .selectFrom('skills')
-          .leftJoin('skill_bindings', (join) => join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agent.id))
-          .select(['skills.scope', 'skills.name', 'skills.category', 'skills.description', 'skills.body', 'skill_bindings.agent_id as bound_to'])
+          .leftJoin('skill_bindings', (join) =>
+            join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agent.id),
+          )
+          .select([
+            'skills.scope',
+            'skills.name',
+            'skills.category',
+            'skills.description',
+            'skills.body',
+            'skill_bindings.agent_id as bound_to',
+          ])
           .where('skills.scope', 'in', scopes)
           .orderBy('skills.name')
           .limit(SKILL_CATALOGUE_FETCH_MAX),
@@ -150,17 +197,34 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
           .orderBy('updated_at', 'desc')
           .limit(TEAM_TASKS_FETCH_MAX),
       ).as('teamTasks'),
-      jsonObjectFrom(eb.selectFrom('tasks').select(['title', 'description']).where('id', '=', context.task?.parent_task_id ?? '')).as('parent'),
+      jsonObjectFrom(
+        eb
+          .selectFrom('tasks')
+          .select(['title', 'description'])
+          .where('id', '=', context.task?.parent_task_id ?? ''),
+      ).as('parent'),
     ])
     .executeTakeFirstOrThrow();
   const { organisation, people, colleagues, announcements, colleagueSkills, colleagueWork, teamTasks, parent } = row;
   const skills = pickVisible(row.skills, scopes).map((r) => ({ ...r, bound: r.bound_to !== null }));
-  const mailbox = attentionFrom(row.mailbox.map((m) => ({ ...m, updated_at: new Date(m.updated_at) })), row.decisions);
+  const mailbox = attentionFrom(
+    row.mailbox.map((m) => ({ ...m, updated_at: new Date(m.updated_at) })),
+    row.decisions,
+  );
   const shownColleagues = colleagues.slice(0, SYSTEM_COLLEAGUES_MAX);
 
   const agentColleagues: PromptColleague[] = colleagues.map((c) => {
-    const own = colleagueSkills.filter((s) => s.agent_id === c.id).map((s) => s.skill_name).slice(0, COLLEAGUE_SKILLS_MAX);
-    return { id: c.id, name: c.name, kind: 'agent', ...(c.description ? { role: c.description } : {}), ...(own.length ? { skills: own } : {}) };
+    const own = colleagueSkills
+      .filter((s) => s.agent_id === c.id)
+      .map((s) => s.skill_name)
+      .slice(0, COLLEAGUE_SKILLS_MAX);
+    return {
+      id: c.id,
+      name: c.name,
+      kind: 'agent',
+      ...(c.description ? { role: c.description } : {}),
+      ...(own.length ? { skills: own } : {}),
+    };
   });
   const humans: PromptColleague[] = people.map((p) => ({ id: p.handle, name: p.name, kind: 'human' }));
   const manager = config.position === 'manager' ? undefined : colleagues.find((c) => c.position === 'manager');
@@ -170,17 +234,32 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
   const active: ActiveSkill[] = skills
     .filter((s) => s.bound || activations.skills.has(s.name))
     .map((s) => ({ name: s.name, description: s.description, body: s.body, expanded: activations.skills.has(s.name) }));
-  const catalogue = skills.filter((s) => !s.bound && !activations.skills.has(s.name)).map((s) => ({ name: s.name, description: s.description, ...(s.category ? { category: s.category } : {}) }));
+  const catalogue = skills
+    .filter((s) => !s.bound && !activations.skills.has(s.name))
+    .map((s) => ({ name: s.name, description: s.description, ...(s.category ? { category: s.category } : {}) }));
 
   const world: PromptWorld = { environment: WORKER_ENVIRONMENT };
   if (config.capabilities?.trim()) world.capabilities = config.capabilities;
   if (org) {
-    world.organisation = { name: org, ...(organisation?.context_md ? { context: organisation.context_md } : {}), ...(organisation?.announcements_md ? { announcements: organisation.announcements_md } : {}) };
+    world.organisation = {
+      name: org,
+      ...(organisation?.context_md ? { context: organisation.context_md } : {}),
+      ...(organisation?.announcements_md ? { announcements: organisation.announcements_md } : {}),
+    };
   }
   if (agentColleagues.length || humans.length) world.colleagues = [...agentColleagues, ...humans];
   if (people.length) world.userProfiles = people.map((p) => ({ name: p.name, profile: p.profile_md }));
-  if (manager) world.manager = { id: manager.id, name: manager.name, ...(colleagues.find((c) => c.id === manager.id)?.description ? { role: manager.description } : {}) };
-  if (config.trust) world.trust = { level: config.trust.level, ...(config.trust.description ? { description: config.trust.description } : {}) };
+  if (manager)
+    world.manager = {
+      id: manager.id,
+      name: manager.name,
+      ...(colleagues.find((c) => c.id === manager.id)?.description ? { role: manager.description } : {}),
+    };
+  if (config.trust)
+    world.trust = {
+      level: config.trust.level,
+      ...(config.trust.description ? { description: config.trust.description } : {}),
+    };
   const installed = skills.filter((s) => s.bound).map((s) => s.name);
   if (installed.length) world.installedSkills = installed;
   if (active.length) world.activeSkills = active;
@@ -196,7 +275,13 @@ export async function loadPromptWorld(db: Kysely<Database>, agent: AgentRow, con
   if (mailbox) world.attention = mailbox;
   if (teamTasks.length) {
     const names = new Map(colleagues.map((c) => [c.id, c.name]));
-    world.teamTasks = teamTasks.map((t) => ({ id: t.id, title: t.title, priority: promptPriority(t.priority), status: t.state, assignee: names.get(t.agent_id) ?? t.agent_id }));
+    world.teamTasks = teamTasks.map((t) => ({
+      id: t.id,
+      title: t.title,
+      priority: promptPriority(t.priority),
+      status: t.state,
+      assignee: names.get(t.agent_id) ?? t.agent_id,
+    }));
   }
   if (context.task) world.skillQuery = `${context.task.title} ${context.task.description}`;
   return world;
@@ -211,11 +296,18 @@ function attentionFrom(
   open: Array<{ kind: string; text: string; priority: number; status: string; updated_at: Date; merged_count: number }>,
   decisions: Array<{ decision: string; reason: string; kind: string }>,
 ): PromptAttention | undefined {
-  const focus = open.filter((i) => i.status === 'processing').sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime())[0];
+  const focus = open
+    .filter((i) => i.status === 'processing')
+    .sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime())[0];
   const queued = open.filter((i) => i.status !== 'processing');
   if (!focus && queued.length === 0 && decisions.length === 0) return undefined;
   const attention: PromptAttention = {
-    queue: { total: queued.length, items: queued.slice(0, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX).map((w) => ({ type: w.kind, summary: w.text, priority: w.priority })) },
+    queue: {
+      total: queued.length,
+      items: queued
+        .slice(0, SYSTEM_MAILBOX_QUEUE_ITEMS_MAX)
+        .map((w) => ({ type: w.kind, summary: w.text, priority: w.priority })),
+    },
   };
   if (focus) {
     const [first, ...merged] = focus.text.split(MAILBOX_MERGE_SEPARATOR);
@@ -223,8 +315,9 @@ function attentionFrom(
     if (focus.merged_count > 0 && merged.length) attention.mergedContent = merged.join('\n');
   }
   if (decisions.length) {
-    attention.decisions = [...decisions].reverse().map((d) => ({ decision: DECISION_KINDS[d.decision]!, reasoning: `${d.kind}: ${d.reason}` }));
+    attention.decisions = [...decisions]
+      .reverse()
+      .map((d) => ({ decision: DECISION_KINDS[d.decision]!, reasoning: `${d.kind}: ${d.reason}` }));
   }
   return attention;
 }
-

@@ -79,7 +79,13 @@ export type PromptRows = Awaited<ReturnType<typeof fetchPromptRows>>;
  * reads (with the agent, task and activations it saw last) and pass them in as `world.rows` once it
  * has checked that those were unchanged.
  */
-export function fetchPromptRows(db: Kysely<Database>, agent: AgentRow, scenario: Scenario, task: TaskRow | undefined, activations: Activations | undefined) {
+export function fetchPromptRows(
+  db: Kysely<Database>,
+  agent: AgentRow,
+  scenario: Scenario,
+  task: TaskRow | undefined,
+  activations: Activations | undefined,
+) {
   const config = agentConfig(agent);
   // The agent's own board, activity, runs and memory in one statement (each list a JSON array in the
   // order its subquery sorts, so timestamps arrive as ISO strings), beside the organisation's world
@@ -114,7 +120,13 @@ export function fetchPromptRows(db: Kysely<Database>, agent: AgentRow, scenario:
             .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
             .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
             .where('tasks.agent_id', '=', agent.id)
-            .where('task_events.type', 'in', ['task-created', 'state-changed', 'review-submitted', 'approval-decided', 'note-added'])
+            .where('task_events.type', 'in', [
+              'task-created',
+              'state-changed',
+              'review-submitted',
+              'approval-decided',
+              'note-added',
+            ])
             .orderBy('task_events.id', 'desc')
             .limit(RECENT_ACTIVITY_FETCH),
         ).as('events'),
@@ -154,7 +166,8 @@ export async function loadPromptInputs(
   world: { sessionId?: string; activations?: Activations; rows?: PromptRows } = {},
 ): Promise<PromptInputs> {
   const config = agentConfig(agent);
-  const activations = world.activations ?? (world.sessionId ? await loadActivations(db, world.sessionId, task?.id) : undefined);
+  const activations =
+    world.activations ?? (world.sessionId ? await loadActivations(db, world.sessionId, task?.id) : undefined);
   const [rows, found] = world.rows ?? (await fetchPromptRows(db, agent, scenario, task, activations));
   const { installedSkills, manager, capabilities, teamTasks, ...worldInputs } = found;
   const own = rows.own;
@@ -163,7 +176,12 @@ export async function loadPromptInputs(
   const runs = rows.runs.map((r) => ({ ...r, updated_at: new Date(r.updated_at) }));
   const memory = {
     knowledge: capKnowledge(rows.knowledge, KNOWLEDGE_PROMPT_MAX_CHARS),
-    notebook: rows.notebook.map((n) => ({ key: n.key, content: n.content, tag: n.tag, updatedAt: new Date(n.updated_at) })),
+    notebook: rows.notebook.map((n) => ({
+      key: n.key,
+      content: n.content,
+      tag: n.tag,
+      updatedAt: new Date(n.updated_at),
+    })),
   };
   return {
     scenario,
@@ -185,15 +203,24 @@ export async function loadPromptInputs(
     knowledge: memory.knowledge.map((k) => ({ heading: k.title, body: k.content })),
     notebook: memory.notebook.map((n) => ({ key: n.key, content: n.content, tag: n.tag, updatedAt: n.updatedAt })),
     tasks: {
-      mine: own.map(
-        (t): PromptTask => ({ id: t.id, title: t.title, priority: promptPriority(t.priority), status: t.id === task?.id ? `${t.state} (current)` : t.state, description: t.description }),
-      ),
+      mine: own.map((t): PromptTask => ({
+        id: t.id,
+        title: t.title,
+        priority: promptPriority(t.priority),
+        status: t.id === task?.id ? `${t.state} (current)` : t.state,
+        description: t.description,
+      })),
       myOpenTotal: Number(boardCounts.open),
       myClosedTotal: Number(boardCounts.closed),
       ...(teamTasks ? { team: teamTasks } : {}),
     },
     recentActivity: events.reverse().map((e) => ({ at: e.created_at, type: e.type, detail: e.title })),
-    recentRuns: runs.reverse().map((r) => ({ at: r.updated_at, kind: 'task', status: r.state, summary: `${r.title}${r.result_summary ? `: ${r.result_summary}` : ''}` })),
+    recentRuns: runs.reverse().map((r) => ({
+      at: r.updated_at,
+      kind: 'task',
+      status: r.state,
+      summary: `${r.title}${r.result_summary ? `: ${r.result_summary}` : ''}`,
+    })),
     tools,
     ...worldInputs,
     ...extra,
@@ -275,7 +302,13 @@ export function createSessionSummaryCache(db: Kysely<Database>, sessionId: strin
     async store(summary) {
       await db
         .insertInto('session_summaries')
-        .values({ session_id: sessionId, prefix_hash: summary.hash, prefix_length: summary.length, text: summary.text, source: summary.source })
+        .values({
+          session_id: sessionId,
+          prefix_hash: summary.hash,
+          prefix_length: summary.length,
+          text: summary.text,
+          source: summary.source,
+        })
         .onConflict((oc) => oc.columns(['session_id', 'prefix_hash']).doNothing())
         .execute();
     },
@@ -283,4 +316,3 @@ export function createSessionSummaryCache(db: Kysely<Database>, sessionId: strin
 }
 
 export { buildSummarizerPrompt };
-

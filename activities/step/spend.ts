@@ -6,7 +6,13 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { UsageTotals } from '../../workflows/contract';
 import type { ChatResult } from '../llm/types';
-import { budgetExceededFailure, budgetPeriodStart, checkBudget, crossedThresholds, estimateCallCostUsd } from '../llm/budget';
+import {
+  budgetExceededFailure,
+  budgetPeriodStart,
+  checkBudget,
+  crossedThresholds,
+  estimateCallCostUsd,
+} from '../llm/budget';
 import { usageTotals } from '../llm/usage';
 import type { AgentConfig } from '../store/agents';
 import { addTaskEvent } from '../store/tasks';
@@ -27,7 +33,13 @@ export function usageOf(result: ChatResult): Omit<UsageTotals, 'costUsd'> {
 /** A step's usage: its main call plus every auxiliary call (summaries, cognitive preparation) recorded under its key. */
 export async function stepUsage(db: Kysely<Database>, sessionId: string, key: string): Promise<UsageTotals> {
   const t = await usageTotals(db, { step: { sessionId, key } });
-  return { inputTokens: t.inputTokens, outputTokens: t.outputTokens, cacheReadTokens: t.cacheReadTokens, cacheWriteTokens: t.cacheWriteTokens, costUsd: t.costUsd };
+  return {
+    inputTokens: t.inputTokens,
+    outputTokens: t.outputTokens,
+    cacheReadTokens: t.cacheReadTokens,
+    cacheWriteTokens: t.cacheWriteTokens,
+    costUsd: t.costUsd,
+  };
 }
 
 async function spentSince(db: Kysely<Database>, agentId: string, periodStart: number): Promise<number> {
@@ -60,16 +72,34 @@ export async function guardBudget(
   });
   if (!check.ok) {
     const failure = budgetExceededFailure(check, { agentId: input.agentId, period });
-    if (input.taskId) await addTaskEvent(db, input.taskId, 'budget-exceeded', { message: failure.message }, `budget-exceeded:${input.sessionId}:${input.attempt}:${input.turn}`);
+    if (input.taskId)
+      await addTaskEvent(
+        db,
+        input.taskId,
+        'budget-exceeded',
+        { message: failure.message },
+        `budget-exceeded:${input.sessionId}:${input.attempt}:${input.turn}`,
+      );
     throw failure;
   }
   return { before, limit: config.budgetUsd, periodStart };
 }
 
 /** After the call: a task event for each budget threshold (75 / 90 / 100 %) this call crossed. */
-export async function recordCrossedThresholds(db: Kysely<Database>, agentId: string, taskId: string, spent: { before: number; limit: number; periodStart: number }): Promise<void> {
+export async function recordCrossedThresholds(
+  db: Kysely<Database>,
+  agentId: string,
+  taskId: string,
+  spent: { before: number; limit: number; periodStart: number },
+): Promise<void> {
   const after = await spentSince(db, agentId, spent.periodStart);
   for (const percent of crossedThresholds(spent.before, after, spent.limit)) {
-    await addTaskEvent(db, taskId, 'budget-threshold-crossed', { percent, limitUsd: spent.limit, spentUsd: after }, `budget:${spent.periodStart}:${percent}`);
+    await addTaskEvent(
+      db,
+      taskId,
+      'budget-threshold-crossed',
+      { percent, limitUsd: spent.limit, spentUsd: after },
+      `budget:${spent.periodStart}:${percent}`,
+    );
   }
 }

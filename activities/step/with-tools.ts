@@ -65,7 +65,10 @@ export async function runToolWithLedger(
   const config = agentConfig(agent);
   try {
     // Tools discover_tools activated in this session or task are dispatched too.
-    const activations = known?.activated && !mayCallExternalTools(config) ? undefined : await loadActivations(db, input.sessionId, input.taskId);
+    const activations =
+      known?.activated && !mayCallExternalTools(config)
+        ? undefined
+        : await loadActivations(db, input.sessionId, input.taskId);
     const activated = known?.activated ?? activations!.tools;
     // The MCP tools the call's step offered, from its snapshot.
     const tools = activations
@@ -79,17 +82,25 @@ export async function runToolWithLedger(
           signal: ctx?.cancellationSignal,
         })
       : toolsForAgent(input.scenario, config, activated);
-    return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () => executeToolCall(input, tools, {
-      db,
-      agentId: input.agentId,
-      taskId: input.taskId,
-      sessionId: input.sessionId,
-      workspaceDir: agent.workspace_dir,
-      signal: ctx?.cancellationSignal ?? new AbortController().signal,
-      agentConfig: config,
-      heartbeat: beat,
-      ...(fork ? { fork } : {}),
-    }, known?.call, { fresh: known?.fresh === true }));
+    return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () =>
+      executeToolCall(
+        input,
+        tools,
+        {
+          db,
+          agentId: input.agentId,
+          taskId: input.taskId,
+          sessionId: input.sessionId,
+          workspaceDir: agent.workspace_dir,
+          signal: ctx?.cancellationSignal ?? new AbortController().signal,
+          agentConfig: config,
+          heartbeat: beat,
+          ...(fork ? { fork } : {}),
+        },
+        known?.call,
+        { fresh: known?.fresh === true },
+      ),
+    );
   } finally {
     clearInterval(heartbeat);
   }
@@ -107,7 +118,12 @@ export async function runToolWithLedger(
  * model as interrupted and never run twice. The heartbeat details name the call being run, so the
  * Temporal UI shows what a long step is doing; the result lists every call with its summary and preview.
  */
-export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter, input: LlmStepInput, clock?: () => Date): Promise<StepWithToolsResult> {
+export async function runStepWithTools(
+  db: Kysely<Database>,
+  router: ChatRouter,
+  input: LlmStepInput,
+  clock?: () => Date,
+): Promise<StepWithToolsResult> {
   const { step, content, agent, activatedTools, fresh } = await runLlmStepWithReply(db, router, input, clock);
   const stored = new Map(content.flatMap((b) => (b.type === 'tool_use' ? [[b.id, b] as const] : [])));
   let activated: ReadonlySet<string> | undefined = activatedTools;
@@ -120,7 +136,15 @@ export async function runStepWithTools(db: Kysely<Database>, router: ChatRouter,
     }
     const result = await runToolWithLedger(
       db,
-      { agentId: input.agentId, taskId: input.taskId, sessionId: input.sessionId, attempt: input.attempt, turn: input.turn, toolCallId: call.id, scenario: input.scenario },
+      {
+        agentId: input.agentId,
+        taskId: input.taskId,
+        sessionId: input.sessionId,
+        attempt: input.attempt,
+        turn: input.turn,
+        toolCallId: call.id,
+        scenario: input.scenario,
+      },
       { turn: input.turn, tool: call.name, summary: call.summary },
       stored.has(call.id) ? { agent, call: stored.get(call.id)!, activated, fresh } : undefined,
     );

@@ -9,11 +9,21 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../schema/database';
 
-export async function identityIsSelfEdited(db: Kysely<Database> | Transaction<Database>, agentId: string): Promise<boolean> {
+export async function identityIsSelfEdited(
+  db: Kysely<Database> | Transaction<Database>,
+  agentId: string,
+): Promise<boolean> {
   const row = await db
     .selectFrom('agents')
     .leftJoin(
-      (eb) => eb.selectFrom('agent_file_edits').select(['agent_id', 'after_hash']).where('agent_id', '=', agentId).orderBy('id', 'desc').limit(1).as('last_edit'),
+      (eb) =>
+        eb
+          .selectFrom('agent_file_edits')
+          .select(['agent_id', 'after_hash'])
+          .where('agent_id', '=', agentId)
+          .orderBy('id', 'desc')
+          .limit(1)
+          .as('last_edit'),
       (join) => join.onRef('last_edit.agent_id', '=', 'agents.id'),
     )
     .select(['agents.content_hash', 'last_edit.after_hash'])

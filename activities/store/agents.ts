@@ -76,7 +76,10 @@ export const AgentConfigSchema = z
     /** Free-text capabilities, shown in the prompt (`agents.capabilities`). */
     capabilities: z.string().max(4_000).optional(),
     /** The agent's trust level as shown in its prompt; it grants nothing by itself. */
-    trust: z.object({ level: z.string().trim().min(1).max(60), description: z.string().max(2_000).optional() }).strict().optional(),
+    trust: z
+      .object({ level: z.string().trim().min(1).max(60), description: z.string().max(2_000).optional() })
+      .strict()
+      .optional(),
     /** Shared skills bound to the agent (skill names); skills in the agent folder's `skills/` are bound too. */
     skills: z.array(z.string().min(1).max(100)).max(100).optional(),
     /** Who decides this agent's risky tool calls, reminders, escalation, quorum and expiry (docs/approvals.md). */
@@ -116,7 +119,10 @@ export const AGENT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export function identityContentHash(files: { soul: string; agents: string; heartbeat: string; tools: string }): string {
   const hash = createHash('sha256');
   for (const part of [files.soul, files.agents, files.heartbeat, files.tools]) {
-    hash.update(String(Buffer.byteLength(part))).update('\0').update(part);
+    hash
+      .update(String(Buffer.byteLength(part)))
+      .update('\0')
+      .update(part);
   }
   return hash.digest('hex');
 }
@@ -126,7 +132,9 @@ export const MAX_IDENTITY_FILE_CHARS = 256_000;
 
 export const AgentDefinitionSchema = z
   .object({
-    id: z.string().regex(AGENT_ID_PATTERN, "use 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"),
+    id: z
+      .string()
+      .regex(AGENT_ID_PATTERN, "use 1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"),
     name: z.string().trim().min(1).max(200),
     description: z.string().max(2_000).optional(),
     files: z
@@ -168,14 +176,25 @@ export function parseAgentDefinition(agent: unknown): z.output<typeof AgentDefin
  * The workspace folder an agent gets: the one given, else `<workspaceRoot>/<id>` with the root from
  * the option or AGENTS_WORKSPACE_ROOT. Neither: a clear error rather than a folder nobody chose.
  */
-export function resolveWorkspaceDir(agentId: string, workspaceDir: string | undefined, workspaceRoot = process.env.AGENTS_WORKSPACE_ROOT): string {
-  const chosen = workspaceDir ? path.resolve(workspaceDir) : workspaceRoot ? path.resolve(workspaceRoot, agentId) : undefined;
+export function resolveWorkspaceDir(
+  agentId: string,
+  workspaceDir: string | undefined,
+  workspaceRoot = process.env.AGENTS_WORKSPACE_ROOT,
+): string {
+  const chosen = workspaceDir
+    ? path.resolve(workspaceDir)
+    : workspaceRoot
+      ? path.resolve(workspaceRoot, agentId)
+      : undefined;
   if (chosen) {
     const problem = workspaceDirSyntaxProblem(chosen);
-    if (problem) throw new InvalidAgentError(agentId, [`workspaceDir: ${new InvalidWorkspaceDirError(chosen, problem).message}`]);
+    if (problem)
+      throw new InvalidAgentError(agentId, [`workspaceDir: ${new InvalidWorkspaceDirError(chosen, problem).message}`]);
     return chosen;
   }
-  throw new InvalidAgentError(agentId, ['workspaceDir: missing, and AGENTS_WORKSPACE_ROOT is not set; pass workspaceDir or set AGENTS_WORKSPACE_ROOT']);
+  throw new InvalidAgentError(agentId, [
+    'workspaceDir: missing, and AGENTS_WORKSPACE_ROOT is not set; pass workspaceDir or set AGENTS_WORKSPACE_ROOT',
+  ]);
 }
 
 /**
@@ -187,7 +206,8 @@ export async function ensureWorkspace(agent: { id: string; name: string }, works
   try {
     await prepareWorkspace(agent, workspaceDir);
   } catch (error) {
-    if (error instanceof InvalidWorkspaceDirError) throw new InvalidAgentError(agent.id, [`workspaceDir: ${error.message}`]);
+    if (error instanceof InvalidWorkspaceDirError)
+      throw new InvalidAgentError(agent.id, [`workspaceDir: ${error.message}`]);
     throw error;
   }
 }
@@ -232,11 +252,20 @@ export async function upsertAgent(
     // The agent folder's own skills (replacing what it held before), then the bindings: config `skills` + own.
     if (options.skills) {
       await upsertSkills(trx, options.skills, { agentId: agent.id });
-      await pruneSkills(trx, { agentId: agent.id }, options.skills.map((s) => s.name));
+      await pruneSkills(
+        trx,
+        { agentId: agent.id },
+        options.skills.map((s) => s.name),
+      );
     }
-    const missing = await syncSkillBindings(trx, agent.id, agent.config?.org, [...(agent.config?.skills ?? []), ...(await ownedSkillNames(trx, agent.id))]);
+    const missing = await syncSkillBindings(trx, agent.id, agent.config?.org, [
+      ...(agent.config?.skills ?? []),
+      ...(await ownedSkillNames(trx, agent.id)),
+    ]);
     if (missing.length) {
-      throw new InvalidAgentError(agent.id, [`config.skills: no skill visible to this agent named ${missing.map((m) => JSON.stringify(m)).join(', ')} (load the organisation or skills folder first)`]);
+      throw new InvalidAgentError(agent.id, [
+        `config.skills: no skill visible to this agent named ${missing.map((m) => JSON.stringify(m)).join(', ')} (load the organisation or skills folder first)`,
+      ]);
     }
     return saved;
   });

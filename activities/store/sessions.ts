@@ -49,11 +49,20 @@ export function appendMessageQuery(db: Kysely<Database>, sessionId: string, idem
 }
 
 export async function loadMessages(db: Kysely<Database>, sessionId: string): Promise<ChatMessage[]> {
-  const rows = await db.selectFrom('messages').select(['role', 'kind', 'content']).where('session_id', '=', sessionId).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('messages')
+    .select(['role', 'kind', 'content'])
+    .where('session_id', '=', sessionId)
+    .orderBy('id')
+    .execute();
   return rows.map((r) => ({ role: r.role, kind: r.kind as MessageKind, content: r.content as ContentBlock[] }));
 }
 
-export async function findMessage(db: Kysely<Database>, sessionId: string, idemKey: string): Promise<ChatMessage | undefined> {
+export async function findMessage(
+  db: Kysely<Database>,
+  sessionId: string,
+  idemKey: string,
+): Promise<ChatMessage | undefined> {
   const row = await db
     .selectFrom('messages')
     .select(['role', 'kind', 'content'])
@@ -105,7 +114,12 @@ export class SessionMessageCache {
     const lastId = cached?.ids.at(-1) ?? '0';
     const rows = await db
       .selectFrom('messages')
-      .select((eb) => ['id', 'role', 'kind', eb.case().when('id', '>', lastId).then(eb.ref('content')).else(null).end().as('content')])
+      .select((eb) => [
+        'id',
+        'role',
+        'kind',
+        eb.case().when('id', '>', lastId).then(eb.ref('content')).else(null).end().as('content'),
+      ])
       .where('session_id', '=', sessionId)
       .orderBy('id')
       .execute();
@@ -114,7 +128,8 @@ export class SessionMessageCache {
     const missing = rows.filter((r) => r.content === null && !known.has(String(r.id))).map((r) => r.id);
     const late = new Map<string, unknown[]>();
     if (missing.length > 0) {
-      for (const r of await db.selectFrom('messages').select(['id', 'content']).where('id', 'in', missing).execute()) late.set(String(r.id), r.content);
+      for (const r of await db.selectFrom('messages').select(['id', 'content']).where('id', 'in', missing).execute())
+        late.set(String(r.id), r.content);
     }
     const ids: string[] = [];
     const messages: ChatMessage[] = [];
@@ -153,6 +168,12 @@ export class SessionMessageCache {
 
 function messageChars(message: ChatMessage): number {
   let n = 0;
-  for (const block of message.content) n += block.type === 'text' ? block.text.length : block.type === 'tool_result' ? block.content.length : JSON.stringify(block.input ?? null).length;
+  for (const block of message.content)
+    n +=
+      block.type === 'text'
+        ? block.text.length
+        : block.type === 'tool_result'
+          ? block.content.length
+          : JSON.stringify(block.input ?? null).length;
   return n;
 }

@@ -64,7 +64,8 @@ export class InvalidSkillError extends Error {
 /** Parses a SKILL.md: `---` front matter of `key: value` lines (name, description, category), then the body. */
 export function parseSkillMarkdown(text: string, source: string): SkillDefinition {
   const match = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text);
-  if (!match) throw new InvalidSkillError(source, ['missing front matter: start the file with ---, name:, description:, ---']);
+  if (!match)
+    throw new InvalidSkillError(source, ['missing front matter: start the file with ---, name:, description:, ---']);
   const fields = new Map<string, string>();
   const problems: string[] = [];
   for (const line of match[1]!.split(/\r?\n/)) {
@@ -76,7 +77,12 @@ export function parseSkillMarkdown(text: string, source: string): SkillDefinitio
     }
     fields.set(kv[1]!.toLowerCase(), unquote(kv[2]!.trim()));
   }
-  const skill = { name: fields.get('name') ?? '', description: fields.get('description') ?? '', category: fields.get('category') ?? '', body: match[2]!.trim() };
+  const skill = {
+    name: fields.get('name') ?? '',
+    description: fields.get('description') ?? '',
+    category: fields.get('category') ?? '',
+    body: match[2]!.trim(),
+  };
   problems.push(...skillProblems(skill));
   if (problems.length) throw new InvalidSkillError(source, problems);
   return skill;
@@ -85,14 +91,18 @@ export function parseSkillMarkdown(text: string, source: string): SkillDefinitio
 /** What is wrong with a skill (empty when nothing): the rules a SKILL.md file and an API request share. */
 export function skillProblems(skill: SkillDefinition): string[] {
   const problems: string[] = [];
-  if (!SKILL_NAME_PATTERN.test(skill.name)) problems.push(`name: ${JSON.stringify(skill.name)} must be 1-64 lowercase letters, digits, '-' or '_'`);
+  if (!SKILL_NAME_PATTERN.test(skill.name))
+    problems.push(`name: ${JSON.stringify(skill.name)} must be 1-64 lowercase letters, digits, '-' or '_'`);
   if (!skill.description.trim()) problems.push('description: missing');
-  if (skill.description.length > SKILL_DESCRIPTION_MAX_CHARS) problems.push(`description: longer than ${SKILL_DESCRIPTION_MAX_CHARS} characters`);
-  if (skill.category.length > SKILL_CATEGORY_MAX_CHARS) problems.push(`category: longer than ${SKILL_CATEGORY_MAX_CHARS} characters`);
+  if (skill.description.length > SKILL_DESCRIPTION_MAX_CHARS)
+    problems.push(`description: longer than ${SKILL_DESCRIPTION_MAX_CHARS} characters`);
+  if (skill.category.length > SKILL_CATEGORY_MAX_CHARS)
+    problems.push(`category: longer than ${SKILL_CATEGORY_MAX_CHARS} characters`);
   if (skill.body.length > SKILL_BODY_MAX_CHARS) problems.push(`body: longer than ${SKILL_BODY_MAX_CHARS} characters`);
   if (skill.mcpServers !== undefined) {
     const parsed = McpServersSchema.safeParse(skill.mcpServers);
-    if (!parsed.success) problems.push(...parsed.error.issues.map((i) => `mcpServers ${i.path.join('.')}: ${i.message}`));
+    if (!parsed.success)
+      problems.push(...parsed.error.issues.map((i) => `mcpServers ${i.path.join('.')}: ${i.message}`));
   }
   return problems;
 }
@@ -110,8 +120,12 @@ export async function readSkillsFolder(folder: string): Promise<SkillDefinition[
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
-  const dirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
-  if (dirs.length > SKILLS_PER_FOLDER_MAX) throw new InvalidSkillError(folder, [`${dirs.length} skill folders; at most ${SKILLS_PER_FOLDER_MAX}`]);
+  const dirs = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
+  if (dirs.length > SKILLS_PER_FOLDER_MAX)
+    throw new InvalidSkillError(folder, [`${dirs.length} skill folders; at most ${SKILLS_PER_FOLDER_MAX}`]);
   const skills: SkillDefinition[] = [];
   for (const dir of dirs) {
     const file = path.join(folder, dir, 'SKILL.md');
@@ -138,7 +152,9 @@ export async function readSkillsFolder(folder: string): Promise<SkillDefinition[
 type Db = Kysely<Database> | Transaction<Database>;
 
 function skillHash(s: SkillDefinition): string {
-  return createHash('sha256').update(JSON.stringify([s.name, s.category, s.description, s.body, ...(s.mcpServers ? [s.mcpServers] : [])])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([s.name, s.category, s.description, s.body, ...(s.mcpServers ? [s.mcpServers] : [])]))
+    .digest('hex');
 }
 
 /** Who a skill belongs to: one agent (its folder's skills), one organisation, or everyone. */
@@ -196,21 +212,40 @@ export async function pruneSkills(db: Db, owner: SkillOwner, keep: readonly stri
  * Binds exactly these skills to the agent (config `skills` plus the agent folder's own). Each must exist
  * and be visible to the agent (its own, its organisation's or shared); otherwise the whole upsert is refused with the missing names.
  */
-export async function syncSkillBindings(db: Db, agentId: string, org: string | undefined, names: readonly string[]): Promise<string[]> {
+export async function syncSkillBindings(
+  db: Db,
+  agentId: string,
+  org: string | undefined,
+  names: readonly string[],
+): Promise<string[]> {
   const wanted = [...new Set(names)].sort();
   if (wanted.length) {
-    const found = await db.selectFrom('skills').select('name').where('name', 'in', wanted).where('scope', 'in', visibleScopes(agentId, org)).execute();
+    const found = await db
+      .selectFrom('skills')
+      .select('name')
+      .where('name', 'in', wanted)
+      .where('scope', 'in', visibleScopes(agentId, org))
+      .execute();
     const missing = wanted.filter((n) => !found.some((f) => f.name === n));
     if (missing.length) return missing;
   }
   await db.deleteFrom('skill_bindings').where('agent_id', '=', agentId).execute();
-  if (wanted.length) await db.insertInto('skill_bindings').values(wanted.map((skill_name) => ({ agent_id: agentId, skill_name }))).execute();
+  if (wanted.length)
+    await db
+      .insertInto('skill_bindings')
+      .values(wanted.map((skill_name) => ({ agent_id: agentId, skill_name })))
+      .execute();
   return [];
 }
 
 /** Names of the skills an agent's folder holds (owned by it). */
 export async function ownedSkillNames(db: Db, agentId: string): Promise<string[]> {
-  const rows = await db.selectFrom('skills').select('name').where('scope', '=', skillScope({ agentId })).orderBy('name').execute();
+  const rows = await db
+    .selectFrom('skills')
+    .select('name')
+    .where('scope', '=', skillScope({ agentId }))
+    .orderBy('name')
+    .execute();
   return rows.map((r) => r.name);
 }
 
@@ -224,7 +259,9 @@ export async function loadActivations(db: Db, sessionId: string, taskId: string 
   const rows = await db
     .selectFrom('skill_activations')
     .select(['kind', 'name'])
-    .where((eb) => (taskId ? eb.or([eb('session_id', '=', sessionId), eb('task_id', '=', taskId)]) : eb('session_id', '=', sessionId)))
+    .where((eb) =>
+      taskId ? eb.or([eb('session_id', '=', sessionId), eb('task_id', '=', taskId)]) : eb('session_id', '=', sessionId),
+    )
     .orderBy('created_at')
     .execute();
   const out: Activations = { skills: new Set(), tools: new Set() };
@@ -238,7 +275,13 @@ export async function recordActivation(
 ): Promise<void> {
   await db
     .insertInto('skill_activations')
-    .values({ session_id: activation.sessionId, agent_id: activation.agentId, task_id: activation.taskId ?? null, kind: activation.kind, name: activation.name })
+    .values({
+      session_id: activation.sessionId,
+      agent_id: activation.agentId,
+      task_id: activation.taskId ?? null,
+      kind: activation.kind,
+      name: activation.name,
+    })
     .onConflict((oc) => oc.columns(['session_id', 'kind', 'name']).doNothing())
     .execute();
 }
@@ -257,13 +300,29 @@ export async function visibleSkills(db: Db, agentId: string, org: string | undef
   const scopes = visibleScopes(agentId, org);
   const rows = await db
     .selectFrom('skills')
-    .leftJoin('skill_bindings', (join) => join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agentId))
-    .select(['skills.scope', 'skills.name', 'skills.category', 'skills.description', 'skills.body', 'skill_bindings.agent_id as bound_to'])
+    .leftJoin('skill_bindings', (join) =>
+      join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agentId),
+    )
+    .select([
+      'skills.scope',
+      'skills.name',
+      'skills.category',
+      'skills.description',
+      'skills.body',
+      'skill_bindings.agent_id as bound_to',
+    ])
     .where('skills.scope', 'in', scopes)
     .orderBy('skills.name')
     .limit(SKILL_CATALOGUE_FETCH_MAX)
     .execute();
-  return pickVisible(rows, scopes).map((r) => ({ name: r.name, category: r.category, description: r.description, body: r.body, bound: r.bound_to !== null, scope: r.scope }));
+  return pickVisible(rows, scopes).map((r) => ({
+    name: r.name,
+    category: r.category,
+    description: r.description,
+    body: r.body,
+    bound: r.bound_to !== null,
+    scope: r.scope,
+  }));
 }
 
 export interface SkillListing {
@@ -291,7 +350,10 @@ export async function listSkills(db: Db, options: { org?: string } = {}): Promis
 }
 
 /** One skill per name, from the most specific scope (`scopes` most specific first); by name. */
-export function pickVisible<T extends { scope: string; name: string }>(rows: readonly T[], scopes: readonly string[]): T[] {
+export function pickVisible<T extends { scope: string; name: string }>(
+  rows: readonly T[],
+  scopes: readonly string[],
+): T[] {
   const byName = new Map<string, T>();
   for (const r of rows) {
     const seen = byName.get(r.name);

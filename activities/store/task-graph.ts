@@ -58,7 +58,10 @@ export interface NewTaskRecord {
  * `id`: recording the same task again changes nothing and returns `created: false`. A new task has no
  * dependants, so its dependencies cannot close a cycle.
  */
-export async function recordNewTask(db: Kysely<Database>, task: NewTaskRecord): Promise<{ created: boolean; row: TaskRow }> {
+export async function recordNewTask(
+  db: Kysely<Database>,
+  task: NewTaskRecord,
+): Promise<{ created: boolean; row: TaskRow }> {
   return db.transaction().execute(async (trx) => {
     const existing = await trx.selectFrom('tasks').selectAll().where('id', '=', task.id).executeTakeFirst();
     if (existing) return { created: false, row: existing };
@@ -71,12 +74,18 @@ export async function recordNewTask(db: Kysely<Database>, task: NewTaskRecord): 
         .where('parent_task_id', '=', task.parentTaskId)
         .executeTakeFirstOrThrow();
       if (Number(siblings.n) >= SUBTASK_HARD_CAP) {
-        throw new TaskGraphError(`task ${task.parentTaskId} already has ${siblings.n} subtasks (limit ${SUBTASK_HARD_CAP}); group the work into fewer, larger subtasks`, 'too-many');
+        throw new TaskGraphError(
+          `task ${task.parentTaskId} already has ${siblings.n} subtasks (limit ${SUBTASK_HARD_CAP}); group the work into fewer, larger subtasks`,
+          'too-many',
+        );
       }
     }
     const dependsOn = [...new Set(task.dependsOn ?? [])];
     if (dependsOn.length > TASK_MAX_DEPENDENCIES) {
-      throw new TaskGraphError(`a task may depend on at most ${TASK_MAX_DEPENDENCIES} tasks, got ${dependsOn.length}`, 'too-many');
+      throw new TaskGraphError(
+        `a task may depend on at most ${TASK_MAX_DEPENDENCIES} tasks, got ${dependsOn.length}`,
+        'too-many',
+      );
     }
     await requireTasks(trx, dependsOn, 'dependency');
     const row = await trx
@@ -94,15 +103,25 @@ export async function recordNewTask(db: Kysely<Database>, task: NewTaskRecord): 
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    if (dependsOn.length) await trx.insertInto('task_dependencies').values(dependsOn.map((d) => ({ task_id: task.id, depends_on: d }))).execute();
-    await addTaskEvent(trx, task.id, 'task-created', {
-      title: task.title,
-      agentId: task.agentId,
-      createdBy: task.createdBy,
-      ...(task.parentTaskId ? { parentTaskId: task.parentTaskId } : {}),
-      ...(dependsOn.length ? { dependsOn } : {}),
-      ...(task.needsApproval ? { needsApproval: true } : {}),
-    }, 'created');
+    if (dependsOn.length)
+      await trx
+        .insertInto('task_dependencies')
+        .values(dependsOn.map((d) => ({ task_id: task.id, depends_on: d })))
+        .execute();
+    await addTaskEvent(
+      trx,
+      task.id,
+      'task-created',
+      {
+        title: task.title,
+        agentId: task.agentId,
+        createdBy: task.createdBy,
+        ...(task.parentTaskId ? { parentTaskId: task.parentTaskId } : {}),
+        ...(dependsOn.length ? { dependsOn } : {}),
+        ...(task.needsApproval ? { needsApproval: true } : {}),
+      },
+      'created',
+    );
     return { created: true, row };
   });
 }
@@ -116,20 +135,36 @@ export async function addDependencies(db: Kysely<Database>, taskId: string, depe
   return db.transaction().execute(async (trx) => {
     const [task] = await requireTasks(trx, [taskId], 'task');
     if (!['pending', 'blocked'].includes(task!.state)) {
-      throw new TaskGraphError(`task ${taskId} is ${task!.state}: dependencies only gate a task that has not started (pending or blocked)`, 'invalid-state');
+      throw new TaskGraphError(
+        `task ${taskId} is ${task!.state}: dependencies only gate a task that has not started (pending or blocked)`,
+        'invalid-state',
+      );
     }
     await requireTasks(trx, wanted, 'dependency');
-    const current = await trx.selectFrom('task_dependencies').select('depends_on').where('task_id', '=', taskId).execute();
+    const current = await trx
+      .selectFrom('task_dependencies')
+      .select('depends_on')
+      .where('task_id', '=', taskId)
+      .execute();
     const added = wanted.filter((d) => !current.some((c) => c.depends_on === d));
     if (current.length + added.length > TASK_MAX_DEPENDENCIES) {
-      throw new TaskGraphError(`a task may depend on at most ${TASK_MAX_DEPENDENCIES} tasks; ${taskId} has ${current.length}`, 'too-many');
+      throw new TaskGraphError(
+        `a task may depend on at most ${TASK_MAX_DEPENDENCIES} tasks; ${taskId} has ${current.length}`,
+        'too-many',
+      );
     }
     if (!added.length) return [];
     const cycle = dependencyCycle(await edgesReachableFrom(trx, added), taskId, added);
     if (cycle) {
-      throw new TaskGraphError(`dependency cycle: ${cycle.join(' → ')}. Each of these tasks would wait for itself forever; nothing was changed`, 'dependency-cycle');
+      throw new TaskGraphError(
+        `dependency cycle: ${cycle.join(' → ')}. Each of these tasks would wait for itself forever; nothing was changed`,
+        'dependency-cycle',
+      );
     }
-    await trx.insertInto('task_dependencies').values(added.map((d) => ({ task_id: taskId, depends_on: d }))).execute();
+    await trx
+      .insertInto('task_dependencies')
+      .values(added.map((d) => ({ task_id: taskId, depends_on: d })))
+      .execute();
     await addTaskEvent(trx, taskId, 'dependencies-added', { dependsOn: added });
     return added;
   });
@@ -165,7 +200,10 @@ export async function startGates(db: Kysely<Database>, taskId: string): Promise<
     .where('task_dependencies.task_id', '=', taskId)
     .orderBy('task_dependencies.created_at')
     .execute();
-  return { awaitApproval: task?.needs_approval === true, blockedBy: deps.filter((d) => !isDependencySatisfied(d.state)) };
+  return {
+    awaitApproval: task?.needs_approval === true,
+    blockedBy: deps.filter((d) => !isDependencySatisfied(d.state)),
+  };
 }
 
 /** Tasks waiting (pending or blocked) on `taskId`: told when it reaches a final state. */
@@ -205,6 +243,10 @@ async function requireTasks(trx: Transaction<Database>, ids: string[], what: str
   if (!ids.length) return [];
   const rows = await trx.selectFrom('tasks').selectAll().where('id', 'in', ids).execute();
   const missing = ids.filter((id) => !rows.some((r) => r.id === id));
-  if (missing.length) throw new TaskGraphError(`unknown ${what} ${missing.map((m) => JSON.stringify(m)).join(', ')}: nothing was changed`, 'unknown-task');
+  if (missing.length)
+    throw new TaskGraphError(
+      `unknown ${what} ${missing.map((m) => JSON.stringify(m)).join(', ')}: nothing was changed`,
+      'unknown-task',
+    );
   return ids.map((id) => rows.find((r) => r.id === id)!);
 }

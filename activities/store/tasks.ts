@@ -32,12 +32,20 @@ export async function addTaskEvent(
 }
 
 /** `addTaskEvent`'s statement, not run (to combine it with other writes in one statement). */
-export function taskEventInsert(db: Kysely<Database>, taskId: string, type: string, data: Record<string, unknown> = {}, idemKey?: string) {
-  return db
-    .insertInto('task_events')
-    // Event data quotes people and models (comments, approval notes, errors): stored escaped, never refused.
-    .values({ task_id: taskId, type, data: JSON.stringify(storableDeep(data)), idem_key: idemKey ?? null })
-    .onConflict((oc) => oc.columns(['task_id', 'idem_key']).doNothing());
+export function taskEventInsert(
+  db: Kysely<Database>,
+  taskId: string,
+  type: string,
+  data: Record<string, unknown> = {},
+  idemKey?: string,
+) {
+  return (
+    db
+      .insertInto('task_events')
+      // Event data quotes people and models (comments, approval notes, errors): stored escaped, never refused.
+      .values({ task_id: taskId, type, data: JSON.stringify(storableDeep(data)), idem_key: idemKey ?? null })
+      .onConflict((oc) => oc.columns(['task_id', 'idem_key']).doNothing())
+  );
 }
 
 export async function updateTaskState(
@@ -77,7 +85,10 @@ export interface RecordTaskInput {
  * `InvalidTaskInput` when the row must be created and there is no title; `TaskConflict` when the id
  * belongs to another agent's task.
  */
-export async function recordTask(db: Kysely<Database>, input: RecordTaskInput): Promise<{ task: TaskRow; created: boolean }> {
+export async function recordTask(
+  db: Kysely<Database>,
+  input: RecordTaskInput,
+): Promise<{ task: TaskRow; created: boolean }> {
   const existing = await findTask(db, input.taskId);
   if (existing) {
     if (input.agentId && existing.agent_id !== input.agentId) {
@@ -113,7 +124,13 @@ export async function recordTask(db: Kysely<Database>, input: RecordTaskInput): 
     .onConflict((oc) => oc.column('id').doNothing())
     .returningAll()
     .executeTakeFirst();
-  await addTaskEvent(db, input.taskId, 'task-created', { title, agentId: agent.id, createdBy: input.createdBy ?? null }, 'created');
+  await addTaskEvent(
+    db,
+    input.taskId,
+    'task-created',
+    { title, agentId: agent.id, createdBy: input.createdBy ?? null },
+    'created',
+  );
   // Lost a race with a concurrent start of the same id: the other writer's row is the task.
   return inserted ? { task: inserted, created: true } : recordTask(db, input);
 }

@@ -36,8 +36,16 @@ export async function readUserTextFile(file: string, maxBytes = USER_TEXT_FILE_M
   }
   try {
     const stats = await handle.stat();
-    if (!stats.isFile()) throw new UnreadableUserFileError(file, `is not a regular file (${stats.isDirectory() ? 'a folder' : 'a device, pipe or socket'})`);
-    if (stats.size > maxBytes) throw new UnreadableUserFileError(file, `is ${stats.size} bytes, more than the ${maxBytes} a text file here may have`);
+    if (!stats.isFile())
+      throw new UnreadableUserFileError(
+        file,
+        `is not a regular file (${stats.isDirectory() ? 'a folder' : 'a device, pipe or socket'})`,
+      );
+    if (stats.size > maxBytes)
+      throw new UnreadableUserFileError(
+        file,
+        `is ${stats.size} bytes, more than the ${maxBytes} a text file here may have`,
+      );
     return await handle.readFile('utf8');
   } finally {
     await handle.close();

@@ -43,9 +43,11 @@ export class InvalidWorkspaceDirError extends Error {
 export function workspaceDirSyntaxProblem(workspaceDir: string): string | undefined {
   if (workspaceDir.includes('\0')) return 'it contains a NUL character';
   if (!path.isAbsolute(workspaceDir)) return 'it is not an absolute path';
-  if (Buffer.byteLength(workspaceDir) > MAX_WORKSPACE_PATH_BYTES) return `it is longer than ${MAX_WORKSPACE_PATH_BYTES} bytes`;
+  if (Buffer.byteLength(workspaceDir) > MAX_WORKSPACE_PATH_BYTES)
+    return `it is longer than ${MAX_WORKSPACE_PATH_BYTES} bytes`;
   const long = workspaceDir.split('/').find((part) => Buffer.byteLength(part) > MAX_PATH_COMPONENT_BYTES);
-  if (long !== undefined) return `the component ${JSON.stringify(long.slice(0, 40) + '…')} is longer than ${MAX_PATH_COMPONENT_BYTES} bytes`;
+  if (long !== undefined)
+    return `the component ${JSON.stringify(long.slice(0, 40) + '…')} is longer than ${MAX_PATH_COMPONENT_BYTES} bytes`;
   if (workspaceDir === '/') return 'it is the filesystem root';
   const virtual = virtualRootOf(workspaceDir);
   if (virtual) return `it is under ${virtual}, a virtual filesystem of the kernel, not storage`;
@@ -74,22 +76,37 @@ export async function ensureWorkspaceDir(workspaceDir: string): Promise<void> {
     if (!info) {
       await checkCreatableIn(current, workspaceDir);
       await fs.mkdir(next).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== 'EEXIST') throw new InvalidWorkspaceDirError(workspaceDir, `${next} could not be created: ${errnoReason(error)}`);
+        if (error.code !== 'EEXIST')
+          throw new InvalidWorkspaceDirError(workspaceDir, `${next} could not be created: ${errnoReason(error)}`);
       });
       info = await lstatOrMissing(next, workspaceDir);
-      if (!info) throw new InvalidWorkspaceDirError(workspaceDir, `${next} was created but does not exist (the filesystem does not keep folders)`);
+      if (!info)
+        throw new InvalidWorkspaceDirError(
+          workspaceDir,
+          `${next} was created but does not exist (the filesystem does not keep folders)`,
+        );
     }
     if (info.isSymbolicLink()) {
       // A link is followed (an operator may keep workspaces behind one), but where it leads is checked.
       const real = await fs.realpath(next).catch((error: NodeJS.ErrnoException) => {
-        throw new InvalidWorkspaceDirError(workspaceDir, `${next} is a symbolic link that leads nowhere usable: ${errnoReason(error)}`);
+        throw new InvalidWorkspaceDirError(
+          workspaceDir,
+          `${next} is a symbolic link that leads nowhere usable: ${errnoReason(error)}`,
+        );
       });
       const virtual = virtualRootOf(real);
-      if (virtual) throw new InvalidWorkspaceDirError(workspaceDir, `${next} is a symbolic link into ${virtual}, a virtual filesystem of the kernel, not storage`);
+      if (virtual)
+        throw new InvalidWorkspaceDirError(
+          workspaceDir,
+          `${next} is a symbolic link into ${virtual}, a virtual filesystem of the kernel, not storage`,
+        );
       info = await fs.stat(real);
     }
     if (!info.isDirectory()) {
-      const where = index === parts.length - 1 ? `it is ${kindOf(info)}, not a folder` : `${next} is ${kindOf(info)}, not a folder, so nothing can be created below it`;
+      const where =
+        index === parts.length - 1
+          ? `it is ${kindOf(info)}, not a folder`
+          : `${next} is ${kindOf(info)}, not a folder, so nothing can be created below it`;
       throw new InvalidWorkspaceDirError(workspaceDir, where);
     }
     current = next;
@@ -111,7 +128,10 @@ async function lstatOrMissing(target: string, workspaceDir: string): Promise<Sta
 async function checkCreatableIn(dir: string, workspaceDir: string): Promise<void> {
   const stats = await fs.statfs(dir).catch(() => undefined);
   if (stats && VIRTUAL_FILESYSTEM_MAGIC.has(Number(stats.type))) {
-    throw new InvalidWorkspaceDirError(workspaceDir, `${dir} is on a virtual filesystem of the kernel (procfs, sysfs, cgroup …), not storage`);
+    throw new InvalidWorkspaceDirError(
+      workspaceDir,
+      `${dir} is on a virtual filesystem of the kernel (procfs, sysfs, cgroup …), not storage`,
+    );
   }
   await fs.access(dir, fs.constants.W_OK | fs.constants.X_OK).catch((error: NodeJS.ErrnoException) => {
     throw new InvalidWorkspaceDirError(workspaceDir, `this process cannot write in ${dir}: ${errnoReason(error)}`);
@@ -154,7 +174,8 @@ function errnoReason(error: NodeJS.ErrnoException): string {
 /** Where agents' commit addresses live unless AGENTS_GIT_EMAIL_DOMAIN says otherwise: never routable mail. */
 export const DEFAULT_AGENT_GIT_EMAIL_DOMAIN = 'agents.localhost';
 /** A hostname: labels of letters, digits and '-', dot-separated (what an e-mail address's domain may be). */
-const EMAIL_DOMAIN_PATTERN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const EMAIL_DOMAIN_PATTERN =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 /** Repositories looked for one level inside the workspace (a clone in a subfolder); more are left alone. */
 const MAX_NESTED_REPOSITORIES_SCANNED = 50;
 /** A local `git config` answers in milliseconds; a hung one must not hold a tool call. */
@@ -172,9 +193,13 @@ export interface GitIdentity {
 }
 
 /** The identity an agent commits with: its name and `<agentId>@<AGENTS_GIT_EMAIL_DOMAIN or agents.localhost>`. */
-export function agentGitIdentity(agent: { id: string; name: string }, env: NodeJS.ProcessEnv = process.env): GitIdentity {
+export function agentGitIdentity(
+  agent: { id: string; name: string },
+  env: NodeJS.ProcessEnv = process.env,
+): GitIdentity {
   const domain = env.AGENTS_GIT_EMAIL_DOMAIN?.trim() || DEFAULT_AGENT_GIT_EMAIL_DOMAIN;
-  if (!EMAIL_DOMAIN_PATTERN.test(domain)) throw new Error(`AGENTS_GIT_EMAIL_DOMAIN must be a domain name such as example.com, got ${JSON.stringify(domain)}`);
+  if (!EMAIL_DOMAIN_PATTERN.test(domain))
+    throw new Error(`AGENTS_GIT_EMAIL_DOMAIN must be a domain name such as example.com, got ${JSON.stringify(domain)}`);
   // A newline in a name would end the config value; the agent's name is a single line by its schema, but be sure.
   return { name: agent.name.replace(/[\r\n\0]/g, ' ').trim() || agent.id, email: `${agent.id}@${domain}` };
 }
@@ -204,7 +229,10 @@ export async function applyGitIdentity(workspaceDir: string, identity: GitIdenti
     if (checkedConfigs.get(config) === version) continue;
     let changed = false;
     try {
-      for (const [key, value] of [['user.name', identity.name], ['user.email', identity.email]] as const) {
+      for (const [key, value] of [
+        ['user.name', identity.name],
+        ['user.email', identity.email],
+      ] as const) {
         if ((await gitConfig(['--get', key], config)) === undefined) {
           await gitConfig([key, value], config);
           changed = true;
@@ -227,7 +255,12 @@ async function gitConfig(args: string[], configFile: string): Promise<string | u
   try {
     const { stdout } = await run('git', ['config', '--file', configFile, ...args], {
       timeout: GIT_CONFIG_TIMEOUT_MS,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_TERMINAL_PROMPT: '0',
+      },
     });
     return stdout.trim();
   } catch (error) {

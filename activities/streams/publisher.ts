@@ -104,7 +104,15 @@ export class StepStreamPublisher {
     await this.chain;
     const text = this.buffer;
     this.buffer = '';
-    const deltas = text ? deltaPieces(text, STREAM_DELTA_MAX_CHARS).map((piece): NewStreamEvent => ({ kind: 'delta', stepKey: this.stepKey, attempt: this.attempt, part: this.part, text: piece })) : [];
+    const deltas = text
+      ? deltaPieces(text, STREAM_DELTA_MAX_CHARS).map((piece): NewStreamEvent => ({
+          kind: 'delta',
+          stepKey: this.stepKey,
+          attempt: this.attempt,
+          part: this.part,
+          text: piece,
+        }))
+      : [];
     return { owner: this.owner, events: [...deltas, { kind: 'step-end', data }] };
   }
 
@@ -120,10 +128,17 @@ export class StepStreamPublisher {
     const producer = { attempt: this.attempt, part: this.part };
     // Nothing precedes the first part of the first attempt: no output to supersede, no query.
     const first = producer.attempt <= 1 && producer.part === 0;
-    const superseded = first ? undefined : await supersededOutput(this.db, this.owner.streamId, this.stepKey, producer).catch(() => undefined);
+    const superseded = first
+      ? undefined
+      : await supersededOutput(this.db, this.owner.streamId, this.stepKey, producer).catch(() => undefined);
     const events: NewStreamEvent[] = [];
     if (superseded) {
-      events.push({ kind: 'rewind', stepKey: this.stepKey, ...producer, data: { supersededChars: superseded.chars, fromSeq: superseded.fromSeq, toSeq: superseded.toSeq } });
+      events.push({
+        kind: 'rewind',
+        stepKey: this.stepKey,
+        ...producer,
+        data: { supersededChars: superseded.chars, fromSeq: superseded.fromSeq, toSeq: superseded.toSeq },
+      });
     }
     if (startData) events.push({ kind: 'step-start', stepKey: this.stepKey, ...producer, data: startData });
     await this.append(events);
@@ -137,7 +152,13 @@ export class StepStreamPublisher {
     const part = this.part;
     this.buffer = this.buffer.slice(text.length);
     this.lastFlushAt = Date.now();
-    const events: NewStreamEvent[] = deltaPieces(text, STREAM_DELTA_MAX_CHARS).map((piece) => ({ kind: 'delta', stepKey: this.stepKey, attempt: this.attempt, part, text: piece }));
+    const events: NewStreamEvent[] = deltaPieces(text, STREAM_DELTA_MAX_CHARS).map((piece) => ({
+      kind: 'delta',
+      stepKey: this.stepKey,
+      attempt: this.attempt,
+      part,
+      text: piece,
+    }));
     try {
       await appendStreamEvents(this.db, this.owner, events);
     } catch (error) {
@@ -165,8 +186,14 @@ export function createStepStreamPublisher(
   messageKey: string,
   ctx: Context | undefined,
 ): StepStreamPublisher {
-  const owner: StreamOwner = { streamId: stepStreamId(input, ctx), agentId: input.agentId, ...(input.taskId ? { taskId: input.taskId } : {}) };
-  return new StepStreamPublisher(db, owner, `${input.sessionId}/${messageKey}`, ctx?.info.attempt ?? 1, { sessionId: input.sessionId });
+  const owner: StreamOwner = {
+    streamId: stepStreamId(input, ctx),
+    agentId: input.agentId,
+    ...(input.taskId ? { taskId: input.taskId } : {}),
+  };
+  return new StepStreamPublisher(db, owner, `${input.sessionId}/${messageKey}`, ctx?.info.attempt ?? 1, {
+    sessionId: input.sessionId,
+  });
 }
 
 function isHighSurrogate(code: number): boolean {
@@ -179,7 +206,7 @@ function isHighSurrogate(code: number): boolean {
  */
 export function deltaPieces(text: string, max: number): string[] {
   const pieces: string[] = [];
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     let end = Math.min(i + max, text.length);
     if (end < text.length && end - i > 1 && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
     pieces.push(storableText(text.slice(i, end)));
@@ -187,4 +214,3 @@ export function deltaPieces(text: string, max: number): string[] {
   }
   return pieces;
 }
-

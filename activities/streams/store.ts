@@ -29,11 +29,17 @@ export const STREAM_READ_PAGE_MAX = 500;
  * delivers only on commit, so a listener's catch-up query always finds the rows. Returns the sequence
  * numbers assigned.
  */
-export async function appendStreamEvents(db: Kysely<Database>, owner: StreamOwner, events: NewStreamEvent[]): Promise<number[]> {
+export async function appendStreamEvents(
+  db: Kysely<Database>,
+  owner: StreamOwner,
+  events: NewStreamEvent[],
+): Promise<number[]> {
   if (events.length === 0) return [];
   const n = events.length;
   const append = streamAppendCtes(owner, events);
-  const { rows: result } = await sql<{ last_seq: number }>`with ${append.ctes} select stream_head.last_seq, ${append.notify} from stream_head`.execute(db);
+  const { rows: result } = await sql<{
+    last_seq: number;
+  }>`with ${append.ctes} select stream_head.last_seq, ${append.notify} from stream_head`.execute(db);
   const last = result[0]!.last_seq;
   return events.map((_, i) => last - n + 1 + i);
 }
@@ -43,10 +49,21 @@ export async function appendStreamEvents(db: Kysely<Database>, owner: StreamOwne
  * round trip, one transaction): `ctes` defines `stream_head` (the reserved sequence numbers) and
  * `stream_inserted`; `notify` is the NOTIFY expression, to select from `stream_head`.
  */
-export function streamAppendCtes(owner: StreamOwner, events: NewStreamEvent[]): { ctes: RawBuilder<unknown>; notify: RawBuilder<unknown> } {
+export function streamAppendCtes(
+  owner: StreamOwner,
+  events: NewStreamEvent[],
+): { ctes: RawBuilder<unknown>; notify: RawBuilder<unknown> } {
   const n = events.length;
   const rows = JSON.stringify(
-    events.map((e, i) => ({ i: i + 1, kind: e.kind, step_key: e.stepKey ?? null, attempt: e.attempt ?? 1, part: e.part ?? 0, text: e.text ?? null, data: e.data ?? null })),
+    events.map((e, i) => ({
+      i: i + 1,
+      kind: e.kind,
+      step_key: e.stepKey ?? null,
+      attempt: e.attempt ?? 1,
+      part: e.part ?? 0,
+      text: e.text ?? null,
+      data: e.data ?? null,
+    })),
   );
   return {
     ctes: sql`stream_head as (
@@ -63,7 +80,12 @@ export function streamAppendCtes(owner: StreamOwner, events: NewStreamEvent[]): 
 }
 
 /** Events of a stream after `afterSeq`, in order, at most `limit` (capped at STREAM_READ_PAGE_MAX). */
-export async function readStreamEvents(db: Kysely<Database>, streamId: string, afterSeq = 0, limit = STREAM_READ_PAGE_MAX): Promise<StreamEvent[]> {
+export async function readStreamEvents(
+  db: Kysely<Database>,
+  streamId: string,
+  afterSeq = 0,
+  limit = STREAM_READ_PAGE_MAX,
+): Promise<StreamEvent[]> {
   const rows = await db
     .selectFrom('stream_events')
     .selectAll()
@@ -104,7 +126,11 @@ export async function supersededOutput(
     .executeTakeFirst();
   const row = await db
     .selectFrom('stream_events')
-    .select((eb) => [eb.fn.min('seq').as('from_seq'), eb.fn.max('seq').as('to_seq'), sql<string | null>`sum(length(text))`.as('chars')])
+    .select((eb) => [
+      eb.fn.min('seq').as('from_seq'),
+      eb.fn.max('seq').as('to_seq'),
+      sql<string | null>`sum(length(text))`.as('chars'),
+    ])
     .where('stream_id', '=', streamId)
     .where('step_key', '=', stepKey)
     .where('kind', '=', 'delta')
@@ -133,7 +159,10 @@ export async function pruneStreams(
     const deleted = Number(result.numAffectedRows ?? 0);
     events += deleted;
     if (deleted < options.batchSize) {
-      const heads = await db.deleteFrom('stream_heads').where('updated_at', '<', options.headsOlderThan).executeTakeFirst();
+      const heads = await db
+        .deleteFrom('stream_heads')
+        .where('updated_at', '<', options.headsOlderThan)
+        .executeTakeFirst();
       return { events, heads: Number(heads.numDeletedRows), more: false };
     }
   }

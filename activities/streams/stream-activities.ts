@@ -22,13 +22,25 @@ export function createStreamActivities(deps: { db: Kysely<Database> }) {
      * Appends a run event (`event`) or the end marker (`end`) to a stream. At least once: a retried
      * call may append it twice, which a client folding the stream tolerates (`end` is idempotent).
      */
-    async publishStreamEvent(input: { streamId: string; agentId?: string; taskId?: string; kind: 'event' | 'end'; data: Record<string, unknown> }): Promise<{ seq: number }> {
-      const [seq] = await appendStreamEvents(db, { streamId: input.streamId, agentId: input.agentId, taskId: input.taskId }, [{ kind: input.kind, data: input.data }]);
+    async publishStreamEvent(input: {
+      streamId: string;
+      agentId?: string;
+      taskId?: string;
+      kind: 'event' | 'end';
+      data: Record<string, unknown>;
+    }): Promise<{ seq: number }> {
+      const [seq] = await appendStreamEvents(
+        db,
+        { streamId: input.streamId, agentId: input.agentId, taskId: input.taskId },
+        [{ kind: input.kind, data: input.data }],
+      );
       return { seq: seq! };
     },
 
     /** Deletes stream rows past their retention (see STREAM_RETENTION_MS); `more` when a backlog remains. */
-    async pruneStreamEvents(input: { retentionMs?: number; headRetentionMs?: number } = {}): Promise<{ events: number; heads: number; more: boolean }> {
+    async pruneStreamEvents(
+      input: { retentionMs?: number; headRetentionMs?: number } = {},
+    ): Promise<{ events: number; heads: number; more: boolean }> {
       const now = Date.now();
       return pruneStreams(db, {
         olderThan: new Date(now - (input.retentionMs ?? STREAM_RETENTION_MS)),

@@ -59,7 +59,7 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
   return defineTool({
     name: DISCOVER_TOOLS,
     description:
-      'Find skills (reusable instructions) and extra tools by keywords, and activate them: an activated skill\'s full instructions appear in your prompt, an activated tool is offered from your next step. Call with a query to search; add `activate` with names from the results (or query an exact name) to activate.',
+      "Find skills (reusable instructions) and extra tools by keywords, and activate them: an activated skill's full instructions appear in your prompt, an activated tool is offered from your next step. Call with a query to search; add `activate` with names from the results (or query an exact name) to activate.",
     schema: args,
     // Activation is an idempotent insert: a retry finds the same rows.
     sideEffecting: false,
@@ -78,7 +78,11 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
       const exact = input.query.trim().toLowerCase();
       if (skills.some((s) => s.name === exact) || withheld.has(exact)) wanted.add(exact);
       if (keywords.size === 0 && wanted.size === 0) {
-        return { content: 'Give a query with at least one word of 3 or more letters (e.g. "csv import"), or an exact skill or tool name.', isError: true };
+        return {
+          content:
+            'Give a query with at least one word of 3 or more letters (e.g. "csv import"), or an exact skill or tool name.',
+          isError: true,
+        };
       }
 
       const rank = <T extends SkillSummary>(items: T[]): T[] =>
@@ -89,7 +93,9 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
           .slice(0, DISCOVER_RESULTS_MAX)
           .map((x) => x.item);
       const skillHits = rank(skills.map((s) => ({ ...s })));
-      const toolHits = rank([...withheld.values()].map((t) => ({ name: t.name, description: t.description, category: 'tool' })));
+      const toolHits = rank(
+        [...withheld.values()].map((t) => ({ name: t.name, description: t.description, category: 'tool' })),
+      );
 
       const activated: string[] = [];
       const problems: string[] = [];
@@ -97,14 +103,26 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
         const skill = skills.find((s) => s.name === name);
         const tool = withheld.get(name);
         if (skill) {
-          await recordActivation(ctx.db, { sessionId: ctx.sessionId, agentId: ctx.agentId, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), kind: 'skill', name });
+          await recordActivation(ctx.db, {
+            sessionId: ctx.sessionId,
+            agentId: ctx.agentId,
+            ...(ctx.taskId ? { taskId: ctx.taskId } : {}),
+            kind: 'skill',
+            name,
+          });
           activated.push(`skill ${name} (its full instructions are in your prompt from your next step)`);
         } else if (tool) {
           if (!lookup.permitted(name, config)) {
             problems.push(`${name}: your permissions do not allow this tool`);
             continue;
           }
-          await recordActivation(ctx.db, { sessionId: ctx.sessionId, agentId: ctx.agentId, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), kind: 'tool', name });
+          await recordActivation(ctx.db, {
+            sessionId: ctx.sessionId,
+            agentId: ctx.agentId,
+            ...(ctx.taskId ? { taskId: ctx.taskId } : {}),
+            kind: 'tool',
+            name,
+          });
           activated.push(`tool ${name} (offered from your next step)`);
         } else {
           problems.push(`${name}: no skill or activatable tool has this name`);
@@ -116,7 +134,12 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
         parts.push(
           `Skills:\n${skillHits
             .map((s) => {
-              const state = s.bound || active.skills.has(s.name) ? (active.skills.has(s.name) ? ' (active)' : ' (bound: summary in your prompt)') : '';
+              const state =
+                s.bound || active.skills.has(s.name)
+                  ? active.skills.has(s.name)
+                    ? ' (active)'
+                    : ' (bound: summary in your prompt)'
+                  : '';
               return `- **${s.name}**${s.category ? ` [${s.category}]` : ''}: ${line(s.description)}${state}`;
             })
             .join('\n')}`,
@@ -125,7 +148,10 @@ export function createDiscoverTools(lookup: DiscoverLookup): ToolSpec {
       if (toolHits.length) {
         parts.push(
           `Tools you can activate:\n${toolHits
-            .map((t) => `- ${t.name}: ${line(t.description)}${active.tools.has(t.name) ? ' (active)' : lookup.permitted(t.name, config) ? '' : ' (not permitted)'}`)
+            .map(
+              (t) =>
+                `- ${t.name}: ${line(t.description)}${active.tools.has(t.name) ? ' (active)' : lookup.permitted(t.name, config) ? '' : ' (not permitted)'}`,
+            )
             .join('\n')}`,
         );
       }

@@ -91,13 +91,21 @@ export async function executeToolCall(
   options: { fresh?: boolean } = {},
 ): Promise<ExecuteToolResult> {
   const { db, sessionId } = ctx;
-  const call = known && known.id === input.toolCallId ? known : await loadToolCall(ctx, input.attempt, input.turn, input.toolCallId);
+  const call =
+    known && known.id === input.toolCallId
+      ? known
+      : await loadToolCall(ctx, input.attempt, input.turn, input.toolCallId);
   const spec = tools.get(call.name);
 
   const ledger =
     options.fresh && call === known
       ? undefined
-      : await db.selectFrom('tool_calls').selectAll().where('session_id', '=', sessionId).where('tool_call_id', '=', call.id).executeTakeFirst();
+      : await db
+          .selectFrom('tool_calls')
+          .selectAll()
+          .where('session_id', '=', sessionId)
+          .where('tool_call_id', '=', call.id)
+          .executeTakeFirst();
   if (ledger && ledger.status !== 'started') {
     await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
     return done(call.name, ledger.result ?? '', ledger.is_error, { replayed: true });
@@ -114,7 +122,11 @@ export async function executeToolCall(
   if (rejection) return recordWithoutRunning(ctx, call, rejection);
   const parsed = spec!.schema.safeParse(call.input);
   if (!parsed.success) {
-    return recordWithoutRunning(ctx, call, `Invalid arguments for ${call.name}: ${z.prettifyError(parsed.error)}. Fix the arguments and call it again.`);
+    return recordWithoutRunning(
+      ctx,
+      call,
+      `Invalid arguments for ${call.name}: ${z.prettifyError(parsed.error)}. Fix the arguments and call it again.`,
+    );
   }
   const args = parsed.data;
   if (ctx.fork && call.name !== 'task_submit_review') {
@@ -122,16 +134,31 @@ export async function executeToolCall(
     const decided = await decideForkCall(ctx, ctx.fork, call, spec!, args);
     if (decided.kind === 'answer') return recordWithoutRunning(ctx, call, decided.text, decided.isError);
   }
-  const toolCtx: ToolContext = { ...ctx, toolCallId: call.id, approvalComment: input.approval?.comment, approved: input.approval?.decision === 'approved' };
+  const toolCtx: ToolContext = {
+    ...ctx,
+    toolCallId: call.id,
+    approvalComment: input.approval?.comment,
+    approved: input.approval?.decision === 'approved',
+  };
   const governance = spec!.govern ? await spec!.govern(args, toolCtx) : { tier: 'allow' as const };
   const summary = safeLine(spec!.summarize?.(args) ?? call.name);
 
   if (governance.tier === 'deny') {
-    return recordWithoutRunning(ctx, call, `Denied by policy: ${governance.reason}. This action is never allowed; do not retry it.`);
+    return recordWithoutRunning(
+      ctx,
+      call,
+      `Denied by policy: ${governance.reason}. This action is never allowed; do not retry it.`,
+    );
   }
   if (governance.tier === 'approval') {
     if (!input.approval) {
-      return { kind: 'approval-required', tool: call.name, summary, reason: safeLine(governance.reason), requestId: approvalRequestId(sessionId, call.id) };
+      return {
+        kind: 'approval-required',
+        tool: call.name,
+        summary,
+        reason: safeLine(governance.reason),
+        requestId: approvalRequestId(sessionId, call.id),
+      };
     }
     if (input.approval.decision !== 'approved') {
       const who = input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : '';
@@ -141,7 +168,12 @@ export async function executeToolCall(
         return recordWithoutRunning(ctx, call, `${input.approval.decidedBy ?? 'The human'} declined.${answer}`, false);
       }
       if (input.approval.decision === 'expired') {
-        return recordWithoutRunning(ctx, call, input.approval.explanation ?? `Not run: nobody decided on the approval request for "${summary}" in time. This is not a refusal; you may ask again.`);
+        return recordWithoutRunning(
+          ctx,
+          call,
+          input.approval.explanation ??
+            `Not run: nobody decided on the approval request for "${summary}" in time. This is not a refusal; you may ask again.`,
+        );
       }
       const text =
         input.approval.decision === 'timed_out'
@@ -167,7 +199,11 @@ export async function executeToolCall(
       is_error: false,
       executions: 1,
     })
-    .onConflict((oc) => oc.columns(['session_id', 'tool_call_id']).doUpdateSet((eb) => ({ executions: eb('tool_calls.executions', '+', 1) })))
+    .onConflict((oc) =>
+      oc
+        .columns(['session_id', 'tool_call_id'])
+        .doUpdateSet((eb) => ({ executions: eb('tool_calls.executions', '+', 1) })),
+    )
     .execute();
 
   let output: ToolOutput;
@@ -175,19 +211,36 @@ export async function executeToolCall(
     output = input.workflowResult && spec!.runsInWorkflow ? input.workflowResult : await spec!.run(args, toolCtx);
   } catch (error) {
     if (ctx.signal.aborted) throw error;
-    output = { content: `${call.name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true };
+    output = {
+      content: `${call.name} failed: ${error instanceof Error ? error.message : String(error)}`,
+      isError: true,
+    };
   }
   if (governance.tier === 'approval' && input.approval?.comment && call.name !== REQUEST_USER_APPROVAL) {
-    output = { ...output, content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]` };
+    output = {
+      ...output,
+      content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]`,
+    };
   }
   const safe = safeToolText(output.content, undefined, output.redactions ?? 0);
   const content = await offloadIfLarge(ctx, call.id, safe.text);
   await finish(ctx, call.id, content, output.isError ?? false, safe.redactions);
-  const submission = call.name === 'task_submit_review' && !output.isError ? safeLine(String((args as { summary: string }).summary)) : undefined;
-  return done(call.name, content, output.isError ?? false, { submission, ...(safe.redactions > 0 ? { redactions: safe.redactions } : {}) });
+  const submission =
+    call.name === 'task_submit_review' && !output.isError
+      ? safeLine(String((args as { summary: string }).summary))
+      : undefined;
+  return done(call.name, content, output.isError ?? false, {
+    submission,
+    ...(safe.redactions > 0 ? { redactions: safe.redactions } : {}),
+  });
 }
 
-async function loadToolCall(ctx: Pick<ToolContext, 'db' | 'sessionId'>, attempt: number, turn: number, toolCallId: string): Promise<ToolUseBlock> {
+async function loadToolCall(
+  ctx: Pick<ToolContext, 'db' | 'sessionId'>,
+  attempt: number,
+  turn: number,
+  toolCallId: string,
+): Promise<ToolUseBlock> {
   const message = await findMessage(ctx.db, ctx.sessionId, assistantMessageKey(attempt, turn));
   const block = message?.content.find((b): b is ToolUseBlock => b.type === 'tool_use' && b.id === toolCallId);
   if (!block) throw new Error(`tool call ${toolCallId} not found in turn ${turn} of session ${ctx.sessionId}`);
@@ -196,7 +249,8 @@ async function loadToolCall(ctx: Pick<ToolContext, 'db' | 'sessionId'>, attempt:
 
 function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | undefined {
   if (!spec) return `Unknown tool "${call.name}". Use only the tools you were given.`;
-  if (call.inputParseError) return `The arguments for ${call.name} were not valid JSON (${call.inputParseError}). Send a JSON object matching the tool's schema.`;
+  if (call.inputParseError)
+    return `The arguments for ${call.name} were not valid JSON (${call.inputParseError}). Send a JSON object matching the tool's schema.`;
   return undefined;
 }
 
@@ -232,10 +286,22 @@ async function recordWithoutRunning(
 }
 
 /** Records the result in the ledger and appends it to the session: one atomic statement (one round trip). */
-async function finish(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean, redactions = 0): Promise<void> {
+async function finish(
+  ctx: Pick<ToolContext, 'db' | 'sessionId'>,
+  toolCallId: string,
+  content: string,
+  isError: boolean,
+  redactions = 0,
+): Promise<void> {
   const ledger = ctx.db
     .updateTable('tool_calls')
-    .set({ status: isError ? 'failed' : 'completed', result: content, is_error: isError, completed_at: new Date(), redactions })
+    .set({
+      status: isError ? 'failed' : 'completed',
+      result: content,
+      is_error: isError,
+      completed_at: new Date(),
+      redactions,
+    })
     .where('session_id', '=', ctx.sessionId)
     .where('tool_call_id', '=', toolCallId);
   const message = appendMessageQuery(ctx.db, ctx.sessionId, toolResultKey(toolCallId), {
@@ -245,7 +311,12 @@ async function finish(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: st
   await sql`with ledger as (${ledger}), message as (${message}) select 1`.execute(ctx.db);
 }
 
-async function appendResult(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string, isError: boolean): Promise<void> {
+async function appendResult(
+  ctx: Pick<ToolContext, 'db' | 'sessionId'>,
+  toolCallId: string,
+  content: string,
+  isError: boolean,
+): Promise<void> {
   await appendMessage(ctx.db, ctx.sessionId, toolResultKey(toolCallId), {
     role: 'user',
     content: [{ type: 'tool_result', toolUseId: toolCallId, content, isError }],
@@ -253,7 +324,11 @@ async function appendResult(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCall
 }
 
 /** Results over the offload threshold are stored whole; the model gets a preview and the id to page through. */
-async function offloadIfLarge(ctx: Pick<ToolContext, 'db' | 'sessionId'>, toolCallId: string, content: string): Promise<string> {
+async function offloadIfLarge(
+  ctx: Pick<ToolContext, 'db' | 'sessionId'>,
+  toolCallId: string,
+  content: string,
+): Promise<string> {
   if (content.length <= TOOL_RESULT_OFFLOAD_CHARS) return content;
   // Deterministic id: a retried call overwrites its own stored output instead of adding another.
   const id = `out_${createHash('sha256').update(`${ctx.sessionId}\0${toolCallId}`).digest('hex').slice(0, 24)}`;

@@ -57,7 +57,12 @@ export const fileRead = defineTool({
     const slice = text.slice(offset, offset + limit);
     const rest = text.length - offset - slice.length;
     const cut = size > data.length ? `\n[… the file has ${size} bytes; only the first ${data.length} can be read]` : '';
-    return { content: rest > 0 ? `${slice}\n[… ${rest} more characters; read again with offset=${offset + slice.length}]` : `${slice}${cut}` };
+    return {
+      content:
+        rest > 0
+          ? `${slice}\n[… ${rest} more characters; read again with offset=${offset + slice.length}]`
+          : `${slice}${cut}`,
+    };
   },
 });
 

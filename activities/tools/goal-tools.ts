@@ -25,18 +25,30 @@ function goalLine(g: GoalRow): string {
 }
 
 async function activeGoalCount(db: Kysely<Database>, agentId: string): Promise<number> {
-  const row = await db.selectFrom('goals').select((eb) => eb.fn.countAll<string>().as('n')).where('agent_id', '=', agentId).where('status', '=', 'active').executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('goals')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('agent_id', '=', agentId)
+    .where('status', '=', 'active')
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 export const goalCreate = defineTool({
   name: 'goal_create',
-  description: 'Set yourself a goal with completion criteria. Each heartbeat check-in shows it and counts one iteration until you mark it completed.',
+  description:
+    'Set yourself a goal with completion criteria. Each heartbeat check-in shows it and counts one iteration until you mark it completed.',
   schema: z
     .object({
       title: z.string().min(1).max(200),
       criteria: z.string().min(1).max(2_000).describe('How you will know the goal is met'),
-      max_iterations: z.number().int().min(1).max(GOAL_MAX_ITERATIONS_LIMIT).optional().describe(`Check-ins before it stops (default ${GOAL_DEFAULT_MAX_ITERATIONS})`),
+      max_iterations: z
+        .number()
+        .int()
+        .min(1)
+        .max(GOAL_MAX_ITERATIONS_LIMIT)
+        .optional()
+        .describe(`Check-ins before it stops (default ${GOAL_DEFAULT_MAX_ITERATIONS})`),
     })
     .strict(),
   // Keyed by the call: a retry finds the goal it created.
@@ -47,11 +59,21 @@ export const goalCreate = defineTool({
     const existing = await ctx.db.selectFrom('goals').selectAll().where('id', '=', id).executeTakeFirst();
     if (existing) return { content: `Goal created:\n${goalLine(existing)}` };
     if ((await activeGoalCount(ctx.db, ctx.agentId)) >= GOALS_ACTIVE_MAX) {
-      return { content: `You already have ${GOALS_ACTIVE_MAX} active goals; complete or pause one first (goal_status lists them).`, isError: true };
+      return {
+        content: `You already have ${GOALS_ACTIVE_MAX} active goals; complete or pause one first (goal_status lists them).`,
+        isError: true,
+      };
     }
     const row = await ctx.db
       .insertInto('goals')
-      .values({ id, agent_id: ctx.agentId, title: args.title, criteria: args.criteria, status: 'active', max_iterations: args.max_iterations ?? GOAL_DEFAULT_MAX_ITERATIONS })
+      .values({
+        id,
+        agent_id: ctx.agentId,
+        title: args.title,
+        criteria: args.criteria,
+        status: 'active',
+        max_iterations: args.max_iterations ?? GOAL_DEFAULT_MAX_ITERATIONS,
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     return { content: `Goal created:\n${goalLine(row)}` };
@@ -68,7 +90,8 @@ const GOAL_MOVES: Readonly<Record<GoalRow['status'], readonly GoalRow['status'][
 
 export const goalUpdate = defineTool({
   name: 'goal_update',
-  description: 'Mark a goal completed (its criteria are met), pause or resume it, change its criteria, or raise its iteration limit.',
+  description:
+    'Mark a goal completed (its criteria are met), pause or resume it, change its criteria, or raise its iteration limit.',
   schema: z
     .object({
       goal_id: z.string().min(1).max(100),
@@ -80,17 +103,29 @@ export const goalUpdate = defineTool({
   sideEffecting: false,
   summarize: (a) => `goal_update ${a.goal_id}${a.status ? ` → ${a.status}` : ''}`,
   run: async (args, ctx) => {
-    const goal = await ctx.db.selectFrom('goals').selectAll().where('id', '=', args.goal_id).where('agent_id', '=', ctx.agentId).executeTakeFirst();
-    if (!goal) return { content: `You have no goal ${JSON.stringify(args.goal_id)}; goal_status lists yours.`, isError: true };
+    const goal = await ctx.db
+      .selectFrom('goals')
+      .selectAll()
+      .where('id', '=', args.goal_id)
+      .where('agent_id', '=', ctx.agentId)
+      .executeTakeFirst();
+    if (!goal)
+      return { content: `You have no goal ${JSON.stringify(args.goal_id)}; goal_status lists yours.`, isError: true };
     const maxIterations = args.max_iterations ?? goal.max_iterations;
     let status = args.status ?? goal.status;
     // Raising the limit of a goal that ran out of iterations resumes it (raise max / reset).
     if (goal.status === 'max_iterations' && !args.status && maxIterations > goal.current_iteration) status = 'active';
     if (status !== goal.status && !GOAL_MOVES[goal.status].includes(status)) {
-      return { content: `Goal ${goal.id} is ${goal.status}; it can become ${GOAL_MOVES[goal.status].join(' or ') || 'nothing else (it is finished)'}.`, isError: true };
+      return {
+        content: `Goal ${goal.id} is ${goal.status}; it can become ${GOAL_MOVES[goal.status].join(' or ') || 'nothing else (it is finished)'}.`,
+        isError: true,
+      };
     }
     if (status === 'active' && maxIterations <= goal.current_iteration) {
-      return { content: `Goal ${goal.id} has used ${goal.current_iteration} iterations: raise max_iterations above that to resume it.`, isError: true };
+      return {
+        content: `Goal ${goal.id} has used ${goal.current_iteration} iterations: raise max_iterations above that to resume it.`,
+        isError: true,
+      };
     }
     const row = await ctx.db
       .updateTable('goals')
@@ -110,7 +145,8 @@ export const goalUpdate = defineTool({
 
 export const goalStatus = defineTool({
   name: 'goal_status',
-  description: 'List your goals (active and paused; with include_closed also completed and exhausted ones) with their progress.',
+  description:
+    'List your goals (active and paused; with include_closed also completed and exhausted ones) with their progress.',
   schema: z.object({ include_closed: z.boolean().optional() }).strict(),
   sideEffecting: false,
   summarize: () => 'goal_status',
@@ -132,7 +168,12 @@ export async function advanceGoals(db: Kysely<Database>, agentId: string, runId:
   await db.transaction().execute(async (trx) => {
     await trx
       .updateTable('goals')
-      .set((eb) => ({ current_iteration: eb('current_iteration', '+', 1), last_checked_run: runId, last_checked_at: new Date(), updated_at: new Date() }))
+      .set((eb) => ({
+        current_iteration: eb('current_iteration', '+', 1),
+        last_checked_run: runId,
+        last_checked_at: new Date(),
+        updated_at: new Date(),
+      }))
       .where('agent_id', '=', agentId)
       .where('status', '=', 'active')
       .where((eb) => eb.or([eb('last_checked_run', 'is', null), eb('last_checked_run', '!=', runId)]))
@@ -149,5 +190,12 @@ export async function advanceGoals(db: Kysely<Database>, agentId: string, runId:
 
 /** The active goals a heartbeat prompt shows. */
 export async function activeGoals(db: Kysely<Database>, agentId: string): Promise<GoalRow[]> {
-  return db.selectFrom('goals').selectAll().where('agent_id', '=', agentId).where('status', '=', 'active').orderBy('created_at').limit(GOALS_ACTIVE_MAX).execute();
+  return db
+    .selectFrom('goals')
+    .selectAll()
+    .where('agent_id', '=', agentId)
+    .where('status', '=', 'active')
+    .orderBy('created_at')
+    .limit(GOALS_ACTIVE_MAX)
+    .execute();
 }

@@ -30,7 +30,8 @@ export const requestUserApproval = defineTool({
   sideEffecting: false,
   summarize: (a) =>
     `request_user_approval: ${a.question.slice(0, 120)}${a.options?.length ? ` [${a.options.join(' / ')}]` : ''}${a.allow_freeform ? ' (free-form answer welcome)' : ''}`,
-  govern: (a, ctx) => (ctx.taskId ? { tier: 'approval', reason: `the agent asks: ${a.question.slice(0, 200)}` } : { tier: 'allow' }),
+  govern: (a, ctx) =>
+    ctx.taskId ? { tier: 'approval', reason: `the agent asks: ${a.question.slice(0, 200)}` } : { tier: 'allow' },
   run: async (args, ctx) => {
     if (!ctx.taskId) {
       const stored = await storeNotification(ctx.db, notificationId(ctx.sessionId, ctx.toolCallId), {
@@ -46,7 +47,9 @@ export const requestUserApproval = defineTool({
           'do not wait for it and do not act as if it were approved. If the work depends on the answer, create a task for it; a task can wait for a decision.',
       };
     }
-    return { content: `The human approved.${ctx.approvalComment ? ` Their answer: ${ctx.approvalComment}` : ' They added no comment.'}` };
+    return {
+      content: `The human approved.${ctx.approvalComment ? ` Their answer: ${ctx.approvalComment}` : ' They added no comment.'}`,
+    };
   },
 });
 
@@ -64,7 +67,12 @@ export const notifyUser = defineTool({
       title: z.string().min(1).max(200).optional(),
       priority: PRIORITY.optional(),
       level: z.enum(['info', 'warning', 'success']).optional(),
-      related_task_id: z.string().min(1).max(100).optional().describe('The task this is about (default: the task you are working on)'),
+      related_task_id: z
+        .string()
+        .min(1)
+        .max(100)
+        .optional()
+        .describe('The task this is about (default: the task you are working on)'),
     })
     .strict(),
   sideEffecting: false,
@@ -72,7 +80,10 @@ export const notifyUser = defineTool({
   run: async (args, ctx) => {
     const taskId = args.related_task_id ?? ctx.taskId;
     if (args.related_task_id && !(await findTask(ctx.db, args.related_task_id))) {
-      return { content: `Not sent: there is no task ${JSON.stringify(args.related_task_id)}. Check the id with task_list or leave related_task_id out.`, isError: true };
+      return {
+        content: `Not sent: there is no task ${JSON.stringify(args.related_task_id)}. Check the id with task_list or leave related_task_id out.`,
+        isError: true,
+      };
     }
     const stored = await storeNotification(ctx.db, notificationId(ctx.sessionId, ctx.toolCallId), {
       agentId: ctx.agentId,
@@ -83,7 +94,13 @@ export const notifyUser = defineTool({
       ...(taskId ? { taskId } : {}),
     });
     if (taskId) {
-      await addTaskEvent(ctx.db, taskId, 'user-notified', { message: args.message, level: args.level ?? 'info', notificationId: stored.id }, `notify:${ctx.sessionId}:${ctx.toolCallId}`);
+      await addTaskEvent(
+        ctx.db,
+        taskId,
+        'user-notified',
+        { message: args.message, level: args.level ?? 'info', notificationId: stored.id },
+        `notify:${ctx.sessionId}:${ctx.toolCallId}`,
+      );
     }
     return { content: `Notification ${stored.id} delivered to the humans' inbox.` };
   },

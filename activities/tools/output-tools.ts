@@ -6,7 +6,8 @@ export const OFFLOADED_READ_MAX_CHARS = 20_000;
 
 export const readToolOutput = defineTool({
   name: 'read_tool_output',
-  description: 'Read part of a large tool output of yours that was stored instead of shown in full. Use the id from the preview.',
+  description:
+    'Read part of a large tool output of yours that was stored instead of shown in full. Use the id from the preview.',
   schema: z
     .object({
       id: z.string().min(1),
@@ -30,6 +31,8 @@ export const readToolOutput = defineTool({
     const offset = args.offset ?? 0;
     const slice = row.content.slice(offset, offset + (args.limit ?? OFFLOADED_READ_MAX_CHARS));
     const end = offset + slice.length;
-    return { content: `${slice}\n[characters ${offset}–${end} of ${row.chars}${end < row.chars ? `; continue with offset=${end}` : ''}]` };
+    return {
+      content: `${slice}\n[characters ${offset}–${end} of ${row.chars}${end < row.chars ? `; continue with offset=${end}` : ''}]`,
+    };
   },
 });

@@ -94,7 +94,11 @@ export const TOOL_PERMISSIONS: Readonly<Record<string, PermissionFlag>> = {
  * model and builds the prompt from them; the ledger dispatches only these, so a call to a withheld tool
  * is answered "Unknown tool … Use only the tools you were given" and never runs.
  */
-export function toolsForAgent(scenario: Scenario, config: Pick<AgentConfig, 'permissions'>, activated: ReadonlySet<string> = NO_ACTIVATIONS): Map<string, ToolSpec> {
+export function toolsForAgent(
+  scenario: Scenario,
+  config: Pick<AgentConfig, 'permissions'>,
+  activated: ReadonlySet<string> = NO_ACTIVATIONS,
+): Map<string, ToolSpec> {
   const tools = toolsForScenario(scenario);
   // The tool selector: withheld tools join once discover_tools activated them.
   for (const name of [...activated].sort()) {
@@ -114,12 +118,16 @@ const NO_ACTIVATIONS: ReadonlySet<string> = new Set();
  * The tool selector's discoverable group ("activated via discover_tools"): tools a scenario
  * does not offer until the agent activates them with discover_tools. Permissions still apply.
  */
-const DISCOVERABLE_TOOLS = Object.fromEntries(SCENARIOS.map((scenario) => [scenario, new Set<string>()])) as Record<Scenario, Set<string>>;
+const DISCOVERABLE_TOOLS = Object.fromEntries(SCENARIOS.map((scenario) => [scenario, new Set<string>()])) as Record<
+  Scenario,
+  Set<string>
+>;
 
 export function registerDiscoverableTools(tools: ToolSpec[], scenarios: Scenario[]): void {
   for (const tool of tools) {
     ALL_TOOLS.set(tool.name, tool);
-    for (const scenario of scenarios) if (!SCENARIO_TOOLS[scenario].has(tool.name)) DISCOVERABLE_TOOLS[scenario].add(tool.name);
+    for (const scenario of scenarios)
+      if (!SCENARIO_TOOLS[scenario].has(tool.name)) DISCOVERABLE_TOOLS[scenario].add(tool.name);
   }
 }
 
@@ -143,13 +151,17 @@ export function permissionGranted(config: Pick<AgentConfig, 'permissions'>, flag
 /** Every permission flag with its effective value, for the prompt's capability list. */
 export function grantedPermissions(config: Pick<AgentConfig, 'permissions'>): Record<PermissionFlag, boolean> {
   const flags = [...new Set(Object.values(TOOL_PERMISSIONS))];
-  return Object.fromEntries(flags.map((flag) => [flag, permissionGranted(config, flag)])) as Record<PermissionFlag, boolean>;
+  return Object.fromEntries(flags.map((flag) => [flag, permissionGranted(config, flag)])) as Record<
+    PermissionFlag,
+    boolean
+  >;
 }
 
 /** Tool definitions in a stable order (sorted by name), so the tool block is cache-stable. */
 export function toolDefinitions(tools: ReadonlyMap<string, ToolSpec>): ToolDefinition[] {
   return [...tools.values()].map((tool) => {
-    const { $schema: _ignored, ...inputSchema } = tool.inputJsonSchema ?? (z.toJSONSchema(tool.schema) as Record<string, unknown>);
+    const { $schema: _ignored, ...inputSchema } =
+      tool.inputJsonSchema ?? (z.toJSONSchema(tool.schema) as Record<string, unknown>);
     return { name: tool.name, description: tool.description, inputSchema };
   });
 }
@@ -166,24 +178,39 @@ export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string
 // offer only what the heartbeat whitelist allows; reflections offer memory tools only.
 registerTools([...memoryTools, ...memoryAliases], ['task', 'chat', 'reflection']);
 registerTools([editAgentFile], ['task', 'chat']);
-registerTools([...memoryTools, ...memoryAliases, editAgentFile].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+registerTools(
+  [...memoryTools, ...memoryAliases, editAgentFile].filter((t) => isHeartbeatTool(t.name)),
+  ['heartbeat'],
+);
 
 // Task management and the humans' inbox (issue 12). Heartbeats get the ones their whitelist allows.
 registerTools(taskManagementTools, ['task', 'chat']);
-registerTools([...taskManagementTools, notifyUser, requestUserApproval].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+registerTools(
+  [...taskManagementTools, notifyUser, requestUserApproval].filter((t) => isHeartbeatTool(t.name)),
+  ['heartbeat'],
+);
 // Goals: the heartbeat's goal loop.
-registerTools(goalTools.filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+registerTools(
+  goalTools.filter((t) => isHeartbeatTool(t.name)),
+  ['heartbeat'],
+);
 // Conversations (issue 11): agents message each other from chat, and from task rounds (
 // task execution reaches agents with agent_send_message); an answer about a task joins its running round.
 registerTools([agentSendMessage], ['chat', 'task']);
 // The heartbeat reaches colleagues too (the heartbeat whitelist has it): fire-and-forget, the answer arrives
 // in the agent's mailbox and is answered in an a2a run, which suits a check-in that does not wait.
-registerTools([agentSendMessage].filter((t) => isHeartbeatTool(t.name)), ['heartbeat']);
+registerTools(
+  [agentSendMessage].filter((t) => isHeartbeatTool(t.name)),
+  ['heartbeat'],
+);
 // Conversation scenarios: answering an agent, a comment thread or a group is
 // coordination, so these runs read and plan but do not write files or edit the agent's own files
 // (sustained work becomes a task); notify_user escalates to a human, as the scenario sections say.
 const CONVERSING: Scenario[] = ['a2a', 'comment_response', 'group_chat'];
-registerTools([fileRead, readToolOutput, ...memoryTools, ...memoryAliases, ...taskManagementTools, agentSendMessage, notifyUser], CONVERSING);
+registerTools(
+  [fileRead, readToolOutput, ...memoryTools, ...memoryAliases, ...taskManagementTools, agentSendMessage, notifyUser],
+  CONVERSING,
+);
 // The agent-to-agent group tools, wherever an agent converses.
 registerTools(groupTools, ['chat', ...CONVERSING]);
 // Skills and tool discovery (issue 12): discover_tools in task and chat; goal tools
@@ -205,7 +232,10 @@ registerDiscoverableTools(goalTools, ['task', 'chat']);
 registerTools(subagentTools, ['task']);
 /** Memory tools a sub-agent may use: reads only; what is worth keeping is the parent's call. */
 const SUBAGENT_MEMORY_TOOLS = new Set(['memory_search']);
-registerTools([fileRead, fileWrite, readToolOutput, shellExecute, ...memoryTools.filter((t) => SUBAGENT_MEMORY_TOOLS.has(t.name))], ['subagent']);
+registerTools(
+  [fileRead, fileWrite, readToolOutput, shellExecute, ...memoryTools.filter((t) => SUBAGENT_MEMORY_TOOLS.has(t.name))],
+  ['subagent'],
+);
 
 // The web (issue 22): fetching and searching where an agent researches: task rounds, chat and sub-agents.
 registerTools(webTools, ['task', 'chat', 'subagent']);

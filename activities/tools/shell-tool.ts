@@ -5,7 +5,13 @@ import { judgeConfig } from '../security/git-config-policy';
 import { findAgent } from '../store/agents';
 import { agentGitIdentity, applyGitIdentity, type GitIdentity } from '../store/workspace-dir';
 import { knownRemoteUrls, recordRemoteUrls } from '../security/remotes';
-import { evaluateShellCommand, executeShellCommand, runInvocation, type RunResult, type ShellEvaluation } from './shell';
+import {
+  evaluateShellCommand,
+  executeShellCommand,
+  runInvocation,
+  type RunResult,
+  type ShellEvaluation,
+} from './shell';
 import { confinePaths } from './shell/confine-paths';
 import { splitGitArgv } from './shell/git-argv';
 import { readEffectiveGitConfig } from './shell/git-config';
@@ -28,8 +34,15 @@ const shellSchema = z
   .object({
     command: z
       .union([z.string().min(1).max(SHELL_COMMAND_MAX_CHARS), z.array(z.string()).min(1).max(200)])
-      .describe('A single command (or commands joined by &&) without pipes, redirections or expansions; or an argv array'),
-    timeout_seconds: z.number().int().min(1).max(MAX_SHELL_TIMEOUT_MS / 1000).optional(),
+      .describe(
+        'A single command (or commands joined by &&) without pipes, redirections or expansions; or an argv array',
+      ),
+    timeout_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_SHELL_TIMEOUT_MS / 1000)
+      .optional(),
   })
   .strict();
 
@@ -55,12 +68,20 @@ export const shellExecute = defineTool({
   run: async (a, ctx) => {
     const verdict = await evaluate(a.command, ctx);
     // Re-checked at run time: a denial can never be bypassed, whatever happened before.
-    if (verdict.tier === 'deny' || !verdict.invocations) return { content: `Refused: ${verdict.reason}`, isError: true };
+    if (verdict.tier === 'deny' || !verdict.invocations)
+      return { content: `Refused: ${verdict.reason}`, isError: true };
     // The workspace changed between judging and running (a link appeared, a remote moved): ask first.
-    if (verdict.tier === 'approval' && !ctx.approved) return { content: `Not run: it now needs approval: ${verdict.reason}. Call it again to ask.`, isError: true };
+    if (verdict.tier === 'approval' && !ctx.approved)
+      return { content: `Not run: it now needs approval: ${verdict.reason}. Call it again to ask.`, isError: true };
     // A human approved this call: the remote URLs it runs under are approved from now on.
     if (verdict.tier === 'approval' && verdict.unknownRemoteUrls && verdict.unknownRemoteUrls.length > 0) {
-      await recordRemoteUrls(ctx.db, await fs.realpath(ctx.workspaceDir), verdict.unknownRemoteUrls, 'approved', ctx.agentId);
+      await recordRemoteUrls(
+        ctx.db,
+        await fs.realpath(ctx.workspaceDir),
+        verdict.unknownRemoteUrls,
+        'approved',
+        ctx.agentId,
+      );
     }
     const remotes = await remoteAccess(ctx);
     const runGit = gitRunner(ctx, remotes);
@@ -90,13 +111,23 @@ export const shellExecute = defineTool({
       },
     });
     const parts = execution.steps.map(({ argv, result }) => {
-      if (result.refused) return `$ ${argv.join(' ')}\n[not run: it now needs approval: ${result.refused}. Call it again to ask.]`;
-      return [`$ ${argv.join(' ')}`, `[${describeStatus(result)}, ${result.durationMs} ms${result.truncated ? ', output truncated' : ''}]`, result.stdout, result.stderr && `[stderr]\n${result.stderr}`]
+      if (result.refused)
+        return `$ ${argv.join(' ')}\n[not run: it now needs approval: ${result.refused}. Call it again to ask.]`;
+      return [
+        `$ ${argv.join(' ')}`,
+        `[${describeStatus(result)}, ${result.durationMs} ms${result.truncated ? ', output truncated' : ''}]`,
+        result.stdout,
+        result.stderr && `[stderr]\n${result.stderr}`,
+      ]
         .filter(Boolean)
         .join('\n');
     });
     const redactions = execution.steps.reduce((sum, step) => sum + (step.result.redactions ?? 0), 0);
-    return { content: parts.join('\n\n') || '(no output)', isError: !execution.succeeded, ...(redactions > 0 ? { redactions } : {}) };
+    return {
+      content: parts.join('\n\n') || '(no output)',
+      isError: !execution.succeeded,
+      ...(redactions > 0 ? { redactions } : {}),
+    };
   },
 });
 
@@ -146,7 +177,10 @@ export interface ShellGovernanceOptions {
  * The full governance of one `shell_execute` command: the classifier's tier, then path confinement,
  * then (for git) the repository configuration; the strictest wins.
  */
-export async function governShellCommand(command: string | string[], opts: ShellGovernanceOptions): Promise<GovernedEvaluation> {
+export async function governShellCommand(
+  command: string | string[],
+  opts: ShellGovernanceOptions,
+): Promise<GovernedEvaluation> {
   const verdict = await evaluateShellCommand(command, {
     protectedBranches: opts.protectedBranches,
     existingBranches: opts.existingBranches,
@@ -180,7 +214,8 @@ export async function governShellCommand(command: string | string[], opts: Shell
 function judgeRemoteName(argv: readonly string[], remoteNames: readonly string[]): ShellDecision {
   if (argv[0] !== 'git') return { tier: 'allow', reason: 'not git' };
   const line = splitGitArgv(argv);
-  if (line.subcommand === undefined || !REMOTE_NAMING_SUBCOMMANDS.has(line.subcommand)) return { tier: 'allow', reason: 'names no remote' };
+  if (line.subcommand === undefined || !REMOTE_NAMING_SUBCOMMANDS.has(line.subcommand))
+    return { tier: 'allow', reason: 'names no remote' };
   const remote = firstPositional(line.args);
   if (remote === undefined || remoteNames.includes(remote)) return { tier: 'allow', reason: 'a configured remote' };
   return approval(
@@ -193,7 +228,13 @@ function firstPositional(args: readonly string[]): string | undefined {
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i] as string;
     if (arg === '--') return args[i + 1];
-    if (arg === '-o' || arg === '--push-option' || arg === '--repo' || arg === '--upload-pack' || arg === '--receive-pack') {
+    if (
+      arg === '-o' ||
+      arg === '--push-option' ||
+      arg === '--repo' ||
+      arg === '--upload-pack' ||
+      arg === '--receive-pack'
+    ) {
       i += 1;
       continue;
     }
@@ -204,7 +245,10 @@ function firstPositional(args: readonly string[]): string | undefined {
 
 async function evaluate(command: string | string[], ctx: ToolContext): Promise<GovernedEvaluation> {
   // Without the sandbox nothing runs: say so plainly instead of failing inside a probe.
-  const sandbox = await sandboxStatus().catch((error: unknown) => ({ level: 'error' as const, message: error instanceof Error ? error.message : String(error) }));
+  const sandbox = await sandboxStatus().catch((error: unknown) => ({
+    level: 'error' as const,
+    message: error instanceof Error ? error.message : String(error),
+  }));
   if (sandbox.level === 'error') return { tier: 'deny', reason: sandbox.message };
   const refs = await listRefs(ctx.workspaceDir, ctx.signal);
   return governShellCommand(command, {
@@ -218,7 +262,8 @@ async function evaluate(command: string | string[], ctx: ToolContext): Promise<G
 }
 
 function gitRunner(ctx: ToolContext, remotes: readonly RemoteAccess[]): GitRunner {
-  return (argv) => runInvocation(argv, { cwd: ctx.workspaceDir, signal: ctx.signal, timeoutMs: PUSH_PROBE_TIMEOUT_MS, remotes });
+  return (argv) =>
+    runInvocation(argv, { cwd: ctx.workspaceDir, signal: ctx.signal, timeoutMs: PUSH_PROBE_TIMEOUT_MS, remotes });
 }
 
 /**
@@ -255,12 +300,19 @@ function runsGit(argv: readonly string[]): boolean {
  */
 async function judgeRepositoryConfig(ctx: ToolContext): Promise<RepositoryConfigVerdict> {
   const config = await readEffectiveGitConfig(ctx.workspaceDir, ctx.signal);
-  if (!config.ok) return { tier: 'deny', reason: `the repository configuration cannot be read (${config.error}); git does not run under configuration it cannot check`, unknownRemoteUrls: [] };
+  if (!config.ok)
+    return {
+      tier: 'deny',
+      reason: `the repository configuration cannot be read (${config.error}); git does not run under configuration it cannot check`,
+      unknownRemoteUrls: [],
+    };
   const inRepository = config.entries.some((entry) => !entry.origin.startsWith('command line'));
   const workspace = await fs.realpath(ctx.workspaceDir);
   let known = await knownRemoteUrls(ctx.db, workspace);
   if (!known.seen && inRepository) {
-    const urls = config.entries.filter((e) => /^remote\..+\.(url|pushurl)$/i.test(e.key) && !e.origin.startsWith('command line')).map((e) => e.value);
+    const urls = config.entries
+      .filter((e) => /^remote\..+\.(url|pushurl)$/i.test(e.key) && !e.origin.startsWith('command line'))
+      .map((e) => e.value);
     await recordRemoteUrls(ctx.db, workspace, [FIRST_SIGHT_MARKER, ...urls], 'first-sight', ctx.agentId);
     known = await knownRemoteUrls(ctx.db, workspace);
   }
@@ -270,7 +322,12 @@ async function judgeRepositoryConfig(ctx: ToolContext): Promise<RepositoryConfig
     const match = /^remote\.(.+)\.url$/i.exec(entry.key);
     if (match?.[1] && !entry.origin.startsWith('command line')) remoteNames.add(match[1]);
   }
-  return { tier: judged.tier, reason: judged.reason, unknownRemoteUrls: judged.unknownRemoteUrls, remoteNames: [...remoteNames] };
+  return {
+    tier: judged.tier,
+    reason: judged.reason,
+    unknownRemoteUrls: judged.unknownRemoteUrls,
+    remoteNames: [...remoteNames],
+  };
 }
 
 /** Recorded for a workspace whose repository had no remotes when first seen. */
@@ -284,6 +341,15 @@ function toGovernance(verdict: ShellEvaluation): GovernanceDecision {
 /** Every local ref, for "checkout of an existing branch needs approval" resolved as git does; empty outside a repository. */
 async function listRefs(workspaceDir: string, signal: AbortSignal): Promise<string[]> {
   if (!existsSync(path.join(workspaceDir, '.git'))) return [];
-  const result = await runInvocation(['git', 'for-each-ref', '--format=%(refname)'], { cwd: workspaceDir, signal, timeoutMs: BRANCH_LIST_TIMEOUT_MS });
-  return result.exitCode === 0 ? result.stdout.split('\n').map((l) => l.trim()).filter(Boolean) : [];
+  const result = await runInvocation(['git', 'for-each-ref', '--format=%(refname)'], {
+    cwd: workspaceDir,
+    signal,
+    timeoutMs: BRANCH_LIST_TIMEOUT_MS,
+  });
+  return result.exitCode === 0
+    ? result.stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean)
+    : [];
 }

@@ -4,7 +4,11 @@ import { SUBAGENT_BRIEF_MAX_CHARS, SUBAGENT_MAX_PARALLEL } from '../../workflows
 
 const brief = z
   .object({
-    task: z.string().trim().min(1, 'a sub-agent needs a task').describe('What the sub-agent must do, self-contained: it sees nothing of your conversation'),
+    task: z
+      .string()
+      .trim()
+      .min(1, 'a sub-agent needs a task')
+      .describe('What the sub-agent must do, self-contained: it sees nothing of your conversation'),
     context: z.string().optional().describe('Facts, file paths or constraints the sub-agent needs'),
   })
   .strict()
@@ -41,7 +45,10 @@ export const spawnSubagents = defineTool({
       subagents: z
         .array(brief)
         .min(1, 'give at least one sub-agent')
-        .max(SUBAGENT_MAX_PARALLEL, `at most ${SUBAGENT_MAX_PARALLEL} sub-agents run in parallel; none was started. Split the work into batches of ${SUBAGENT_MAX_PARALLEL} or fewer`),
+        .max(
+          SUBAGENT_MAX_PARALLEL,
+          `at most ${SUBAGENT_MAX_PARALLEL} sub-agents run in parallel; none was started. Split the work into batches of ${SUBAGENT_MAX_PARALLEL} or fewer`,
+        ),
     })
     .strict(),
   sideEffecting: true,

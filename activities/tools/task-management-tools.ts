@@ -62,7 +62,11 @@ export const taskCreate = defineTool({
       assignee: z.string().min(1).max(100).optional().describe('Agent id of the assignee (default: yourself)'),
       priority: priority.optional().describe('Default: medium'),
       parent_task_id: taskId.optional().describe('Make this a subtask of that task'),
-      depends_on: z.array(taskId).max(TASK_MAX_DEPENDENCIES).optional().describe('Task ids that must be completed before this one starts'),
+      depends_on: z
+        .array(taskId)
+        .max(TASK_MAX_DEPENDENCIES)
+        .optional()
+        .describe('Task ids that must be completed before this one starts'),
     })
     .strict(),
   sideEffecting: false,
@@ -84,11 +88,20 @@ export const taskCreate = defineTool({
         needsApproval,
       });
       const activity = Context.current();
-      await startTaskWorkflow(activity.client, activity.info.taskQueue, { id: row.id, agentId: row.agent_id, title: row.title });
-      const waiting = args.depends_on?.length ? ` It stays blocked until ${args.depends_on.join(', ')} complete${args.depends_on.length === 1 ? 's' : ''}, then starts by itself.` : '';
+      await startTaskWorkflow(activity.client, activity.info.taskQueue, {
+        id: row.id,
+        agentId: row.agent_id,
+        title: row.title,
+      });
+      const waiting = args.depends_on?.length
+        ? ` It stays blocked until ${args.depends_on.join(', ')} complete${args.depends_on.length === 1 ? 's' : ''}, then starts by itself.`
+        : '';
       const gate = row.needs_approval ? ' It waits for a human to approve it before it starts.' : '';
       const siblings = args.parent_task_id ? await countSubtasks(ctx.db, args.parent_task_id) : 0;
-      const tooFine = siblings > SUBTASK_SOFT_CAP ? ` Note: ${args.parent_task_id} now has ${siblings} subtasks; more than ${SUBTASK_SOFT_CAP} is usually too fine a split.` : '';
+      const tooFine =
+        siblings > SUBTASK_SOFT_CAP
+          ? ` Note: ${args.parent_task_id} now has ${siblings} subtasks; more than ${SUBTASK_SOFT_CAP} is usually too fine a split.`
+          : '';
       return {
         content: `${created ? 'Created' : 'Already created'} task ${row.id} "${row.title}" for ${row.agent_id} (priority ${row.priority}${row.parent_task_id ? `, subtask of ${row.parent_task_id}` : ''}).${gate}${waiting}${tooFine}`,
       };
@@ -97,13 +110,24 @@ export const taskCreate = defineTool({
 
 export const taskList = defineTool({
   name: 'task_list',
-  description: 'List tasks by priority: yours (default), the ones you created, or all; optionally by state or parent task.',
+  description:
+    'List tasks by priority: yours (default), the ones you created, or all; optionally by state or parent task.',
   schema: z
     .object({
-      scope: z.enum(['mine', 'created', 'all']).optional().describe('mine = assigned to you (default); created = created by you'),
-      states: z.array(z.string().min(1).max(20)).max(9).optional().describe('Only these states (pending, in_progress, blocked, review, completed, failed, …)'),
+      scope: z
+        .enum(['mine', 'created', 'all'])
+        .optional()
+        .describe('mine = assigned to you (default); created = created by you'),
+      states: z
+        .array(z.string().min(1).max(20))
+        .max(9)
+        .optional()
+        .describe('Only these states (pending, in_progress, blocked, review, completed, failed, …)'),
       parent_task_id: taskId.optional().describe('Only the subtasks of this task'),
-      include_closed: z.boolean().optional().describe('Also completed, failed, cancelled, rejected and archived tasks (default: no)'),
+      include_closed: z
+        .boolean()
+        .optional()
+        .describe('Also completed, failed, cancelled, rejected and archived tasks (default: no)'),
       limit: z.number().int().min(1).max(TASK_LIST_PAGE_MAX).optional(),
       offset: z.number().int().min(0).optional(),
     })
@@ -137,17 +161,29 @@ export const taskList = defineTool({
 
 export const taskGet = defineTool({
   name: 'task_get',
-  description: 'Show one task: description, state, assignee, parent, subtasks, dependencies, latest notes and comments, result or error.',
+  description:
+    'Show one task: description, state, assignee, parent, subtasks, dependencies, latest notes and comments, result or error.',
   schema: z.object({ task_id: taskId }).strict(),
   sideEffecting: false,
   summarize: (a) => `task_get ${a.task_id}`,
   run: async (args, ctx) => {
     const task = await findTask(ctx.db, args.task_id);
-    if (!task) return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+    if (!task)
+      return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
     const [subtasks, deps, dependants, events] = await Promise.all([
       ctx.db.selectFrom('tasks').selectAll().where('parent_task_id', '=', task.id).orderBy('created_at').execute(),
-      ctx.db.selectFrom('task_dependencies').innerJoin('tasks', 'tasks.id', 'task_dependencies.depends_on').selectAll('tasks').where('task_dependencies.task_id', '=', task.id).execute(),
-      ctx.db.selectFrom('task_dependencies').innerJoin('tasks', 'tasks.id', 'task_dependencies.task_id').selectAll('tasks').where('task_dependencies.depends_on', '=', task.id).execute(),
+      ctx.db
+        .selectFrom('task_dependencies')
+        .innerJoin('tasks', 'tasks.id', 'task_dependencies.depends_on')
+        .selectAll('tasks')
+        .where('task_dependencies.task_id', '=', task.id)
+        .execute(),
+      ctx.db
+        .selectFrom('task_dependencies')
+        .innerJoin('tasks', 'tasks.id', 'task_dependencies.task_id')
+        .selectAll('tasks')
+        .where('task_dependencies.depends_on', '=', task.id)
+        .execute(),
       ctx.db
         .selectFrom('task_events')
         .select(['type', 'data', 'created_at'])
@@ -162,14 +198,27 @@ export const taskGet = defineTool({
       `id ${task.id} · ${task.state} · priority ${task.priority} · assignee ${task.agent_id} · round ${task.round}${task.created_by ? ` · created by ${task.created_by}` : ''}${task.needs_approval ? ' · waiting for human approval' : ''}`,
     ];
     if (task.parent_task_id) parts.push(`Subtask of ${task.parent_task_id}`);
-    parts.push(`## Description\n${task.description.length > TASK_GET_DESC_CHARS ? `${task.description.slice(0, TASK_GET_DESC_CHARS)}…` : task.description}`);
-    if (subtasks.length) parts.push(`## Subtasks (${subtasks.length})\n${subtasks.map((t) => taskLine(t, true)).join('\n')}`);
+    parts.push(
+      `## Description\n${task.description.length > TASK_GET_DESC_CHARS ? `${task.description.slice(0, TASK_GET_DESC_CHARS)}…` : task.description}`,
+    );
+    if (subtasks.length)
+      parts.push(`## Subtasks (${subtasks.length})\n${subtasks.map((t) => taskLine(t, true)).join('\n')}`);
     if (deps.length) parts.push(`## Depends on\n${deps.map((t) => taskLine(t, true)).join('\n')}`);
     if (dependants.length) parts.push(`## Waited on by\n${dependants.map((t) => taskLine(t, true)).join('\n')}`);
-    const notes = events.filter((e) => e.type === 'note-added').slice(0, TASK_GET_NOTES_MAX).reverse();
-    const comments = events.filter((e) => e.type === 'comment-added').slice(0, TASK_GET_NOTES_MAX).reverse();
-    if (notes.length) parts.push(`## Notes (newest last)\n${notes.map((n) => `- ${String(n.data.note ?? '')}`).join('\n')}`);
-    if (comments.length) parts.push(`## Comments (newest last)\n${comments.map((c) => `- ${String(c.data.from ?? 'someone')}: ${String(c.data.text ?? '')}`).join('\n')}`);
+    const notes = events
+      .filter((e) => e.type === 'note-added')
+      .slice(0, TASK_GET_NOTES_MAX)
+      .reverse();
+    const comments = events
+      .filter((e) => e.type === 'comment-added')
+      .slice(0, TASK_GET_NOTES_MAX)
+      .reverse();
+    if (notes.length)
+      parts.push(`## Notes (newest last)\n${notes.map((n) => `- ${String(n.data.note ?? '')}`).join('\n')}`);
+    if (comments.length)
+      parts.push(
+        `## Comments (newest last)\n${comments.map((c) => `- ${String(c.data.from ?? 'someone')}: ${String(c.data.text ?? '')}`).join('\n')}`,
+      );
     if (task.result_summary) parts.push(`## Result\n${task.result_summary}`);
     if (task.last_error) parts.push(`## Last error\n${task.last_error}`);
     return { content: parts.join('\n\n') };
@@ -186,19 +235,29 @@ export const taskUpdate = defineTool({
       title: z.string().min(1).max(200).optional(),
       description: z.string().max(TASK_DESC_MAX_CHARS).optional(),
       priority: priority.optional(),
-      add_dependencies: z.array(taskId).max(TASK_MAX_DEPENDENCIES).optional().describe('Task ids that must complete before this task starts'),
+      add_dependencies: z
+        .array(taskId)
+        .max(TASK_MAX_DEPENDENCIES)
+        .optional()
+        .describe('Task ids that must complete before this task starts'),
       status: z.enum(['cancelled']).optional().describe('cancelled: stop the task and its subtasks'),
     })
     .strict(),
   // Every change is a plain write or an idempotent request (cancel twice = cancel once): safe to run again.
   sideEffecting: false,
-  summarize: (a) => `task_update ${a.task_id}${a.status ? ` → ${a.status}` : ''}${a.add_dependencies ? ` +deps ${a.add_dependencies.join(',')}` : ''}`,
+  summarize: (a) =>
+    `task_update ${a.task_id}${a.status ? ` → ${a.status}` : ''}${a.add_dependencies ? ` +deps ${a.add_dependencies.join(',')}` : ''}`,
   run: async (args, ctx) =>
     asToolError(async () => {
       const task = await findTask(ctx.db, args.task_id);
-      if (!task) return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+      if (!task)
+        return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
       const mayEdit = task.agent_id === ctx.agentId || task.created_by === agentCreator(ctx.agentId);
-      if (!mayEdit) return { content: `Task ${task.id} is neither assigned to you nor created by you; comment on it with task_comment instead.`, isError: true };
+      if (!mayEdit)
+        return {
+          content: `Task ${task.id} is neither assigned to you nor created by you; comment on it with task_comment instead.`,
+          isError: true,
+        };
       const done: string[] = [];
       const fields = {
         ...(args.title !== undefined ? { title: args.title } : {}),
@@ -206,17 +265,34 @@ export const taskUpdate = defineTool({
         ...(args.priority !== undefined ? { priority: args.priority } : {}),
       };
       if (Object.keys(fields).length) {
-        await ctx.db.updateTable('tasks').set({ ...fields, updated_at: new Date() }).where('id', '=', task.id).execute();
-        await addTaskEvent(ctx.db, task.id, 'task-updated', { ...fields, by: agentCreator(ctx.agentId) }, `update:${ctx.sessionId}:${ctx.toolCallId}`);
+        await ctx.db
+          .updateTable('tasks')
+          .set({ ...fields, updated_at: new Date() })
+          .where('id', '=', task.id)
+          .execute();
+        await addTaskEvent(
+          ctx.db,
+          task.id,
+          'task-updated',
+          { ...fields, by: agentCreator(ctx.agentId) },
+          `update:${ctx.sessionId}:${ctx.toolCallId}`,
+        );
         done.push(`updated ${Object.keys(fields).join(', ')}`);
       }
       if (args.add_dependencies?.length) {
         const added = await addDependencies(ctx.db, task.id, args.add_dependencies);
-        if (added.length) await ignoreGone(Context.current().client.workflow.getHandle(taskWorkflowId(task.id)).signal(dependenciesChangedSignal));
+        if (added.length)
+          await ignoreGone(
+            Context.current().client.workflow.getHandle(taskWorkflowId(task.id)).signal(dependenciesChangedSignal),
+          );
         done.push(added.length ? `now also waits for ${added.join(', ')}` : 'those dependencies were already set');
       }
       if (args.status === 'cancelled') {
-        if (task.created_by !== agentCreator(ctx.agentId)) return { content: `${done.join('; ') || 'Nothing changed'}. Not cancelled: only the creator of task ${task.id} may cancel it; ask them with task_comment.`, isError: true };
+        if (task.created_by !== agentCreator(ctx.agentId))
+          return {
+            content: `${done.join('; ') || 'Nothing changed'}. Not cancelled: only the creator of task ${task.id} may cancel it; ask them with task_comment.`,
+            isError: true,
+          };
         if ((TERMINAL_STATES as readonly string[]).includes(task.state)) {
           done.push(`not cancelled: it is already ${task.state}`);
         } else {
@@ -224,32 +300,57 @@ export const taskUpdate = defineTool({
           done.push('cancellation requested (its subtasks and the tasks waiting on it are cancelled too)');
         }
       }
-      return { content: done.length ? `Task ${task.id}: ${done.join('; ')}.` : 'Nothing to change: give a field to update.' };
+      return {
+        content: done.length ? `Task ${task.id}: ${done.join('; ')}.` : 'Nothing to change: give a field to update.',
+      };
     }),
 });
 
 export const taskComment = defineTool({
   name: 'task_comment',
-  description: "Comment on a task's thread. The task's agent sees the comment in its next step and answers in the thread; so does each agent you @mention (by id).",
+  description:
+    "Comment on a task's thread. The task's agent sees the comment in its next step and answers in the thread; so does each agent you @mention (by id).",
   schema: z.object({ task_id: taskId, text: z.string().min(1).max(TASK_COMMENT_MAX_CHARS) }).strict(),
   sideEffecting: true,
   summarize: (a) => `task_comment ${a.task_id}: ${a.text.slice(0, 80)}`,
   run: async (args, ctx) => {
     const task = await findTask(ctx.db, args.task_id);
-    if (!task) return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+    if (!task)
+      return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
     const from = agentCreator(ctx.agentId);
     // The comment's id, the same for a retried call: it is delivered, and its mentions, once.
     const commentId = `comment-${createHash('sha256').update(`${ctx.sessionId}\0${ctx.toolCallId}`).digest('hex').slice(0, 32)}`;
-    await addTaskEvent(ctx.db, task.id, 'comment-added', { text: args.text, from, commentId }, `comment:${ctx.sessionId}:${ctx.toolCallId}`);
+    await addTaskEvent(
+      ctx.db,
+      task.id,
+      'comment-added',
+      { text: args.text, from, commentId },
+      `comment:${ctx.sessionId}:${ctx.toolCallId}`,
+    );
     const activity = Context.current();
     const open = !(TERMINAL_STATES as readonly string[]).includes(task.state);
     const done: string[] = [];
     // Another agent's task: as a human's comment, through its assignee's mailbox, which forwards it to the
     // running round and answers in the thread. Past the agents' comment budget, the round still sees it.
-    const itemId = task.agent_id !== ctx.agentId ? await deliverAgentComment(ctx.db, activity.client, activity.info.taskQueue, { taskId: task.id, assignee: task.agent_id, fromAgentId: ctx.agentId, text: args.text, commentId }) : undefined;
+    const itemId =
+      task.agent_id !== ctx.agentId
+        ? await deliverAgentComment(ctx.db, activity.client, activity.info.taskQueue, {
+            taskId: task.id,
+            assignee: task.agent_id,
+            fromAgentId: ctx.agentId,
+            text: args.text,
+            commentId,
+          })
+        : undefined;
     if (itemId) done.push(`${task.agent_id} sees it${open ? ' in its next step' : ''} and answers in the thread`);
     // My own task, or the budget is used up: a running round gets it directly (my current round already has it).
-    else if (task.id !== ctx.taskId && open && (await ignoreGone(activity.client.workflow.getHandle(taskWorkflowId(task.id)).signal(commentSignal, { text: args.text, from })))) {
+    else if (
+      task.id !== ctx.taskId &&
+      open &&
+      (await ignoreGone(
+        activity.client.workflow.getHandle(taskWorkflowId(task.id)).signal(commentSignal, { text: args.text, from }),
+      ))
+    ) {
       done.push(`${task.agent_id} sees it in its next step`);
     }
     // Every other agent it @mentions answers in the thread (not the author, not the assignee).
@@ -268,7 +369,8 @@ export const taskComment = defineTool({
 export const taskManagementTools = [taskCreate, taskList, taskGet, taskUpdate, taskComment];
 
 function taskLine(t: TaskRow, showAssignee: boolean): string {
-  const description = t.description.trim() && t.description !== t.title ? ` — ${oneLine(t.description, TASK_LIST_DESC_CHARS)}` : '';
+  const description =
+    t.description.trim() && t.description !== t.title ? ` — ${oneLine(t.description, TASK_LIST_DESC_CHARS)}` : '';
   return `- [${t.priority}] ${t.title} (id ${t.id}, ${t.state}${showAssignee ? `, assignee ${t.agent_id}` : ''})${description}`;
 }
 
@@ -278,7 +380,11 @@ function oneLine(text: string, max: number): string {
 }
 
 async function countSubtasks(db: Kysely<Database>, parentId: string): Promise<number> {
-  const row = await db.selectFrom('tasks').select((eb) => eb.fn.countAll<string>().as('n')).where('parent_task_id', '=', parentId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('tasks')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('parent_task_id', '=', parentId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -291,4 +397,3 @@ async function asToolError(run: () => Promise<ToolOutput>): Promise<ToolOutput> 
     throw error;
   }
 }
-

@@ -24,15 +24,26 @@ export const taskSubmitReview = defineTool({
   summarize: (a) => `task_submit_review: ${a.summary.slice(0, 80)}`,
   run: async (args, ctx) => {
     if (!ctx.taskId) return { content: 'task_submit_review is only available while executing a task', isError: true };
-    await ctx.db.updateTable('tasks').set({ result_summary: args.summary, updated_at: new Date() }).where('id', '=', ctx.taskId).execute();
-    await addTaskEvent(ctx.db, ctx.taskId, 'review-submitted', { summary: args.summary, deliverables: args.deliverables ?? [] }, `submit:${ctx.toolCallId}`);
+    await ctx.db
+      .updateTable('tasks')
+      .set({ result_summary: args.summary, updated_at: new Date() })
+      .where('id', '=', ctx.taskId)
+      .execute();
+    await addTaskEvent(
+      ctx.db,
+      ctx.taskId,
+      'review-submitted',
+      { summary: args.summary, deliverables: args.deliverables ?? [] },
+      `submit:${ctx.toolCallId}`,
+    );
     return { content: 'Submitted for review. The reviewer will accept it or ask for a revision; you can stop now.' };
   },
 });
 
 export const taskNote = defineTool({
   name: 'task_note',
-  description: 'Record a short progress note on the current task. Notes are kept for later rounds (revisions and retries).',
+  description:
+    'Record a short progress note on the current task. Notes are kept for later rounds (revisions and retries).',
   schema: z.object({ note: z.string().min(1).max(TASK_NOTE_MAX_CHARS) }).strict(),
   sideEffecting: true,
   summarize: (a) => `task_note: ${a.note.slice(0, 80)}`,

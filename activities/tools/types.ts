@@ -5,9 +5,7 @@ import type { ForkRecord } from '../fork/runtime';
 
 /** Governance outcome for one call (allow / approval / deny). */
 export type GovernanceDecision =
-  | { tier: 'allow' }
-  | { tier: 'approval'; reason: string }
-  | { tier: 'deny'; reason: string };
+  { tier: 'allow' } | { tier: 'approval'; reason: string } | { tier: 'deny'; reason: string };
 
 export interface ToolContext {
   db: Kysely<Database>;

@@ -43,9 +43,14 @@ export interface OpenedWorkspaceFile {
 }
 
 /** Opens a workspace file safely (see the module comment). Throws `WorkspacePathError` when refused. */
-export async function openInWorkspace(workspaceDir: string, requested: string, mode: OpenMode): Promise<OpenedWorkspaceFile> {
+export async function openInWorkspace(
+  workspaceDir: string,
+  requested: string,
+  mode: OpenMode,
+): Promise<OpenedWorkspaceFile> {
   const { root, parts } = await splitRequested(workspaceDir, requested);
-  if (parts.length === 0) throw new WorkspacePathError(`${JSON.stringify(requested)} is the workspace directory itself, not a file`);
+  if (parts.length === 0)
+    throw new WorkspacePathError(`${JSON.stringify(requested)} is the workspace directory itself, not a file`);
   const gitDirs = await gitDirTargets(root, parts);
   let dir = root;
   for (const part of parts.slice(0, -1)) {
@@ -62,8 +67,12 @@ export async function openInWorkspace(workspaceDir: string, requested: string, m
       info = await fs.lstat(next);
     }
     if (!info) throw Object.assign(new Error(`file not found: ${requested}`), { code: 'ENOENT' });
-    if (info.isSymbolicLink()) throw new WorkspacePathError(`${JSON.stringify(requested)} goes through the symbolic link ${path.relative(root, next)}; file tools never follow links`);
-    if (!info.isDirectory()) throw new WorkspacePathError(`${JSON.stringify(requested)}: ${path.relative(root, next)} is not a directory`);
+    if (info.isSymbolicLink())
+      throw new WorkspacePathError(
+        `${JSON.stringify(requested)} goes through the symbolic link ${path.relative(root, next)}; file tools never follow links`,
+      );
+    if (!info.isDirectory())
+      throw new WorkspacePathError(`${JSON.stringify(requested)}: ${path.relative(root, next)} is not a directory`);
     if (await looksLikeGitDirectory(next)) throw new WorkspacePathError(gitMetadataRefusal(requested));
     dir = next;
   }
@@ -74,12 +83,17 @@ export async function openInWorkspace(workspaceDir: string, requested: string, m
     const realPath = await openedPath(handle, target, stats);
     if (realPath === undefined || !isInside(root, realPath) || realPath !== target) {
       if (created && realPath !== undefined) await fs.unlink(realPath).catch(() => undefined);
-      throw new WorkspacePathError(`${JSON.stringify(requested)} changed while it was being opened (a directory was swapped for a link); refused`);
+      throw new WorkspacePathError(
+        `${JSON.stringify(requested)} changed while it was being opened (a directory was swapped for a link); refused`,
+      );
     }
-    if (gitDirs.some((gitDir) => isInside(gitDir, realPath))) throw new WorkspacePathError(gitMetadataRefusal(requested));
+    if (gitDirs.some((gitDir) => isInside(gitDir, realPath)))
+      throw new WorkspacePathError(gitMetadataRefusal(requested));
     if (!stats.isFile()) throw new WorkspacePathError(`not a regular file: ${requested}`);
     if (stats.nlink > 1) {
-      throw new WorkspacePathError(`${JSON.stringify(requested)} has ${stats.nlink} hard links; one of them may be outside the workspace, so file tools refuse it`);
+      throw new WorkspacePathError(
+        `${JSON.stringify(requested)} has ${stats.nlink} hard links; one of them may be outside the workspace, so file tools refuse it`,
+      );
     }
     return { handle, realPath, stats, created };
   } catch (error) {
@@ -88,13 +102,20 @@ export async function openInWorkspace(workspaceDir: string, requested: string, m
   }
 }
 
-async function openNoFollow(target: string, mode: OpenMode, requested: string): Promise<{ handle: fs.FileHandle; created: boolean }> {
+async function openNoFollow(
+  target: string,
+  mode: OpenMode,
+  requested: string,
+): Promise<{ handle: fs.FileHandle; created: boolean }> {
   const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fsConstants;
   // O_NONBLOCK: opening a FIFO must not hang the activity; it is refused as "not a regular file".
   try {
     if (mode === 'read') return { handle: await fs.open(target, O_RDONLY | O_NOFOLLOW | O_NONBLOCK), created: false };
     try {
-      return { handle: await fs.open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o644), created: true };
+      return {
+        handle: await fs.open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o644),
+        created: true,
+      };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       return { handle: await fs.open(target, O_WRONLY | O_NOFOLLOW | O_NONBLOCK), created: false };
@@ -126,12 +147,19 @@ async function splitRequested(workspaceDir: string, requested: string): Promise<
   const candidate = path.resolve(root, requested);
   // An absolute path naming the workspace through its unresolved name is accepted too.
   const lexicalRoot = path.resolve(workspaceDir);
-  const relative = isInside(root, candidate) ? path.relative(root, candidate) : isInside(lexicalRoot, candidate) ? path.relative(lexicalRoot, candidate) : undefined;
+  const relative = isInside(root, candidate)
+    ? path.relative(root, candidate)
+    : isInside(lexicalRoot, candidate)
+      ? path.relative(lexicalRoot, candidate)
+      : undefined;
   if (relative === undefined) {
-    throw new WorkspacePathError(`path ${JSON.stringify(requested)} is outside the agent's workspace (${root}); use a path relative to the workspace`);
+    throw new WorkspacePathError(
+      `path ${JSON.stringify(requested)} is outside the agent's workspace (${root}); use a path relative to the workspace`,
+    );
   }
   const parts = relative.split(path.sep).filter((part) => part !== '' && part !== '.');
-  if (parts.some((part) => part.toLowerCase() === GIT_METADATA_NAME)) throw new WorkspacePathError(gitMetadataRefusal(requested));
+  if (parts.some((part) => part.toLowerCase() === GIT_METADATA_NAME))
+    throw new WorkspacePathError(gitMetadataRefusal(requested));
   return { root, parts };
 }
 

@@ -20,7 +20,11 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     handler: async ({ params, body }) => {
       // The API's working directory means nothing to a caller elsewhere: a relative path is refused.
       if (body.workspaceDir !== undefined && !path.isAbsolute(body.workspaceDir)) {
-        throw new ApiError(400, 'invalid_request', `invalid agent ${JSON.stringify(params.agentId)}: workspaceDir: ${new InvalidWorkspaceDirError(body.workspaceDir, 'it is not an absolute path').message}`);
+        throw new ApiError(
+          400,
+          'invalid_request',
+          `invalid agent ${JSON.stringify(params.agentId)}: workspaceDir: ${new InvalidWorkspaceDirError(body.workspaceDir, 'it is not an absolute path').message}`,
+        );
       }
       await client.upsertAgent({
         id: params.agentId,
@@ -42,7 +46,10 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     response: S.AgentWithFilesSchema,
     handler: async ({ params }) => {
       const agent = await requireAgent(params.agentId);
-      return { ...agentJson(agent), files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md } };
+      return {
+        ...agentJson(agent),
+        files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md },
+      };
     },
   });
   route({
@@ -51,7 +58,9 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     scope: 'read',
     summary: 'Every agent',
     response: z.object({ agents: z.array(S.AgentSchema) }),
-    handler: async () => ({ agents: (await db.selectFrom('agents').selectAll().orderBy('id').execute()).map(agentJson) }),
+    handler: async () => ({
+      agents: (await db.selectFrom('agents').selectAll().orderBy('id').execute()).map(agentJson),
+    }),
   });
   route({
     method: 'GET',

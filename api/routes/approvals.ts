@@ -15,22 +15,37 @@ import { approvalTrail, pendingApprovalViews } from '../../activities/approvals/
 const APPROVAL_SETTLE_MS = 5_000;
 const APPROVAL_SETTLE_POLL_MS = 100;
 
-export type DecideApproval = (requestId: string, body: z.infer<typeof S.DecideApprovalBody>, principal: ApiPrincipal) => Promise<unknown>;
-export type DelegateApproval = (requestId: string, body: z.infer<typeof S.DelegateApprovalBody>, principal: ApiPrincipal) => Promise<unknown>;
+export type DecideApproval = (
+  requestId: string,
+  body: z.infer<typeof S.DecideApprovalBody>,
+  principal: ApiPrincipal,
+) => Promise<unknown>;
+export type DelegateApproval = (
+  requestId: string,
+  body: z.infer<typeof S.DelegateApprovalBody>,
+  principal: ApiPrincipal,
+) => Promise<unknown>;
 
 /** Registers the routes; returns the approval decision and delegation paths, which the inbox page shares. */
-export function registerApprovalRoutes({ route, client, db, withTimeout, requireAgent }: ApiContext): { decideApproval: DecideApproval; delegateApproval: DelegateApproval } {
+export function registerApprovalRoutes({ route, client, db, withTimeout, requireAgent }: ApiContext): {
+  decideApproval: DecideApproval;
+  delegateApproval: DelegateApproval;
+} {
   const admin = new TaskAdmin(client.temporal, db);
   route({
     method: 'GET',
     url: '/v1/notifications',
     scope: 'read',
-    summary: 'The notification inbox (what agents told people with `notify_user`, and questions nobody waits on), newest first, at most 200; `?agentId=` for one agent, `?unread=true` for unread only',
+    summary:
+      'The notification inbox (what agents told people with `notify_user`, and questions nobody waits on), newest first, at most 200; `?agentId=` for one agent, `?unread=true` for unread only',
     query: S.NotificationsQuery,
     response: S.NotificationsResponse,
     handler: async ({ query }) => {
       if (query.agentId) await requireAgent(query.agentId);
-      const rows = await admin.notifications({ ...(query.agentId ? { agentId: query.agentId } : {}), unreadOnly: query.unread === 'true' });
+      const rows = await admin.notifications({
+        ...(query.agentId ? { agentId: query.agentId } : {}),
+        unreadOnly: query.unread === 'true',
+      });
       return { notifications: rows.map(notificationJson) };
     },
   });
@@ -46,7 +61,15 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
       const ids = [...new Set(body.ids)];
       const found = await db.selectFrom('notifications').select('id').where('id', 'in', ids).execute();
       const missing = ids.filter((id) => !found.some((r) => r.id === id));
-      if (missing.length) throw new ApiError(404, 'notification_not_found', `no notification ${missing.slice(0, 5).map((id) => JSON.stringify(id)).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}; nothing was marked`);
+      if (missing.length)
+        throw new ApiError(
+          404,
+          'notification_not_found',
+          `no notification ${missing
+            .slice(0, 5)
+            .map((id) => JSON.stringify(id))
+            .join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}; nothing was marked`,
+        );
       return { marked: await admin.markRead(ids, principal.name) };
     },
   });
@@ -67,20 +90,27 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     method: 'GET',
     url: '/v1/approvals/:requestId/trail',
     scope: 'read',
-    summary: "A request's audit trail, oldest first: who was asked, reminded, escalated to, each decision, delegations, expiry",
+    summary:
+      "A request's audit trail, oldest first: who was asked, reminded, escalated to, each decision, delegations, expiry",
     params: S.RequestIdParams,
     response: S.ApprovalTrailResponse,
     handler: async ({ params }) => {
       const trail = await approvalTrail(db, params.requestId);
-      if (!trail) throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(params.requestId)}`);
-      return { requestId: params.requestId, ...trail, events: trail.events.map((e) => ({ ...e, at: e.at.toISOString() })) };
+      if (!trail)
+        throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(params.requestId)}`);
+      return {
+        requestId: params.requestId,
+        ...trail,
+        events: trail.events.map((e) => ({ ...e, at: e.at.toISOString() })),
+      };
     },
   });
   route({
     method: 'POST',
     url: '/v1/approvals/:requestId/delegate',
     scope: 'operator',
-    summary: 'Hand a pending request under a policy to a colleague (from = the token name), through the validated `delegateApproval` update; the colleague then decides as if asked',
+    summary:
+      'Hand a pending request under a policy to a colleague (from = the token name), through the validated `delegateApproval` update; the colleague then decides as if asked',
     params: S.RequestIdParams,
     body: S.DelegateApprovalBody,
     response: S.RecordedDelegationSchema,
@@ -90,24 +120,45 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     method: 'POST',
     url: '/v1/approvals/:requestId',
     scope: 'operator',
-    summary: 'Approve or reject a pending request through the validated `decideApproval` update; returns the recorded decision (decidedBy = the token name)',
+    summary:
+      'Approve or reject a pending request through the validated `decideApproval` update; returns the recorded decision (decidedBy = the token name)',
     params: S.RequestIdParams,
     body: S.DecideApprovalBody,
     response: S.RecordedApprovalSchema,
     handler: async ({ params, body, principal }) => decideApproval(params.requestId, body, principal),
   });
 
-  async function decideApproval(requestId: string, body: z.infer<typeof S.DecideApprovalBody>, principal: ApiPrincipal) {
-    const row = await db.selectFrom('approvals').select(['task_id', 'status']).where('id', '=', requestId).executeTakeFirst();
-    if (!row || !row.task_id) throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
-    if (row.status !== 'pending') throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
+  async function decideApproval(
+    requestId: string,
+    body: z.infer<typeof S.DecideApprovalBody>,
+    principal: ApiPrincipal,
+  ) {
+    const row = await db
+      .selectFrom('approvals')
+      .select(['task_id', 'status'])
+      .where('id', '=', requestId)
+      .executeTakeFirst();
+    if (!row || !row.task_id)
+      throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
+    if (row.status !== 'pending')
+      throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
     const taskId = row.task_id;
     const settleBy = Date.now() + APPROVAL_SETTLE_MS;
     for (;;) {
       try {
-        return await withTimeout('the decideApproval update', () => client.decideApproval(taskId, { requestId, decision: body.decision, comment: body.comment, decidedBy: principal.name }));
+        return await withTimeout('the decideApproval update', () =>
+          client.decideApproval(taskId, {
+            requestId,
+            decision: body.decision,
+            comment: body.comment,
+            decidedBy: principal.name,
+          }),
+        );
       } catch (error) {
-        const cause = error instanceof WorkflowUpdateFailedError ? ((error.cause as { message?: string } | undefined)?.message ?? '') : '';
+        const cause =
+          error instanceof WorkflowUpdateFailedError
+            ? ((error.cause as { message?: string } | undefined)?.message ?? '')
+            : '';
         if (!cause.startsWith(`no pending approval request ${requestId}`) || Date.now() > settleBy) throw error;
         const now = await db.selectFrom('approvals').select('status').where('id', '=', requestId).executeTakeFirst();
         if (now?.status !== 'pending') throw error;
@@ -116,12 +167,29 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     }
   }
 
-  async function delegateApproval(requestId: string, body: z.infer<typeof S.DelegateApprovalBody>, principal: ApiPrincipal) {
-    const row = await db.selectFrom('approvals').select(['task_id', 'status']).where('id', '=', requestId).executeTakeFirst();
-    if (!row || !row.task_id) throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
-    if (row.status !== 'pending') throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
+  async function delegateApproval(
+    requestId: string,
+    body: z.infer<typeof S.DelegateApprovalBody>,
+    principal: ApiPrincipal,
+  ) {
+    const row = await db
+      .selectFrom('approvals')
+      .select(['task_id', 'status'])
+      .where('id', '=', requestId)
+      .executeTakeFirst();
+    if (!row || !row.task_id)
+      throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
+    if (row.status !== 'pending')
+      throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
     const taskId = row.task_id;
-    return withTimeout('the delegateApproval update', () => client.delegateApproval(taskId, { requestId, from: principal.name, to: body.to, ...(body.comment ? { comment: body.comment } : {}) }));
+    return withTimeout('the delegateApproval update', () =>
+      client.delegateApproval(taskId, {
+        requestId,
+        from: principal.name,
+        to: body.to,
+        ...(body.comment ? { comment: body.comment } : {}),
+      }),
+    );
   }
 
   return { decideApproval, delegateApproval };

@@ -9,12 +9,29 @@ import * as S from '../schemas';
 import { openSse, resumeAfter, streamEnded } from '../sse';
 import { runStreamEndSeq, TEXT_STREAM_POLL_ONLY_MS } from '../streams';
 
-export function registerConversationRoutes({ route, client, db, databaseUrl, runStreams, withTimeout, requireAgent }: ApiContext): void {
+export function registerConversationRoutes({
+  route,
+  client,
+  db,
+  databaseUrl,
+  runStreams,
+  withTimeout,
+  requireAgent,
+}: ApiContext): void {
   const conversations = new ConversationClient(client, databaseUrl ? { connectionString: databaseUrl } : {});
   const streamSource = { db, ...(databaseUrl ? { connectionString: databaseUrl } : {}) };
   /** Follows a run stream (a chat answer) to its `end` event. */
-  const followRun = async (streamId: string, afterSeq: number, deliver: (e: StreamEvent) => void, signal: AbortSignal): Promise<void> => {
-    for await (const e of tailStream(streamSource, streamId, { afterSeq, signal, ...(databaseUrl ? {} : { pollIntervalMs: TEXT_STREAM_POLL_ONLY_MS }) })) {
+  const followRun = async (
+    streamId: string,
+    afterSeq: number,
+    deliver: (e: StreamEvent) => void,
+    signal: AbortSignal,
+  ): Promise<void> => {
+    for await (const e of tailStream(streamSource, streamId, {
+      afterSeq,
+      signal,
+      ...(databaseUrl ? {} : { pollIntervalMs: TEXT_STREAM_POLL_ONLY_MS }),
+    })) {
       deliver(e);
       if (e.kind === 'end') return;
     }
@@ -32,14 +49,21 @@ export function registerConversationRoutes({ route, client, db, databaseUrl, run
     handler: async ({ params, body, principal, request, reply }) => {
       await requireAgent(params.agentId);
       const delivered = await withTimeout('delivering the chat message', () =>
-        conversations.deliver(params.agentId, { kind: 'chat', from: body.from ?? { type: 'human', id: principal.name }, text: body.text, ...(body.channel ? { channel: body.channel } : {}) }),
+        conversations.deliver(params.agentId, {
+          kind: 'chat',
+          from: body.from ?? { type: 'human', id: principal.name },
+          text: body.text,
+          ...(body.channel ? { channel: body.channel } : {}),
+        }),
       ).catch((error: unknown) => {
         if (error instanceof DeliveryRejectedError) throw new ApiError(400, 'invalid_request', error.message);
         throw error;
       });
       const sse = openSse(request, reply);
       sse.send({ event: 'item', data: delivered });
-      runStreams.pipe(sse, (deliver, signal) => followRun(chatRunWorkflowId(params.agentId, delivered.mergedInto ?? delivered.itemId), 0, deliver, signal));
+      runStreams.pipe(sse, (deliver, signal) =>
+        followRun(chatRunWorkflowId(params.agentId, delivered.mergedInto ?? delivered.itemId), 0, deliver, signal),
+      );
       return reply;
     },
   });
@@ -47,13 +71,24 @@ export function registerConversationRoutes({ route, client, db, databaseUrl, run
     method: 'GET',
     url: '/v1/agents/:agentId/chat/:itemId/stream',
     scope: 'read',
-    summary: 'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`; a resume at or after `end` gets 204 at once. A merged message follows the item it was merged into',
+    summary:
+      'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`; a resume at or after `end` gets 204 at once. A merged message follows the item it was merged into',
     params: S.ChatItemParams,
     stream: true,
     handler: async ({ params, request, reply }) => {
       await requireAgent(params.agentId);
-      const item = await db.selectFrom('mailbox_items').select(['id', 'merged_into']).where('id', '=', params.itemId).where('agent_id', '=', params.agentId).executeTakeFirst();
-      if (!item) throw new ApiError(404, 'item_not_found', `agent ${params.agentId} has no mailbox item ${JSON.stringify(params.itemId)}`);
+      const item = await db
+        .selectFrom('mailbox_items')
+        .select(['id', 'merged_into'])
+        .where('id', '=', params.itemId)
+        .where('agent_id', '=', params.agentId)
+        .executeTakeFirst();
+      if (!item)
+        throw new ApiError(
+          404,
+          'item_not_found',
+          `agent ${params.agentId} has no mailbox item ${JSON.stringify(params.itemId)}`,
+        );
       const after = resumeAfter(request);
       const streamId = chatRunWorkflowId(params.agentId, item.merged_into ?? item.id);
       // A resume at or past the answer's `end` would wait for events that never come: 204 at once.
@@ -68,13 +103,20 @@ export function registerConversationRoutes({ route, client, db, databaseUrl, run
     method: 'GET',
     url: '/v1/agents/:agentId/mailbox',
     scope: 'read',
-    summary: "The agent's mailbox (the agent workflow's `mailbox` query): items with their triage state and result, what it is focused on, counters. An agent that never received anything has an empty, idle mailbox",
+    summary:
+      "The agent's mailbox (the agent workflow's `mailbox` query): items with their triage state and result, what it is focused on, counters. An agent that never received anything has an empty, idle mailbox",
     params: S.AgentIdParams,
     response: S.MailboxResponse,
     handler: async ({ params }) => {
       await requireAgent(params.agentId);
       return withTimeout('the mailbox query', () => conversations.mailbox(params.agentId)).catch((error: unknown) => {
-        if (error instanceof WorkflowNotFoundError) return { agentId: params.agentId, attention: 'idle', items: [], counters: { delivered: 0, completed: 0, merged: 0, preempted: 0 } };
+        if (error instanceof WorkflowNotFoundError)
+          return {
+            agentId: params.agentId,
+            attention: 'idle',
+            items: [],
+            counters: { delivered: 0, completed: 0, merged: 0, preempted: 0 },
+          };
         throw error;
       });
     },

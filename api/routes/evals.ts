@@ -24,13 +24,26 @@ const EvalBody = z
     candidates: z.array(EvalCandidateSchema).min(1).max(20),
     budgetUsd: z.number().positive().optional(),
     concurrency: z.number().int().min(1).max(20).optional(),
-    judge: z.object({ rubric: z.string().min(1).max(50_000), provider: z.string().optional(), model: z.string().optional() }).strict().optional(),
+    judge: z
+      .object({ rubric: z.string().min(1).max(50_000), provider: z.string().optional(), model: z.string().optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 
 /** Loose on purpose: these bodies are the client library's types (client/forks.ts), documented in docs/fork-and-eval.md. */
 const ReportObject = z.record(z.string(), z.unknown());
-const ForkStartedResponse = z.object({ taskId: z.string(), workflowId: z.string(), sourceTaskId: z.string(), atStep: z.number(), steps: z.number(), copiedToolCalls: z.number(), workspaceDir: z.string(), workspaceNote: z.string(), incompleteCalls: z.array(ReportObject) });
+const ForkStartedResponse = z.object({
+  taskId: z.string(),
+  workflowId: z.string(),
+  sourceTaskId: z.string(),
+  atStep: z.number(),
+  steps: z.number(),
+  copiedToolCalls: z.number(),
+  workspaceDir: z.string(),
+  workspaceNote: z.string(),
+  incompleteCalls: z.array(ReportObject),
+});
 const EvalStartedResponse = z.object({ evalId: z.string(), workflowId: z.string() });
 
 const EvalIdParams = z.object({ evalId: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/) }).strict();
@@ -39,7 +52,17 @@ const EvalIdParams = z.object({ evalId: z.string().regex(/^[A-Za-z0-9._-]{1,100}
 function refused(error: unknown): never {
   if (error instanceof ForkError || error instanceof EvalError) {
     const unknown = /^unknown (task|eval)/.test(error.message);
-    throw new ApiError(unknown ? 404 : 400, error instanceof ForkError ? (unknown ? 'task_not_found' : 'invalid_fork') : unknown ? 'eval_not_found' : 'invalid_eval', error.message);
+    throw new ApiError(
+      unknown ? 404 : 400,
+      error instanceof ForkError
+        ? unknown
+          ? 'task_not_found'
+          : 'invalid_fork'
+        : unknown
+          ? 'eval_not_found'
+          : 'invalid_eval',
+      error.message,
+    );
   }
   throw error;
 }
@@ -50,13 +73,16 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     method: 'POST',
     url: '/v1/tasks/:taskId/fork',
     scope: 'operator',
-    summary: 'Fork a recorded task at a step (a new task from a copy of its round up to the step, with overrides); linked by the ForkOf search attribute',
+    summary:
+      'Fork a recorded task at a step (a new task from a copy of its round up to the step, with overrides); linked by the ForkOf search attribute',
     params: S.TaskIdParams,
     body: ForkBody,
     response: ForkStartedResponse,
     status: 201,
     handler: async ({ params, body, principal }) =>
-      withTimeout('starting the fork', () => forks.forkTask(params.taskId, { ...body, createdBy: principal.name })).catch(refused),
+      withTimeout('starting the fork', () =>
+        forks.forkTask(params.taskId, { ...body, createdBy: principal.name }),
+      ).catch(refused),
   });
   route({
     method: 'GET',
@@ -71,7 +97,8 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     method: 'POST',
     url: '/v1/evals',
     scope: 'operator',
-    summary: 'Start an eval: recorded tasks (ids or a list query) forked at step 0 under each candidate, graded against the originals',
+    summary:
+      'Start an eval: recorded tasks (ids or a list query) forked at step 0 under each candidate, graded against the originals',
     body: EvalBody,
     response: EvalStartedResponse,
     status: 201,
@@ -86,7 +113,14 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
         }),
       ).catch(refused),
   });
-  route({ method: 'GET', url: '/v1/evals', scope: 'read', summary: 'Recent evals', response: z.object({ evals: z.array(ReportObject) }), handler: async () => ({ evals: await forks.listEvals() }) });
+  route({
+    method: 'GET',
+    url: '/v1/evals',
+    scope: 'read',
+    summary: 'Recent evals',
+    response: z.object({ evals: z.array(ReportObject) }),
+    handler: async () => ({ evals: await forks.listEvals() }),
+  });
   route({
     method: 'GET',
     url: '/v1/evals/:evalId',

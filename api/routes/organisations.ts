@@ -3,7 +3,14 @@
  * CLI's `org upsert`, `skills` and `org announce` do, over HTTP. The stores validate (the same rules as
  * a folder) and write; their errors become 400s and 404s in api/errors.ts.
  */
-import { ANNOUNCEMENTS_LISTED_MAX, findOrganisation, liveAnnouncements, upsertOrganisation, userFromProfile, type OrganisationSummary } from '../../activities/store/organisations';
+import {
+  ANNOUNCEMENTS_LISTED_MAX,
+  findOrganisation,
+  liveAnnouncements,
+  upsertOrganisation,
+  userFromProfile,
+  type OrganisationSummary,
+} from '../../activities/store/organisations';
 import { listSkills, skillScope, upsertSkills, visibleSkills } from '../../activities/store/skills';
 import { agentConfig } from '../../activities/store/agents';
 import { ApiError } from '../errors';
@@ -22,7 +29,7 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     url: '/v1/organisations/:org',
     scope: 'operator',
     summary:
-      'Create or replace an organisation: CONTEXT.md and ANNOUNCEMENTS.md text, user profiles and the organisation\'s skills (exactly those given: users and skills left out are removed). Same limits as an organisation folder; agents join with config.org',
+      "Create or replace an organisation: CONTEXT.md and ANNOUNCEMENTS.md text, user profiles and the organisation's skills (exactly those given: users and skills left out are removed). Same limits as an organisation folder; agents join with config.org",
     params: S.OrgParams,
     body: S.OrganisationUpsertBody,
     response: S.OrganisationSchema,
@@ -32,7 +39,12 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
         context: body.context?.trim() ?? '',
         announcements: body.announcements?.trim() ?? '',
         users: (body.users ?? []).map((u) => userFromProfile(u.handle, u.profile, u.name)),
-        skills: (body.skills ?? []).map((s) => ({ name: s.name, description: s.description, category: s.category ?? '', body: s.body.trim() })),
+        skills: (body.skills ?? []).map((s) => ({
+          name: s.name,
+          description: s.description,
+          category: s.category ?? '',
+          body: s.body.trim(),
+        })),
       });
       return organisationJson(await requireOrganisation(params.org));
     },
@@ -51,14 +63,25 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     method: 'PUT',
     url: '/v1/skills/:name',
     scope: 'operator',
-    summary: 'Create or replace a shared skill (every agent may discover it; bind it with config.skills). Same limits as a SKILL.md',
+    summary:
+      'Create or replace a shared skill (every agent may discover it; bind it with config.skills). Same limits as a SKILL.md',
     params: S.SkillNameParams,
     body: S.SharedSkillBody,
     response: S.SkillSchema,
     handler: async ({ params, body }) => {
-      const skill = { name: params.name, description: body.description, category: body.category ?? '', body: body.body.trim() };
+      const skill = {
+        name: params.name,
+        description: body.description,
+        category: body.category ?? '',
+        body: body.body.trim(),
+      };
       await upsertSkills(db, [skill], 'shared');
-      return { name: skill.name, description: skill.description, category: skill.category, scope: skillScope('shared') };
+      return {
+        name: skill.name,
+        description: skill.description,
+        category: skill.category,
+        scope: skillScope('shared'),
+      };
     },
   });
   route({
@@ -77,13 +100,22 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     method: 'GET',
     url: '/v1/agents/:agentId/skills',
     scope: 'read',
-    summary: "The skills an agent can see (its own, its organisation's, shared; the most specific of a name wins), whether each is bound, without bodies",
+    summary:
+      "The skills an agent can see (its own, its organisation's, shared; the most specific of a name wins), whether each is bound, without bodies",
     params: S.AgentIdParams,
     response: S.AgentSkillsResponse,
     handler: async ({ params }) => {
       const agent = await requireAgent(params.agentId);
       const skills = await visibleSkills(db, agent.id, agentConfig(agent).org);
-      return { skills: skills.map((s) => ({ name: s.name, description: s.description, category: s.category, scope: s.scope, bound: s.bound })) };
+      return {
+        skills: skills.map((s) => ({
+          name: s.name,
+          description: s.description,
+          category: s.category,
+          scope: s.scope,
+          bound: s.bound,
+        })),
+      };
     },
   });
 
@@ -91,11 +123,16 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     method: 'POST',
     url: '/v1/announcements',
     scope: 'operator',
-    summary: 'Post a system announcement to the agents of an organisation (`org`) or to every agent, until `expiresAt` (absent: it never expires)',
+    summary:
+      'Post a system announcement to the agents of an organisation (`org`) or to every agent, until `expiresAt` (absent: it never expires)',
     body: S.AnnouncementBody,
     response: S.AnnouncementIdResponse,
     status: 201,
-    handler: async ({ body }) => client.announce(body.text, { ...(body.org ? { org: body.org } : {}), ...(body.expiresAt ? { expiresAt: new Date(body.expiresAt) } : {}) }),
+    handler: async ({ body }) =>
+      client.announce(body.text, {
+        ...(body.org ? { org: body.org } : {}),
+        ...(body.expiresAt ? { expiresAt: new Date(body.expiresAt) } : {}),
+      }),
   });
   route({
     method: 'GET',
@@ -106,7 +143,15 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     response: S.AnnouncementsResponse,
     handler: async ({ query }) => {
       const rows = await liveAnnouncements(db, query.org ? { org: query.org } : {});
-      return { announcements: rows.map((a) => ({ id: a.id, text: a.text, org: a.org, createdAt: a.createdAt.toISOString(), expiresAt: a.expiresAt ? a.expiresAt.toISOString() : null })) };
+      return {
+        announcements: rows.map((a) => ({
+          id: a.id,
+          text: a.text,
+          org: a.org,
+          createdAt: a.createdAt.toISOString(),
+          expiresAt: a.expiresAt ? a.expiresAt.toISOString() : null,
+        })),
+      };
     },
   });
 }

@@ -11,8 +11,14 @@ import * as S from '../schemas';
 import { openSse, resumeAfter, streamEnded } from '../sse';
 import { followTaskText, readTaskEvents, taskTextEnded, type TaskEventHub } from '../streams';
 
-export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams, withTimeout, requireTask, signalTask }: ApiContext, events: TaskEventHub): void {
-  const streamSource: { db: Kysely<Database>; connectionString?: string } = { db, ...(databaseUrl ? { connectionString: databaseUrl } : {}) };
+export function registerTaskRoutes(
+  { route, client, db, databaseUrl, runStreams, withTimeout, requireTask, signalTask }: ApiContext,
+  events: TaskEventHub,
+): void {
+  const streamSource: { db: Kysely<Database>; connectionString?: string } = {
+    db,
+    ...(databaseUrl ? { connectionString: databaseUrl } : {}),
+  };
   route({
     method: 'POST',
     url: '/v1/tasks',
@@ -22,7 +28,8 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     response: S.StartTaskResponse,
     status: 201,
     handler: async ({ body, principal }) => {
-      if (body.taskId && (await findTask(db, body.taskId))) throw new ApiError(409, 'task_exists', `task ${body.taskId} already exists; omit taskId for a fresh one`);
+      if (body.taskId && (await findTask(db, body.taskId)))
+        throw new ApiError(409, 'task_exists', `task ${body.taskId} already exists; omit taskId for a fresh one`);
       const { taskId, workflowId } = await withTimeout('starting the task', () =>
         client.startTask({ ...body, description: body.description ?? body.title, createdBy: principal.name }),
       );
@@ -125,7 +132,8 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     body: S.PauseBody,
     response: S.AcceptedResponse,
     status: 202,
-    handler: async ({ params, body }) => signalTask(params.taskId, 'a pause', () => client.pause(params.taskId, body.reason)),
+    handler: async ({ params, body }) =>
+      signalTask(params.taskId, 'a pause', () => client.pause(params.taskId, body.reason)),
   });
   route({
     method: 'POST',
@@ -149,8 +157,11 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     status: 202,
     handler: async ({ params, body, principal }) => {
       const task = await requireTask(params.taskId);
-      if (isTerminal(task.state as TaskState)) throw new ApiError(409, 'task_finished', `task ${params.taskId} is ${task.state}; it no longer takes comments`);
-      const { itemId, mentioned } = await withTimeout('delivering the comment', () => client.comment(params.taskId, body.text, principal.name)).catch((error: unknown) => {
+      if (isTerminal(task.state as TaskState))
+        throw new ApiError(409, 'task_finished', `task ${params.taskId} is ${task.state}; it no longer takes comments`);
+      const { itemId, mentioned } = await withTimeout('delivering the comment', () =>
+        client.comment(params.taskId, body.text, principal.name),
+      ).catch((error: unknown) => {
         if (error instanceof DeliveryRejectedError) throw new ApiError(400, 'invalid_request', error.message);
         throw error;
       });
@@ -161,7 +172,8 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     method: 'GET',
     url: '/v1/tasks/:taskId/budget',
     scope: 'read',
-    summary: "The task tree's spend per node (its round and each sub-agent) and in total, its limit, and whether it holds for a decision (the `budget` query)",
+    summary:
+      "The task tree's spend per node (its round and each sub-agent) and in total, its limit, and whether it holds for a decision (the `budget` query)",
     params: S.TaskIdParams,
     response: S.BudgetReportSchema,
     handler: async ({ params }) => {
@@ -180,9 +192,17 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     response: S.RecordedBudgetDecisionSchema,
     handler: async ({ params, body, principal }) => {
       const task = await requireTask(params.taskId);
-      if (isTerminal(task.state as TaskState)) throw new ApiError(409, 'task_finished', `task ${params.taskId} is ${task.state}; it no longer takes a budget decision`);
-      return withTimeout('the decideBudget update', () => client.decideBudget(params.taskId, { ...body, decidedBy: principal.name })).catch((error: unknown) => {
-        if (error instanceof BudgetDecisionRejectedError) throw new ApiError(409, 'invalid_budget_decision', error.message);
+      if (isTerminal(task.state as TaskState))
+        throw new ApiError(
+          409,
+          'task_finished',
+          `task ${params.taskId} is ${task.state}; it no longer takes a budget decision`,
+        );
+      return withTimeout('the decideBudget update', () =>
+        client.decideBudget(params.taskId, { ...body, decidedBy: principal.name }),
+      ).catch((error: unknown) => {
+        if (error instanceof BudgetDecisionRejectedError)
+          throw new ApiError(409, 'invalid_budget_decision', error.message);
         throw error;
       });
     },
@@ -198,8 +218,11 @@ export function registerTaskRoutes({ route, client, db, databaseUrl, runStreams,
     status: 202,
     handler: async ({ params, body, principal }) => {
       const task = await requireTask(params.taskId);
-      if (task.state !== 'review') throw new ApiError(409, 'not_in_review', `task ${params.taskId} is ${task.state}, not waiting for review`);
-      return signalTask(params.taskId, 'a review decision', () => client.review(params.taskId, { ...body, decidedBy: principal.name }));
+      if (task.state !== 'review')
+        throw new ApiError(409, 'not_in_review', `task ${params.taskId} is ${task.state}, not waiting for review`);
+      return signalTask(params.taskId, 'a review decision', () =>
+        client.review(params.taskId, { ...body, decidedBy: principal.name }),
+      );
     },
   });
 }

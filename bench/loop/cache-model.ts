@@ -28,8 +28,11 @@ function blocksOf(body: Record<string, unknown>): Block[] {
   if (typeof system === 'string') raw.push({ value: system, breakpoint: false });
   else for (const block of (system as unknown[] | undefined) ?? []) take(block);
   for (const message of (body.messages as Array<{ role: string; content: unknown }> | undefined) ?? []) {
-    if (typeof message.content === 'string') raw.push({ value: { role: message.role, text: message.content }, breakpoint: false });
-    else for (const [i, block] of (message.content as unknown[]).entries()) take({ ...(block as object), ...(i === 0 ? { role: message.role } : {}) });
+    if (typeof message.content === 'string')
+      raw.push({ value: { role: message.role, text: message.content }, breakpoint: false });
+    else
+      for (const [i, block] of (message.content as unknown[]).entries())
+        take({ ...(block as object), ...(i === 0 ? { role: message.role } : {}) });
   }
   const hash = createHash('sha256');
   return raw.map(({ value, breakpoint }) => {
@@ -73,7 +76,10 @@ export function modelPrefixCache(bodies: ReadonlyArray<Record<string, unknown>>)
       total += cumulative.at(-1) ?? 0;
       if (hit < previousBreakpointTokens) misses += 1;
     }
-    const last = blocks.map((b, i) => (b.breakpoint ? i : -1)).filter((i) => i >= 0).at(-1);
+    const last = blocks
+      .map((b, i) => (b.breakpoint ? i : -1))
+      .filter((i) => i >= 0)
+      .at(-1);
     previousBreakpointTokens = last === undefined ? 0 : cumulative[last]!;
   }
   return { calls: bodies.length, cachedShareAfterFirst: total > 0 ? read / total : 0, misses };

@@ -26,14 +26,24 @@ const HEARTBEAT_CALLS = 6;
 /** 20 s into a minute: 13 calls at 12 s cross three minute boundaries. */
 const CLOCK_START = Date.parse('2026-11-30T10:00:20Z');
 
-export async function runCacheShare(db: Kysely<Database>, router: ChatRouter, scripts: ScriptedTasks, workspace: string): Promise<string[]> {
+export async function runCacheShare(
+  db: Kysely<Database>,
+  router: ChatRouter,
+  scripts: ScriptedTasks,
+  workspace: string,
+): Promise<string[]> {
   const agentId = `bench-cache-${randomUUID().slice(0, 8)}`;
   const workspaceDir = path.join(workspace, agentId);
   mkdirSync(workspaceDir, { recursive: true });
   await upsertAgent(db, {
     id: agentId,
     name: 'Bench cache agent',
-    files: { soul: 'You are careful and concise.', agents: 'You complete tasks with tools and report what you did.', heartbeat: '- check tasks\n- look at recent memory', tools: 'Use the file tools for files.' },
+    files: {
+      soul: 'You are careful and concise.',
+      agents: 'You complete tasks with tools and report what you did.',
+      heartbeat: '- check tasks\n- look at recent memory',
+      tools: 'Use the file tools for files.',
+    },
     config: {},
     workspaceDir,
   });
@@ -42,12 +52,36 @@ export async function runCacheShare(db: Kysely<Database>, router: ChatRouter, sc
 
   // Task: the round's loop, as the workflow drives it (opening, harness injections), one call per tick.
   const taskId = randomUUID();
-  await db.insertInto('tasks').values({ id: taskId, agent_id: agentId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.', state: 'in_progress', priority: 'medium' }).execute();
+  await db
+    .insertInto('tasks')
+    .values({
+      id: taskId,
+      agent_id: agentId,
+      title: 'Write the report',
+      description: 'Write the report in parts, then submit it for review.',
+      state: 'in_progress',
+      priority: 'medium',
+    })
+    .execute();
   scripts.add(taskId, { calls: TASK_CALLS, answerMs: 0 });
   const sessionId = `bench_cache_${taskId}`;
   let injections: string[] = [];
   for (let turn = 0, iterations = 0; turn < TASK_CALLS; turn += 1) {
-    const step = await runStepWithTools(db, router, { agentId, taskId, sessionId, scenario: 'task', attempt: 1, turn, ...(turn === 0 ? { opening: {} } : {}), injections }, clock);
+    const step = await runStepWithTools(
+      db,
+      router,
+      {
+        agentId,
+        taskId,
+        sessionId,
+        scenario: 'task',
+        attempt: 1,
+        turn,
+        ...(turn === 0 ? { opening: {} } : {}),
+        injections,
+      },
+      clock,
+    );
     now += PACE_MS;
     if (step.toolResults.some((r) => r.result.submission !== undefined)) break;
     iterations += 1;
@@ -58,10 +92,15 @@ export async function runCacheShare(db: Kysely<Database>, router: ChatRouter, sc
   // Heartbeat: the check-in prompt, then the small tool loop.
   let heartbeatCalls = 0;
   scripts.other = (request) => {
-    if (!offersTools(request)) return { kind: 'message', content: [{ type: 'text', text: 'ok' }], stopReason: 'end_turn' };
+    if (!offersTools(request))
+      return { kind: 'message', content: [{ type: 'text', text: 'ok' }], stopReason: 'end_turn' };
     heartbeatCalls += 1;
     return heartbeatCalls < HEARTBEAT_CALLS
-      ? { kind: 'message', content: [{ type: 'tool_use', name: 'memory_search', input: { query: `topic ${heartbeatCalls}` } }], stopReason: 'tool_use' }
+      ? {
+          kind: 'message',
+          content: [{ type: 'tool_use', name: 'memory_search', input: { query: `topic ${heartbeatCalls}` } }],
+          stopReason: 'tool_use',
+        }
       : { kind: 'message', content: [{ type: 'text', text: 'HEARTBEAT_OK' }], stopReason: 'end_turn' };
   };
   const heartbeatSession = `bench_heartbeat_${agentId}`;
@@ -69,14 +108,26 @@ export async function runCacheShare(db: Kysely<Database>, router: ChatRouter, sc
   await activities.heartbeatPrepare({ agentId, sessionId: heartbeatSession });
   const recordedFrom = scripts.recorded().length;
   for (let turn = 0; turn < HEARTBEAT_CALLS; turn += 1) {
-    const step = await runStepWithTools(db, router, { agentId, sessionId: heartbeatSession, scenario: 'heartbeat', attempt: 1, turn }, clock);
+    const step = await runStepWithTools(
+      db,
+      router,
+      { agentId, sessionId: heartbeatSession, scenario: 'heartbeat', attempt: 1, turn },
+      clock,
+    );
     now += PACE_MS;
     if (step.toolCalls.length === 0) break;
   }
   scripts.other = undefined;
-  const heartbeat = modelPrefixCache(scripts.recorded().slice(recordedFrom).filter(offersTools).map((r) => r.body));
+  const heartbeat = modelPrefixCache(
+    scripts
+      .recorded()
+      .slice(recordedFrom)
+      .filter(offersTools)
+      .map((r) => r.body),
+  );
 
-  const row = (name: string, f: CacheFigures) => `| ${name} | ${f.calls} | ${(f.cachedShareAfterFirst * 100).toFixed(1)} % | ${f.misses} |`;
+  const row = (name: string, f: CacheFigures) =>
+    `| ${name} | ${f.calls} | ${(f.cachedShareAfterFirst * 100).toFixed(1)} % | ${f.misses} |`;
   return [
     `Cacheable input share: our real request bodies, Anthropic's prefix caching modelled (breakpoints, ${20}-block look-back), a clock paced at ${PACE_MS / 1_000} s per call starting 20 s into a minute. Share of input tokens a cache read serves, calls 2..n.`,
     '',

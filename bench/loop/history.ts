@@ -19,7 +19,15 @@ export interface HistoryFigures {
   activityStartToClose: number;
 }
 
-const ZERO: HistoryFigures = { events: 0, workflowTasks: 0, wftScheduleToStart: 0, wftStartToComplete: 0, activities: 0, activityScheduleToStart: 0, activityStartToClose: 0 };
+const ZERO: HistoryFigures = {
+  events: 0,
+  workflowTasks: 0,
+  wftScheduleToStart: 0,
+  wftStartToComplete: 0,
+  activities: 0,
+  activityScheduleToStart: 0,
+  activityStartToClose: 0,
+};
 
 function ms(event: Event | undefined): number {
   const t = event?.eventTime;
@@ -38,7 +46,8 @@ export function analyse(events: readonly Event[]): HistoryFigures {
       out.wftStartToComplete += ms(e) - ms(byId.get(Number(e.workflowTaskCompletedEventAttributes.startedEventId)));
     } else if (e.activityTaskStartedEventAttributes) {
       out.activities += 1;
-      out.activityScheduleToStart += ms(e) - ms(byId.get(Number(e.activityTaskStartedEventAttributes.scheduledEventId)));
+      out.activityScheduleToStart +=
+        ms(e) - ms(byId.get(Number(e.activityTaskStartedEventAttributes.scheduledEventId)));
     } else if (e.activityTaskCompletedEventAttributes) {
       out.activityStartToClose += ms(e) - ms(byId.get(Number(e.activityTaskCompletedEventAttributes.startedEventId)));
     }
@@ -47,11 +56,16 @@ export function analyse(events: readonly Event[]): HistoryFigures {
 }
 
 export function sum(a: HistoryFigures, b: HistoryFigures): HistoryFigures {
-  return Object.fromEntries(Object.keys(ZERO).map((k) => [k, a[k as keyof HistoryFigures] + b[k as keyof HistoryFigures]])) as unknown as HistoryFigures;
+  return Object.fromEntries(
+    Object.keys(ZERO).map((k) => [k, a[k as keyof HistoryFigures] + b[k as keyof HistoryFigures]]),
+  ) as unknown as HistoryFigures;
 }
 
 /** Figures of the task workflow plus its first round (every run of it: follows continue-as-new). */
-export async function taskFigures(client: Client, taskId: string): Promise<{ task: HistoryFigures; round: HistoryFigures }> {
+export async function taskFigures(
+  client: Client,
+  taskId: string,
+): Promise<{ task: HistoryFigures; round: HistoryFigures }> {
   const task = analyse((await client.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? []);
   let round = ZERO;
   let runId: string | undefined;

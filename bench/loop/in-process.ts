@@ -27,14 +27,22 @@ export async function runInProcessTask(db: Kysely<Database>, router: ChatRouter,
   await ensureSession(db, { id: sessionId, agentId: agent.id, taskId, kind: 'task' });
   const tools = toolDefinitions(toolsForScenario('task'));
   const model = router.candidates({})[0]?.model ?? 'unknown';
-  const first: ChatMessage = { role: 'user', content: [{ type: 'text', text: taskPromptText({ id: task.id, title: task.title, description: task.description }) }] };
+  const first: ChatMessage = {
+    role: 'user',
+    content: [
+      { type: 'text', text: taskPromptText({ id: task.id, title: task.title, description: task.description }) },
+    ],
+  };
   const inputs = await loadPromptInputs(db, agent, 'task', task, tools, new Date(), model);
   const { system } = await assembleContext(router, inputs, [first], tools);
   const messages: ChatMessage[] = [first];
   await appendMessage(db, sessionId, 'task-prompt', first);
   let calls = 0;
   for (let turn = 0; ; turn += 1) {
-    const result = await router.chat({ system, messages, tools, maxTokens: IN_PROCESS_MAX_TOKENS, messageCacheBreakpoint: messages.length - 2 }, {});
+    const result = await router.chat(
+      { system, messages, tools, maxTokens: IN_PROCESS_MAX_TOKENS, messageCacheBreakpoint: messages.length - 2 },
+      {},
+    );
     calls += 1;
     const assistant: ChatMessage = { role: 'assistant', content: result.content };
     messages.push(assistant);
@@ -49,7 +57,11 @@ export async function runInProcessTask(db: Kysely<Database>, router: ChatRouter,
         const target = path.join(agent.workspace_dir, input.path);
         await mkdir(path.dirname(target), { recursive: true });
         await writeFile(target, input.content ?? '', 'utf8');
-        results.push({ type: 'tool_result', toolUseId: use.id, content: `wrote ${input.content?.length ?? 0} characters to ${input.path}` });
+        results.push({
+          type: 'tool_result',
+          toolUseId: use.id,
+          content: `wrote ${input.content?.length ?? 0} characters to ${input.path}`,
+        });
       } else {
         submitted ||= use.name === 'task_submit_review';
         results.push({ type: 'tool_result', toolUseId: use.id, content: 'ok' });

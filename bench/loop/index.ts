@@ -94,7 +94,10 @@ interface Bench {
 
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error('DATABASE_URL is not set: the loop bench needs a PostgreSQL server (e.g. postgres://postgres@127.0.0.1:5432/bench)');
+  if (!databaseUrl)
+    throw new Error(
+      'DATABASE_URL is not set: the loop bench needs a PostgreSQL server (e.g. postgres://postgres@127.0.0.1:5432/bench)',
+    );
   const started = performance.now();
   const log = (text: string) => process.stderr.write(`[bench:loop] ${text}\n`);
   const db = await openDatabase({ url: databaseUrl });
@@ -109,9 +112,15 @@ async function main(): Promise<void> {
   const agents = new AgentsClient(temporal, db.db, { taskQueue });
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'da-bench-'));
   const bundlePath = path.join(workspace, 'workflow-bundle.js');
-  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger })).code);
+  writeFileSync(
+    bundlePath,
+    (await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger })).code,
+  );
   const floorBundlePath = path.join(workspace, 'floor-bundle.js');
-  writeFileSync(floorBundlePath, (await bundleWorkflowCode({ workflowsPath: require.resolve('./floor/workflows'), logger: quietLogger })).code);
+  writeFileSync(
+    floorBundlePath,
+    (await bundleWorkflowCode({ workflowsPath: require.resolve('./floor/workflows'), logger: quietLogger })).code,
+  );
   const worker = await startWorkerProcess({
     DATABASE_URL: databaseUrl,
     BENCH_TEMPORAL_ADDRESS: address,
@@ -119,27 +128,61 @@ async function main(): Promise<void> {
     BENCH_TASK_QUEUE: taskQueue,
     BENCH_WORKFLOW_BUNDLE: bundlePath,
     BENCH_FLOOR_BUNDLE: floorBundlePath,
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('BENCH_')).map(([k, v]) => [k, v ?? ''])),
+    ...Object.fromEntries(
+      Object.entries(process.env)
+        .filter(([k]) => k.startsWith('BENCH_'))
+        .map(([k, v]) => [k, v ?? '']),
+    ),
   });
-  const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }], createProvider);
-  const bench: Bench = { db, fake, scripts, agents, temporal, worker, server: own?.process, workspace, router, floorQueue: `${taskQueue}-floor` };
-  if (LANGGRAPH) bench.langgraph = await createLangGraphRunner(loadLangGraph(log), databaseUrl, fake.url, db.db, router);
+  const router = LlmRouter.fromConfig(
+    [{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }],
+    createProvider,
+  );
+  const bench: Bench = {
+    db,
+    fake,
+    scripts,
+    agents,
+    temporal,
+    worker,
+    server: own?.process,
+    workspace,
+    router,
+    floorQueue: `${taskQueue}-floor`,
+  };
+  if (LANGGRAPH)
+    bench.langgraph = await createLangGraphRunner(loadLangGraph(log), databaseUrl, fake.url, db.db, router);
   const rows: string[] = [];
   try {
     log('warm-up');
     await runDurable(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, false);
     await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false });
-    if (bench.langgraph) await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, 'langgraph');
-    if (FLOOR) for (const kind of FLOOR_KINDS) await runFloor(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, kind, false);
+    if (bench.langgraph)
+      await runInProcess(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, 'langgraph');
+    if (FLOOR)
+      for (const kind of FLOOR_KINDS)
+        await runFloor(bench, { name: 'warm-up', tasks: 2, calls: 3, answerMs: 0, sequential: false }, kind, false);
     const only = process.env.BENCH_LOOP_ONLY; // e.g. "3": the third run only (A/B of one setting)
-    const scenarios = (process.env.BENCH_LOOP_QUICK ? QUICK_SCENARIOS : SCENARIOS).filter((_, i) => !only || only.split(',').includes(String(i + 1)));
+    const scenarios = (process.env.BENCH_LOOP_QUICK ? QUICK_SCENARIOS : SCENARIOS).filter(
+      (_, i) => !only || only.split(',').includes(String(i + 1)),
+    );
     for (const scenario of scenarios) {
       log(scenario.name);
       const inProcess = await runInProcess(bench, scenario);
       const durable = await runDurable(bench, scenario, true);
       rows.push(...tableRows(scenario, durable, inProcess));
-      if (bench.langgraph) rows.push(plainRow(scenario, 'LangGraph JS + PostgresSaver', await runInProcess(bench, scenario, 'langgraph'), inProcess));
-      if (FLOOR) for (const kind of FLOOR_KINDS) rows.push(floorRow(scenario, kind, await runFloor(bench, scenario, kind, true), inProcess));
+      if (bench.langgraph)
+        rows.push(
+          plainRow(
+            scenario,
+            'LangGraph JS + PostgresSaver',
+            await runInProcess(bench, scenario, 'langgraph'),
+            inProcess,
+          ),
+        );
+      if (FLOOR)
+        for (const kind of FLOOR_KINDS)
+          rows.push(floorRow(scenario, kind, await runFloor(bench, scenario, kind, true), inProcess));
     }
     log('cacheable input share (paced clock)');
     const cache = await runCacheShare(db.db, router, scripts, workspace);
@@ -159,7 +202,11 @@ async function main(): Promise<void> {
   }
 }
 
-async function createTasks(bench: Bench, scenario: Scenario, prefix: string): Promise<Array<{ agentId: string; taskId: string }>> {
+async function createTasks(
+  bench: Bench,
+  scenario: Scenario,
+  prefix: string,
+): Promise<Array<{ agentId: string; taskId: string }>> {
   const out: Array<{ agentId: string; taskId: string }> = [];
   for (let i = 0; i < scenario.tasks; i += 1) {
     const agentId = `bench-${prefix}-${randomUUID().slice(0, 8)}`;
@@ -168,7 +215,12 @@ async function createTasks(bench: Bench, scenario: Scenario, prefix: string): Pr
     await bench.agents.upsertAgent({
       id: agentId,
       name: `Bench agent ${i}`,
-      files: { soul: 'You are careful and concise.', agents: 'You complete tasks with tools and report what you did.', heartbeat: '- check tasks', tools: 'Use the file tools for files.' },
+      files: {
+        soul: 'You are careful and concise.',
+        agents: 'You complete tasks with tools and report what you did.',
+        heartbeat: '- check tasks',
+        tools: 'Use the file tools for files.',
+      },
       config: {},
       workspaceDir,
     });
@@ -187,7 +239,9 @@ interface CpuSnapshot {
 
 async function cpuSnapshot(bench: Bench): Promise<CpuSnapshot> {
   const self = process.cpuUsage();
-  const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(bench.db.db);
+  const { rows } = await sql<{
+    pid: number;
+  }>`select pid from pg_stat_activity where datname = current_database()`.execute(bench.db.db);
   const pg = new Map<number, number>();
   for (const { pid } of rows) {
     const cpu = cpuSeconds(pid);
@@ -206,7 +260,8 @@ async function cpuSnapshot(bench: Bench): Promise<CpuSnapshot> {
 /** CPU seconds per process between two snapshots; a backend that connected during the run counts whole. */
 function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<string, number | undefined> {
   const out: Record<string, number | undefined> = {};
-  for (const [k, v] of Object.entries(after.processes)) out[k] = v !== undefined && before.processes[k] !== undefined ? v - before.processes[k]! : undefined;
+  for (const [k, v] of Object.entries(after.processes))
+    out[k] = v !== undefined && before.processes[k] !== undefined ? v - before.processes[k]! : undefined;
   let pg = 0;
   for (const [pid, cpu] of after.pg) pg += cpu - (before.pg.get(pid) ?? 0);
   out['PostgreSQL (this database)'] = after.pg.size > 0 ? pg : undefined;
@@ -235,7 +290,13 @@ async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): P
   const rss = sampleRss(bench.worker.pid!);
   const cpuBefore = await cpuSnapshot(bench);
   const t0 = performance.now();
-  const start = (t: { agentId: string; taskId: string }) => bench.agents.startTask({ agentId: t.agentId, taskId: t.taskId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.' });
+  const start = (t: { agentId: string; taskId: string }) =>
+    bench.agents.startTask({
+      agentId: t.agentId,
+      taskId: t.taskId,
+      title: 'Write the report',
+      description: 'Write the report in parts, then submit it for review.',
+    });
   if (scenario.sequential) {
     for (const t of tasks) {
       await start(t);
@@ -260,7 +321,9 @@ async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): P
     history = { perIteration: scale(total, 1 / iterations), sampledIterations: iterations };
   }
   // Tasks wait for review; end them so that the next run starts from an idle worker.
-  await Promise.allSettled(ids.map((id) => bench.temporal.workflow.getHandle(taskWorkflowId(id)).terminate('bench run finished')));
+  await Promise.allSettled(
+    ids.map((id) => bench.temporal.workflow.getHandle(taskWorkflowId(id)).terminate('bench run finished')),
+  );
   return { wallMs, served: bench.scripts.served(ids), expected: scenario.tasks * scenario.calls, cpu, rssMb, history };
 }
 
@@ -268,10 +331,16 @@ async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): P
  * The Temporal floor for a run shape: the bench-only workflow (bench/loop/floor) with the same number
  * of workflows and iterations, each iteration one no-op activity that waits the fake's answer time.
  */
-async function runFloor(bench: Bench, scenario: Scenario, kind: FloorInput['kind'], measure: boolean): Promise<RunFigures> {
+async function runFloor(
+  bench: Bench,
+  scenario: Scenario,
+  kind: FloorInput['kind'],
+  measure: boolean,
+): Promise<RunFigures> {
   const ids = Array.from({ length: scenario.tasks }, () => `bench-floor-${kind}-${randomUUID().slice(0, 8)}`);
   const input: FloorInput = { iterations: scenario.calls, delayMs: scenario.answerMs, kind };
-  const run = (workflowId: string) => bench.temporal.workflow.execute('floorLoopWorkflow', { taskQueue: bench.floorQueue, workflowId, args: [input] });
+  const run = (workflowId: string) =>
+    bench.temporal.workflow.execute('floorLoopWorkflow', { taskQueue: bench.floorQueue, workflowId, args: [input] });
   const rss = sampleRss(bench.worker.pid!);
   const cpuBefore = await cpuSnapshot(bench);
   const t0 = performance.now();
@@ -284,7 +353,8 @@ async function runFloor(bench: Bench, scenario: Scenario, kind: FloorInput['kind
   if (measure) {
     const sample = ids.slice(0, HISTORY_SAMPLE);
     let total = ZERO_FIGURES;
-    for (const id of sample) total = sum(total, analyse((await bench.temporal.workflow.getHandle(id).fetchHistory()).events ?? []));
+    for (const id of sample)
+      total = sum(total, analyse((await bench.temporal.workflow.getHandle(id).fetchHistory()).events ?? []));
     const iterations = sample.length * scenario.calls;
     history = { perIteration: scale(total, 1 / iterations), sampledIterations: iterations };
   }
@@ -292,11 +362,28 @@ async function runFloor(bench: Bench, scenario: Scenario, kind: FloorInput['kind
   return { wallMs, served: expected, expected, cpu, rssMb, history };
 }
 
-async function runInProcess(bench: Bench, scenario: Scenario, system: 'plain' | 'langgraph' = 'plain'): Promise<RunFigures> {
+async function runInProcess(
+  bench: Bench,
+  scenario: Scenario,
+  system: 'plain' | 'langgraph' = 'plain',
+): Promise<RunFigures> {
   const tasks = await createTasks(bench, scenario, system === 'plain' ? 'p' : 'lg');
-  const runTask = system === 'plain' ? (taskId: string) => runInProcessTask(bench.db.db, bench.router, taskId) : (taskId: string) => bench.langgraph!.run(taskId);
+  const runTask =
+    system === 'plain'
+      ? (taskId: string) => runInProcessTask(bench.db.db, bench.router, taskId)
+      : (taskId: string) => bench.langgraph!.run(taskId);
   for (const t of tasks) {
-    await bench.db.db.insertInto('tasks').values({ id: t.taskId, agent_id: t.agentId, title: 'Write the report', description: 'Write the report in parts, then submit it for review.', state: 'in_progress', priority: 'medium' }).execute();
+    await bench.db.db
+      .insertInto('tasks')
+      .values({
+        id: t.taskId,
+        agent_id: t.agentId,
+        title: 'Write the report',
+        description: 'Write the report in parts, then submit it for review.',
+        state: 'in_progress',
+        priority: 'medium',
+      })
+      .execute();
   }
   const cpuBefore = await cpuSnapshot(bench);
   const t0 = performance.now();
@@ -304,7 +391,12 @@ async function runInProcess(bench: Bench, scenario: Scenario, system: 'plain' | 
   else await Promise.all(tasks.map((t) => runTask(t.taskId)));
   const wallMs = performance.now() - t0;
   const cpu = cpuDelta(cpuBefore, await cpuSnapshot(bench));
-  return { wallMs, served: bench.scripts.served(tasks.map((t) => t.taskId)), expected: scenario.tasks * scenario.calls, cpu };
+  return {
+    wallMs,
+    served: bench.scripts.served(tasks.map((t) => t.taskId)),
+    expected: scenario.tasks * scenario.calls,
+    cpu,
+  };
 }
 
 function scale(f: HistoryFigures, k: number): HistoryFigures {
@@ -323,13 +415,22 @@ const cpuText = (r: RunFigures) =>
 /** A measured row: wall time, per-iteration history figures, CPU and RSS. */
 function measuredRow(scenario: Scenario, system: string, r: RunFigures, inProcess: RunFigures): string {
   const h = r.history?.perIteration;
-  const wftLatency = h && h.workflowTasks > 0 ? `${fmt(h.wftScheduleToStart / h.workflowTasks)} + ${fmt(h.wftStartToComplete / h.workflowTasks)}` : '–';
-  const activity = h && h.activities > 0 ? `${fmt(h.activityStartToClose)} (wait ${fmt(h.activityScheduleToStart / h.activities)})` : '–';
+  const wftLatency =
+    h && h.workflowTasks > 0
+      ? `${fmt(h.wftScheduleToStart / h.workflowTasks)} + ${fmt(h.wftStartToComplete / h.workflowTasks)}`
+      : '–';
+  const activity =
+    h && h.activities > 0
+      ? `${fmt(h.activityStartToClose)} (wait ${fmt(h.activityScheduleToStart / h.activities)})`
+      : '–';
   return `| ${scenario.name} | ${system} | ${fmt(r.wallMs / 1_000, 2)} | ${r.served}/${r.expected} | ${fmt(perIteration(r))} | ${fmt(r.wallMs / inProcess.wallMs, 2)}× | ${fmt(h?.events)} | ${fmt(h?.workflowTasks, 2)} | ${wftLatency} | ${fmt(h?.activities, 2)} | ${activity} | ${cpuText(r)} | ${fmt(r.rssMb, 0)} |`;
 }
 
 function tableRows(scenario: Scenario, durable: RunFigures, inProcess: RunFigures): string[] {
-  return [measuredRow(scenario, 'durable-agents', durable, inProcess), plainRow(scenario, 'in-process loop + PostgreSQL', inProcess, inProcess)];
+  return [
+    measuredRow(scenario, 'durable-agents', durable, inProcess),
+    plainRow(scenario, 'in-process loop + PostgreSQL', inProcess, inProcess),
+  ];
 }
 
 /** A row without Temporal history figures (the in-process loop, LangGraph). */

@@ -22,7 +22,12 @@ import { toolDefinitions, toolsForScenario } from '../../activities/tools/regist
 import { taskPromptText } from '../../workflows/rules/harness';
 
 /** Pinned so that runs compare like with like; the newest releases when this row was added. */
-export const LANGGRAPH_PACKAGES = ['@langchain/langgraph@1.7.3', '@langchain/langgraph-checkpoint-postgres@1.0.5', '@langchain/anthropic@1.5.11', '@langchain/core@1.4.0'];
+export const LANGGRAPH_PACKAGES = [
+  '@langchain/langgraph@1.7.3',
+  '@langchain/langgraph-checkpoint-postgres@1.0.5',
+  '@langchain/anthropic@1.5.11',
+  '@langchain/core@1.4.0',
+];
 /** Checkpoint tables go to their own schema, apart from the product's tables. */
 const CHECKPOINT_SCHEMA = 'bench_langgraph';
 /** Output tokens asked for, as the in-process loop does (the fake ignores it). */
@@ -44,7 +49,13 @@ interface Runnable {
   invoke(input: unknown, options?: Record<string, unknown>): Promise<unknown>;
 }
 interface GraphBuilder {
-  addNode(name: string, fn: (state: { messages: Message[] }, config?: { configurable?: { thread_id?: string } }) => Promise<{ messages: Message[] }>): GraphBuilder;
+  addNode(
+    name: string,
+    fn: (
+      state: { messages: Message[] },
+      config?: { configurable?: { thread_id?: string } },
+    ) => Promise<{ messages: Message[] }>,
+  ): GraphBuilder;
   addEdge(from: string, to: string): GraphBuilder;
   addConditionalEdges(from: string, fn: (state: { messages: Message[] }) => string): GraphBuilder;
   compile(options: { checkpointer: unknown }): Runnable;
@@ -54,7 +65,9 @@ interface Modules {
   MessagesAnnotation: unknown;
   START: string;
   END: string;
-  PostgresSaver: { fromConnString(url: string, options: { schema: string }): { setup(): Promise<void>; end(): Promise<void> } };
+  PostgresSaver: {
+    fromConnString(url: string, options: { schema: string }): { setup(): Promise<void>; end(): Promise<void> };
+  };
   ChatAnthropic: new (options: Record<string, unknown>) => { bindTools(tools: unknown[]): Runnable };
   SystemMessage: new (text: string) => Message;
   HumanMessage: new (text: string) => Message;
@@ -63,15 +76,24 @@ interface Modules {
 
 /** Installs the pinned packages under the temp dir (once) and loads them. */
 export function loadLangGraph(log: (text: string) => void): Modules {
-  const dir = path.join(os.tmpdir(), `da-bench-langgraph-${LANGGRAPH_PACKAGES.join('_').replace(/[^a-z0-9.]+/gi, '-')}`);
+  const dir = path.join(
+    os.tmpdir(),
+    `da-bench-langgraph-${LANGGRAPH_PACKAGES.join('_').replace(/[^a-z0-9.]+/gi, '-')}`,
+  );
   if (!existsSync(path.join(dir, 'node_modules', '@langchain', 'langgraph-checkpoint-postgres'))) {
     log(`installing ${LANGGRAPH_PACKAGES.join(' ')} into ${dir}`);
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ private: true, name: 'bench-langgraph' }));
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...LANGGRAPH_PACKAGES], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...LANGGRAPH_PACKAGES], {
+      cwd: dir,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   }
   const load = createRequire(path.join(dir, 'package.json'));
-  const langgraph = load('@langchain/langgraph') as Pick<Modules, 'StateGraph' | 'MessagesAnnotation' | 'START' | 'END'>;
+  const langgraph = load('@langchain/langgraph') as Pick<
+    Modules,
+    'StateGraph' | 'MessagesAnnotation' | 'START' | 'END'
+  >;
   const messages = load('@langchain/core/messages') as Pick<Modules, 'SystemMessage' | 'HumanMessage' | 'ToolMessage'>;
   return {
     StateGraph: langgraph.StateGraph,
@@ -87,15 +109,36 @@ export function loadLangGraph(log: (text: string) => void): Modules {
 }
 
 /** One LangGraph runner for a bench run: the compiled graph and its checkpointer (close with `end`). */
-export async function createLangGraphRunner(modules: Modules, databaseUrl: string, fakeUrl: string, db: Kysely<Database>, router: ChatRouter) {
-  const { StateGraph, MessagesAnnotation, START, END, PostgresSaver, ChatAnthropic, SystemMessage, HumanMessage, ToolMessage } = modules;
+export async function createLangGraphRunner(
+  modules: Modules,
+  databaseUrl: string,
+  fakeUrl: string,
+  db: Kysely<Database>,
+  router: ChatRouter,
+) {
+  const {
+    StateGraph,
+    MessagesAnnotation,
+    START,
+    END,
+    PostgresSaver,
+    ChatAnthropic,
+    SystemMessage,
+    HumanMessage,
+    ToolMessage,
+  } = modules;
   const checkpointer = PostgresSaver.fromConnString(databaseUrl, { schema: CHECKPOINT_SCHEMA });
   await checkpointer.setup();
   // The same tools as the product offers the model (names, descriptions, JSON Schemas).
   const defs = toolDefinitions(toolsForScenario('task'));
-  const model = new ChatAnthropic({ model: router.candidates({})[0]?.model ?? 'claude-sonnet-4-5', apiKey: 'bench', anthropicApiUrl: fakeUrl, streaming: true, maxRetries: 0, maxTokens: LANGGRAPH_MAX_TOKENS }).bindTools(
-    defs.map((d) => ({ name: d.name, description: d.description, input_schema: d.inputSchema })),
-  );
+  const model = new ChatAnthropic({
+    model: router.candidates({})[0]?.model ?? 'claude-sonnet-4-5',
+    apiKey: 'bench',
+    anthropicApiUrl: fakeUrl,
+    streaming: true,
+    maxRetries: 0,
+    maxTokens: LANGGRAPH_MAX_TOKENS,
+  }).bindTools(defs.map((d) => ({ name: d.name, description: d.description, input_schema: d.inputSchema })));
   const workspaces = new Map<string, string>();
   const graph = new StateGraph(MessagesAnnotation)
     .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
@@ -131,9 +174,22 @@ export async function createLangGraphRunner(modules: Modules, databaseUrl: strin
       const task = (await findTask(db, taskId))!;
       const agent = (await findAgent(db, task.agent_id))!;
       workspaces.set(taskId, agent.workspace_dir);
-      const inputs = await loadPromptInputs(db, agent, 'task', task, defs, new Date(), router.candidates({})[0]?.model ?? 'unknown');
+      const inputs = await loadPromptInputs(
+        db,
+        agent,
+        'task',
+        task,
+        defs,
+        new Date(),
+        router.candidates({})[0]?.model ?? 'unknown',
+      );
       const prompt = taskPromptText({ id: task.id, title: task.title, description: task.description });
-      const { system } = await assembleContext(router, inputs, [{ role: 'user', content: [{ type: 'text', text: prompt }] }], defs);
+      const { system } = await assembleContext(
+        router,
+        inputs,
+        [{ role: 'user', content: [{ type: 'text', text: prompt }] }],
+        defs,
+      );
       await graph.invoke(
         { messages: [new SystemMessage(system.map((s) => s.text).join('\n\n')), new HumanMessage(prompt)] },
         { configurable: { thread_id: taskId }, recursionLimit: RECURSION_LIMIT },

@@ -26,16 +26,38 @@ async function main(): Promise<void> {
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL!, max: 10 }) }),
     // Each statement with the time it ended (ms into the step) and its duration.
-    log: (event) => void statements.push(`${(performance.now() - stepStart).toFixed(1)} +${event.queryDurationMillis.toFixed(1)} ${event.query.sql.replace(/\s+/g, ' ').slice(0, 120)}`),
+    log: (event) =>
+      void statements.push(
+        `${(performance.now() - stepStart).toFixed(1)} +${event.queryDurationMillis.toFixed(1)} ${event.query.sql.replace(/\s+/g, ' ').slice(0, 120)}`,
+      ),
   });
   await migrateToLatest(db);
   const fake = await startFakeLlmServer();
   const scripts = new ScriptedTasks(fake);
-  const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }], createProvider);
+  const router = LlmRouter.fromConfig(
+    [{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: fake.url }],
+    createProvider,
+  );
   const agentId = `bench-prof-${randomUUID().slice(0, 8)}`;
-  await upsertAgent(db, { id: agentId, name: 'Profile agent', files: { soul: 'Careful.', agents: 'Use tools.', heartbeat: '', tools: '' }, config: {}, workspaceDir: mkdtempSync(`${os.tmpdir()}/da-prof-`) });
+  await upsertAgent(db, {
+    id: agentId,
+    name: 'Profile agent',
+    files: { soul: 'Careful.', agents: 'Use tools.', heartbeat: '', tools: '' },
+    config: {},
+    workspaceDir: mkdtempSync(`${os.tmpdir()}/da-prof-`),
+  });
   const taskId = randomUUID();
-  await db.insertInto('tasks').values({ id: taskId, agent_id: agentId, title: 'Write the report', description: 'Write it.', state: 'in_progress', priority: 'medium' }).execute();
+  await db
+    .insertInto('tasks')
+    .values({
+      id: taskId,
+      agent_id: agentId,
+      title: 'Write the report',
+      description: 'Write it.',
+      state: 'in_progress',
+      priority: 'medium',
+    })
+    .execute();
   scripts.add(taskId, { calls, answerMs: 0 });
   const times: number[] = [];
   const cpu: number[] = [];
@@ -53,14 +75,23 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     stepStart = t0;
     const c0 = process.cpuUsage();
-    await runStepWithTools(db, router, { agentId, taskId, sessionId: `prof_${taskId}`, scenario: 'task', attempt: 1, turn, ...(turn === 0 ? { opening: {} } : {}) });
+    await runStepWithTools(db, router, {
+      agentId,
+      taskId,
+      sessionId: `prof_${taskId}`,
+      scenario: 'task',
+      attempt: 1,
+      turn,
+      ...(turn === 0 ? { opening: {} } : {}),
+    });
     times.push(performance.now() - t0);
     const c = process.cpuUsage(c0);
     cpu.push((c.user + c.system) / 1_000);
     queries.push(statements.length);
     if (turn === 20) middle = statements;
   }
-  if (inspector) writeFileSync(process.env.PROFILE_CPU!, JSON.stringify((await inspector.post('Profiler.stop')).profile));
+  if (inspector)
+    writeFileSync(process.env.PROFILE_CPU!, JSON.stringify((await inspector.post('Profiler.stop')).profile));
   const warm = times.slice(5).sort((a, b) => a - b);
   const warmQueries = queries.slice(5, -1);
   const warmCpu = cpu.slice(5, -1);

@@ -23,7 +23,14 @@ export function writeTurn(index: number): ScriptedMessage {
     kind: 'message',
     content: [
       { type: 'text', text: `Writing part ${index} of the report.` },
-      { type: 'tool_use', name: 'file_write', input: { path: `report/part-${index}.md`, content: `# Part ${index}\n\nFindings for part ${index}: all checks passed.\n` } },
+      {
+        type: 'tool_use',
+        name: 'file_write',
+        input: {
+          path: `report/part-${index}.md`,
+          content: `# Part ${index}\n\nFindings for part ${index}: all checks passed.\n`,
+        },
+      },
     ],
     stopReason: 'tool_use',
     usage: FAKE_USAGE,
@@ -86,7 +93,12 @@ export class ScriptedTasks {
     if (!script) {
       this.otherServed += 1;
       if (this.other) return this.other(request);
-      return { kind: 'message', content: [{ type: 'text', text: 'Nothing to report.' }], stopReason: 'end_turn', usage: FAKE_USAGE };
+      return {
+        kind: 'message',
+        content: [{ type: 'text', text: 'Nothing to report.' }],
+        stopReason: 'end_turn',
+        usage: FAKE_USAGE,
+      };
     }
     const index = script.served;
     script.served += 1;
@@ -95,7 +107,8 @@ export class ScriptedTasks {
   }
 }
 
-export const offersTools = (r: RecordedRequest): boolean => Array.isArray(r.body.tools) && (r.body.tools as unknown[]).length > 0;
+export const offersTools = (r: RecordedRequest): boolean =>
+  Array.isArray(r.body.tools) && (r.body.tools as unknown[]).length > 0;
 
 function taskIdOf(r: RecordedRequest): string | undefined {
   const messages = r.body.messages as Array<{ content: unknown }> | undefined;

@@ -3,14 +3,24 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { freeLoopbackPort } from '../../activities/store/db';
-import { DEV_SERVER_DYNAMIC_CONFIG_ARGS, SEARCH_ATTRIBUTE_ARGS, startTemporalDevServer } from '../../test/support/temporal-cli';
+import {
+  DEV_SERVER_DYNAMIC_CONFIG_ARGS,
+  SEARCH_ATTRIBUTE_ARGS,
+  startTemporalDevServer,
+} from '../../test/support/temporal-cli';
 
 /**
  * The dev server's settings for the bench (documented in docs/benchmarks.md): in memory, headless, errors-only
  * logging, the product's search attributes, and the dynamic config every server we start runs with
  * (task-read rates raised past the one-shard rate limit, eager activity dispatch on).
  */
-export const DEV_SERVER_ARGS = ['--headless', '--log-level', 'error', ...SEARCH_ATTRIBUTE_ARGS, ...DEV_SERVER_DYNAMIC_CONFIG_ARGS];
+export const DEV_SERVER_ARGS = [
+  '--headless',
+  '--log-level',
+  'error',
+  ...SEARCH_ATTRIBUTE_ARGS,
+  ...DEV_SERVER_DYNAMIC_CONFIG_ARGS,
+];
 
 export async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
   return startTemporalDevServer(await freeLoopbackPort(), [], 'inherit-stderr');
@@ -23,7 +33,11 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<C
   const profile = env.BENCH_WORKER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_WORKER_CPU_PROF}`] : [];
   // BENCH_NO_VM_TIMEOUT=1: the vm-timeout experiment (see no-vm-timeout.cjs).
   const noVmTimeout = env.BENCH_NO_VM_TIMEOUT ? ['--require', path.join(__dirname, 'no-vm-timeout.cjs')] : [];
-  const child = spawn(process.execPath, [...profile, ...noVmTimeout, '--import', 'tsx', path.join(__dirname, 'worker-main.ts')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [...profile, ...noVmTimeout, '--import', 'tsx', path.join(__dirname, 'worker-main.ts')],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const lines = createInterface({ input: child.stdout! });
   await new Promise<void>((resolve, reject) => {
     lines.on('line', (line) => line === 'ready' && resolve());

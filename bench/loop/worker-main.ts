@@ -15,9 +15,16 @@ import { workerTuning } from './tuning';
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const env = process.env;
-  const database = await openDatabase({ url: env.DATABASE_URL!, poolSize: Number(env.BENCH_DB_POOL ?? 10), migrate: false });
+  const database = await openDatabase({
+    url: env.DATABASE_URL!,
+    poolSize: Number(env.BENCH_DB_POOL ?? 10),
+    migrate: false,
+  });
   const connection = await NativeConnection.connect({ address: env.BENCH_TEMPORAL_ADDRESS! });
-  const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: env.BENCH_FAKE_URL! }], createProvider);
+  const router = LlmRouter.fromConfig(
+    [{ name: 'anthropic', kind: 'anthropic', apiKey: 'bench', baseURL: env.BENCH_FAKE_URL! }],
+    createProvider,
+  );
   const worker = await createAgentWorker({
     connection,
     namespace: 'default',

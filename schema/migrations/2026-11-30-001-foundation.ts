@@ -140,7 +140,17 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['llm_calls', 'approvals', 'tool_outputs', 'tool_calls', 'messages', 'sessions', 'task_events', 'tasks', 'agents']) {
+  for (const table of [
+    'llm_calls',
+    'approvals',
+    'tool_outputs',
+    'tool_calls',
+    'messages',
+    'sessions',
+    'task_events',
+    'tasks',
+    'agents',
+  ]) {
     await db.schema.dropTable(table).ifExists().execute();
   }
 }

@@ -28,8 +28,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('search', sql`tsvector`, (c) => c.generatedAlwaysAs(sql`to_tsvector('english', content)`).stored())
     .execute();
-  await db.schema.createIndex('memory_observations_agent_idx').on('memory_observations').columns(['agent_id', 'seq']).execute();
-  await db.schema.createIndex('memory_observations_search_idx').on('memory_observations').using('gin').column('search').execute();
+  await db.schema
+    .createIndex('memory_observations_agent_idx')
+    .on('memory_observations')
+    .columns(['agent_id', 'seq'])
+    .execute();
+  await db.schema
+    .createIndex('memory_observations_search_idx')
+    .on('memory_observations')
+    .using('gin')
+    .column('search')
+    .execute();
 
   await db.schema
     .createTable('memory_knowledge')
@@ -39,10 +48,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('position', 'bigserial', (c) => c.notNull())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
-    .addColumn('search', sql`tsvector`, (c) => c.generatedAlwaysAs(sql`to_tsvector('english', title || ' ' || content)`).stored())
+    .addColumn('search', sql`tsvector`, (c) =>
+      c.generatedAlwaysAs(sql`to_tsvector('english', title || ' ' || content)`).stored(),
+    )
     .addPrimaryKeyConstraint('memory_knowledge_pk', ['agent_id', 'title'])
     .execute();
-  await db.schema.createIndex('memory_knowledge_search_idx').on('memory_knowledge').using('gin').column('search').execute();
+  await db.schema
+    .createIndex('memory_knowledge_search_idx')
+    .on('memory_knowledge')
+    .using('gin')
+    .column('search')
+    .execute();
 
   await db.schema
     .createTable('memory_daily_logs')
@@ -73,7 +89,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('finished_at', 'timestamptz')
     .addUniqueConstraint('memory_consolidations_session_uq', ['session_id'])
     .execute();
-  await db.schema.createIndex('memory_consolidations_agent_day_idx').on('memory_consolidations').columns(['agent_id', 'day']).execute();
+  await db.schema
+    .createIndex('memory_consolidations_agent_day_idx')
+    .on('memory_consolidations')
+    .columns(['agent_id', 'day'])
+    .execute();
 
   await db.schema
     .createTable('memory_reflections')
@@ -86,7 +106,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('finished_at', 'timestamptz')
     .execute();
-  await db.schema.createIndex('memory_reflections_agent_day_idx').on('memory_reflections').columns(['agent_id', 'day']).execute();
+  await db.schema
+    .createIndex('memory_reflections_agent_day_idx')
+    .on('memory_reflections')
+    .columns(['agent_id', 'day'])
+    .execute();
 
   await db.schema
     .createTable('heartbeat_runs')

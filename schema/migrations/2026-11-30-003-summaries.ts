@@ -18,7 +18,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint('session_summaries_pk', ['session_id', 'prefix_hash'])
     .execute();
-  await db.schema.createIndex('session_summaries_length_idx').on('session_summaries').columns(['session_id', 'prefix_length']).execute();
+  await db.schema
+    .createIndex('session_summaries_length_idx')
+    .on('session_summaries')
+    .columns(['session_id', 'prefix_length'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

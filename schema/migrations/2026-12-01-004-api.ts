@@ -33,8 +33,15 @@ export async function up(db: Kysely<any>): Promise<void> {
       select coalesce(max(seq), 0) + 1 into new.seq from task_events where task_id = new.task_id;
       return new;
     end $$`.execute(db);
-  await sql`create trigger task_events_seq before insert on task_events for each row execute function task_events_assign_seq()`.execute(db);
-  await db.schema.createIndex('task_events_task_seq_uq').on('task_events').columns(['task_id', 'seq']).unique().execute();
+  await sql`create trigger task_events_seq before insert on task_events for each row execute function task_events_assign_seq()`.execute(
+    db,
+  );
+  await db.schema
+    .createIndex('task_events_task_seq_uq')
+    .on('task_events')
+    .columns(['task_id', 'seq'])
+    .unique()
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -23,7 +23,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('task_dependencies_pk', ['task_id', 'depends_on'])
     .addCheckConstraint('task_dependencies_not_self', sql`task_id <> depends_on`)
     .execute();
-  await db.schema.createIndex('task_dependencies_depends_on_idx').on('task_dependencies').column('depends_on').execute();
+  await db.schema
+    .createIndex('task_dependencies_depends_on_idx')
+    .on('task_dependencies')
+    .column('depends_on')
+    .execute();
 
   await db.schema
     .createTable('notifications')
@@ -34,15 +38,29 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('notification', 'approval_request')`))
     .addColumn('title', 'text', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())
-    .addColumn('priority', 'text', (c) => c.notNull().defaultTo('normal').check(sql`priority in ('low', 'normal', 'high', 'urgent')`))
+    .addColumn('priority', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('normal')
+        .check(sql`priority in ('low', 'normal', 'high', 'urgent')`),
+    )
     // approval_request: the choices offered, when any.
     .addColumn('options', 'jsonb')
     .addColumn('read_at', 'timestamptz')
     .addColumn('read_by', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('notifications_agent_idx').on('notifications').columns(['agent_id', 'created_at']).execute();
-  await db.schema.createIndex('notifications_unread_idx').on('notifications').column('created_at').where(sql.ref('read_at'), 'is', null).execute();
+  await db.schema
+    .createIndex('notifications_agent_idx')
+    .on('notifications')
+    .columns(['agent_id', 'created_at'])
+    .execute();
+  await db.schema
+    .createIndex('notifications_unread_idx')
+    .on('notifications')
+    .column('created_at')
+    .where(sql.ref('read_at'), 'is', null)
+    .execute();
 
   await db.schema
     .createTable('goals')
@@ -51,7 +69,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
     .addColumn('title', 'text', (c) => c.notNull())
     .addColumn('criteria', 'text', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull().defaultTo('active').check(sql`status in ('active', 'paused', 'completed', 'max_iterations')`))
+    .addColumn('status', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('active')
+        .check(sql`status in ('active', 'paused', 'completed', 'max_iterations')`),
+    )
     .addColumn('current_iteration', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('max_iterations', 'integer', (c) => c.notNull())
     // The heartbeat run that last advanced the goal: a retried record advances it once.

@@ -18,7 +18,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('stream_id', 'text', (c) => c.notNull())
     // 1-based, gap-free per stream; integer is plenty (20 flushes/s for three years).
     .addColumn('seq', 'integer', (c) => c.notNull())
-    .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('step-start', 'delta', 'rewind', 'step-end', 'event', 'end')`))
+    .addColumn('kind', 'text', (c) =>
+      c.notNull().check(sql`kind in ('step-start', 'delta', 'rewind', 'step-end', 'event', 'end')`),
+    )
     // The LLM step (`{sessionId}/{messageKey}`) a step-start/delta/rewind/step-end belongs to.
     .addColumn('step_key', 'text')
     // Temporal activity attempt (1-based) and provider-fallback part (0-based) that produced the row.
@@ -32,7 +34,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('stream_events_pk', ['stream_id', 'seq'])
     .execute();
   await db.schema.createIndex('stream_events_created_idx').on('stream_events').column('created_at').execute();
-  await db.schema.createIndex('stream_events_step_idx').on('stream_events').columns(['stream_id', 'step_key']).execute();
+  await db.schema
+    .createIndex('stream_events_step_idx')
+    .on('stream_events')
+    .columns(['stream_id', 'step_key'])
+    .execute();
 
   // The agent's mailbox: every item delivered to an agent, with its triage state. The agent
   // workflow holds the live queue; this table is what survives continue-as-new, what the `mailbox`
@@ -41,7 +47,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .createTable('mailbox_items')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
-    .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('chat', 'message', 'comment', 'mention', 'notification', 'task')`))
+    .addColumn('kind', 'text', (c) =>
+      c.notNull().check(sql`kind in ('chat', 'message', 'comment', 'mention', 'notification', 'task')`),
+    )
     .addColumn('from_type', 'text', (c) => c.notNull())
     .addColumn('from_id', 'text', (c) => c.notNull())
     .addColumn('channel', 'text', (c) => c.notNull())
@@ -52,7 +60,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('task_id', 'text')
     // Seed priorities: 0 critical … 4 background.
     .addColumn('priority', 'integer', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('queued', 'processing', 'completed', 'merged', 'deferred', 'dropped')`))
+    .addColumn('status', 'text', (c) =>
+      c.notNull().check(sql`status in ('queued', 'processing', 'completed', 'merged', 'deferred', 'dropped')`),
+    )
     .addColumn('decision', 'text', (c) => c.notNull())
     .addColumn('reason', 'text', (c) => c.notNull().defaultTo(''))
     .addColumn('merged_into', 'text')
@@ -62,7 +72,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('mailbox_items_agent_status_idx').on('mailbox_items').columns(['agent_id', 'status']).execute();
+  await db.schema
+    .createIndex('mailbox_items_agent_status_idx')
+    .on('mailbox_items')
+    .columns(['agent_id', 'status'])
+    .execute();
   await db.schema.createIndex('mailbox_items_thread_idx').on('mailbox_items').column('thread_id').execute();
 }
 

@@ -12,7 +12,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('request_id', 'text', (c) => c.notNull())
     .addColumn('task_id', 'text')
     .addColumn('kind', 'text', (c) =>
-      c.notNull().check(sql`kind in ('asked', 'reminded', 'escalated', 'approved', 'rejected', 'delegated', 'extended', 'expired', 'timed_out')`),
+      c
+        .notNull()
+        .check(
+          sql`kind in ('asked', 'reminded', 'escalated', 'approved', 'rejected', 'delegated', 'extended', 'expired', 'timed_out')`,
+        ),
     )
     // Who acted (an approver, a delegating person); null for what the workflow did by the clock.
     .addColumn('actor', 'text')

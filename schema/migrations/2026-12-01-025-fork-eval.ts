@@ -39,7 +39,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint('fork_tool_calls_pk', ['session_id', 'tool_call_id'])
     .execute();
-  await db.schema.createIndex('fork_tool_calls_task').on('fork_tool_calls').columns(['fork_task_id', 'position']).execute();
+  await db.schema
+    .createIndex('fork_tool_calls_task')
+    .on('fork_tool_calls')
+    .columns(['fork_task_id', 'position'])
+    .execute();
   await db.schema
     .createTable('evals')
     .addColumn('id', 'text', (c) => c.primaryKey())

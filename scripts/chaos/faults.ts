@@ -11,7 +11,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster } from '../cluster/topology';
 import type { ChaosModel, ProviderFault } from './provider';
 
-export const FAULT_KINDS = ['worker-kill', 'api-kill', 'temporal-history-matching', 'temporal-server', 'database-stop', 'provider', 'rolling-deploy'] as const;
+export const FAULT_KINDS = [
+  'worker-kill',
+  'api-kill',
+  'temporal-history-matching',
+  'temporal-server',
+  'database-stop',
+  'provider',
+  'rolling-deploy',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** The product's PostgreSQL stays down for a random time in this range. */
@@ -99,7 +107,9 @@ export async function injectFault(kind: FaultKind, ctx: FaultContext, startedAt:
       await previous.stop();
       await cluster.workers[0]!.stop();
       await cluster.restartWorker(0);
-      return record(`worker ${ctx.previousReleaseVersion} drained after ${Math.round(sideBySideMs / 1000)} s beside the current release; worker-1 replaced`);
+      return record(
+        `worker ${ctx.previousReleaseVersion} drained after ${Math.round(sideBySideMs / 1000)} s beside the current release; worker-1 replaced`,
+      );
     }
   }
 }
@@ -109,8 +119,12 @@ export async function injectFault(kind: FaultKind, ctx: FaultContext, startedAt:
  * "Release " and whose package.json version differs from this tree's, exported with `git archive` and
  * given this tree's node_modules (a release adds dependencies; it does not remove the previous one's).
  */
-export function checkOutPreviousRelease(root: string, currentVersion: string): { root: string; version: string } | undefined {
-  const git = (...args: string[]) => execFileSync('git', ['-C', root, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
+export function checkOutPreviousRelease(
+  root: string,
+  currentVersion: string,
+): { root: string; version: string } | undefined {
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', root, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
   let commits: string[];
   try {
     commits = git('log', '--format=%H', '--grep=^Release ').split('\n').filter(Boolean);

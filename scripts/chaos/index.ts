@@ -21,14 +21,23 @@ async function main(): Promise<void> {
     .option('--minutes <n>', 'how long the load and the faults last', positive('--minutes'), 5)
     .option('--agents <n>', 'agents, each with a heartbeat schedule', positive('--agents'), 200)
     .option('--seed <n>', 'the fault sequence seed (a run can be replayed)', positive('--seed'), Date.now() % 1_000_000)
-    .option('--dir <dir>', 'where the cluster keeps its databases and logs (default: a new temporary folder, removed after)')
+    .option(
+      '--dir <dir>',
+      'where the cluster keeps its databases and logs (default: a new temporary folder, removed after)',
+    )
     .parse();
   const opts = program.opts<{ minutes: number; agents: number; seed: number; dir?: string }>();
   const dir = opts.dir ? path.resolve(opts.dir) : mkdtempSync(path.join(os.tmpdir(), 'da-chaos-'));
   mkdirSync(dir, { recursive: true });
   chmodSync(dir, 0o755); // as root, the embedded PostgreSQL runs as another user, who must enter it
   const log = (line: string) => console.log(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
-  const report = await runChaos({ minutes: opts.minutes, agents: Math.round(opts.agents), seed: Math.round(opts.seed), dir, log });
+  const report = await runChaos({
+    minutes: opts.minutes,
+    agents: Math.round(opts.agents),
+    seed: Math.round(opts.seed),
+    dir,
+    log,
+  });
   const text = renderReport(report);
   console.log(`\n${text}`);
   const results = path.resolve(__dirname, '..', '..', 'bench', 'results');
@@ -42,12 +51,18 @@ async function main(): Promise<void> {
 }
 
 export function renderReport(r: ChaosReport): string {
-  const faultRows = r.faults.map((f) => `| ${(f.atMs / 1000).toFixed(0)} s | ${f.kind} | ${f.detail} | ${(f.recoveryMs / 1000).toFixed(1)} s |`);
+  const faultRows = r.faults.map(
+    (f) => `| ${(f.atMs / 1000).toFixed(0)} s | ${f.kind} | ${f.detail} | ${(f.recoveryMs / 1000).toFixed(1)} s |`,
+  );
   return [
     `# Chaos run: ${r.options.minutes} min, ${r.options.agents} agents, seed ${r.options.seed}`,
     '',
     `Load: ${r.tasks} tasks (a file write, a git commit, a review), ${r.chats} chats followed over SSE, ${r.options.agents} heartbeat schedules; ` +
-      `${r.approvals.decided} approvals decided after a delay; ${r.llmRequests} provider requests (${Object.entries(r.providerFaults).map(([k, n]) => `${n} ${k}`).join(', ')}); ` +
+      `${r.approvals.decided} approvals decided after a delay; ${r.llmRequests} provider requests (${Object.entries(
+        r.providerFaults,
+      )
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ')}); ` +
       `${r.apiRetries} client requests retried on another API process; ${(r.wallMs / 60_000).toFixed(1)} min wall.`,
     '',
     invariantTable(r.invariants),

@@ -51,13 +51,25 @@ export async function checkInvariants(inputs: InvariantInputs): Promise<Invarian
 }
 
 async function taskStates({ db, tasks }: InvariantInputs): Promise<Invariant> {
-  const rows = tasks.length ? await db.selectFrom('tasks').select(['id', 'state', 'last_error']).where('id', 'in', tasks.map((t) => t.taskId)).execute() : [];
+  const rows = tasks.length
+    ? await db
+        .selectFrom('tasks')
+        .select(['id', 'state', 'last_error'])
+        .where(
+          'id',
+          'in',
+          tasks.map((t) => t.taskId),
+        )
+        .execute()
+    : [];
   const byState = new Map<string, number>();
   for (const row of rows) byState.set(row.state, (byState.get(row.state) ?? 0) + 1);
   const missing = tasks.length - rows.length;
   const unexpected = rows.filter((r) => !EXPECTED_TASK_STATES.has(r.state));
   const counts = [...byState].map(([state, n]) => `${n} ${state}`).join(', ') || 'none';
-  const why = unexpected.slice(0, 3).map((r) => `${r.id} ${r.state}${r.last_error ? ` (${r.last_error.slice(0, 120)})` : ''}`);
+  const why = unexpected
+    .slice(0, 3)
+    .map((r) => `${r.id} ${r.state}${r.last_error ? ` (${r.last_error.slice(0, 120)})` : ''}`);
   return {
     name: 'every task in an expected state, none lost',
     held: missing === 0 && unexpected.length === 0,
@@ -69,26 +81,48 @@ async function fileEffects({ tasks, workspaceOf }: InvariantInputs): Promise<Inv
   let wrong = 0;
   const examples: string[] = [];
   for (const task of tasks) {
-    const content = await readFile(path.join(workspaceOf(task.agentId), taskFile(task.taskId)), 'utf8').catch(() => undefined);
+    const content = await readFile(path.join(workspaceOf(task.agentId), taskFile(task.taskId)), 'utf8').catch(
+      () => undefined,
+    );
     if (content !== taskFileContent(task.taskId)) {
       wrong++;
-      if (examples.length < 3) examples.push(`${task.taskId}: ${content === undefined ? 'missing' : JSON.stringify(content.slice(0, 80))}`);
+      if (examples.length < 3)
+        examples.push(`${task.taskId}: ${content === undefined ? 'missing' : JSON.stringify(content.slice(0, 80))}`);
     }
   }
-  return { name: 'every file written once, with its content', held: wrong === 0, detail: `${tasks.length - wrong}/${tasks.length} files as written${examples.length ? `; ${examples.join('; ')}` : ''}` };
+  return {
+    name: 'every file written once, with its content',
+    held: wrong === 0,
+    detail: `${tasks.length - wrong}/${tasks.length} files as written${examples.length ? `; ${examples.join('; ')}` : ''}`,
+  };
 }
 
 async function commitEffects({ db, tasks, workspaceOf }: InvariantInputs): Promise<Invariant> {
   const subjectsByAgent = new Map<string, string[]>();
   for (const agentId of new Set(tasks.map((t) => t.agentId))) {
-    const log = await run('git', ['-C', workspaceOf(agentId), 'log', '--format=%s'], { maxBuffer: 16 << 20 }).then((r) => r.stdout, () => '');
+    const log = await run('git', ['-C', workspaceOf(agentId), 'log', '--format=%s'], { maxBuffer: 16 << 20 }).then(
+      (r) => r.stdout,
+      () => '',
+    );
     subjectsByAgent.set(agentId, log.split('\n').filter(Boolean));
   }
   // A call whose worker died before its result was recorded is reported to the model as interrupted and never
   // run again: its commit may or may not exist (at most once). Every other commit must exist exactly once.
   const interrupted = new Set(
     tasks.length
-      ? (await db.selectFrom('tool_calls').select('task_id').where('tool', '=', 'shell_execute').where('status', '=', 'started').where('task_id', 'in', tasks.map((t) => t.taskId)).execute()).map((r) => r.task_id)
+      ? (
+          await db
+            .selectFrom('tool_calls')
+            .select('task_id')
+            .where('tool', '=', 'shell_execute')
+            .where('status', '=', 'started')
+            .where(
+              'task_id',
+              'in',
+              tasks.map((t) => t.taskId),
+            )
+            .execute()
+        ).map((r) => r.task_id)
       : [],
   );
   let missing = 0;
@@ -108,8 +142,17 @@ async function commitEffects({ db, tasks, workspaceOf }: InvariantInputs): Promi
 }
 
 async function ledger({ db, tasks }: InvariantInputs): Promise<Invariant> {
-  if (tasks.length === 0) return { name: 'every tool call executed at most once (ledger)', held: true, detail: 'no tasks' };
-  const rows = await db.selectFrom('tool_calls').select(['tool', 'status', 'executions']).where('task_id', 'in', tasks.map((t) => t.taskId)).execute();
+  if (tasks.length === 0)
+    return { name: 'every tool call executed at most once (ledger)', held: true, detail: 'no tasks' };
+  const rows = await db
+    .selectFrom('tool_calls')
+    .select(['tool', 'status', 'executions'])
+    .where(
+      'task_id',
+      'in',
+      tasks.map((t) => t.taskId),
+    )
+    .execute();
   const rerun = rows.filter((r) => r.executions > 1).length;
   const unknown = rows.filter((r) => r.status === 'started').length;
   return {
@@ -128,7 +171,15 @@ async function llmCalls({ db, tasks }: InvariantInputs): Promise<Invariant> {
     .having(sql`count(*)`, '>', 1)
     .execute();
   const taskCalls = tasks.length
-    ? await db.selectFrom('llm_calls').select(['error', 'input_tokens', 'cost_usd']).where('task_id', 'in', tasks.map((t) => t.taskId)).execute()
+    ? await db
+        .selectFrom('llm_calls')
+        .select(['error', 'input_tokens', 'cost_usd'])
+        .where(
+          'task_id',
+          'in',
+          tasks.map((t) => t.taskId),
+        )
+        .execute()
     : [];
   const succeeded = taskCalls.filter((c) => !c.error);
   const unpriced = succeeded.filter((c) => c.input_tokens <= 0 || Number(c.cost_usd) <= 0).length;
@@ -141,13 +192,25 @@ async function llmCalls({ db, tasks }: InvariantInputs): Promise<Invariant> {
 
 async function approvals({ db, tasks }: InvariantInputs): Promise<Invariant> {
   if (tasks.length === 0) return { name: 'every approval decided once', held: true, detail: 'no tasks' };
-  const rows = await db.selectFrom('approvals').select(['id', 'status']).where('task_id', 'in', tasks.map((t) => t.taskId)).execute();
+  const rows = await db
+    .selectFrom('approvals')
+    .select(['id', 'status'])
+    .where(
+      'task_id',
+      'in',
+      tasks.map((t) => t.taskId),
+    )
+    .execute();
   const pending = rows.filter((r) => r.status === 'pending').length;
   const approvedRuns = await db
     .selectFrom('approvals as a')
     .innerJoin('tool_calls as c', (join) => join.onRef('c.task_id', '=', 'a.task_id').onRef('c.tool', '=', 'a.tool'))
     .select(['a.id', 'c.executions'])
-    .where('a.task_id', 'in', tasks.map((t) => t.taskId))
+    .where(
+      'a.task_id',
+      'in',
+      tasks.map((t) => t.taskId),
+    )
     .where('a.status', '=', 'approved')
     .execute();
   const twice = approvedRuns.filter((r) => r.executions > 1).length;
@@ -169,11 +232,21 @@ async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
       unresumable++;
       continue;
     }
-    const item = await db.selectFrom('mailbox_items').select(['merged_into']).where('id', '=', chat.itemId).executeTakeFirst();
+    const item = await db
+      .selectFrom('mailbox_items')
+      .select(['merged_into'])
+      .where('id', '=', chat.itemId)
+      .executeTakeFirst();
     const stored = await readTranscript(db, chatRunWorkflowId(chat.agentId, item?.merged_into ?? chat.itemId));
-    const storedText = stored.steps.map((s) => s.text).filter(Boolean).join('\n\n');
+    const storedText = stored.steps
+      .map((s) => s.text)
+      .filter(Boolean)
+      .join('\n\n');
     if (chat.ended && chat.text === storedText && storedText.length > 0) equal++;
-    else if (differences.length < 3) differences.push(`${chat.itemId}: client ${chat.text.length} chars${chat.ended ? '' : ' (never ended)'}, stored ${storedText.length}`);
+    else if (differences.length < 3)
+      differences.push(
+        `${chat.itemId}: client ${chat.text.length} chars${chat.ended ? '' : ' (never ended)'}, stored ${storedText.length}`,
+      );
   }
   const followed = chats.length - unresumable;
   const reconnects = chats.reduce((n, c) => n + c.reconnects, 0);
@@ -195,13 +268,21 @@ async function nondeterminism({ temporal }: InvariantInputs): Promise<Invariant>
       const failure = event.workflowTaskFailedEventAttributes;
       if (!failure) continue;
       const text = `${failure.failure?.message ?? ''} ${String(failure.cause ?? '')}`;
-      if (/nondetermin/i.test(text) || String(failure.cause) === '24' || /NON_DETERMINISTIC/.test(String(failure.cause))) {
+      if (
+        /nondetermin/i.test(text) ||
+        String(failure.cause) === '24' ||
+        /NON_DETERMINISTIC/.test(String(failure.cause))
+      ) {
         failing.push(`${execution.workflowId}: ${failure.failure?.message?.slice(0, 160)}`);
         break;
       }
     }
   }
-  return { name: 'no non-determinism error in any history', held: failing.length === 0, detail: `${histories} histories read; ${failing.length} with one${failing.length ? `: ${failing.slice(0, 2).join('; ')}` : ''}` };
+  return {
+    name: 'no non-determinism error in any history',
+    held: failing.length === 0,
+    detail: `${histories} histories read; ${failing.length} with one${failing.length ? `: ${failing.slice(0, 2).join('; ')}` : ''}`,
+  };
 }
 
 function workerMemory({ rssSamplesMb }: InvariantInputs): Invariant {
@@ -213,10 +294,16 @@ function workerMemory({ rssSamplesMb }: InvariantInputs): Invariant {
     held &&= max <= WORKER_RSS_BOUND_MB;
     lines.push(`${name} ${samples[0]}→${samples.at(-1)} MB (max ${max})`);
   }
-  return { name: `the workers' RSS bounded (≤ ${WORKER_RSS_BOUND_MB} MB)`, held, detail: lines.join('; ') || 'no samples' };
+  return {
+    name: `the workers' RSS bounded (≤ ${WORKER_RSS_BOUND_MB} MB)`,
+    held,
+    detail: lines.join('; ') || 'no samples',
+  };
 }
 
 export function invariantTable(invariants: Invariant[]): string {
-  const rows = invariants.map((i) => `| ${i.name} | ${i.held ? 'held' : '**BROKEN**'} | ${i.detail.replaceAll('|', '\\|')} |`);
+  const rows = invariants.map(
+    (i) => `| ${i.name} | ${i.held ? 'held' : '**BROKEN**'} | ${i.detail.replaceAll('|', '\\|')} |`,
+  );
   return ['| invariant | result | figures |', '|---|---|---|', ...rows].join('\n');
 }

@@ -7,7 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { applyStreamEvent, emptyTranscript, transcriptText, type StreamEvent, type StreamTranscript } from '../../client/streams';
+import {
+  applyStreamEvent,
+  emptyTranscript,
+  transcriptText,
+  type StreamEvent,
+  type StreamTranscript,
+} from '../../client/streams';
 
 /** How long a client keeps retrying one request across API processes before it gives up. */
 const REQUEST_DEADLINE_MS = 120_000;
@@ -25,7 +31,12 @@ export class ApiClients {
   ) {}
 
   /** One request, retried on another process while the answer is a connection error or a 5xx. */
-  async call<T>(method: string, url: string, body?: unknown, accept: number[] = []): Promise<{ status: number; json: T }> {
+  async call<T>(
+    method: string,
+    url: string,
+    body?: unknown,
+    accept: number[] = [],
+  ): Promise<{ status: number; json: T }> {
     const deadline = Date.now() + REQUEST_DEADLINE_MS;
     for (let attempt = 0; ; attempt++) {
       const base = this.urls[this.next++ % this.urls.length]!;
@@ -37,8 +48,12 @@ export class ApiClients {
           signal: AbortSignal.timeout(30_000),
         });
         const text = await response.text();
-        if (response.status < 500 || accept.includes(response.status)) return { status: response.status, json: (text ? JSON.parse(text) : undefined) as T };
-        if (Date.now() > deadline) throw new Error(`${method} ${url} answered ${response.status} for ${REQUEST_DEADLINE_MS} ms: ${text.slice(0, 300)}`);
+        if (response.status < 500 || accept.includes(response.status))
+          return { status: response.status, json: (text ? JSON.parse(text) : undefined) as T };
+        if (Date.now() > deadline)
+          throw new Error(
+            `${method} ${url} answered ${response.status} for ${REQUEST_DEADLINE_MS} ms: ${text.slice(0, 300)}`,
+          );
       } catch (error) {
         if (Date.now() > deadline) throw error;
       }
@@ -71,7 +86,8 @@ export async function startTask(api: ApiClients, agentId: string, n: number): Pr
     description: 'Write your file, commit it, then submit for review.',
   });
   // 409: an earlier attempt of this same start reached the server before its answer was lost.
-  if (status !== 201 && status !== 409) throw new Error(`starting chaos task ${n} answered ${status}: ${JSON.stringify(json)}`);
+  if (status !== 201 && status !== 409)
+    throw new Error(`starting chaos task ${n} answered ${status}: ${JSON.stringify(json)}`);
   return { taskId, agentId };
 }
 
@@ -86,7 +102,10 @@ export async function runApprover(api: ApiClients, stop: AbortSignal): Promise<{
         const seen = firstSeen.get(requestId) ?? Date.now();
         firstSeen.set(requestId, seen);
         if (Date.now() - seen < APPROVAL_DELAY_MS) continue;
-        const decided = await api.call('POST', `/v1/approvals/${requestId}`, { decision: 'approved', comment: 'chaos approver' });
+        const decided = await api.call('POST', `/v1/approvals/${requestId}`, {
+          decision: 'approved',
+          comment: 'chaos approver',
+        });
         // 409: decided already (an earlier attempt whose answer was lost); the invariants check it ran once.
         if (decided.status === 200) counts.decided++;
         else counts.refused++;
@@ -115,18 +134,30 @@ export interface FollowedChat {
  * Sends a chat message and follows its answer to `end` over SSE; when the connection drops it resumes on
  * the next API process with Last-Event-ID, as a browser's EventSource would.
  */
-export async function followChat(api: ApiClients, agentId: string, n: string, deadlineMs: number): Promise<FollowedChat> {
+export async function followChat(
+  api: ApiClients,
+  agentId: string,
+  n: string,
+  deadlineMs: number,
+): Promise<FollowedChat> {
   const followed: FollowedChat = { agentId, n, text: '', reconnects: 0, ended: false };
   let transcript: StreamTranscript = emptyTranscript();
   let lastId: string | undefined;
   const deadline = Date.now() + deadlineMs;
   for (let attempt = 0; Date.now() < deadline && !followed.ended; attempt++) {
     const first = followed.itemId === undefined;
-    const url = first ? `${api.baseFor(attempt)}/v1/agents/${agentId}/chat` : `${api.baseFor(attempt)}/v1/agents/${agentId}/chat/${followed.itemId}/stream`;
+    const url = first
+      ? `${api.baseFor(attempt)}/v1/agents/${agentId}/chat`
+      : `${api.baseFor(attempt)}/v1/agents/${agentId}/chat/${followed.itemId}/stream`;
     try {
       const response = await fetch(url, {
         method: first ? 'POST' : 'GET',
-        headers: { authorization: api.authorization, accept: 'text/event-stream', ...(first ? { 'content-type': 'application/json' } : {}), ...(lastId ? { 'last-event-id': lastId } : {}) },
+        headers: {
+          authorization: api.authorization,
+          accept: 'text/event-stream',
+          ...(first ? { 'content-type': 'application/json' } : {}),
+          ...(lastId ? { 'last-event-id': lastId } : {}),
+        },
         body: first ? JSON.stringify({ text: `chaos chat ${n}: please answer` }) : undefined,
         signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
       });

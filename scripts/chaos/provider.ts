@@ -23,7 +23,8 @@ export const taskFile = (taskId: string): string => `chaos/${taskId}.txt`;
 export const taskFileContent = (taskId: string): string => `written once by task ${taskId}\n`;
 export const commitSubject = (taskId: string): string => `chaos ${taskId}`;
 /** The chat answer each chat message gets, long enough to stream in many deltas. */
-export const chatAnswer = (n: string): string => `Answer ${n}: ${'the durable loop keeps every word. '.repeat(12).trim()}`;
+export const chatAnswer = (n: string): string =>
+  `Answer ${n}: ${'the durable loop keeps every word. '.repeat(12).trim()}`;
 
 export function chaosModel(): ChaosModel {
   let fault: { kind: ProviderFault; until: number } | undefined;
@@ -49,7 +50,10 @@ export function chaosModel(): ChaosModel {
 function answer(request: RecordedRequest): ScriptedResponse {
   const body = JSON.stringify(request.body);
   const taskId = /Task ID: ([0-9a-f-]{36})/.exec(body)?.[1];
-  const message = (content: Extract<ScriptedResponse, { kind: 'message' }>['content'], stopReason: 'tool_use' | 'end_turn'): ScriptedResponse => ({
+  const message = (
+    content: Extract<ScriptedResponse, { kind: 'message' }>['content'],
+    stopReason: 'tool_use' | 'end_turn',
+  ): ScriptedResponse => ({
     kind: 'message',
     content,
     stopReason,
@@ -63,11 +67,26 @@ function answer(request: RecordedRequest): ScriptedResponse {
   }
   const done = (body.match(/"tool_result"/g) ?? []).length;
   if (done === 0) {
-    return message([{ type: 'text', text: 'writing the file' }, { type: 'tool_use', name: 'file_write', input: { path: taskFile(taskId), content: taskFileContent(taskId) } }], 'tool_use');
+    return message(
+      [
+        { type: 'text', text: 'writing the file' },
+        { type: 'tool_use', name: 'file_write', input: { path: taskFile(taskId), content: taskFileContent(taskId) } },
+      ],
+      'tool_use',
+    );
   }
   if (done === 1) {
     const command = `git init -q . && git add ${taskFile(taskId)} && git commit -q -m '${commitSubject(taskId)}' -- ${taskFile(taskId)}`;
-    return message([{ type: 'text', text: 'committing it' }, { type: 'tool_use', name: 'shell_execute', input: { command } }], 'tool_use');
+    return message(
+      [
+        { type: 'text', text: 'committing it' },
+        { type: 'tool_use', name: 'shell_execute', input: { command } },
+      ],
+      'tool_use',
+    );
   }
-  return message([{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'file written and committed' } }], 'tool_use');
+  return message(
+    [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'file written and committed' } }],
+    'tool_use',
+  );
 }

@@ -14,7 +14,15 @@ import { AgentSchedules } from '../../client/schedules';
 import { startFakeLlmServer } from '../../test/fake-llm';
 import { MIN_HEARTBEAT_INTERVAL_MS } from '../../workflows/rules/heartbeat-rules';
 import { freeBasePort, startCluster } from '../cluster/topology';
-import { checkOutPreviousRelease, FAULT_KINDS, injectFault, QUIET_BETWEEN_FAULTS_MS, seededRandom, type FaultKind, type FaultRecord } from './faults';
+import {
+  checkOutPreviousRelease,
+  FAULT_KINDS,
+  injectFault,
+  QUIET_BETWEEN_FAULTS_MS,
+  seededRandom,
+  type FaultKind,
+  type FaultRecord,
+} from './faults';
 import { checkInvariants, type Invariant } from './invariants';
 import { ApiClients, followChat, runApprover, startTask, type FollowedChat, type StartedTask } from './load';
 import { chaosModel } from './provider';
@@ -57,14 +65,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const { log } = options;
   const t0 = Date.now();
   const model = chaosModel();
-  const previousRelease = checkOutPreviousRelease(ROOT, (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
-  if (previousRelease) log(`the previous release, ${previousRelease.version}, runs a worker beside the current ones until the rolling deploy`);
+  const previousRelease = checkOutPreviousRelease(
+    ROOT,
+    (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+  );
+  if (previousRelease)
+    log(
+      `the previous release, ${previousRelease.version}, runs a worker beside the current ones until the rolling deploy`,
+    );
   const llm = await startFakeLlmServer({ responder: (request) => model.respond(request) });
   const cluster = await startCluster({
     dir: options.dir,
     basePort: await freeBasePort(),
     log,
-    productEnv: { ANTHROPIC_API_KEY: 'chaos-fake-key', ANTHROPIC_BASE_URL: llm.url, OPENAI_API_KEY: '', OPENAI_COMPATIBLE_BASE_URL: '' },
+    productEnv: {
+      ANTHROPIC_API_KEY: 'chaos-fake-key',
+      ANTHROPIC_BASE_URL: llm.url,
+      OPENAI_API_KEY: '',
+      OPENAI_COMPATIBLE_BASE_URL: '',
+    },
     ...(previousRelease ? { previousRelease } : {}),
   });
   const db = await openDatabase({ url: cluster.productDatabaseUrl, poolSize: 4 });
@@ -76,11 +95,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const agents = new AgentsClient(temporal, db.db, { workspaceRoot: path.join(options.dir, 'workspaces') });
     const workspaces = new Map<string, string>();
     const agentIds = Array.from({ length: options.agents }, (_, i) => `chaos-${i}`);
-    for (const id of agentIds) workspaces.set(id, (await agents.upsertAgentFromFolder(path.join(ROOT, 'examples/agents/scribe'), { id })).workspaceDir);
-    log(`${agentIds.length} agents; creating their heartbeat schedules (every ${MIN_HEARTBEAT_INTERVAL_MS / 60_000} min)`);
+    for (const id of agentIds)
+      workspaces.set(
+        id,
+        (await agents.upsertAgentFromFolder(path.join(ROOT, 'examples/agents/scribe'), { id })).workspaceDir,
+      );
+    log(
+      `${agentIds.length} agents; creating their heartbeat schedules (every ${MIN_HEARTBEAT_INTERVAL_MS / 60_000} min)`,
+    );
     const schedules = new AgentSchedules(temporal);
     for (let i = 0; i < agentIds.length; i += SCHEDULE_CONCURRENCY) {
-      await Promise.all(agentIds.slice(i, i + SCHEDULE_CONCURRENCY).map((id) => schedules.createHeartbeat(id, { intervalMs: MIN_HEARTBEAT_INTERVAL_MS })));
+      await Promise.all(
+        agentIds
+          .slice(i, i + SCHEDULE_CONCURRENCY)
+          .map((id) => schedules.createHeartbeat(id, { intervalMs: MIN_HEARTBEAT_INTERVAL_MS })),
+      );
     }
     const api = new ApiClients(cluster.apiUrls, (await createToken(db.db, 'chaos', 'operator')).token);
     const loadEnds = Date.now() + options.minutes * 60_000;
@@ -95,20 +124,39 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       // Every kind once in a shuffled order, then again: a short run still meets each fault.
       let order: FaultKind[] = [];
       while (Date.now() < loadEnds) {
-        await sleep(QUIET_BETWEEN_FAULTS_MS.min + random() * (QUIET_BETWEEN_FAULTS_MS.max - QUIET_BETWEEN_FAULTS_MS.min));
+        await sleep(
+          QUIET_BETWEEN_FAULTS_MS.min + random() * (QUIET_BETWEEN_FAULTS_MS.max - QUIET_BETWEEN_FAULTS_MS.min),
+        );
         if (Date.now() >= loadEnds) break;
         if (order.length === 0) order = shuffle([...FAULT_KINDS], random);
         const kind = order.shift()!;
         log(`fault: ${kind}`);
         const at = Date.now();
         try {
-          const fault = await injectFault(kind, { cluster, model, random, longRun: options.minutes >= LONG_RUN_MINUTES, previousReleaseVersion: previousRelease?.version, log }, t0);
+          const fault = await injectFault(
+            kind,
+            {
+              cluster,
+              model,
+              random,
+              longRun: options.minutes >= LONG_RUN_MINUTES,
+              previousReleaseVersion: previousRelease?.version,
+              log,
+            },
+            t0,
+          );
           log(`  ${fault.detail} (recovered in ${(fault.recoveryMs / 1000).toFixed(1)} s)`);
           faults.push(fault);
         } catch (error) {
           // A recovery that did not happen is a finding, not the end of the run: the invariants say so.
           log(`  ${kind} did not recover: ${(error as Error).message.split('\n')[0]}`);
-          faults.push({ kind, detail: `did not recover: ${(error as Error).message.split('\n')[0]}`, atMs: at - t0, recoveryMs: Date.now() - at, failed: true });
+          faults.push({
+            kind,
+            detail: `did not recover: ${(error as Error).message.split('\n')[0]}`,
+            atMs: at - t0,
+            recoveryMs: Date.now() - at,
+            failed: true,
+          });
         }
       }
     })();
@@ -116,7 +164,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let lastChat = 0;
     while (Date.now() < loadEnds) {
       await refreshBusy(db.db, tasks, busy);
-      const agentId = agentIds.find((id, i) => !busy.has(id) && i >= (n % agentIds.length)) ?? agentIds.find((id) => !busy.has(id));
+      const agentId =
+        agentIds.find((id, i) => !busy.has(id) && i >= n % agentIds.length) ?? agentIds.find((id) => !busy.has(id));
       if (agentId) {
         try {
           tasks.push(await startTask(api, agentId, n++));
@@ -132,14 +181,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(TASK_EVERY_MS);
     }
     await faultLoop;
-    log(`load stopped after ${options.minutes} min: ${tasks.length} tasks, ${chats.length} chats, ${faults.length} faults; draining`);
+    log(
+      `load stopped after ${options.minutes} min: ${tasks.length} tasks, ${chats.length} chats, ${faults.length} faults; draining`,
+    );
     const drainEnds = Date.now() + DRAIN_MS;
     while (Date.now() < drainEnds && (await refreshBusy(db.db, tasks, busy)) > 0) await sleep(2_000);
     stopApprover.abort();
     const followed = await Promise.all(chats);
     const invariants = [
       faultsRecovered(faults),
-      ...(await checkInvariants({ db: db.db, temporal, tasks, chats: followed, workspaceOf: (id) => workspaces.get(id)!, rssSamplesMb })),
+      ...(await checkInvariants({
+        db: db.db,
+        temporal,
+        tasks,
+        chats: followed,
+        workspaceOf: (id) => workspaces.get(id)!,
+        rssSamplesMb,
+      })),
     ];
     return {
       options,
@@ -173,11 +231,23 @@ function faultsRecovered(faults: FaultRecord[]): Invariant {
 }
 
 /** Marks agents whose chaos task has not reached review yet; returns how many tasks are still running. */
-async function refreshBusy(db: Parameters<typeof checkInvariants>[0]['db'], tasks: StartedTask[], busy: Set<string>): Promise<number> {
+async function refreshBusy(
+  db: Parameters<typeof checkInvariants>[0]['db'],
+  tasks: StartedTask[],
+  busy: Set<string>,
+): Promise<number> {
   if (tasks.length === 0) return 0;
   const open = new Set<string>();
   try {
-    const rows = await db.selectFrom('tasks').select(['id', 'state']).where('id', 'in', tasks.map((t) => t.taskId)).execute();
+    const rows = await db
+      .selectFrom('tasks')
+      .select(['id', 'state'])
+      .where(
+        'id',
+        'in',
+        tasks.map((t) => t.taskId),
+      )
+      .execute();
     const states = new Map(rows.map((r) => [r.id, r.state]));
     for (const task of tasks) if (states.get(task.taskId) !== 'review') open.add(task.agentId);
   } catch {

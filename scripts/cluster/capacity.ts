@@ -47,7 +47,10 @@ function treeCpuSeconds(root: number): number {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       parents.set(Number(entry), Number(f[1]));
-      cpu.set(Number(entry), { own: (Number(f[11]) + Number(f[12])) / CLOCK_TICKS_PER_SECOND, reaped: (Number(f[13]) + Number(f[14])) / CLOCK_TICKS_PER_SECOND });
+      cpu.set(Number(entry), {
+        own: (Number(f[11]) + Number(f[12])) / CLOCK_TICKS_PER_SECOND,
+        reaped: (Number(f[13]) + Number(f[14])) / CLOCK_TICKS_PER_SECOND,
+      });
     } catch {
       // exited while listed
     }
@@ -69,7 +72,9 @@ async function transactions(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: string }>('select (xact_commit + xact_rollback)::text as n from pg_stat_database where datname = current_database()');
+    const { rows } = await client.query<{ n: string }>(
+      'select (xact_commit + xact_rollback)::text as n from pg_stat_database where datname = current_database()',
+    );
     return Number(rows[0]!.n);
   } finally {
     await client.end();
@@ -84,8 +89,23 @@ function responder(calls: number, answerMs: number) {
     const done = (body.match(/"tool_result"/g) ?? []).length;
     const usage = { inputTokens: 400, outputTokens: 40 };
     const chunkDelayMs = Math.round(answerMs / ANSWER_FRAMES);
-    if (done < calls - 1) return { kind: 'message', content: [{ type: 'tool_use', name: 'file_write', input: { path: `cap/${taskId}-${done}.txt`, content: `${done}` } }], stopReason: 'tool_use', usage, chunkDelayMs };
-    return { kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'done' } }], stopReason: 'tool_use', usage, chunkDelayMs };
+    if (done < calls - 1)
+      return {
+        kind: 'message',
+        content: [
+          { type: 'tool_use', name: 'file_write', input: { path: `cap/${taskId}-${done}.txt`, content: `${done}` } },
+        ],
+        stopReason: 'tool_use',
+        usage,
+        chunkDelayMs,
+      };
+    return {
+      kind: 'message',
+      content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'done' } }],
+      stopReason: 'tool_use',
+      usage,
+      chunkDelayMs,
+    };
   };
 }
 
@@ -93,23 +113,55 @@ function responder(calls: number, answerMs: number) {
 function actions(events: Array<Record<string, unknown>>): number {
   let n = 0;
   for (const e of events) {
-    if (e.workflowExecutionStartedEventAttributes || e.activityTaskScheduledEventAttributes || e.timerStartedEventAttributes) n++;
-    else if (e.workflowExecutionSignaledEventAttributes || e.workflowExecutionUpdateAcceptedEventAttributes || e.markerRecordedEventAttributes) n++;
-    else if (e.startChildWorkflowExecutionInitiatedEventAttributes || e.upsertWorkflowSearchAttributesEventAttributes || e.workflowPropertiesModifiedEventAttributes) n++;
-    else if (e.activityTaskStartedEventAttributes && Number((e.activityTaskStartedEventAttributes as { attempt?: number }).attempt ?? 1) > 1) n++; // a retry
+    if (
+      e.workflowExecutionStartedEventAttributes ||
+      e.activityTaskScheduledEventAttributes ||
+      e.timerStartedEventAttributes
+    )
+      n++;
+    else if (
+      e.workflowExecutionSignaledEventAttributes ||
+      e.workflowExecutionUpdateAcceptedEventAttributes ||
+      e.markerRecordedEventAttributes
+    )
+      n++;
+    else if (
+      e.startChildWorkflowExecutionInitiatedEventAttributes ||
+      e.upsertWorkflowSearchAttributesEventAttributes ||
+      e.workflowPropertiesModifiedEventAttributes
+    )
+      n++;
+    else if (
+      e.activityTaskStartedEventAttributes &&
+      Number((e.activityTaskStartedEventAttributes as { attempt?: number }).attempt ?? 1) > 1
+    )
+      n++; // a retry
   }
   return n;
 }
 
-async function measure(cluster: Cluster, temporal: Client, db: Kysely<Database>, agents: AgentsClient, tasks: number, calls: number): Promise<Level> {
-  const dirs = { temporalDb: path.join(path.dirname(cluster.logDir), 'temporal-postgres'), productDb: path.join(path.dirname(cluster.logDir), 'product-postgres') };
+async function measure(
+  cluster: Cluster,
+  temporal: Client,
+  db: Kysely<Database>,
+  agents: AgentsClient,
+  tasks: number,
+  calls: number,
+): Promise<Level> {
+  const dirs = {
+    temporalDb: path.join(path.dirname(cluster.logDir), 'temporal-postgres'),
+    productDb: path.join(path.dirname(cluster.logDir), 'product-postgres'),
+  };
   const sample = () => ({
     workers: cluster.workers.reduce((s, w) => s + treeCpuSeconds(w.child.pid!), 0),
     temporal: cluster.temporalServices.reduce((s, t) => s + treeCpuSeconds(t.child.pid!), 0),
     temporalDb: treeCpuSeconds(postmasterPid(dirs.temporalDb)),
     productDb: treeCpuSeconds(postmasterPid(dirs.productDb)),
   });
-  const xacts = async () => ({ temporal: await transactions(new URL('/temporal', cluster.temporalDatabaseUrl).toString()), product: await transactions(cluster.productDatabaseUrl) });
+  const xacts = async () => ({
+    temporal: await transactions(new URL('/temporal', cluster.temporalDatabaseUrl).toString()),
+    product: await transactions(cluster.productDatabaseUrl),
+  });
   const before = sample();
   const xBefore = await xacts();
   const t0 = Date.now();
@@ -121,7 +173,12 @@ async function measure(cluster: Cluster, temporal: Client, db: Kysely<Database>,
   }
   // A task's row is written by its workflow's first activity: until then it is simply not in review yet.
   for (;;) {
-    const rows = await db.selectFrom('tasks').select('state').where('id', 'in', ids).where('state', '=', 'review').execute();
+    const rows = await db
+      .selectFrom('tasks')
+      .select('state')
+      .where('id', 'in', ids)
+      .where('state', '=', 'review')
+      .execute();
     if (rows.length === ids.length) break;
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
@@ -145,7 +202,12 @@ async function measure(cluster: Cluster, temporal: Client, db: Kysely<Database>,
     tasks,
     iterations: tasks * calls,
     wallS,
-    cpuS: { workers: diff('workers'), temporal: diff('temporal'), temporalDb: diff('temporalDb'), productDb: diff('productDb') },
+    cpuS: {
+      workers: diff('workers'),
+      temporal: diff('temporal'),
+      temporalDb: diff('temporalDb'),
+      productDb: diff('productDb'),
+    },
     transactions: { temporal: xAfter.temporal - xBefore.temporal, product: xAfter.product - xBefore.product },
     historyEvents,
     historyBytes,
@@ -155,17 +217,33 @@ async function measure(cluster: Cluster, temporal: Client, db: Kysely<Database>,
 
 export type { Level as CapacityLevel };
 
-export async function runCapacity(levels: number[], calls: number, answerMs: number, log: (line: string) => void): Promise<Level[]> {
+export async function runCapacity(
+  levels: number[],
+  calls: number,
+  answerMs: number,
+  log: (line: string) => void,
+): Promise<Level[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'da-capacity-'));
   chmodSync(dir, 0o755);
   const llm = await startFakeLlmServer({ responder: responder(calls, answerMs) });
-  const cluster = await startCluster({ dir, basePort: await freeBasePort(), log, productEnv: { ANTHROPIC_API_KEY: 'capacity-fake-key', ANTHROPIC_BASE_URL: llm.url, OPENAI_API_KEY: '', OPENAI_COMPATIBLE_BASE_URL: '' } });
+  const cluster = await startCluster({
+    dir,
+    basePort: await freeBasePort(),
+    log,
+    productEnv: {
+      ANTHROPIC_API_KEY: 'capacity-fake-key',
+      ANTHROPIC_BASE_URL: llm.url,
+      OPENAI_API_KEY: '',
+      OPENAI_COMPATIBLE_BASE_URL: '',
+    },
+  });
   const db = await openDatabase({ url: cluster.productDatabaseUrl, poolSize: 4 });
   const connection = await Connection.connect({ address: cluster.temporalAddress });
   const temporal = new Client({ connection });
   try {
     const agents = new AgentsClient(temporal, db.db, { workspaceRoot: path.join(dir, 'workspaces') });
-    for (let i = 0; i < Math.max(...levels); i++) await agents.upsertAgentFromFolder(path.join(ROOT, 'examples/agents/scribe'), { id: `cap-${i}` });
+    for (let i = 0; i < Math.max(...levels); i++)
+      await agents.upsertAgentFromFolder(path.join(ROOT, 'examples/agents/scribe'), { id: `cap-${i}` });
     await measure(cluster, temporal, db.db, agents, 2, calls); // warm-up: bundles, caches, connections
     const results: Level[] = [];
     for (const tasks of levels) {
@@ -199,7 +277,8 @@ const CLOUD_USD_PER_MILLION_ACTIONS = 50;
 
 export function capacityModel(level: Level): string[] {
   const per = (x: number) => x / level.iterations;
-  const rate = TARGET.activeTasks / SECONDS_PER_ITERATION + (TARGET.agents / HEARTBEAT_INTERVAL_S) * ITERATIONS_PER_HEARTBEAT;
+  const rate =
+    TARGET.activeTasks / SECONDS_PER_ITERATION + (TARGET.agents / HEARTBEAT_INTERVAL_S) * ITERATIONS_PER_HEARTBEAT;
   const cores = (cpuS: number) => (rate * per(cpuS)) / TARGET_UTILISATION;
   const workerCores = cores(level.cpuS.workers);
   const parts = [
@@ -210,7 +289,8 @@ export function capacityModel(level: Level): string[] {
   ].sort((a, b) => b.cores - a.cores);
   const eventsPerIteration = per(level.historyEvents);
   const shards = Math.max(16, 2 ** Math.ceil(Math.log2((rate * 1.5 * 4) / SHARD_TRANSFER_POLLS_PER_S)));
-  const tasksPerMonth = (TARGET.activeTasks / (SECONDS_PER_ITERATION * (level.iterations / level.tasks))) * 30 * 24 * 3600;
+  const tasksPerMonth =
+    (TARGET.activeTasks / (SECONDS_PER_ITERATION * (level.iterations / level.tasks))) * 30 * 24 * 3600;
   return [
     `${rate.toFixed(0)} iterations/s: ${TARGET.activeTasks} active tasks at one LLM call per ${SECONDS_PER_ITERATION} s, plus ${TARGET.agents} agents' heartbeats (every ${HEARTBEAT_INTERVAL_S / 60} min, ${ITERATIONS_PER_HEARTBEAT} calls each).`,
     `Agent workers: ${Math.ceil(workerCores / CORES_PER_WORKER)} of ${CORES_PER_WORKER} cores (${(per(level.cpuS.workers) * 1000).toFixed(1)} ms CPU per iteration, ${TARGET_UTILISATION * 100}% target use).`,
@@ -240,7 +320,8 @@ async function main(): Promise<void> {
     return i >= 0 ? process.argv[i + 1]! : fallback;
   };
   const levels = arg('levels', '10,20,40').split(',').map(Number);
-  if (levels.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error('--levels must be positive integers separated by commas, e.g. 10,20,40');
+  if (levels.some((n) => !Number.isInteger(n) || n <= 0))
+    throw new Error('--levels must be positive integers separated by commas, e.g. 10,20,40');
   const calls = Number(arg('calls', '11'));
   const answerMs = Number(arg('answer-ms', '200'));
   const results = await runCapacity(levels, calls, answerMs, (line) => console.log(`[capacity] ${line}`));
@@ -249,7 +330,13 @@ async function main(): Promise<void> {
     const ratio = (k: keyof Level['cpuS']) => (l.cpuS[k] / l.iterations / (base.cpuS[k] / base.iterations)).toFixed(2);
     return `- ${l.tasks / base.tasks}× the load: CPU per iteration ${ratio('workers')}× (workers), ${ratio('temporal')}× (Temporal), ${ratio('temporalDb')}× (Temporal PG), ${ratio('productDb')}× (product PG) of the ${base.tasks}-task level.`;
   });
-  console.log(`\n${levelTable(results)}\n\nThe model (from the ${results.at(-1)!.tasks}-task level):\n${capacityModel(results.at(-1)!).map((l) => `- ${l}`).join('\n')}\n\nHow the per-iteration cost holds as the load grows:\n${drift.join('\n')}`);
+  console.log(
+    `\n${levelTable(results)}\n\nThe model (from the ${results.at(-1)!.tasks}-task level):\n${capacityModel(
+      results.at(-1)!,
+    )
+      .map((l) => `- ${l}`)
+      .join('\n')}\n\nHow the per-iteration cost holds as the load grows:\n${drift.join('\n')}`,
+  );
 }
 
 if (require.main === module) {

@@ -17,13 +17,22 @@ async function main(): Promise<void> {
     .parse()
     .opts<{ dir: string; basePort: string; fresh?: boolean }>();
   if (options.fresh) {
-    for (const db of ['temporal-postgres', 'product-postgres']) await stopEmbeddedServer(path.join(options.dir, db)).catch(() => undefined);
+    for (const db of ['temporal-postgres', 'product-postgres'])
+      await stopEmbeddedServer(path.join(options.dir, db)).catch(() => undefined);
     rmSync(options.dir, { recursive: true, force: true });
   }
   const startedAt = Date.now();
-  const cluster = await startCluster({ dir: options.dir, basePort: Number(options.basePort), log: (line) => console.log(`[cluster] ${line}`) });
+  const cluster = await startCluster({
+    dir: options.dir,
+    basePort: Number(options.basePort),
+    log: (line) => console.log(`[cluster] ${line}`),
+  });
   const rows = [
-    ['Temporal frontend', cluster.temporalAddress, `${CLUSTER_HISTORY_SHARDS} history shards; history, matching, worker as their own processes`],
+    [
+      'Temporal frontend',
+      cluster.temporalAddress,
+      `${CLUSTER_HISTORY_SHARDS} history shards; history, matching, worker as their own processes`,
+    ],
     ["Temporal's PostgreSQL", cluster.temporalDatabaseUrl, 'persistence + SQL visibility'],
     ["the product's PostgreSQL", cluster.productDatabaseUrl, ''],
     ...cluster.workers.map((w) => [w.name, `pid ${w.child.pid}`, 'task queue agents']),
@@ -31,7 +40,9 @@ async function main(): Promise<void> {
   ];
   console.log(`\nCluster up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; logs in ${cluster.logDir}\n`);
   for (const [what, where, note] of rows) console.log(`  ${what!.padEnd(24)} ${where!.padEnd(52)} ${note}`);
-  console.log(`\nUse it: TEMPORAL_ADDRESS=${cluster.temporalAddress} DATABASE_URL=${cluster.productDatabaseUrl} npm run agents -- …   (Ctrl-C stops everything)`);
+  console.log(
+    `\nUse it: TEMPORAL_ADDRESS=${cluster.temporalAddress} DATABASE_URL=${cluster.productDatabaseUrl} npm run agents -- …   (Ctrl-C stops everything)`,
+  );
   // `on`, not `once`: a Ctrl-C reaches both tsx and this process, and tsx relays it once more; a
   // second signal must not kill this process halfway through stopping the others.
   await new Promise<void>((resolve) => {

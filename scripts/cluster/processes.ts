@@ -19,7 +19,12 @@ export interface ClusterProcess {
   kill(): Promise<void>;
 }
 
-export function startProcess(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; logDir: string }): ClusterProcess {
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; logDir: string },
+): ClusterProcess {
   mkdirSync(options.logDir, { recursive: true });
   const logFile = path.join(options.logDir, `${name}.log`);
   const logOffset = existsSync(logFile) ? statSync(logFile).size : 0;
@@ -37,20 +42,38 @@ export function startProcess(name: string, command: string, args: string[], opti
     }
     log.end();
   };
-  return { name, child, logFile, logOffset, startedAt: Date.now(), stop: () => end('SIGTERM'), kill: () => end('SIGKILL') };
+  return {
+    name,
+    child,
+    logFile,
+    logOffset,
+    startedAt: Date.now(),
+    stop: () => end('SIGTERM'),
+    kill: () => end('SIGKILL'),
+  };
 }
 
 /** Polls `check` until it returns true; fails naming `what` and the log to read. */
-export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs: number, watched: ClusterProcess | ClusterProcess[] = []): Promise<void> {
+export async function waitUntil(
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs: number,
+  watched: ClusterProcess | ClusterProcess[] = [],
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const processes = Array.isArray(watched) ? watched : [watched];
   for (;;) {
     const exited = processes.find((p) => p.child.exitCode !== null);
     if (exited) {
-      throw new Error(`${exited.name} exited with code ${exited.child.exitCode} while waiting for ${what}; the end of ${exited.logFile}:\n${logTail(exited.logFile)}`);
+      throw new Error(
+        `${exited.name} exited with code ${exited.child.exitCode} while waiting for ${what}; the end of ${exited.logFile}:\n${logTail(exited.logFile)}`,
+      );
     }
     if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${processes.length ? `; see ${processes.map((p) => p.logFile).join(', ')}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${processes.length ? `; see ${processes.map((p) => p.logFile).join(', ')}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -63,7 +86,12 @@ export function ownLog(process: ClusterProcess): string {
 /** The last lines of a log, for an error message (the log may be gone with its folder by the time someone reads it). */
 function logTail(file: string, lines = 15): string {
   try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).map((line) => line.slice(0, 500)).join('\n');
+    return readFileSync(file, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(-lines)
+      .map((line) => line.slice(0, 500))
+      .join('\n');
   } catch {
     return '(no log)';
   }

@@ -31,17 +31,29 @@ export interface TemporalServerInstall {
 /** Builds the server and `temporal-sql-tool` once (`go install`), then reuses them: seconds, not minutes. */
 export async function ensureTemporalServer(log: (line: string) => void): Promise<TemporalServerInstall> {
   const dir = path.join(ROOT, '.tools', 'temporal-server', TEMPORAL_SERVER_VERSION);
-  const install = { server: path.join(dir, 'bin', 'server'), sqlTool: path.join(dir, 'bin', 'sql'), schemaDir: path.join(dir, 'schema', 'postgresql', 'v12') };
+  const install = {
+    server: path.join(dir, 'bin', 'server'),
+    sqlTool: path.join(dir, 'bin', 'sql'),
+    schemaDir: path.join(dir, 'schema', 'postgresql', 'v12'),
+  };
   if (existsSync(install.server) && existsSync(install.sqlTool) && existsSync(install.schemaDir)) return install;
   try {
     await run('go', ['version']);
   } catch {
-    throw new Error(`building the Temporal server needs Go (go install ${MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}); install Go, or point TEMPORAL_ADDRESS at a cluster you run`);
+    throw new Error(
+      `building the Temporal server needs Go (go install ${MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}); install Go, or point TEMPORAL_ADDRESS at a cluster you run`,
+    );
   }
-  log(`building the Temporal server ${TEMPORAL_SERVER_VERSION} and temporal-sql-tool with go install (minutes, once; cached in ${dir})`);
+  log(
+    `building the Temporal server ${TEMPORAL_SERVER_VERSION} and temporal-sql-tool with go install (minutes, once; cached in ${dir})`,
+  );
   const env = { ...process.env, GOBIN: path.join(dir, 'bin'), GOFLAGS: '-mod=mod' };
   for (const cmd of ['cmd/server', 'cmd/tools/sql']) {
-    await run('go', ['install', `${MODULE}/${cmd}@${TEMPORAL_SERVER_VERSION}`], { env, timeout: BUILD_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 });
+    await run('go', ['install', `${MODULE}/${cmd}@${TEMPORAL_SERVER_VERSION}`], {
+      env,
+      timeout: BUILD_TIMEOUT_MS,
+      maxBuffer: 64 * 1024 * 1024,
+    });
   }
   const { stdout } = await run('go', ['env', 'GOMODCACHE']);
   const moduleDir = path.join(stdout.trim(), `${MODULE}@${TEMPORAL_SERVER_VERSION}`);
@@ -60,7 +72,14 @@ export interface ClusterPorts {
   membershipOffset: number;
 }
 
-export const portsFrom = (base: number): ClusterPorts => ({ frontend: base, frontendHttp: base + 10, history: base + 1, matching: base + 2, worker: base + 6, membershipOffset: 100 });
+export const portsFrom = (base: number): ClusterPorts => ({
+  frontend: base,
+  frontendHttp: base + 10,
+  history: base + 1,
+  matching: base + 2,
+  worker: base + 6,
+  membershipOffset: 100,
+});
 
 /** Every port the server's processes listen on. */
 export const listenPorts = (ports: ClusterPorts): number[] => {
@@ -72,7 +91,11 @@ export const listenPorts = (ports: ClusterPorts): number[] => {
 export const TEMPORAL_SERVICES = ['frontend', 'history', 'matching', 'worker'] as const;
 
 /** Creates the two databases and brings their schemas to the newest version of this release. */
-export async function prepareTemporalDatabases(install: TemporalServerInstall, pgUrl: string, log: (line: string) => void): Promise<void> {
+export async function prepareTemporalDatabases(
+  install: TemporalServerInstall,
+  pgUrl: string,
+  log: (line: string) => void,
+): Promise<void> {
   const url = new URL(pgUrl);
   const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();
@@ -84,10 +107,30 @@ export async function prepareTemporalDatabases(install: TemporalServerInstall, p
       const exists = (await admin.query('select 1 from pg_database where datname = $1', [db])).rowCount === 1;
       const tool = async (...args: string[]) => {
         try {
-          await run(install.sqlTool, ['--plugin', 'postgres12', '--endpoint', url.hostname, '--port', url.port, '--user', url.username, '--password', decodeURIComponent(url.password), '--database', db, ...args], { timeout: 120_000 });
+          await run(
+            install.sqlTool,
+            [
+              '--plugin',
+              'postgres12',
+              '--endpoint',
+              url.hostname,
+              '--port',
+              url.port,
+              '--user',
+              url.username,
+              '--password',
+              decodeURIComponent(url.password),
+              '--database',
+              db,
+              ...args,
+            ],
+            { timeout: 120_000 },
+          );
         } catch (error) {
           const e = error as { stderr?: string; stdout?: string; message: string };
-          throw new Error(`temporal-sql-tool ${args.join(' ')} on ${db} failed: ${(e.stderr || e.stdout || e.message).trim()}`);
+          throw new Error(
+            `temporal-sql-tool ${args.join(' ')} on ${db} failed: ${(e.stderr || e.stdout || e.message).trim()}`,
+          );
         }
       };
       if (!exists) {
@@ -104,7 +147,10 @@ export async function prepareTemporalDatabases(install: TemporalServerInstall, p
 }
 
 /** The server's static configuration for one machine: 16 history shards, loopback ports, no metrics port clash. */
-export function writeTemporalConfig(dir: string, options: { pgUrl: string; ports: ClusterPorts; shards: number; dynamicConfigPath: string }): string {
+export function writeTemporalConfig(
+  dir: string,
+  options: { pgUrl: string; ports: ClusterPorts; shards: number; dynamicConfigPath: string },
+): string {
   const url = new URL(options.pgUrl);
   const { ports } = options;
   const store = (database: string, maxConns: number) => `      sql:

@@ -14,7 +14,14 @@ import pg from 'pg';
 import { ensureEmbeddedServer, freeLoopbackPort, stopEmbeddedServer } from '../../activities/store/embedded-server';
 import { temporalCliPath } from '../../test/support/temporal-cli';
 import { ownLog, startProcess, waitUntil, type ClusterProcess } from './processes';
-import { ensureTemporalServer, listenPorts, portsFrom, prepareTemporalDatabases, TEMPORAL_SERVICES, writeTemporalConfig } from './temporal-server';
+import {
+  ensureTemporalServer,
+  listenPorts,
+  portsFrom,
+  prepareTemporalDatabases,
+  TEMPORAL_SERVICES,
+  writeTemporalConfig,
+} from './temporal-server';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -112,12 +119,25 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const ports = portsFrom(options.basePort ?? DEFAULT_BASE_PORT);
     const taken = [];
     for (const port of listenPorts(ports)) if (!(await portFree(port))) taken.push(port);
-    if (taken.length) throw new Error(`the Temporal server's ports ${taken.join(', ')} are in use on 127.0.0.1; stop what holds them or choose another --base-port`);
-    const configFile = writeTemporalConfig(dir, { pgUrl: temporalDb.url, ports, shards: CLUSTER_HISTORY_SHARDS, dynamicConfigPath: path.join(ROOT, 'deploy', 'temporal-dynamicconfig.yaml') });
+    if (taken.length)
+      throw new Error(
+        `the Temporal server's ports ${taken.join(', ')} are in use on 127.0.0.1; stop what holds them or choose another --base-port`,
+      );
+    const configFile = writeTemporalConfig(dir, {
+      pgUrl: temporalDb.url,
+      ports,
+      shards: CLUSTER_HISTORY_SHARDS,
+      dynamicConfigPath: path.join(ROOT, 'deploy', 'temporal-dynamicconfig.yaml'),
+    });
     await checkShardCount(temporalDb.url, CLUSTER_HISTORY_SHARDS);
     const temporalAddress = `127.0.0.1:${ports.frontend}`;
     const startService = (service: (typeof TEMPORAL_SERVICES)[number]) => {
-      const child = startProcess(`temporal-${service}`, install.server, ['--config-file', configFile, '--allow-no-auth', 'start', '--service', service], { cwd: dir, env: process.env, logDir });
+      const child = startProcess(
+        `temporal-${service}`,
+        install.server,
+        ['--config-file', configFile, '--allow-no-auth', 'start', '--service', service],
+        { cwd: dir, env: process.env, logDir },
+      );
       started.push(child);
       return child;
     };
@@ -126,12 +146,27 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const [first, ...rest] = TEMPORAL_SERVICES;
     const temporalServices = [startService(first)];
     log(`Temporal ${first} starting (${CLUSTER_HISTORY_SHARDS} history shards, PostgreSQL at ${temporalDb.url})`);
-    await waitUntil(() => clusterMetadataSaved(temporalDb.url), 'the Temporal cluster metadata to be recorded', START_TIMEOUT_MS, temporalServices);
+    await waitUntil(
+      () => clusterMetadataSaved(temporalDb.url),
+      'the Temporal cluster metadata to be recorded',
+      START_TIMEOUT_MS,
+      temporalServices,
+    );
     temporalServices.push(...rest.map(startService));
     log(`Temporal ${rest.join(', ')} starting`);
-    await waitUntil(() => frontendAnswers(temporalAddress), 'the Temporal frontend to answer', START_TIMEOUT_MS, temporalServices);
+    await waitUntil(
+      () => frontendAnswers(temporalAddress),
+      'the Temporal frontend to answer',
+      START_TIMEOUT_MS,
+      temporalServices,
+    );
     await ensureNamespace(temporalAddress);
-    await waitUntil(() => historyAnswers(temporalAddress), 'the Temporal history service to own its shards', START_TIMEOUT_MS, temporalServices);
+    await waitUntil(
+      () => historyAnswers(temporalAddress),
+      'the Temporal history service to own its shards',
+      START_TIMEOUT_MS,
+      temporalServices,
+    );
 
     const productEnv: NodeJS.ProcessEnv = {
       ...process.env,
@@ -146,30 +181,49 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       ...options.productEnv,
     };
     const startWorker = (index: number, name = `worker-${index + 1}`, root = ROOT): ClusterProcess => {
-      const worker = startProcess(name, process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: root, env: productEnv, logDir });
+      const worker = startProcess(name, process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+        cwd: root,
+        env: productEnv,
+        logDir,
+      });
       started.push(worker);
       return worker;
     };
     // Polling, not merely started: the worker bundles its workflow code after its start-up line.
-    const workerPolls = (worker: ClusterProcess) => () => Promise.resolve(/"msg":"Worker state changed".*"state":"RUNNING"|"state":"RUNNING".*"msg":"Worker state changed"/.test(ownLog(worker)));
+    const workerPolls = (worker: ClusterProcess) => () =>
+      Promise.resolve(
+        /"msg":"Worker state changed".*"state":"RUNNING"|"state":"RUNNING".*"msg":"Worker state changed"/.test(
+          ownLog(worker),
+        ),
+      );
     let previousWorker: ClusterProcess | undefined;
     if (options.previousRelease) {
-      previousWorker = startWorker(0, `worker-previous-${options.previousRelease.version}`, options.previousRelease.root);
+      previousWorker = startWorker(
+        0,
+        `worker-previous-${options.previousRelease.version}`,
+        options.previousRelease.root,
+      );
       await waitUntil(workerPolls(previousWorker), `${previousWorker.name} to start`, START_TIMEOUT_MS, previousWorker);
     }
     const workers = Array.from({ length: CLUSTER_WORKERS }, (_, i) => startWorker(i));
     const apiPorts = await Promise.all(Array.from({ length: CLUSTER_APIS }, () => freeLoopbackPort()));
     const startApi = (i: number): ClusterProcess => {
-      const api = startProcess(`api-${i + 1}`, process.execPath, ['--import', 'tsx', 'api/main.ts'], { cwd: ROOT, env: { ...productEnv, API_PORT: String(apiPorts[i]) }, logDir });
+      const api = startProcess(`api-${i + 1}`, process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+        cwd: ROOT,
+        env: { ...productEnv, API_PORT: String(apiPorts[i]) },
+        logDir,
+      });
       started.push(api);
       return api;
     };
     const apis = apiPorts.map((_, i) => startApi(i));
     const apiAnswers = (i: number) => async () => (await fetch(`${apiUrls[i]}/healthz`)).ok;
     const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
-    for (const worker of workers) await waitUntil(workerPolls(worker), `${worker.name} to start`, START_TIMEOUT_MS, worker);
+    for (const worker of workers)
+      await waitUntil(workerPolls(worker), `${worker.name} to start`, START_TIMEOUT_MS, worker);
     await setCurrentVersion(temporalAddress, buildId());
-    for (const [i, api] of apis.entries()) await waitUntil(apiAnswers(i), `${api.name} to answer /healthz`, START_TIMEOUT_MS, api);
+    for (const [i, api] of apis.entries())
+      await waitUntil(apiAnswers(i), `${api.name} to answer /healthz`, START_TIMEOUT_MS, api);
     return {
       temporalAddress,
       productDatabaseUrl,
@@ -198,7 +252,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           await temporalServices[index]!.stop();
           temporalServices[index] = startService(service);
         }
-        await waitUntil(() => historyAnswers(temporalAddress), 'the Temporal history service to serve again', START_TIMEOUT_MS, temporalServices);
+        await waitUntil(
+          () => historyAnswers(temporalAddress),
+          'the Temporal history service to serve again',
+          START_TIMEOUT_MS,
+          temporalServices,
+        );
       },
       async stopProductDatabase() {
         await stopEmbeddedServer(databases[1]!, { mode: 'immediate' });
@@ -219,7 +278,8 @@ async function ensureDatabase(url: string, name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
-    if ((await admin.query('select 1 from pg_database where datname = $1', [name])).rowCount === 0) await admin.query(`create database ${name}`);
+    if ((await admin.query('select 1 from pg_database where datname = $1', [name])).rowCount === 0)
+      await admin.query(`create database ${name}`);
   } finally {
     await admin.end();
   }
@@ -239,7 +299,9 @@ export async function checkShardCount(url: string, shards: number): Promise<void
     const { rows } = await client.query<{ count: string }>('select count(*) from shards');
     const existing = Number(rows[0]?.count ?? 0);
     if (existing > 0 && existing !== shards) {
-      throw new Error(`the cluster's Temporal database has ${existing} history shards and this configuration asks for ${shards}: the count is fixed when the database is first used; start from empty databases (npm run cluster -- --fresh) or keep ${existing}`);
+      throw new Error(
+        `the cluster's Temporal database has ${existing} history shards and this configuration asks for ${shards}: the count is fixed when the database is first used; start from empty databases (npm run cluster -- --fresh) or keep ${existing}`,
+      );
     }
   } finally {
     await client.end();
@@ -266,7 +328,22 @@ export function buildId(): string {
  * task, go to its workers. The deploy step an operator runs once the new workers poll.
  */
 export async function setCurrentVersion(address: string, build: string): Promise<void> {
-  await run(temporalCliPath(), ['worker', 'deployment', 'set-current-version', '--deployment-name', CLUSTER_DEPLOYMENT_NAME, '--build-id', build, '--yes', '--address', address], { timeout: 60_000 });
+  await run(
+    temporalCliPath(),
+    [
+      'worker',
+      'deployment',
+      'set-current-version',
+      '--deployment-name',
+      CLUSTER_DEPLOYMENT_NAME,
+      '--build-id',
+      build,
+      '--yes',
+      '--address',
+      address,
+    ],
+    { timeout: 60_000 },
+  );
 }
 
 async function clusterMetadataSaved(url: string): Promise<boolean> {
@@ -296,7 +373,10 @@ async function frontendAnswers(address: string): Promise<boolean> {
 async function historyAnswers(address: string): Promise<boolean> {
   const connection = await Connection.connect({ address, connectTimeout: '1 second' });
   try {
-    await connection.workflowService.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: 'cluster-probe-none' } });
+    await connection.workflowService.describeWorkflowExecution({
+      namespace: 'default',
+      execution: { workflowId: 'cluster-probe-none' },
+    });
     return true;
   } catch (error) {
     return (error as { code?: number }).code === GRPC_NOT_FOUND;
@@ -306,12 +386,30 @@ async function historyAnswers(address: string): Promise<boolean> {
 }
 
 async function ensureNamespace(address: string): Promise<void> {
-  const cli = async (...args: string[]) => (await run(temporalCliPath(), [...args, '--address', address], { timeout: 60_000 })).stdout;
-  await cli('operator', 'namespace', 'describe', '--namespace', 'default').catch(() => cli('operator', 'namespace', 'create', '--namespace', 'default', '--retention', '72h'));
+  const cli = async (...args: string[]) =>
+    (await run(temporalCliPath(), [...args, '--address', address], { timeout: 60_000 })).stdout;
+  await cli('operator', 'namespace', 'describe', '--namespace', 'default').catch(() =>
+    cli('operator', 'namespace', 'create', '--namespace', 'default', '--retention', '72h'),
+  );
   // A new namespace reaches each service's namespace cache within seconds: until then it is "not found".
   let listed = '';
-  await waitUntil(async () => ((listed = await cli('operator', 'search-attribute', 'list', '--namespace', 'default')), true), 'the default namespace to be served', 60_000);
+  await waitUntil(
+    async () => ((listed = await cli('operator', 'search-attribute', 'list', '--namespace', 'default')), true),
+    'the default namespace to be served',
+    60_000,
+  );
   for (const name of SEARCH_ATTRIBUTES) {
-    if (!new RegExp(`\\b${name}\\b`).test(listed)) await cli('operator', 'search-attribute', 'create', '--namespace', 'default', '--name', name, '--type', 'Keyword');
+    if (!new RegExp(`\\b${name}\\b`).test(listed))
+      await cli(
+        'operator',
+        'search-attribute',
+        'create',
+        '--namespace',
+        'default',
+        '--name',
+        name,
+        '--type',
+        'Keyword',
+      );
   }
 }

@@ -13,7 +13,11 @@ export interface TestApi {
   /** The tokens' names (what the API records as `createdBy`, `from`, `decidedBy`). */
   tokenNames: Record<TokenScope, string>;
   /** A request with a token (default operator) and a JSON body. */
-  call(method: string, path: string, options?: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    options?: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** What the API logged (failures only, unless the test passed its own logger). */
   logLines(): string[];
   close(): Promise<void>;
@@ -21,7 +25,10 @@ export interface TestApi {
 
 let tokenCounter = 0;
 
-export async function startTestApi(h: Harness, { port = 0, ...options }: Partial<ApiOptions> & { port?: number } = {}): Promise<TestApi> {
+export async function startTestApi(
+  h: Harness,
+  { port = 0, ...options }: Partial<ApiOptions> & { port?: number } = {},
+): Promise<TestApi> {
   // The API's failure log is kept here, not printed: tests print nothing on success, and some read it.
   const logged: string[] = [];
   const stream = new Writable({
@@ -92,7 +99,11 @@ export function readSse(url: string, token: string, headers: Record<string, stri
   let ended = false;
   const init = post ? { method: 'POST', body: JSON.stringify(post.body) } : {};
   const contentType: Record<string, string> = post ? { 'content-type': 'application/json' } : {};
-  const opened = fetch(url, { ...init, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...contentType, ...headers }, signal: controller.signal }).then(async (response) => {
+  const opened = fetch(url, {
+    ...init,
+    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...contentType, ...headers },
+    signal: controller.signal,
+  }).then(async (response) => {
     if (response.status !== 200) throw new Error(`SSE ${url} answered ${response.status}: ${await response.text()}`);
     const decoder = new TextDecoder();
     let buffer = '';
@@ -130,7 +141,11 @@ export function readSse(url: string, token: string, headers: Record<string, stri
       const deadline = Date.now() + timeoutMs;
       while (queue.length === 0 && !ended) {
         if (Date.now() > deadline) throw new Error(`no SSE message from ${url} within ${timeoutMs} ms`);
-        await Promise.race([new Promise<void>((r) => waiters.push(r)), new Promise((r) => setTimeout(r, 200)), opened.then(() => undefined)]);
+        await Promise.race([
+          new Promise<void>((r) => waiters.push(r)),
+          new Promise((r) => setTimeout(r, 200)),
+          opened.then(() => undefined),
+        ]);
       }
       return queue.shift();
     },

@@ -29,7 +29,10 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
     api = await startTestApi(h);
     const name = `oncall-${Date.now()}`;
     oncall = { name, token: (await createToken(h.db.db, name, 'operator')).token };
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -50,30 +53,56 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
     const agentId = await h.createAgent({
       approvals: {
         groups: { oncall: [oncall.name] },
-        policies: [{ name: 'deploy', toolClass: 'shell', approvers: ['away-person'], remind: { afterMs: 800 }, escalate: { afterMs: 8_000, to: ['@oncall'] }, expireAfterMs: 600_000 }],
+        policies: [
+          {
+            name: 'deploy',
+            toolClass: 'shell',
+            approvers: ['away-person'],
+            remind: { afterMs: 800 },
+            escalate: { afterMs: 8_000, to: ['@oncall'] },
+            expireAfterMs: 600_000,
+          },
+        ],
       },
     });
     const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }), submitTurn('deployed')]);
     await h.client.startTask({ agentId, taskId, title: 'Deploy the site', description: 'needs a human' });
-    const requestId = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals[0]!.requestId;
+    const requestId = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals[0]!
+      .requestId;
 
     const page = await signIn(oncall.token);
     await page.goto(`${api.url}/inbox?agent=${agentId}`);
     const card = page.locator(`article[data-request-id="${requestId}"]`);
-    await expect(card.locator('.waiting').textContent()).resolves.toMatch(/^Waits for: 0 of 1 approval; escalates to @oncall in \d+ s; expires in 10 min$/);
+    await expect(card.locator('.waiting').textContent()).resolves.toMatch(
+      /^Waits for: 0 of 1 approval; escalates to @oncall in \d+ s; expires in 10 min$/,
+    );
     expect(await page.locator('.queue li').count()).toBe(0);
     const queued = await api.call('GET', `/v1/approvals?for=${oncall.name}`);
     expect(queued.body.approvals.map((a: { requestId: string }) => a.requestId)).not.toContain(requestId);
 
     await h.waitForStatus(taskId, (s) => s.pendingApprovals[0]?.wait?.escalated === true);
     // The trail rows are written by the activities before the round reports; the page reads them.
-    await eventually(async () => ((await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`)).body.events.length === 3 ? true : undefined), 'the escalation in the trail');
+    await eventually(
+      async () =>
+        (await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`)).body.events.length === 3
+          ? true
+          : undefined,
+      'the escalation in the trail',
+    );
     await page.reload();
-    await expect(page.locator(`.queue li[data-request-id="${requestId}"]`).textContent()).resolves.toMatch(/^shell_execute: touch .* · 0 of 1 approval; escalated to @oncall; expires in \d+ min$/);
-    await expect(card.locator('.waiting').textContent()).resolves.toMatch(/^Waits for: 0 of 1 approval; escalated to @oncall; expires in/);
+    await expect(page.locator(`.queue li[data-request-id="${requestId}"]`).textContent()).resolves.toMatch(
+      /^shell_execute: touch .* · 0 of 1 approval; escalated to @oncall; expires in \d+ min$/,
+    );
+    await expect(card.locator('.waiting').textContent()).resolves.toMatch(
+      /^Waits for: 0 of 1 approval; escalated to @oncall; expires in/,
+    );
     await card.locator('details.trail summary').click();
     const lines = await card.locator('details.trail li').allTextContents();
-    expect(lines.map((l) => l.replace(/^\d\d:\d\d:\d\d /, ''))).toEqual(['asked → away-person', 'reminded → away-person', `escalated → ${oncall.name}`]);
+    expect(lines.map((l) => l.replace(/^\d\d:\d\d:\d\d /, ''))).toEqual([
+      'asked → away-person',
+      'reminded → away-person',
+      `escalated → ${oncall.name}`,
+    ]);
     const listed = await api.call('GET', `/v1/approvals?for=${oncall.name}`);
     expect(listed.body.approvals.find((a: { requestId: string }) => a.requestId === requestId)).toMatchObject({
       policy: `agent ${agentId} deploy`,
@@ -85,12 +114,22 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
     await card.locator('button[value="approved"]').click();
     await page.waitForURL(/notice=/);
     await expect(page.locator('.notice').textContent()).resolves.toBe('Approved: the task continues.');
-    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined), `task ${taskId} in review`);
+    await eventually(
+      async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined),
+      `task ${taskId} in review`,
+    );
     expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
     const trail = await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`);
     expect(trail.status).toBe(200);
     expect(trail.body).toMatchObject({ status: 'approved', waitingFor: null });
-    expect(trail.body.events.map((e: { kind: string; actor: string | null; targets: string[]; comment: string | null }) => [e.kind, e.actor, e.targets, e.comment])).toEqual([
+    expect(
+      trail.body.events.map((e: { kind: string; actor: string | null; targets: string[]; comment: string | null }) => [
+        e.kind,
+        e.actor,
+        e.targets,
+        e.comment,
+      ]),
+    ).toEqual([
       ['asked', null, ['away-person'], null],
       ['reminded', null, ['away-person'], null],
       ['escalated', null, [oncall.name], null],
@@ -101,10 +140,13 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
 
   test('a delegation from the page: the delegate decides, and the trail names both', async () => {
     const file = `inbox-delegated-${Date.now()}.txt`;
-    const agentId = await h.createAgent({ approvals: { policies: [{ toolClass: 'shell', approvers: [oncall.name], expireAfterMs: 600_000 }] } });
+    const agentId = await h.createAgent({
+      approvals: { policies: [{ toolClass: 'shell', approvers: [oncall.name], expireAfterMs: 600_000 }] },
+    });
     const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }), submitTurn('done')]);
     await h.client.startTask({ agentId, taskId, title: 'Hand on', description: 'the on-call person is busy' });
-    const requestId = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals[0]!.requestId;
+    const requestId = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals[0]!
+      .requestId;
 
     const page = await signIn(oncall.token);
     await page.goto(`${api.url}/inbox?agent=${agentId}`);
@@ -115,19 +157,39 @@ describe('approval policies in the inbox (headless Chromium) and the API', () =>
     await card.locator('form.delegate button').click();
     await page.waitForURL(/notice=/);
     await expect(page.locator('.notice').textContent()).resolves.toBe(`Handed to ${api.tokenNames.operator}.`);
-    await expect(card.locator('.waiting').textContent()).resolves.toMatch(new RegExp(`handed by ${oncall.name} to ${api.tokenNames.operator}`));
+    await expect(card.locator('.waiting').textContent()).resolves.toMatch(
+      new RegExp(`handed by ${oncall.name} to ${api.tokenNames.operator}`),
+    );
     expect(await page.locator('.queue li').count()).toBe(0);
 
     // The one who handed it on can no longer decide; the delegate (the API's operator token) can.
-    const refused = await api.call('POST', `/v1/approvals/${encodeURIComponent(requestId)}`, { token: oncall.token, body: { decision: 'approved' } });
+    const refused = await api.call('POST', `/v1/approvals/${encodeURIComponent(requestId)}`, {
+      token: oncall.token,
+      body: { decision: 'approved' },
+    });
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(/handed approval request .* who decides instead/);
-    const decided = await api.call('POST', `/v1/approvals/${encodeURIComponent(requestId)}`, { body: { decision: 'approved', comment: 'ok' } });
+    const decided = await api.call('POST', `/v1/approvals/${encodeURIComponent(requestId)}`, {
+      body: { decision: 'approved', comment: 'ok' },
+    });
     expect(decided.status).toBe(200);
-    expect(decided.body).toMatchObject({ decision: 'approved', decidedBy: api.tokenNames.operator, waitingFor: 'approved' });
-    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined), `task ${taskId} in review`);
+    expect(decided.body).toMatchObject({
+      decision: 'approved',
+      decidedBy: api.tokenNames.operator,
+      waitingFor: 'approved',
+    });
+    await eventually(
+      async () => ((await h.client.getTaskRow(taskId)).state === 'review' ? true : undefined),
+      `task ${taskId} in review`,
+    );
     const trail = await api.call('GET', `/v1/approvals/${encodeURIComponent(requestId)}/trail`);
-    expect(trail.body.events.map((e: { kind: string; actor: string | null; targets: string[] }) => [e.kind, e.actor, e.targets])).toEqual([
+    expect(
+      trail.body.events.map((e: { kind: string; actor: string | null; targets: string[] }) => [
+        e.kind,
+        e.actor,
+        e.targets,
+      ]),
+    ).toEqual([
       ['asked', null, [oncall.name]],
       ['delegated', oncall.name, [api.tokenNames.operator]],
       ['approved', api.tokenNames.operator, []],

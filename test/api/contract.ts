@@ -64,7 +64,9 @@ export function contractViolations(spec: OpenApi, responses: readonly RecordedRe
     const mediaType = r.contentType.split(';')[0]!.trim();
     const media = declared.content[mediaType];
     if (!media) {
-      violations.add(`${where}: content type ${mediaType || '(none)'} not declared (declared: ${Object.keys(declared.content).join(', ')})`);
+      violations.add(
+        `${where}: content type ${mediaType || '(none)'} not declared (declared: ${Object.keys(declared.content).join(', ')})`,
+      );
       continue;
     }
     if (mediaType !== 'application/json' || !media.schema) continue;
@@ -89,11 +91,15 @@ export function contractViolations(spec: OpenApi, responses: readonly RecordedRe
 export async function checkContract(url: string, responses: readonly RecordedResponse[]): Promise<void> {
   const spec = (await (await fetch(`${url}/v1/openapi.json`)).json()) as OpenApi;
   const violations = contractViolations(spec, responses);
-  if (violations.length > 0) throw new Error(`responses that break the OpenAPI document:\n  ${violations.join('\n  ')}`);
+  if (violations.length > 0)
+    throw new Error(`responses that break the OpenAPI document:\n  ${violations.join('\n  ')}`);
 }
 
 export interface OpenApi {
-  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }> }>>;
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }> }>
+  >;
   components?: Record<string, unknown>;
 }
 
@@ -102,6 +108,11 @@ function withRefsInto(schema: unknown, documentId: string): unknown {
   if (Array.isArray(schema)) return schema.map((s) => withRefsInto(s, documentId));
   if (!schema || typeof schema !== 'object') return schema;
   return Object.fromEntries(
-    Object.entries(schema).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/components/') ? `${documentId}${v}` : withRefsInto(v, documentId)]),
+    Object.entries(schema).map(([k, v]) => [
+      k,
+      k === '$ref' && typeof v === 'string' && v.startsWith('#/components/')
+        ? `${documentId}${v}`
+        : withRefsInto(v, documentId),
+    ]),
   );
 }

@@ -8,7 +8,6 @@ import { readSse, startTestApi, type TestApi } from './api-support';
 import { findTask } from '../../activities/store/tasks';
 import { appendStreamEvents, readStreamEvents } from '../../activities/streams/store';
 
-
 /**
  * The API end to end, over HTTP only: define an agent, start a task, watch its event stream, approve a
  * pending shell command, accept the work, see it complete. Then the streams' resume guarantees: task
@@ -30,25 +29,48 @@ describe('HTTP API end to end', () => {
     await h.startWorker();
     api = await startTestApi(h);
     const created = await api.call('PUT', `/v1/agents/${agentId}`, {
-      body: { name: 'API agent', files: { soul: 'You are careful.', agents: 'You complete tasks with tools.', heartbeat: '', tools: '' }, workspaceDir: h.workspaceDir },
+      body: {
+        name: 'API agent',
+        files: { soul: 'You are careful.', agents: 'You complete tasks with tools.', heartbeat: '', tools: '' },
+        workspaceDir: h.workspaceDir,
+      },
     });
     expect(created).toMatchObject({ status: 200, body: { id: agentId, workspaceDir: h.workspaceDir } });
   });
 
-  const operatorName = async () => (await h.db.db.selectFrom('api_tokens').select('name').where('scope', '=', 'operator').orderBy('created_at', 'desc').executeTakeFirstOrThrow()).name;
+  const operatorName = async () =>
+    (
+      await h.db.db
+        .selectFrom('api_tokens')
+        .select('name')
+        .where('scope', '=', 'operator')
+        .orderBy('created_at', 'desc')
+        .executeTakeFirstOrThrow()
+    ).name;
 
   test('start → stream to review → approve the shell command → accept → completed, all over HTTP', async () => {
     const file = `api-e2e-${Date.now()}.txt`;
-    const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }, 'I will create the file first.'), submitTurn('created the file')]);
-    const started = await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Create a file', description: `touch ${file}` } });
-    expect(started).toEqual({ status: 201, body: { taskId, workflowId: `task-${taskId}` }, headers: expect.anything() });
+    const taskId = agents.task([
+      toolTurn('shell_execute', { command: `touch ${file}` }, 'I will create the file first.'),
+      submitTurn('created the file'),
+    ]);
+    const started = await api.call('POST', '/v1/tasks', {
+      token: api.tokens.service,
+      body: { agentId, taskId, title: 'Create a file', description: `touch ${file}` },
+    });
+    expect(started).toEqual({
+      status: 201,
+      body: { taskId, workflowId: `task-${taskId}` },
+      headers: expect.anything(),
+    });
 
     const stream = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read);
     const seen: Array<{ seq: number; type: string; data: any }> = [];
     const readUntil = async (predicate: (e: { type: string; data: any }) => boolean) => {
       for (;;) {
         const message = await stream.next();
-        if (!message) throw new Error(`the stream ended before the expected event; saw ${seen.map((e) => e.type).join(', ')}`);
+        if (!message)
+          throw new Error(`the stream ended before the expected event; saw ${seen.map((e) => e.type).join(', ')}`);
         if (message.event === 'end') return undefined;
         expect(message.id).toBe(String(message.data.seq));
         seen.push(message.data);
@@ -60,14 +82,30 @@ describe('HTTP API end to end', () => {
 
     const pending = await api.call('GET', '/v1/approvals', { token: api.tokens.read });
     const mine = pending.body.approvals.filter((a: { taskId: string }) => a.taskId === taskId);
-    expect(mine).toEqual([expect.objectContaining({ requestId: requested.data.requestId, tool: 'shell_execute', args: { command: `touch ${file}` } })]);
+    expect(mine).toEqual([
+      expect.objectContaining({
+        requestId: requested.data.requestId,
+        tool: 'shell_execute',
+        args: { command: `touch ${file}` },
+      }),
+    ]);
     expect(existsSync(path.join(h.workspaceDir, file))).toBe(false);
 
-    const decided = await api.call('POST', `/v1/approvals/${encodeURIComponent(requested.data.requestId)}`, { body: { decision: 'approved', comment: 'fine' } });
+    const decided = await api.call('POST', `/v1/approvals/${encodeURIComponent(requested.data.requestId)}`, {
+      body: { decision: 'approved', comment: 'fine' },
+    });
     const name = await operatorName();
     expect(decided.status).toBe(200);
-    expect(decided.body).toMatchObject({ requestId: requested.data.requestId, decision: 'approved', comment: 'fine', decidedBy: name, tool: 'shell_execute' });
-    const again = await api.call('POST', `/v1/approvals/${encodeURIComponent(requested.data.requestId)}`, { body: { decision: 'rejected' } });
+    expect(decided.body).toMatchObject({
+      requestId: requested.data.requestId,
+      decision: 'approved',
+      comment: 'fine',
+      decidedBy: name,
+      tool: 'shell_execute',
+    });
+    const again = await api.call('POST', `/v1/approvals/${encodeURIComponent(requested.data.requestId)}`, {
+      body: { decision: 'rejected' },
+    });
     expect(again.status).toBe(409);
 
     await readUntil((e) => e.type === 'state-changed' && e.data.state === 'review');
@@ -83,8 +121,14 @@ describe('HTTP API end to end', () => {
     expect([noRound.status, noRound.body.error.code]).toEqual([409, 'invalid_budget_decision']);
     expect(noRound.body.error.message).toMatch(/no round of this task is running/);
     expect((await api.call('POST', `/v1/tasks/${taskId}/budget`, { body: { decision: 'raise' } })).status).toBe(400);
-    expect((await api.call('POST', `/v1/tasks/${taskId}/budget`, { token: api.tokens.read, body: { decision: 'stop' } })).status).toBe(403);
-    const comment = await api.call('POST', `/v1/tasks/${taskId}/comments`, { token: api.tokens.service, body: { text: 'looks good' } });
+    expect(
+      (await api.call('POST', `/v1/tasks/${taskId}/budget`, { token: api.tokens.read, body: { decision: 'stop' } }))
+        .status,
+    ).toBe(403);
+    const comment = await api.call('POST', `/v1/tasks/${taskId}/comments`, {
+      token: api.tokens.service,
+      body: { text: 'looks good' },
+    });
     expect(comment.status).toBe(202);
 
     expect((await api.call('POST', `/v1/tasks/${taskId}/review`, { body: { decision: 'accept' } })).status).toBe(202);
@@ -100,9 +144,17 @@ describe('HTTP API end to end', () => {
     expect(usage.body.costUsd).toBeGreaterThan(0);
     const agentUsage = await api.call('GET', `/v1/agents/${agentId}/usage`, { token: api.tokens.read });
     expect(agentUsage.body.inputTokens).toBeGreaterThanOrEqual(200);
-    const row = await h.db.db.selectFrom('approvals').selectAll().where('id', '=', requested.data.requestId).executeTakeFirstOrThrow();
+    const row = await h.db.db
+      .selectFrom('approvals')
+      .selectAll()
+      .where('id', '=', requested.data.requestId)
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'approved', decided_by: name, comment: 'fine' });
-    const task = await h.db.db.selectFrom('tasks').select('created_by').where('id', '=', taskId).executeTakeFirstOrThrow();
+    const task = await h.db.db
+      .selectFrom('tasks')
+      .select('created_by')
+      .where('id', '=', taskId)
+      .executeTakeFirstOrThrow();
     expect(task.created_by).toMatch(/^service-/);
   });
 
@@ -111,7 +163,10 @@ describe('HTTP API end to end', () => {
       ...Array.from({ length: 4 }, (_, i) => toolTurn('file_write', { path: `resume-${i}.txt`, content: `part ${i}` })),
       submitTurn('wrote four files'),
     ]);
-    await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Write four files' } });
+    await api.call('POST', '/v1/tasks', {
+      token: api.tokens.service,
+      body: { agentId, taskId, title: 'Write four files' },
+    });
     const first = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read);
     const got: Array<{ id: string; seq: number; type: string }> = [];
     for (let i = 0; i < 3; i++) {
@@ -120,7 +175,9 @@ describe('HTTP API end to end', () => {
     }
     first.close(); // cut mid-stream, while the task is still working
 
-    const second = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read, { 'last-event-id': got.at(-1)!.id });
+    const second = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read, {
+      'last-event-id': got.at(-1)!.id,
+    });
     for (;;) {
       const m = (await second.next())!;
       got.push({ id: m.id!, seq: m.data.seq, type: m.data.type });
@@ -135,11 +192,17 @@ describe('HTTP API end to end', () => {
     second.close();
     expect(got.map((e) => e.seq)).toEqual(got.map((_, i) => i + 1));
     const listed = await api.call('GET', `/v1/tasks/${taskId}/events`, { token: api.tokens.read });
-    expect(listed.body.events.map((e: { seq: number; type: string }) => [e.seq, e.type])).toEqual(got.map((e) => [e.seq, e.type]));
-    const after = await api.call('GET', `/v1/tasks/${taskId}/events?after=${got.length - 2}`, { token: api.tokens.read });
+    expect(listed.body.events.map((e: { seq: number; type: string }) => [e.seq, e.type])).toEqual(
+      got.map((e) => [e.seq, e.type]),
+    );
+    const after = await api.call('GET', `/v1/tasks/${taskId}/events?after=${got.length - 2}`, {
+      token: api.tokens.read,
+    });
     expect(after.body.events.map((e: { seq: number }) => e.seq)).toEqual([got.length - 1, got.length]);
     // A finished task's stream replays the rest and ends.
-    const replay = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read, { 'last-event-id': String(got.length - 1) });
+    const replay = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read, {
+      'last-event-id': String(got.length - 1),
+    });
     expect((await replay.next())!.data.seq).toBe(got.length);
     expect(await replay.next()).toMatchObject({ event: 'end' });
     replay.close();
@@ -148,7 +211,10 @@ describe('HTTP API end to end', () => {
   test('event sequence numbers follow commit order: a writer that commits later numbers later, even with a smaller id', async () => {
     const taskId = agents.task([submitTurn('nothing to do')]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Quick' } });
-    await eventually(async () => (await findTask(h.db.db, taskId))?.state === 'review' || undefined, 'the task to reach review');
+    await eventually(
+      async () => (await findTask(h.db.db, taskId))?.state === 'review' || undefined,
+      'the task to reach review',
+    );
     const stream = readSse(`${api.url}/v1/tasks/${taskId}/events`, api.tokens.read);
     let last = 0;
     for (;;) {
@@ -165,10 +231,14 @@ describe('HTTP API end to end', () => {
       // `early` takes the smaller id but commits last; `late` waits for it, so neither is skipped.
       await early.query(`insert into task_events (task_id, type, data) values ($1, 'probe', '{"n":1}')`, [taskId]);
       const latePid = (await late.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-      const lateInsert = late.query(`insert into task_events (task_id, type, data) values ($1, 'probe', '{"n":2}')`, [taskId]);
+      const lateInsert = late.query(`insert into task_events (task_id, type, data) values ($1, 'probe', '{"n":2}')`, [
+        taskId,
+      ]);
       // Commit only once `late` is queued behind `early`'s lock, as the ordering this test is about needs.
       await eventually(
-        async () => (await early.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [latePid])).rowCount === 1,
+        async () =>
+          (await early.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [latePid]))
+            .rowCount === 1,
         'the late insert waiting for the lock',
       );
       await early.query('commit');
@@ -192,7 +262,10 @@ describe('HTTP API end to end', () => {
       { ...toolTurn('shell_execute', { command: 'touch never-approved.txt' }, words), chunkDelayMs: 5 },
       submitTurn('done'),
     ]);
-    await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Deltas', approvalTimeoutMs: 60_000 } });
+    await api.call('POST', '/v1/tasks', {
+      token: api.tokens.service,
+      body: { agentId, taskId, title: 'Deltas', approvalTimeoutMs: 60_000 },
+    });
 
     // Cut after the first delta, wherever the model is by then.
     const first = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read);
@@ -203,8 +276,14 @@ describe('HTTP API end to end', () => {
     // Resume on a second API process (nothing shared but the database).
     const other = await startTestApi(h);
     try {
-      const resumed = readSse(`${other.url}/v1/tasks/${taskId}/deltas`, other.tokens.read, { 'last-event-id': seen.at(-1)!.id! });
-      const text = () => seen.filter((m) => m.event === 'delta').map((m) => m.data.text).join('');
+      const resumed = readSse(`${other.url}/v1/tasks/${taskId}/deltas`, other.tokens.read, {
+        'last-event-id': seen.at(-1)!.id!,
+      });
+      const text = () =>
+        seen
+          .filter((m) => m.event === 'delta')
+          .map((m) => m.data.text)
+          .join('');
       while (text() !== words) seen.push((await resumed.next())!);
       resumed.close();
     } finally {
@@ -218,7 +297,9 @@ describe('HTTP API end to end', () => {
     // Once the task is finished, the stream sends what is left and ends.
     await api.call('POST', `/v1/tasks/${taskId}/cancel`);
     // (From one event back: a resume after the very last event of a finished task gets 204 instead.)
-    const tail = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, { 'last-event-id': String(seen.at(-1)!.data.seq - 1) });
+    const tail = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, {
+      'last-event-id': String(seen.at(-1)!.data.seq - 1),
+    });
     let last: { event?: string } | undefined;
     for (let m = await tail.next(); m; m = await tail.next()) last = m;
     expect(last).toMatchObject({ event: 'end' });
@@ -227,7 +308,11 @@ describe('HTTP API end to end', () => {
   test('a rewind in the run stream reaches the client as a rewind event, in order', async () => {
     const taskId = agents.task([submitTurn('done')]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Rewind' } });
-    await eventually(async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined, 'the task in review');
+    await eventually(
+      async () =>
+        (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined,
+      'the task in review',
+    );
     const streamId = `task-${taskId}`;
     const before = await readStreamEvents(h.db.db, streamId);
     // What the step publisher writes when an attempt died mid-stream and its retry starts over.
@@ -237,10 +322,17 @@ describe('HTTP API end to end', () => {
     ]);
     const afterSeq = before.at(-1)?.seq ?? 0;
     await appendStreamEvents(h.db.db, { streamId, taskId }, [
-      { kind: 'rewind', stepKey: 's/late', attempt: 2, data: { supersededChars: 11, fromSeq: afterSeq + 2, toSeq: afterSeq + 2 } },
+      {
+        kind: 'rewind',
+        stepKey: 's/late',
+        attempt: 2,
+        data: { supersededChars: 11, fromSeq: afterSeq + 2, toSeq: afterSeq + 2 },
+      },
       { kind: 'delta', stepKey: 's/late', attempt: 2, text: 'a whole thought' },
     ]);
-    const stream = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, { 'last-event-id': String(afterSeq) });
+    const stream = readSse(`${api.url}/v1/tasks/${taskId}/deltas`, api.tokens.read, {
+      'last-event-id': String(afterSeq),
+    });
     const got = [(await stream.next())!, (await stream.next())!, (await stream.next())!, (await stream.next())!];
     stream.close();
     expect(got.map((m) => [m.event, m.data.seq, m.data.text ?? null])).toEqual([

@@ -39,7 +39,10 @@ describe('forks and evals over the API, and the evals page', () => {
     h.llm.setResponder(respond);
     await h.startWorker();
     api = await startTestApi(h);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -59,7 +62,11 @@ describe('forks and evals over the API, and the evals page', () => {
     const unknown = await api.call('POST', '/v1/tasks/nope-nope/fork', { body: { at: 0 } });
     expect([unknown.status, unknown.body.error.code]).toEqual([404, 'task_not_found']);
     const past = await api.call('POST', `/v1/tasks/${taskId}/fork`, { body: { at: 5 } });
-    expect([past.status, past.body.error.code, past.body.error.message]).toEqual([400, 'invalid_fork', expect.stringMatching(/step 5 is past the end .* it has 2 step\(s\)/)]);
+    expect([past.status, past.body.error.code, past.body.error.message]).toEqual([
+      400,
+      'invalid_fork',
+      expect.stringMatching(/step 5 is past the end .* it has 2 step\(s\)/),
+    ]);
     const readOnly = await api.call('POST', `/v1/tasks/${taskId}/fork`, { token: api.tokens.read, body: { at: 0 } });
     expect(readOnly.status).toBe(403);
 
@@ -69,17 +76,30 @@ describe('forks and evals over the API, and the evals page', () => {
     const report = await api.call('GET', `/v1/tasks/${fork.body.taskId}/fork-report`, { token: api.tokens.read });
     expect(report.body).toMatchObject({ sourceTaskId: taskId, counts: { replayed: 1, executed: 0, refused: 0 } });
 
-    const badEval = await api.call('POST', '/v1/evals', { body: { taskIds: [taskId], candidates: [{ name: 'a', temperature: 2 }] } });
+    const badEval = await api.call('POST', '/v1/evals', {
+      body: { taskIds: [taskId], candidates: [{ name: 'a', temperature: 2 }] },
+    });
     expect([badEval.status, badEval.body.error.code]).toEqual([400, 'invalid_request']);
     const started = await api.call('POST', '/v1/evals', {
-      body: { taskIds: [taskId], candidates: [{ name: 'same', model: 'claude-sonnet-4-6' }, { name: 'cheap', model: CHEAP }], budgetUsd: 1 },
+      body: {
+        taskIds: [taskId],
+        candidates: [
+          { name: 'same', model: 'claude-sonnet-4-6' },
+          { name: 'cheap', model: CHEAP },
+        ],
+        budgetUsd: 1,
+      },
     });
     expect(started.status).toBe(201);
     const evalId = started.body.evalId as string;
-    const done = await eventually(async () => {
-      const r = await api.call('GET', `/v1/evals/${evalId}`, { token: api.tokens.read });
-      return r.body.state === 'completed' ? r.body : undefined;
-    }, 'the eval completed', 60_000);
+    const done = await eventually(
+      async () => {
+        const r = await api.call('GET', `/v1/evals/${evalId}`, { token: api.tokens.read });
+        return r.body.state === 'completed' ? r.body : undefined;
+      },
+      'the eval completed',
+      60_000,
+    );
     expect(done.totals.map((t: { candidate: string; passRate: number }) => [t.candidate, t.passRate])).toEqual([
       ['same', 1],
       ['cheap', 0],
@@ -96,9 +116,16 @@ describe('forks and evals over the API, and the evals page', () => {
     await page.locator(`a[href="/inbox/evals/${evalId}"]`).click();
     await page.waitForURL(`${api.url}/inbox/evals/${evalId}`);
     const titles = await page.locator('svg circle title').allTextContents();
-    expect(titles).toEqual([expect.stringMatching(/^same: 100% at \$0\.\d{4}$/), expect.stringMatching(/^cheap: 0% at \$0\.\d{4}$/)]);
+    expect(titles).toEqual([
+      expect.stringMatching(/^same: 100% at \$0\.\d{4}$/),
+      expect.stringMatching(/^cheap: 0% at \$0\.\d{4}$/),
+    ]);
     // The dearer, passing candidate is drawn right of and above the cheaper, failing one.
-    const points = await page.locator('svg circle').evaluateAll((els) => els.map((e) => [Number(e.getAttribute('cx')), Number(e.getAttribute('cy'))] as [number, number]));
+    const points = await page
+      .locator('svg circle')
+      .evaluateAll((els) =>
+        els.map((e) => [Number(e.getAttribute('cx')), Number(e.getAttribute('cy'))] as [number, number]),
+      );
     expect(points[0]![0]).toBeGreaterThan(points[1]![0]);
     expect(points[0]![1]).toBeLessThan(points[1]![1]);
     await expect(page.locator('table').nth(1).locator('tr').count()).resolves.toBe(3);

@@ -29,9 +29,16 @@ describe('HTTP API: organisations, skills and announcements', () => {
   const otherOrg = `globex-${suffix}`;
   // "zz-" sorts after other tests' skills in a name-ordered catalogue, so it never displaces theirs.
   const sharedSkill = `zz-digest-${suffix}`;
-  const agentBody = (config: Record<string, unknown>) => ({ name: 'Analyst', files: { soul: 'You analyse.', agents: '', heartbeat: '', tools: '' }, config });
+  const agentBody = (config: Record<string, unknown>) => ({
+    name: 'Analyst',
+    files: { soul: 'You analyse.', agents: '', heartbeat: '', tools: '' },
+    config,
+  });
   const expectError = (response: { status: number; body: any }, status: number, code: string, message: RegExp) => {
-    expect([response.status, response.body]).toEqual([status, { error: { code, message: expect.stringMatching(message) } }]);
+    expect([response.status, response.body]).toEqual([
+      status,
+      { error: { code, message: expect.stringMatching(message) } },
+    ]);
   };
 
   beforeAll(async () => {
@@ -48,7 +55,12 @@ describe('HTTP API: organisations, skills and announcements', () => {
           { handle: 'bo', name: 'Bo Berg', profile: 'Runs the warehouse.' },
         ],
         skills: [
-          { name: 'csv-import', description: 'Import CSV files safely', category: 'data', body: 'Check the header first.' },
+          {
+            name: 'csv-import',
+            description: 'Import CSV files safely',
+            category: 'data',
+            body: 'Check the header first.',
+          },
           { name: 'pdf-report', description: 'Write PDF reports', body: 'Use the template.' },
         ],
       },
@@ -72,28 +84,71 @@ describe('HTTP API: organisations, skills and announcements', () => {
     const get = await api.call('GET', `/v1/organisations/${org}`, { token: api.tokens.read });
     expect([get.status, get.body]).toEqual([200, expected]);
     // What the prompt reads: the profile text is stored as given.
-    const profile = await h.db.db.selectFrom('user_profiles').select('profile_md').where('org', '=', org).where('handle', '=', 'hana').executeTakeFirstOrThrow();
+    const profile = await h.db.db
+      .selectFrom('user_profiles')
+      .select('profile_md')
+      .where('org', '=', org)
+      .where('handle', '=', 'hana')
+      .executeTakeFirstOrThrow();
     expect(profile.profile_md).toBe('# Hana Ito\nPrefers numbers.');
 
     const replaced = await api.call('PUT', `/v1/organisations/${org}`, {
-      body: { context: 'Acme builds data pipelines.', users: [{ handle: 'cy', profile: 'New here.' }], skills: [{ name: 'csv-import', description: 'Import CSV files', category: 'data', body: 'v2' }] },
+      body: {
+        context: 'Acme builds data pipelines.',
+        users: [{ handle: 'cy', profile: 'New here.' }],
+        skills: [{ name: 'csv-import', description: 'Import CSV files', category: 'data', body: 'v2' }],
+      },
     });
     expect(replaced.status).toBe(200);
-    expect(replaced.body).toMatchObject({ announcements: '', users: [{ handle: 'cy', name: 'cy' }], skills: [{ name: 'csv-import', description: 'Import CSV files', category: 'data' }] });
+    expect(replaced.body).toMatchObject({
+      announcements: '',
+      users: [{ handle: 'cy', name: 'cy' }],
+      skills: [{ name: 'csv-import', description: 'Import CSV files', category: 'data' }],
+    });
     const rows = await h.db.db.selectFrom('user_profiles').select('handle').where('org', '=', org).execute();
     expect(rows.map((r) => r.handle)).toEqual(['cy']);
-    const skillRows = await h.db.db.selectFrom('skills').select(['name', 'body']).where('scope', '=', `org:${org}`).execute();
+    const skillRows = await h.db.db
+      .selectFrom('skills')
+      .select(['name', 'body'])
+      .where('scope', '=', `org:${org}`)
+      .execute();
     expect(skillRows).toEqual([{ name: 'csv-import', body: 'v2' }]);
   });
 
   test("a shared skill is listed; ?org= adds the organisation's; an agent of the organisation sees both, bound ones marked", async () => {
-    const put = await api.call('PUT', `/v1/skills/${sharedSkill}`, { body: { description: 'Summarise meeting notes for the weekly digest', category: 'writing', body: 'Lead with decisions.' } });
-    expect([put.status, put.body]).toEqual([200, { name: sharedSkill, description: 'Summarise meeting notes for the weekly digest', category: 'writing', scope: 'shared' }]);
-    await api.call('PUT', `/v1/organisations/${org}`, { body: { skills: [{ name: 'csv-import', description: 'Import CSV files', body: 'Check the header.' }, { name: 'etl-checks', description: 'Check ETL runs', body: 'Count rows.' }] } });
+    const put = await api.call('PUT', `/v1/skills/${sharedSkill}`, {
+      body: {
+        description: 'Summarise meeting notes for the weekly digest',
+        category: 'writing',
+        body: 'Lead with decisions.',
+      },
+    });
+    expect([put.status, put.body]).toEqual([
+      200,
+      {
+        name: sharedSkill,
+        description: 'Summarise meeting notes for the weekly digest',
+        category: 'writing',
+        scope: 'shared',
+      },
+    ]);
+    await api.call('PUT', `/v1/organisations/${org}`, {
+      body: {
+        skills: [
+          { name: 'csv-import', description: 'Import CSV files', body: 'Check the header.' },
+          { name: 'etl-checks', description: 'Check ETL runs', body: 'Count rows.' },
+        ],
+      },
+    });
 
     const shared = await api.call('GET', '/v1/skills', { token: api.tokens.read });
     expect(shared.status).toBe(200);
-    expect(shared.body.skills).toContainEqual({ name: sharedSkill, description: 'Summarise meeting notes for the weekly digest', category: 'writing', scope: 'shared' });
+    expect(shared.body.skills).toContainEqual({
+      name: sharedSkill,
+      description: 'Summarise meeting notes for the weekly digest',
+      category: 'writing',
+      scope: 'shared',
+    });
     expect(shared.body.skills.filter((s: { scope: string }) => s.scope !== 'shared')).toEqual([]);
     expect(JSON.stringify(shared.body)).not.toContain('Lead with decisions.');
     const withOrg = await api.call('GET', `/v1/skills?org=${org}`, { token: api.tokens.read });
@@ -108,25 +163,44 @@ describe('HTTP API: organisations, skills and announcements', () => {
 
     // An agent joins the organisation and binds one organisation skill and the shared one.
     const agentId = `analyst-${suffix}`;
-    const agent = await api.call('PUT', `/v1/agents/${agentId}`, { body: agentBody({ org, skills: ['csv-import', sharedSkill] }) });
+    const agent = await api.call('PUT', `/v1/agents/${agentId}`, {
+      body: agentBody({ org, skills: ['csv-import', sharedSkill] }),
+    });
     expect([agent.status, agent.body.config]).toEqual([200, { org, skills: ['csv-import', sharedSkill] }]);
     const visible = await api.call('GET', `/v1/agents/${agentId}/skills`, { token: api.tokens.read });
     expect(visible.status).toBe(200);
-    const mine = visible.body.skills.filter((s: { name: string }) => ['csv-import', 'etl-checks', sharedSkill].includes(s.name));
+    const mine = visible.body.skills.filter((s: { name: string }) =>
+      ['csv-import', 'etl-checks', sharedSkill].includes(s.name),
+    );
     expect(mine).toEqual([
       { name: 'csv-import', description: 'Import CSV files', category: '', scope: `org:${org}`, bound: true },
       { name: 'etl-checks', description: 'Check ETL runs', category: '', scope: `org:${org}`, bound: false },
-      { name: sharedSkill, description: 'Summarise meeting notes for the weekly digest', category: 'writing', scope: 'shared', bound: true },
+      {
+        name: sharedSkill,
+        description: 'Summarise meeting notes for the weekly digest',
+        category: 'writing',
+        scope: 'shared',
+        bound: true,
+      },
     ]);
     expect(visible.body.skills.every((s: Record<string, unknown>) => !('body' in s))).toBe(true);
     // Another organisation's skills stay out of this agent's view.
-    await api.call('PUT', `/v1/organisations/${otherOrg}`, { body: { skills: [{ name: `rival-${suffix}`, description: 'Rival skill', body: 'x' }] } });
+    await api.call('PUT', `/v1/organisations/${otherOrg}`, {
+      body: { skills: [{ name: `rival-${suffix}`, description: 'Rival skill', body: 'x' }] },
+    });
     const again = await api.call('GET', `/v1/agents/${agentId}/skills`, { token: api.tokens.read });
     expect(again.body.skills.map((s: { name: string }) => s.name)).not.toContain(`rival-${suffix}`);
 
     // Binding a skill the agent cannot see is refused with the store's message, not a 500.
-    const unseen = await api.call('PUT', `/v1/agents/${agentId}`, { body: agentBody({ org, skills: [`rival-${suffix}`] }) });
-    expectError(unseen, 400, 'invalid_request', new RegExp(`config.skills: no skill visible to this agent named "rival-${suffix}"`));
+    const unseen = await api.call('PUT', `/v1/agents/${agentId}`, {
+      body: agentBody({ org, skills: [`rival-${suffix}`] }),
+    });
+    expectError(
+      unseen,
+      400,
+      'invalid_request',
+      new RegExp(`config.skills: no skill visible to this agent named "rival-${suffix}"`),
+    );
   });
 
   test('announcements: posted per organisation, listed newest first, filtered by organisation, gone once expired', async () => {
@@ -137,41 +211,71 @@ describe('HTTP API: organisations, skills and announcements', () => {
     expect([first.status, first.body]).toEqual([201, { id: expect.stringMatching(/^\d+$/) }]);
     const expiresAt = new Date(Date.now() + 5_000).toISOString();
     const soon = await post({ text: 'Deploy in progress.', org, expiresAt });
-    const expired = await post({ text: 'Yesterday’s outage.', org, expiresAt: new Date(Date.now() - 60_000).toISOString() });
+    const expired = await post({
+      text: 'Yesterday’s outage.',
+      org,
+      expiresAt: new Date(Date.now() - 60_000).toISOString(),
+    });
     const other = await post({ text: 'Globex offsite.', org: otherOrg });
     // Everyone's announcements expired long ago: the one for everyone is listed for no organisation.
     const expiredForAll = await post({ text: 'Old news for everyone.', expiresAt: '2020-01-01T00:00:00Z' });
     for (const r of [soon, expired, other, expiredForAll]) expect(r.status).toBe(201);
 
-    const mineOnly = (body: { announcements: Array<{ id: string }> }, ids: string[]) => body.announcements.filter((a) => ids.includes(a.id));
+    const mineOnly = (body: { announcements: Array<{ id: string }> }, ids: string[]) =>
+      body.announcements.filter((a) => ids.includes(a.id));
     const ids = [first, soon, expired, other, expiredForAll].map((r) => r.body.id as string);
     const forOrg = await api.call('GET', `/v1/announcements?org=${org}`, { token: api.tokens.read });
     expect(forOrg.status).toBe(200);
     expect(mineOnly(forOrg.body, ids)).toEqual([
-      { id: soon.body.id, text: 'Deploy in progress.', org, createdAt: expect.any(String), expiresAt: new Date(expiresAt).toISOString() },
+      {
+        id: soon.body.id,
+        text: 'Deploy in progress.',
+        org,
+        createdAt: expect.any(String),
+        expiresAt: new Date(expiresAt).toISOString(),
+      },
       { id: first.body.id, text: 'Maintenance tonight.', org, createdAt: expect.any(String), expiresAt: null },
     ]);
     const all = await api.call('GET', '/v1/announcements', { token: api.tokens.read });
     expect(mineOnly(all.body, ids).map((a) => a.id)).toEqual([other.body.id, soon.body.id, first.body.id]);
 
-    await eventually(async () => {
-      const now = await api.call('GET', `/v1/announcements?org=${org}`, { token: api.tokens.read });
-      return mineOnly(now.body, ids).map((a) => a.id).join() === first.body.id;
-    }, 'the announcement to expire', 20_000);
+    await eventually(
+      async () => {
+        const now = await api.call('GET', `/v1/announcements?org=${org}`, { token: api.tokens.read });
+        return (
+          mineOnly(now.body, ids)
+            .map((a) => a.id)
+            .join() === first.body.id
+        );
+      },
+      'the announcement to expire',
+      20_000,
+    );
   });
 
   test('bad input answers 400/404 naming the problem, and writes nothing', async () => {
     const fresh = `fresh-${suffix}`;
-    expectError(await api.call('PUT', '/v1/organisations/Bad%20Name', { body: {} }), 400, 'invalid_request', /^path\.org: an organisation name is 1-63 lowercase/);
     expectError(
-      await api.call('PUT', `/v1/organisations/${fresh}`, { body: { context: 'x'.repeat(ORG_DOCUMENT_MAX_CHARS + 1) } }),
+      await api.call('PUT', '/v1/organisations/Bad%20Name', { body: {} }),
+      400,
+      'invalid_request',
+      /^path\.org: an organisation name is 1-63 lowercase/,
+    );
+    expectError(
+      await api.call('PUT', `/v1/organisations/${fresh}`, {
+        body: { context: 'x'.repeat(ORG_DOCUMENT_MAX_CHARS + 1) },
+      }),
       400,
       'invalid_request',
       new RegExp(`context \\(CONTEXT.md\\) is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`),
     );
     const many = await api.call('PUT', `/v1/organisations/${fresh}`, {
       body: {
-        users: [...Array.from({ length: ORG_USERS_MAX }, (_, i) => ({ handle: `u${i}`, profile: 'p' })), { handle: 'no spaces', profile: 'p' }, { handle: 'u1', profile: 'p' }],
+        users: [
+          ...Array.from({ length: ORG_USERS_MAX }, (_, i) => ({ handle: `u${i}`, profile: 'p' })),
+          { handle: 'no spaces', profile: 'p' },
+          { handle: 'u1', profile: 'p' },
+        ],
         skills: [{ name: 'Bad Name', description: '', body: 'x'.repeat(SKILL_BODY_MAX_CHARS + 1) }],
       },
     });
@@ -186,24 +290,83 @@ describe('HTTP API: organisations, skills and announcements', () => {
     ]) {
       expect(many.body.error.message).toContain(problem);
     }
-    expectError(await api.call('PUT', `/v1/organisations/${fresh}`, { body: { users: [{ handle: 'x' }] } }), 400, 'invalid_request', /^body\.users\.0\.profile: /);
+    expectError(
+      await api.call('PUT', `/v1/organisations/${fresh}`, { body: { users: [{ handle: 'x' }] } }),
+      400,
+      'invalid_request',
+      /^body\.users\.0\.profile: /,
+    );
     // Nothing of the refused requests was written.
-    expectError(await api.call('GET', `/v1/organisations/${fresh}`, { token: api.tokens.read }), 404, 'organisation_not_found', new RegExp(`no organisation "${fresh}"`));
-    expect(await h.db.db.selectFrom('organisations').select('name').where('name', '=', fresh).executeTakeFirst()).toBeUndefined();
+    expectError(
+      await api.call('GET', `/v1/organisations/${fresh}`, { token: api.tokens.read }),
+      404,
+      'organisation_not_found',
+      new RegExp(`no organisation "${fresh}"`),
+    );
+    expect(
+      await h.db.db.selectFrom('organisations').select('name').where('name', '=', fresh).executeTakeFirst(),
+    ).toBeUndefined();
 
-    expectError(await api.call('PUT', '/v1/skills/Bad_Name', { body: { description: 'd', body: 'b' } }), 400, 'invalid_request', /^path\.name: a skill name is 1-64 lowercase/);
+    expectError(
+      await api.call('PUT', '/v1/skills/Bad_Name', { body: { description: 'd', body: 'b' } }),
+      400,
+      'invalid_request',
+      /^path\.name: a skill name is 1-64 lowercase/,
+    );
     const blank = `blank-${suffix}`;
-    expectError(await api.call('PUT', `/v1/skills/${blank}`, { body: { description: '  ', body: 'b' } }), 400, 'invalid_request', new RegExp(`invalid skill "${blank}" \\(shared\\): description: missing`));
-    expect(await h.db.db.selectFrom('skills').select('name').where('name', '=', blank).executeTakeFirst()).toBeUndefined();
-    expectError(await api.call('GET', `/v1/skills?org=${fresh}`, { token: api.tokens.read }), 404, 'organisation_not_found', /no organisation/);
+    expectError(
+      await api.call('PUT', `/v1/skills/${blank}`, { body: { description: '  ', body: 'b' } }),
+      400,
+      'invalid_request',
+      new RegExp(`invalid skill "${blank}" \\(shared\\): description: missing`),
+    );
+    expect(
+      await h.db.db.selectFrom('skills').select('name').where('name', '=', blank).executeTakeFirst(),
+    ).toBeUndefined();
+    expectError(
+      await api.call('GET', `/v1/skills?org=${fresh}`, { token: api.tokens.read }),
+      404,
+      'organisation_not_found',
+      /no organisation/,
+    );
 
-    expectError(await api.call('POST', '/v1/announcements', { body: { text: 'Hello', org: fresh } }), 404, 'organisation_not_found', new RegExp(`unknown organisation "${fresh}": load it first`));
-    expectError(await api.call('POST', '/v1/announcements', { body: { text: '   ', org } }), 400, 'invalid_request', /^an announcement needs text$/);
-    expectError(await api.call('POST', '/v1/announcements', { body: { text: 'x'.repeat(ANNOUNCEMENT_MAX_CHARS + 1), org } }), 400, 'invalid_request', new RegExp(`^an announcement is at most ${ANNOUNCEMENT_MAX_CHARS} characters$`));
-    expectError(await api.call('POST', '/v1/announcements', { body: { text: 'Hi', org, expiresAt: 'tomorrow' } }), 400, 'invalid_request', /^body\.expiresAt: expiresAt must be an ISO 8601 date-time/);
-    expectError(await api.call('GET', `/v1/announcements?org=${fresh}`, { token: api.tokens.read }), 404, 'organisation_not_found', /unknown organisation/);
+    expectError(
+      await api.call('POST', '/v1/announcements', { body: { text: 'Hello', org: fresh } }),
+      404,
+      'organisation_not_found',
+      new RegExp(`unknown organisation "${fresh}": load it first`),
+    );
+    expectError(
+      await api.call('POST', '/v1/announcements', { body: { text: '   ', org } }),
+      400,
+      'invalid_request',
+      /^an announcement needs text$/,
+    );
+    expectError(
+      await api.call('POST', '/v1/announcements', { body: { text: 'x'.repeat(ANNOUNCEMENT_MAX_CHARS + 1), org } }),
+      400,
+      'invalid_request',
+      new RegExp(`^an announcement is at most ${ANNOUNCEMENT_MAX_CHARS} characters$`),
+    );
+    expectError(
+      await api.call('POST', '/v1/announcements', { body: { text: 'Hi', org, expiresAt: 'tomorrow' } }),
+      400,
+      'invalid_request',
+      /^body\.expiresAt: expiresAt must be an ISO 8601 date-time/,
+    );
+    expectError(
+      await api.call('GET', `/v1/announcements?org=${fresh}`, { token: api.tokens.read }),
+      404,
+      'organisation_not_found',
+      /unknown organisation/,
+    );
 
-    expectError(await api.call('GET', `/v1/agents/no-such-agent-${suffix}/skills`, { token: api.tokens.read }), 404, 'agent_not_found', /no agent "no-such-agent-/);
+    expectError(
+      await api.call('GET', `/v1/agents/no-such-agent-${suffix}/skills`, { token: api.tokens.read }),
+      404,
+      'agent_not_found',
+      /no agent "no-such-agent-/,
+    );
   });
 
   test('a read token reads but cannot write (403); the OpenAPI document lists the routes', async () => {
@@ -215,7 +378,12 @@ describe('HTTP API: organisations, skills and announcements', () => {
     ] as const) {
       const refused = await api.call(method, path, { token: api.tokens.read, body });
       expectError(refused, 403, 'forbidden', /this needs a token with scope "operator"/);
-      expectError(await api.call(method, path, { token: api.tokens.service, body }), 403, 'forbidden', /scope "operator"/);
+      expectError(
+        await api.call(method, path, { token: api.tokens.service, body }),
+        403,
+        'forbidden',
+        /scope "operator"/,
+      );
     }
     expect((await api.call('GET', `/v1/organisations/${org}`, { token: api.tokens.read })).body.context).toBe('Acme.');
 
@@ -230,6 +398,9 @@ describe('HTTP API: organisations, skills and announcements', () => {
       expect([path, Object.keys(body.paths[path] ?? {}).sort()]).toEqual([path, [...methods]]);
     }
     expect(body.paths['/v1/announcements'].post.responses['201']).toBeDefined();
-    expect(body.paths['/v1/skills/{name}'].put.requestBody.content['application/json'].schema.required).toEqual(['description', 'body']);
+    expect(body.paths['/v1/skills/{name}'].put.requestBody.content['application/json'].schema.required).toEqual([
+      'description',
+      'body',
+    ]);
   });
 });

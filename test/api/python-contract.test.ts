@@ -33,13 +33,24 @@ describe('the Temporal contract from Python', () => {
     await h.startWorker();
   }, 300_000);
 
-  test("the documented Python example starts, queries, updates and signals a task, and its answers match the JSON Schema", async () => {
+  test('the documented Python example starts, queries, updates and signals a task, and its answers match the JSON Schema', async () => {
     const agentId = await h.createAgent();
-    const taskId = agents.task([toolTurn('shell_execute', { command: 'touch from-python.txt' }), submitTurn('Created the file.')]);
+    const taskId = agents.task([
+      toolTurn('shell_execute', { command: 'touch from-python.txt' }),
+      submitTurn('Created the file.'),
+    ]);
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'da-python-')), 'example.py');
     writeFileSync(file, readmePythonExample());
     const output = await new Promise<string>((resolve, reject) => {
-      const child = spawn(python, [file], { env: { ...process.env, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS!, TEMPORAL_TASK_QUEUE: h.taskQueue, AGENT_ID: agentId, TASK_ID: taskId } });
+      const child = spawn(python, [file], {
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS!,
+          TEMPORAL_TASK_QUEUE: h.taskQueue,
+          AGENT_ID: agentId,
+          TASK_ID: taskId,
+        },
+      });
       let out = '';
       let err = '';
       child.stdout.on('data', (c) => (out += String(c)));
@@ -55,11 +66,16 @@ describe('the Temporal contract from Python', () => {
         else reject(new Error(`the Python example exited with ${code ?? signal}:\n${err}\n${out}`));
       });
     });
-    const lines = output.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+    const lines = output
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, any>);
     const printed = Object.assign({}, ...lines) as { sameRun: boolean; status: unknown; decision: any; result: any };
     expect(printed.sameRun).toBe(true);
 
-    const contract = temporalContractDocument() as { workflows: { taskWorkflow: { queries: any; updates: any; result: object } } };
+    const contract = temporalContractDocument() as {
+      workflows: { taskWorkflow: { queries: any; updates: any; result: object } };
+    };
     const ajv = new Ajv2020({ strict: false, allErrors: true });
     const check = (what: string, schema: object, value: unknown) => {
       const validate = ajv.compile(schema);
@@ -69,7 +85,11 @@ describe('the Temporal contract from Python', () => {
     check('status query', task.queries.status.result, printed.status);
     check('decideApproval update', task.updates.decideApproval.result, printed.decision);
     check('workflow result', task.result, printed.result);
-    expect(printed.decision).toMatchObject({ decision: 'approved', decidedBy: 'billing-service', tool: 'shell_execute' });
+    expect(printed.decision).toMatchObject({
+      decision: 'approved',
+      decidedBy: 'billing-service',
+      tool: 'shell_execute',
+    });
     expect(printed.result).toMatchObject({ taskId, state: 'completed' });
   });
 });

@@ -15,7 +15,11 @@ describe('HTTP API: streams that have ended', () => {
   const h = useHarness({
     beforeClose: async () => {
       const rows = await h.db.db.selectFrom('mailbox_items').select('agent_id').distinct().execute();
-      for (const { agent_id } of rows) await h.temporal.workflow.getHandle(agentWorkflowId(agent_id)).terminate('test finished').catch(() => undefined);
+      for (const { agent_id } of rows)
+        await h.temporal.workflow
+          .getHandle(agentWorkflowId(agent_id))
+          .terminate('test finished')
+          .catch(() => undefined);
       await api.close();
     },
   });
@@ -34,13 +38,18 @@ describe('HTTP API: streams that have ended', () => {
     const messages: Array<{ type: string; lastEventId: string; data: string }> = [];
     const source = new EventSource(url, {
       fetch: async (input, init) => {
-        const response = await fetch(input, { ...init, headers: { ...init.headers, authorization: `Bearer ${api.tokens.read}` } });
+        const response = await fetch(input, {
+          ...init,
+          headers: { ...init.headers, authorization: `Bearer ${api.tokens.read}` },
+        });
         statuses.push(response.status);
         return response;
       },
     });
-    const record = (e: MessageEvent) => messages.push({ type: e.type, lastEventId: e.lastEventId, data: String(e.data) });
-    for (const type of ['message', 'end', 'step-start', 'delta', 'step-end', 'rewind']) source.addEventListener(type, record);
+    const record = (e: MessageEvent) =>
+      messages.push({ type: e.type, lastEventId: e.lastEventId, data: String(e.data) });
+    for (const type of ['message', 'end', 'step-start', 'delta', 'step-end', 'rewind'])
+      source.addEventListener(type, record);
     return { source, statuses, messages };
   };
 
@@ -48,9 +57,18 @@ describe('HTTP API: streams that have ended', () => {
     const agentId = await h.createAgent();
     const taskId = agents.task([submitTurn('nothing to do')]);
     await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Quick' } });
-    await eventually(async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined, 'the task in review');
+    await eventually(
+      async () =>
+        (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'review' || undefined,
+      'the task in review',
+    );
     expect((await api.call('POST', `/v1/tasks/${taskId}/cancel`)).status).toBe(202);
-    await eventually(async () => (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'cancelled' || undefined, 'the task cancelled');
+    await eventually(
+      async () =>
+        (await api.call('GET', `/v1/tasks/${taskId}`, { token: api.tokens.read })).body.state === 'cancelled' ||
+        undefined,
+      'the task cancelled',
+    );
     const events = openEventSource(`${api.url}/v1/tasks/${taskId}/events`);
     let stored: Array<{ seq: number }> = [];
     try {
@@ -59,7 +77,9 @@ describe('HTTP API: streams that have ended', () => {
       stored = (await api.call('GET', `/v1/tasks/${taskId}/events`, { token: api.tokens.read })).body.events;
       // One connection with every event and `end`, then one reconnect answered 204.
       expect(events.statuses).toEqual([200, 204]);
-      expect(events.messages.filter((m) => m.type === 'message').map((m) => Number(m.lastEventId))).toEqual(stored.map((e) => e.seq));
+      expect(events.messages.filter((m) => m.type === 'message').map((m) => Number(m.lastEventId))).toEqual(
+        stored.map((e) => e.seq),
+      );
       expect(events.messages.at(-1)?.type).toBe('end');
     } finally {
       events.source.close();
@@ -75,7 +95,13 @@ describe('HTTP API: streams that have ended', () => {
       text.source.close();
     }
     // A resume after the last event, by hand: 204 with no body.
-    const last = await fetch(`${api.url}/v1/tasks/${taskId}/events`, { headers: { authorization: `Bearer ${api.tokens.read}`, accept: 'text/event-stream', 'last-event-id': String(stored.at(-1)!.seq) } });
+    const last = await fetch(`${api.url}/v1/tasks/${taskId}/events`, {
+      headers: {
+        authorization: `Bearer ${api.tokens.read}`,
+        accept: 'text/event-stream',
+        'last-event-id': String(stored.at(-1)!.seq),
+      },
+    });
     expect([last.status, await last.text()]).toEqual([204, '']);
   });
 
@@ -91,7 +117,14 @@ describe('HTTP API: streams that have ended', () => {
 
     for (const after of [Number(end!.id), Number(end!.id) + 5]) {
       const started = Date.now();
-      const resumed = await fetch(url, { headers: { authorization: `Bearer ${api.tokens.read}`, accept: 'text/event-stream', 'last-event-id': String(after) }, signal: AbortSignal.timeout(5_000) });
+      const resumed = await fetch(url, {
+        headers: {
+          authorization: `Bearer ${api.tokens.read}`,
+          accept: 'text/event-stream',
+          'last-event-id': String(after),
+        },
+        signal: AbortSignal.timeout(5_000),
+      });
       expect([resumed.status, await resumed.text()]).toEqual([204, '']);
       expect(Date.now() - started).toBeLessThan(2_000);
     }

@@ -33,7 +33,11 @@ describe('inbox single sign-on through OpenID Connect', () => {
     const apiPort = await freePort();
     const providerPort = await freePort();
     const redirect = `http://127.0.0.1:${apiPort}/inbox/sso/callback`;
-    provider = spawn(process.execPath, [path.join(__dirname, '../support/oidc-provider.mjs'), String(providerPort), redirect]);
+    provider = spawn(process.execPath, [
+      path.join(__dirname, '../support/oidc-provider.mjs'),
+      String(providerPort),
+      redirect,
+    ]);
     let providerErrors = '';
     provider.stderr.on('data', (c) => (providerErrors += String(c)));
     await new Promise<void>((resolve, reject) => {
@@ -41,10 +45,19 @@ describe('inbox single sign-on through OpenID Connect', () => {
       createInterface({ input: provider.stdout }).once('line', () => resolve());
     });
     api = await startTestApi(h, {
-      sso: { issuer: `http://127.0.0.1:${providerPort}`, clientId: 'durable-agents-inbox', clientSecret: 'inbox-test-secret', roleClaim: 'groups', roles: { operator: ['agents-operators'], read: ['readers'] } },
+      sso: {
+        issuer: `http://127.0.0.1:${providerPort}`,
+        clientId: 'durable-agents-inbox',
+        clientSecret: 'inbox-test-secret',
+        roleClaim: 'groups',
+        roles: { operator: ['agents-operators'], read: ['readers'] },
+      },
       port: apiPort,
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
@@ -79,7 +92,10 @@ describe('inbox single sign-on through OpenID Connect', () => {
     expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/inbox' });
     // The authorization code flow with PKCE: S256 challenge, state and nonce on the request.
     const [authorization] = authorizations;
-    expect(['response_type', 'code_challenge_method'].map((k) => authorization?.searchParams.get(k))).toEqual(['code', 'S256']);
+    expect(['response_type', 'code_challenge_method'].map((k) => authorization?.searchParams.get(k))).toEqual([
+      'code',
+      'S256',
+    ]);
     expect(['code_challenge', 'state', 'nonce'].every((k) => Boolean(authorization?.searchParams.get(k)))).toBe(true);
     await context.close();
   });
@@ -92,7 +108,9 @@ describe('inbox single sign-on through OpenID Connect', () => {
       if (r.url().startsWith(`${api.url}/inbox/sso/callback`)) callback = r.url();
     });
     await signInAs(page, 'rita');
-    await expect(page.locator('.problem').textContent()).resolves.toMatch(/rita@example\.test .* holds no role that may decide here/);
+    await expect(page.locator('.problem').textContent()).resolves.toMatch(
+      /rita@example\.test .* holds no role that may decide here/,
+    );
     expect((await context.cookies()).some((c) => c.name === 'da_session')).toBe(false);
     expect(new URL(callback).searchParams.get('code')).toBeTruthy();
     const replay = await context.newPage();

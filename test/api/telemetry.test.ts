@@ -35,28 +35,44 @@ describe('telemetry', () => {
   let running: Promise<void>;
   let connection: NativeConnection;
   const exporter = new InMemorySpanExporter();
-  const telemetry = new Telemetry({ spanProcessor: new SimpleSpanProcessor(exporter), metrics: true, spendPerAgent: true });
+  const telemetry = new Telemetry({
+    spanProcessor: new SimpleSpanProcessor(exporter),
+    metrics: true,
+    spendPerAgent: true,
+  });
   /** Stands in for the Temporal runtime's Prometheus endpoint (its counters have no `_total`). */
   let runtimeMetrics: Server;
 
   beforeAll(async () => {
     agents = new ScriptedAgents(h.llm);
     // The workflow interceptors run inside the workflow sandbox, so they are bundled with the workflows.
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), workflowInterceptorModules: [WORKFLOW_INTERCEPTOR_MODULE], logger: quietLogger });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../../workflows'),
+      workflowInterceptorModules: [WORKFLOW_INTERCEPTOR_MODULE],
+      logger: quietLogger,
+    });
     connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
     worker = await createAgentWorker({
       connection,
       namespace: 'default',
       taskQueue: h.taskQueue,
       db: h.db.db,
-      router: LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }], createProvider),
+      router: LlmRouter.fromConfig(
+        [{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }],
+        createProvider,
+      ),
       workflowBundle: { code },
       telemetry,
     });
     running = worker.run();
-    runtimeMetrics = createServer((_req, res) => res.end('# TYPE temporal_request counter\ntemporal_request{operation="Poll"} 3\n'));
+    runtimeMetrics = createServer((_req, res) =>
+      res.end('# TYPE temporal_request counter\ntemporal_request{operation="Poll"} 3\n'),
+    );
     await new Promise<void>((resolve) => runtimeMetrics.listen(0, '127.0.0.1', resolve));
-    api = await startTestApi(h, { registries: [telemetry.registry], temporalMetricsUrl: `http://127.0.0.1:${(runtimeMetrics.address() as AddressInfo).port}/metrics` });
+    api = await startTestApi(h, {
+      registries: [telemetry.registry],
+      temporalMetricsUrl: `http://127.0.0.1:${(runtimeMetrics.address() as AddressInfo).port}/metrics`,
+    });
   }, 180_000);
 
   test('one task: workflow, activity and LLM spans with GenAI attributes; non-zero token counters at /metrics', async () => {
@@ -69,21 +85,35 @@ describe('telemetry', () => {
     ]);
     await h.client.startTask({ agentId, taskId, title: 'Traced', description: 'write a file' });
     const waiting = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
-    await h.client.decideApproval(taskId, { requestId: waiting.pendingApprovals[0]!.requestId, decision: 'approved', decidedBy: 'tester' });
+    await h.client.decideApproval(taskId, {
+      requestId: waiting.pendingApprovals[0]!.requestId,
+      decision: 'approved',
+      decidedBy: 'tester',
+    });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     await h.client.review(taskId, { decision: 'accept', decidedBy: 'tester' });
     await h.client.result(taskId);
 
     const spans = await eventually(() => {
       const all = exporter.getFinishedSpans();
-      return all.some((s) => s.name === 'RunWorkflow:taskWorkflow') && all.some((s) => s.name === 'RunWorkflow:taskRoundWorkflow') ? all : undefined;
+      return all.some((s) => s.name === 'RunWorkflow:taskWorkflow') &&
+        all.some((s) => s.name === 'RunWorkflow:taskRoundWorkflow')
+        ? all
+        : undefined;
     }, 'the workflow spans to be exported');
     const names = new Set(spans.map((s) => s.name));
-    for (const name of ['RunWorkflow:taskWorkflow', 'RunWorkflow:taskRoundWorkflow', 'StartActivity:llmStepWithTools', 'RunActivity:llmStepWithTools']) {
+    for (const name of [
+      'RunWorkflow:taskWorkflow',
+      'RunWorkflow:taskRoundWorkflow',
+      'StartActivity:llmStepWithTools',
+      'RunActivity:llmStepWithTools',
+    ]) {
       expect([name, names.has(name)]).toEqual([name, true]);
     }
     // (The Anthropic SDK adds its own `anthropic.messages.create` span below ours once a tracer is registered.)
-    const llmSpans = spans.filter((s) => s.name.startsWith('chat ') && s.attributes['gen_ai.usage.input_tokens'] === 160);
+    const llmSpans = spans.filter(
+      (s) => s.name.startsWith('chat ') && s.attributes['gen_ai.usage.input_tokens'] === 160,
+    );
     expect(llmSpans.length).toBeGreaterThanOrEqual(3);
     const [first] = llmSpans;
     expect(first!.name).toMatch(/^chat /);
@@ -103,30 +133,50 @@ describe('telemetry', () => {
     const parent = spans.find((s) => s.spanContext().spanId === parentId(first!));
     expect(parent?.name).toBe('RunActivity:llmStepWithTools');
     const taskTrace = spans.find((s) => s.name === 'RunWorkflow:taskWorkflow')!.spanContext().traceId;
-    expect(spans.filter((s) => s.name === 'RunWorkflow:taskRoundWorkflow').map((s) => s.spanContext().traceId)).toContain(taskTrace);
+    expect(
+      spans.filter((s) => s.name === 'RunWorkflow:taskRoundWorkflow').map((s) => s.spanContext().traceId),
+    ).toContain(taskTrace);
 
     expect((await api.call('GET', '/v1/agents', { token: api.tokens.read })).status).toBe(200);
-    const pending = await h.db.db.selectFrom('approvals').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+    const pending = await h.db.db
+      .selectFrom('approvals')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow();
     const metrics = await api.call('GET', '/metrics', { token: api.tokens.read });
     expect(metrics.status).toBe(200);
     const text = String(metrics.body);
     const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
-    expect(value(/^durable_agents_llm_tokens_total\{provider="anthropic",model="[^"]+",kind="input"\} (\d+)/m)).toBeGreaterThanOrEqual(300);
-    expect(value(/^durable_agents_llm_tokens_total\{provider="anthropic",model="[^"]+",kind="output"\} (\d+)/m)).toBeGreaterThanOrEqual(60);
-    expect(value(/^durable_agents_llm_cost_usd_total\{provider="anthropic",model="[^"]+"\} ([\d.e-]+)/m)).toBeGreaterThan(0);
-    expect(value(/^durable_agents_llm_call_seconds_count\{provider="anthropic",model="[^"]+",outcome="ok"\} (\d+)/m)).toBeGreaterThanOrEqual(3);
+    expect(
+      value(/^durable_agents_llm_tokens_total\{provider="anthropic",model="[^"]+",kind="input"\} (\d+)/m),
+    ).toBeGreaterThanOrEqual(300);
+    expect(
+      value(/^durable_agents_llm_tokens_total\{provider="anthropic",model="[^"]+",kind="output"\} (\d+)/m),
+    ).toBeGreaterThanOrEqual(60);
+    expect(
+      value(/^durable_agents_llm_cost_usd_total\{provider="anthropic",model="[^"]+"\} ([\d.e-]+)/m),
+    ).toBeGreaterThan(0);
+    expect(
+      value(/^durable_agents_llm_call_seconds_count\{provider="anthropic",model="[^"]+",outcome="ok"\} (\d+)/m),
+    ).toBeGreaterThanOrEqual(3);
     expect(value(/^durable_agents_tool_denials_total\{tool="shell_execute"\} (\d+)/m)).toBe(1);
     expect(value(/^durable_agents_llm_breaker_state\{provider="anthropic",model="[^"]+"\} (\d+)/m)).toBe(0);
     expect(value(/^durable_agents_approvals_pending (\d+)/m)).toBe(Number(pending.n));
-    expect(value(/^durable_agents_http_requests_total\{method="GET",route="\/v1\/agents",status="200"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    expect(
+      value(/^durable_agents_http_requests_total\{method="GET",route="\/v1\/agents",status="200"\} (\d+)/m),
+    ).toBeGreaterThanOrEqual(1);
     // Tool calls by tool and outcome; the approved call counts its ask and its run.
     expect(value(/^durable_agents_tool_calls_total\{tool="shell_execute",outcome="denied"\} (\d+)/m)).toBe(1);
     expect(value(/^durable_agents_tool_calls_total\{tool="file_write",outcome="ok"\} (\d+)/m)).toBe(1);
-    expect(value(/^durable_agents_tool_calls_total\{tool="shell_execute",outcome="approval_required"\} (\d+)/m)).toBe(1);
+    expect(value(/^durable_agents_tool_calls_total\{tool="shell_execute",outcome="approval_required"\} (\d+)/m)).toBe(
+      1,
+    );
     expect(value(/^durable_agents_tool_calls_total\{tool="shell_execute",outcome="ok"\} (\d+)/m)).toBe(1);
     expect(value(/^durable_agents_approval_wait_seconds_count\{decision="approved"\} (\d+)/m)).toBe(1);
     expect(value(/^durable_agents_tasks\{state="completed"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
-    expect(value(new RegExp(`^durable_agents_agent_cost_usd_total\\{agent="${agentId}"\\} ([\\d.e-]+)`, 'm'))).toBeGreaterThan(0);
+    expect(
+      value(new RegExp(`^durable_agents_agent_cost_usd_total\\{agent="${agentId}"\\} ([\\d.e-]+)`, 'm')),
+    ).toBeGreaterThan(0);
 
     // promtool (Prometheus's own checker) finds nothing to say about our exposition; Temporal's runtime
     // metrics, named its own way, are served apart.
@@ -134,7 +184,10 @@ describe('telemetry', () => {
     const checked = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
     expect([checked.status, checked.stdout + checked.stderr]).toEqual([0, '']);
     const runtime = await api.call('GET', '/metrics/temporal', { token: api.tokens.read });
-    expect([runtime.status, String(runtime.body)]).toEqual([200, expect.stringContaining('temporal_request{operation="Poll"} 3')]);
+    expect([runtime.status, String(runtime.body)]).toEqual([
+      200,
+      expect.stringContaining('temporal_request{operation="Poll"} 3'),
+    ]);
   });
 });
 

@@ -21,7 +21,9 @@ describe('agents token create | list | revoke', () => {
   });
 
   const cli = async (...args: string[]) => {
-    const { stdout } = await run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', ...args], { env: { ...process.env, DATABASE_URL: h.db.url } });
+    const { stdout } = await run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', ...args], {
+      env: { ...process.env, DATABASE_URL: h.db.url },
+    });
     return stdout;
   };
 
@@ -44,7 +46,10 @@ describe('agents token create | list | revoke', () => {
     await expect(cli('token', 'create', 'x', '--scope', 'admin')).rejects.toThrow(/invalid scope "admin"/);
     expect(await cli('token', 'revoke', name)).toContain(`revoked ${name}`);
     const refused = await api.call('GET', '/v1/agents', { token });
-    expect(refused).toMatchObject({ status: 401, body: { error: { code: 'unauthorized', message: 'that token is unknown or revoked' } } });
+    expect(refused).toMatchObject({
+      status: 401,
+      body: { error: { code: 'unauthorized', message: 'that token is unknown or revoked' } },
+    });
     await expect(cli('token', 'revoke', name)).rejects.toThrow(/no live token/);
   });
 });

@@ -23,7 +23,8 @@ interface ReceivedSpan {
 }
 
 /** Spans of a task's own work: everything but the HTTP requests that only read or decide. */
-const TASK_WORK = /^(StartWorkflow|RunWorkflow|StartActivity|RunActivity|StartChildWorkflowExecution|HandleSignal|HandleUpdate|ValidateUpdate|invoke_agent|chat |execute_tool)/;
+const TASK_WORK =
+  /^(StartWorkflow|RunWorkflow|StartActivity|RunActivity|StartChildWorkflowExecution|HandleSignal|HandleUpdate|ValidateUpdate|invoke_agent|chat |execute_tool)/;
 
 /**
  * One task, one trace, as an OTLP collector sees it: the worker and the API export by the standard
@@ -62,14 +63,21 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
 
     h = await createHarness();
     agents = new ScriptedAgents(h.llm);
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), workflowInterceptorModules: [WORKFLOW_INTERCEPTOR_MODULE], logger: quietLogger });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../../workflows'),
+      workflowInterceptorModules: [WORKFLOW_INTERCEPTOR_MODULE],
+      logger: quietLogger,
+    });
     connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
     worker = await createAgentWorker({
       connection,
       namespace: 'default',
       taskQueue: h.taskQueue,
       db: h.db.db,
-      router: LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }], createProvider),
+      router: LlmRouter.fromConfig(
+        [{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }],
+        createProvider,
+      ),
       workflowBundle: { code },
       telemetry,
     });
@@ -89,8 +97,14 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
 
   test('POST /v1/tasks is the root of one trace holding the workflows, activities, invoke_agent, chat and execute_tool spans', async () => {
     const agentId = await h.createAgent();
-    const taskId = agents.task([toolTurn('file_write', { path: 'traced.txt', content: 'hello' }), submitTurn('wrote it')]);
-    expect((await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Traced' } })).status).toBe(201);
+    const taskId = agents.task([
+      toolTurn('file_write', { path: 'traced.txt', content: 'hello' }),
+      submitTurn('wrote it'),
+    ]);
+    expect(
+      (await api.call('POST', '/v1/tasks', { token: api.tokens.service, body: { agentId, taskId, title: 'Traced' } }))
+        .status,
+    ).toBe(201);
     // The review route checks the task's row, written just after the workflow's own state changes.
     await eventually(async () => (await h.client.getTaskRow(taskId)).state === 'review', `task ${taskId} in review`);
     expect((await api.call('POST', `/v1/tasks/${taskId}/review`, { body: { decision: 'accept' } })).status).toBe(202);
@@ -100,11 +114,19 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
       await telemetry.flush();
       const all = requests.flatMap((r) => r.spans);
       const names = new Set(all.map((s) => s.name));
-      return ['RunWorkflow:taskWorkflow', 'RunWorkflow:postTaskReflectionWorkflow', 'HandleSignal:reviewDecision'].every((n) => names.has(n)) ? all : undefined;
+      return [
+        'RunWorkflow:taskWorkflow',
+        'RunWorkflow:postTaskReflectionWorkflow',
+        'HandleSignal:reviewDecision',
+      ].every((n) => names.has(n))
+        ? all
+        : undefined;
     }, 'the task, reflection and review spans at the receiver');
 
     // Every export was protobuf (the default protocol), on the standard path.
-    expect(new Set(requests.map((r) => `${r.path} ${r.contentType}`))).toEqual(new Set(['/v1/traces application/x-protobuf']));
+    expect(new Set(requests.map((r) => `${r.path} ${r.contentType}`))).toEqual(
+      new Set(['/v1/traces application/x-protobuf']),
+    );
 
     const root = spans.find((s) => s.name === 'POST /v1/tasks')!;
     expect(root).toBeDefined();
@@ -126,7 +148,11 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
     expect(parentName(invoke)).toBe('RunWorkflow:taskRoundWorkflow');
     expect(invoke.attributes['gen_ai.operation.name']?.value).toBe('invoke_agent');
     expect(invoke.attributes['gen_ai.agent.id']?.value).toBe(agentId);
-    const chat = spans.find((s) => s.name.startsWith('chat ') && byId.get(byId.get(s.parentSpanId)?.parentSpanId ?? '')?.parentSpanId === invoke.spanId)!;
+    const chat = spans.find(
+      (s) =>
+        s.name.startsWith('chat ') &&
+        byId.get(byId.get(s.parentSpanId)?.parentSpanId ?? '')?.parentSpanId === invoke.spanId,
+    )!;
     expect(chat).toBeDefined();
     expect(parentName(chat)).toBe('RunActivity:llmStepWithTools');
     const attr = (s: ReceivedSpan, key: string) => s.attributes[key]?.value;
@@ -139,7 +165,15 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
       input: Number(attr(chat, 'gen_ai.usage.input_tokens')),
       output: Number(attr(chat, 'gen_ai.usage.output_tokens')),
       cacheRead: Number(attr(chat, 'gen_ai.usage.cache_read.input_tokens')),
-    }).toEqual({ operation: 'chat', provider: 'anthropic', server: '127.0.0.1', port: Number(new URL(h.llm.url).port), input: 160, output: 20, cacheRead: 50 });
+    }).toEqual({
+      operation: 'chat',
+      provider: 'anthropic',
+      server: '127.0.0.1',
+      port: Number(new URL(h.llm.url).port),
+      input: 160,
+      output: 20,
+      cacheRead: 50,
+    });
     expect(attr(chat, 'gen_ai.response.id')).toMatch(/^msg_/);
     expect(attr(chat, 'gen_ai.conversation.id')).toEqual(expect.any(String));
     expect(attr(chat, 'gen_ai.request.model')).toEqual(expect.any(String));
@@ -158,7 +192,12 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
     for (const s of spans) {
       for (const [key, v] of Object.entries(s.attributes)) {
         expect([s.name, key, v.type]).not.toEqual([s.name, key, 'kvlist_value']);
-        if (v.type === 'array_value') expect([s.name, key, new Set((v.value as Array<{ type: string }>).map((x) => x.type)).size <= 1]).toEqual([s.name, key, true]);
+        if (v.type === 'array_value')
+          expect([s.name, key, new Set((v.value as Array<{ type: string }>).map((x) => x.type)).size <= 1]).toEqual([
+            s.name,
+            key,
+            true,
+          ]);
       }
     }
   });

@@ -57,14 +57,27 @@ describe('the worker process', () => {
     child.stderr.on('data', (chunk) => (output += String(chunk)));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 'the worker to be ready', 90_000, 250).catch((error: Error) => {
+      await eventually(
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200,
+        'the worker to be ready',
+        90_000,
+        250,
+      ).catch((error: Error) => {
         throw new Error(`${error.message}\n${output}`);
       });
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-      const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { ready: boolean; postgres: { state: string } };
+      const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as {
+        ready: boolean;
+        postgres: { state: string };
+      };
       expect(ready).toMatchObject({ ready: true, postgres: { state: 'up' }, temporal: { state: 'up' } });
       // The runtime pushes its pollers' metrics by OTLP/HTTP (protobuf).
-      await eventually(() => [...metricNames].some((n) => n.startsWith('temporal_')), 'Temporal runtime metrics at the OTLP receiver', 30_000, 250);
+      await eventually(
+        () => [...metricNames].some((n) => n.startsWith('temporal_')),
+        'Temporal runtime metrics at the OTLP receiver',
+        30_000,
+        250,
+      );
       const started = Date.now();
       child.kill('SIGTERM');
       const code = await exited;

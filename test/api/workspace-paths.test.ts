@@ -32,7 +32,8 @@ describe('workspace paths from users', () => {
 
   /** Unique per run: the database outlives a test run. */
   const ghost = `ghost-${Date.now().toString(36)}`;
-  const put = (agentId: string, workspaceDir: string) => api.call('PUT', `/v1/agents/${agentId}`, { body: { name: 'Ghost', files, workspaceDir } });
+  const put = (agentId: string, workspaceDir: string) =>
+    api.call('PUT', `/v1/agents/${agentId}`, { body: { name: 'Ghost', files, workspaceDir } });
 
   test.each([
     ['/proc/nope/ws', /under \/proc, a virtual filesystem of the kernel/],
@@ -51,15 +52,26 @@ describe('workspace paths from users', () => {
     expect(Date.now() - started).toBeLessThan(ANSWER_WITHIN_MS);
     expect(response.status).toBe(400);
     expect(response.body.error.code).toBe('invalid_request');
-    expect(response.body.error.message).toMatch(new RegExp(`^invalid agent "${ghost}": workspaceDir: .* cannot be a workspace folder: `));
+    expect(response.body.error.message).toMatch(
+      new RegExp(`^invalid agent "${ghost}": workspaceDir: .* cannot be a workspace folder: `),
+    );
     expect(response.body.error.message).toMatch(reason);
     expect(await h.db.db.selectFrom('agents').select('id').where('id', '=', ghost).executeTakeFirst()).toBeUndefined();
     for (const created of ['/proc/nope', '/sys/nope', '/dev/nope']) expect(existsSync(created)).toBe(false);
   });
 
   test('the client library refuses the same paths with InvalidAgentError, and a usable one is created', async () => {
-    await expect(h.client.upsertAgent({ id: 'ghost-lib', name: 'Ghost', files, workspaceDir: '/proc/nope/ws' })).rejects.toThrow(InvalidAgentError);
-    await expect(h.client.upsertAgent({ id: 'ghost-lib', name: 'Ghost', files, workspaceDir: path.join(scratch, 'plain-file', 'ws') })).rejects.toThrow(/regular file, not a folder/);
+    await expect(
+      h.client.upsertAgent({ id: 'ghost-lib', name: 'Ghost', files, workspaceDir: '/proc/nope/ws' }),
+    ).rejects.toThrow(InvalidAgentError);
+    await expect(
+      h.client.upsertAgent({
+        id: 'ghost-lib',
+        name: 'Ghost',
+        files,
+        workspaceDir: path.join(scratch, 'plain-file', 'ws'),
+      }),
+    ).rejects.toThrow(/regular file, not a folder/);
     const deep = path.join(scratch, 'a', 'b', 'c');
     const created = await h.client.upsertAgent({ id: 'ghost-lib', name: 'Ghost', files, workspaceDir: deep });
     expect(created.workspaceDir).toBe(deep);
@@ -71,30 +83,54 @@ describe('workspace paths from users', () => {
     mkdirSync(folder);
     symlinkSync('/dev/zero', path.join(folder, 'SOUL.md'));
     const started = Date.now();
-    await expect(h.client.upsertAgentFromFolder(folder, { id: 'zero-agent', workspaceDir: path.join(scratch, 'zero-ws') })).rejects.toThrow(/SOUL\.md is not a regular file \(a device, pipe or socket\)/);
+    await expect(
+      h.client.upsertAgentFromFolder(folder, { id: 'zero-agent', workspaceDir: path.join(scratch, 'zero-ws') }),
+    ).rejects.toThrow(/SOUL\.md is not a regular file \(a device, pipe or socket\)/);
     rmSync(path.join(folder, 'SOUL.md'));
     execFileSync('mkfifo', [path.join(folder, 'AGENTS.md')]);
-    await expect(h.client.upsertAgentFromFolder(folder, { id: 'fifo-agent', workspaceDir: path.join(scratch, 'fifo-ws') })).rejects.toThrow(/AGENTS\.md is not a regular file/);
+    await expect(
+      h.client.upsertAgentFromFolder(folder, { id: 'fifo-agent', workspaceDir: path.join(scratch, 'fifo-ws') }),
+    ).rejects.toThrow(/AGENTS\.md is not a regular file/);
     const org = path.join(scratch, 'hostile-org');
     mkdirSync(path.join(org, 'users'), { recursive: true });
     writeFileSync(path.join(org, 'CONTEXT.md'), 'We build things.');
     symlinkSync('/dev/zero', path.join(org, 'users', 'zed.md'));
-    await expect(h.client.upsertOrganisationFromFolder(org, { name: 'hostile-org' })).rejects.toThrow(/zed\.md is not a regular file/);
+    await expect(h.client.upsertOrganisationFromFolder(org, { name: 'hostile-org' })).rejects.toThrow(
+      /zed\.md is not a regular file/,
+    );
     expect(Date.now() - started).toBeLessThan(ANSWER_WITHIN_MS);
-    expect(await h.db.db.selectFrom('agents').select('id').where('id', 'in', ['zero-agent', 'fifo-agent']).execute()).toEqual([]);
+    expect(
+      await h.db.db.selectFrom('agents').select('id').where('id', 'in', ['zero-agent', 'fifo-agent']).execute(),
+    ).toEqual([]);
   });
 
   test('the CLI refuses it with the reason and exit code 1', async () => {
-    const cli = run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', 'agent', 'upsert', path.join(scratch, 'agent-folder'), '--id', 'ghost-cli', '--workspace', '/proc/nope/ws'], {
-      env: { ...process.env, DATABASE_URL: h.db.url },
-      timeout: 60_000,
-    });
+    const cli = run(
+      process.execPath,
+      [
+        require.resolve('tsx/cli'),
+        'client/cli.ts',
+        'agent',
+        'upsert',
+        path.join(scratch, 'agent-folder'),
+        '--id',
+        'ghost-cli',
+        '--workspace',
+        '/proc/nope/ws',
+      ],
+      {
+        env: { ...process.env, DATABASE_URL: h.db.url },
+        timeout: 60_000,
+      },
+    );
     const failure = (await cli.then(
       () => undefined,
       (error: unknown) => error,
     )) as { code?: number; stderr?: string } | undefined;
     expect(failure?.code).toBe(1);
-    expect(failure?.stderr).toMatch(/error: invalid agent "ghost-cli": workspaceDir: "\/proc\/nope\/ws" cannot be a workspace folder: it is under \/proc/);
+    expect(failure?.stderr).toMatch(
+      /error: invalid agent "ghost-cli": workspaceDir: "\/proc\/nope\/ws" cannot be a workspace folder: it is under \/proc/,
+    );
   }, 90_000);
 
   test('a request failing for an unknown reason names its request id and where it is logged, and the log has it', async () => {
@@ -111,7 +147,10 @@ describe('workspace paths from users', () => {
       const requestId = /with reqId ([0-9a-f-]{36})$/.exec(response.body.error.message)?.[1];
       expect(response.body.error.message).toMatch(/the error is logged on the test log with reqId /);
       expect(requestId).toBeDefined();
-      const line = broken.logLines().map((l) => JSON.parse(l) as { reqId?: string; err?: { message?: string } }).find((l) => l.reqId === requestId);
+      const line = broken
+        .logLines()
+        .map((l) => JSON.parse(l) as { reqId?: string; err?: { message?: string } })
+        .find((l) => l.reqId === requestId);
       expect(line?.err?.message).toBe('disk on fire');
     } finally {
       await broken.close();
@@ -124,7 +163,9 @@ describe('workspace paths from users', () => {
     });
     const unconfigured = await startTestApi(h, { client: failing, logger: undefined });
     try {
-      const response = await unconfigured.call('GET', `/v1/agents/${agentId}/usage`, { token: unconfigured.tokens.read });
+      const response = await unconfigured.call('GET', `/v1/agents/${agentId}/usage`, {
+        token: unconfigured.tokens.read,
+      });
       expect(response.body.error.message).toMatch(/logged on the API process's standard error with reqId /);
       const requestId = /with reqId (\S+)$/.exec(response.body.error.message)![1]!;
       expect(written.join('')).toContain(requestId);

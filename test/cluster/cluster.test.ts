@@ -5,7 +5,13 @@ import { Client, Connection } from '@temporalio/client';
 import { openDatabase, type DatabaseHandle } from '../../activities/store/db';
 import { createToken } from '../../api/tokens';
 import { AgentsClient } from '../../client';
-import { checkShardCount, CLUSTER_HISTORY_SHARDS, freeBasePort, startCluster, type Cluster } from '../../scripts/cluster/topology';
+import {
+  checkShardCount,
+  CLUSTER_HISTORY_SHARDS,
+  freeBasePort,
+  startCluster,
+  type Cluster,
+} from '../../scripts/cluster/topology';
 import { eventually } from '../support/eventually';
 
 /** The first run builds the Temporal server with go install (minutes on 2 cores); later runs reuse it. */
@@ -30,7 +36,12 @@ describe('the cluster topology', () => {
     chmodSync(dir, 0o755);
     // Its own block of ports, free now and below the ephemeral range.
     const basePort = await freeBasePort();
-    cluster = await startCluster({ dir, basePort, log: () => undefined, productEnv: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', OPENAI_COMPATIBLE_BASE_URL: '' } });
+    cluster = await startCluster({
+      dir,
+      basePort,
+      log: () => undefined,
+      productEnv: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', OPENAI_COMPATIBLE_BASE_URL: '' },
+    });
     db = await openDatabase({ url: cluster.productDatabaseUrl, poolSize: 2 });
     connection = await Connection.connect({ address: cluster.temporalAddress });
     agents = new AgentsClient(new Client({ connection }), db.db, { workspaceRoot: path.join(dir, 'workspaces') });
@@ -48,7 +59,12 @@ describe('the cluster topology', () => {
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
-  const api = async <T>(index: number, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> => {
+  const api = async <T>(
+    index: number,
+    method: string,
+    url: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: T }> => {
     const response = await fetch(`${cluster.apiUrls[index]}${url}`, {
       method,
       headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -56,12 +72,21 @@ describe('the cluster topology', () => {
     });
     return { status: response.status, json: (await response.json()) as T };
   };
-  const stateOf = async (index: number, taskId: string) => (await api<{ state: string }>(index, 'GET', `/v1/tasks/${taskId}`)).json.state;
+  const stateOf = async (index: number, taskId: string) =>
+    (await api<{ state: string }>(index, 'GET', `/v1/tasks/${taskId}`)).json.state;
 
   test('a task started through one API process is followed through the other to review, on the 16-shard server', async () => {
-    const started = await api<{ taskId: string }>(0, 'POST', '/v1/tasks', { agentId: 'scribe', title: 'Plan a guide', description: 'write plan.md' });
+    const started = await api<{ taskId: string }>(0, 'POST', '/v1/tasks', {
+      agentId: 'scribe',
+      title: 'Plan a guide',
+      description: 'write plan.md',
+    });
     expect(started.status).toBe(201);
-    await eventually(async () => ((await stateOf(1, started.json.taskId)) === 'review' ? true : undefined), 'the task to reach review', 180_000);
+    await eventually(
+      async () => ((await stateOf(1, started.json.taskId)) === 'review' ? true : undefined),
+      'the task to reach review',
+      180_000,
+    );
     // The database really has the shard count the topology asks for.
     await expect(checkShardCount(cluster.temporalDatabaseUrl, CLUSTER_HISTORY_SHARDS)).resolves.toBeUndefined();
   }, 240_000);
@@ -69,8 +94,22 @@ describe('the cluster topology', () => {
   test("a killed worker's tasks finish on the other worker", async () => {
     await cluster.workers[0]!.kill();
     const taskIds: string[] = [];
-    for (let i = 0; i < 3; i++) taskIds.push((await api<{ taskId: string }>(1, 'POST', '/v1/tasks', { agentId: 'scribe', title: `After the kill ${i}`, description: 'write plan.md' })).json.taskId);
-    for (const taskId of taskIds) await eventually(async () => ((await stateOf(0, taskId)) === 'review' ? true : undefined), `task ${taskId} to reach review on the remaining worker`, 180_000);
+    for (let i = 0; i < 3; i++)
+      taskIds.push(
+        (
+          await api<{ taskId: string }>(1, 'POST', '/v1/tasks', {
+            agentId: 'scribe',
+            title: `After the kill ${i}`,
+            description: 'write plan.md',
+          })
+        ).json.taskId,
+      );
+    for (const taskId of taskIds)
+      await eventually(
+        async () => ((await stateOf(0, taskId)) === 'review' ? true : undefined),
+        `task ${taskId} to reach review on the remaining worker`,
+        180_000,
+      );
     await cluster.restartWorker(0);
   }, 300_000);
 

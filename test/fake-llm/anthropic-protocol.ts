@@ -97,7 +97,8 @@ export function anthropicOpeningFrames(message: ScriptedMessage | undefined, ctx
 export function anthropicStreamFrames(message: ScriptedMessage, ctx: RenderContext): string[] {
   const frames = anthropicOpeningFrames(message, ctx);
   message.content.forEach((block, index) => {
-    const event = (type: string, body: Record<string, unknown>) => frames.push(sseFrame({ type, index, ...body }, type));
+    const event = (type: string, body: Record<string, unknown>) =>
+      frames.push(sseFrame({ type, index, ...body }, type));
     if (block.type === 'text') {
       event('content_block_start', { content_block: { type: 'text', text: '' } });
       for (const text of splitIntoChunks(block.text, TEXT_DELTA_CHARS)) {

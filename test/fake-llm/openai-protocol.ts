@@ -57,7 +57,13 @@ function usageJson(message: ScriptedMessage | undefined) {
 function toolCalls(message: ScriptedMessage, ctx: RenderContext) {
   return message.content.flatMap((block) =>
     block.type === 'tool_use'
-      ? [{ id: block.id ?? ctx.nextId('call_fake'), type: 'function', function: { name: block.name, arguments: argumentText(block) } }]
+      ? [
+          {
+            id: block.id ?? ctx.nextId('call_fake'),
+            type: 'function',
+            function: { name: block.name, arguments: argumentText(block) },
+          },
+        ]
       : [],
   );
 }
@@ -118,12 +124,19 @@ export function openAiOpeningFrames(ctx: RenderContext, includeUsage: boolean): 
 export function openAiStreamFrames(message: ScriptedMessage, ctx: RenderContext, includeUsage: boolean): string[] {
   const chunk = chunkWriter(ctx, includeUsage);
   const frames = [chunk(delta({ role: 'assistant', content: '' }))];
-  for (const content of splitIntoChunks(assistantText(message), TEXT_DELTA_CHARS)) frames.push(chunk(delta({ content })));
+  for (const content of splitIntoChunks(assistantText(message), TEXT_DELTA_CHARS))
+    frames.push(chunk(delta({ content })));
   toolCalls(message, ctx).forEach((call, n) => {
     const mode = message.toolCallIndexes ?? 'numbered';
     const index = mode === 'omitted' ? {} : { index: mode === 'all-zero' ? 0 : n };
     const id = message.omitToolCallIds ? {} : { id: call.id };
-    frames.push(chunk(delta({ tool_calls: [{ ...index, ...id, type: 'function', function: { name: call.function.name, arguments: '' } }] })));
+    frames.push(
+      chunk(
+        delta({
+          tool_calls: [{ ...index, ...id, type: 'function', function: { name: call.function.name, arguments: '' } }],
+        }),
+      ),
+    );
     for (const piece of splitIntoChunks(call.function.arguments, ARGUMENT_DELTA_CHARS)) {
       frames.push(chunk(delta({ tool_calls: [{ ...index, function: { arguments: piece } }] })));
     }

@@ -60,7 +60,13 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
   let idCounter = 0;
   const nextId = (prefix: string) => `${prefix}_${++idCounter}`;
 
-  function sendError(res: ServerResponse, protocol: FakeProtocol, status: ScriptedErrorStatus, message: string, headers: Record<string, string> = {}) {
+  function sendError(
+    res: ServerResponse,
+    protocol: FakeProtocol,
+    status: ScriptedErrorStatus,
+    message: string,
+    headers: Record<string, string> = {},
+  ) {
     const requestId = nextId('req_fake');
     const body = protocol === 'anthropic' ? anthropicErrorBody(status, message) : openAiErrorBody(status, message);
     const idHeader = protocol === 'anthropic' ? anthropicRequestIdHeader(requestId) : openAiRequestIdHeader(requestId);
@@ -90,7 +96,10 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
     const ctx: RenderContext = { model: typeof body.model === 'string' ? body.model : 'fake-model', nextId };
     const streaming = body.stream === true;
     const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-    const idHeader = protocol === 'anthropic' ? anthropicRequestIdHeader(nextId('req_fake')) : openAiRequestIdHeader(nextId('req_fake'));
+    const idHeader =
+      protocol === 'anthropic'
+        ? anthropicRequestIdHeader(nextId('req_fake'))
+        : openAiRequestIdHeader(nextId('req_fake'));
 
     if (!streaming) {
       if (scripted.kind === 'hang') return; // never answer; the 'close' listener records the disconnect
@@ -102,11 +111,13 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...idHeader });
     if (scripted.kind === 'hang') {
-      const opening = protocol === 'anthropic' ? anthropicOpeningFrames(undefined, ctx) : openAiOpeningFrames(ctx, includeUsage);
+      const opening =
+        protocol === 'anthropic' ? anthropicOpeningFrames(undefined, ctx) : openAiOpeningFrames(ctx, includeUsage);
       await writeFrames(res, opening, 0);
       return; // keep the connection open until the client aborts or the server closes
     }
-    const frames = protocol === 'anthropic' ? anthropicStreamFrames(scripted, ctx) : openAiStreamFrames(scripted, ctx, includeUsage);
+    const frames =
+      protocol === 'anthropic' ? anthropicStreamFrames(scripted, ctx) : openAiStreamFrames(scripted, ctx, includeUsage);
     await writeFrames(res, frames, scripted.chunkDelayMs ?? 0);
     if (!res.destroyed) res.end();
   }
@@ -190,7 +201,9 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
       const deadline = Date.now() + timeoutMs;
       while (countAborted() < count) {
         if (Date.now() > deadline) {
-          throw new Error(`fake LLM server: expected ${count} aborted request(s) within ${timeoutMs} ms, saw ${countAborted()}`);
+          throw new Error(
+            `fake LLM server: expected ${count} aborted request(s) within ${timeoutMs} ms, saw ${countAborted()}`,
+          );
         }
         await sleep(ABORT_POLL_MS);
       }

@@ -13,9 +13,18 @@ import path from 'node:path';
 const PIECE = 10;
 
 /** git with no user or system configuration and a fixed identity, for building test repositories. */
-export const GIT_ENV = { PATH: '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
+export const GIT_ENV = {
+  PATH: '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  HOME: os.tmpdir(),
+};
 export const git = (cwd: string, ...args: string[]): string =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], {
+    cwd,
+    env: GIT_ENV,
+    encoding: 'utf8',
+  }).trim();
 
 /** Every file under `dir` with its content hash (or link target), leaving out what `skip` names. */
 export function snapshot(dir: string, skip: (full: string) => boolean = () => false): Record<string, string> {

@@ -53,7 +53,14 @@ export async function runConcurrentLoad(url: string): Promise<ConcurrentLoadResu
               params,
             );
             const row = rows[0];
-            if (!row || row.c !== clientNo || row.i !== i || row.tag !== `c${clientNo}-q${i}` || row.sum !== clientNo * 1000 + i + 4) wrong++;
+            if (
+              !row ||
+              row.c !== clientNo ||
+              row.i !== i ||
+              row.tag !== `c${clientNo}-q${i}` ||
+              row.sum !== clientNo * 1000 + i + 4
+            )
+              wrong++;
           } catch (error) {
             errors.push(`client ${clientNo} query ${i}: ${(error as Error).message}`);
           }
@@ -71,7 +78,11 @@ export async function runConcurrentLoad(url: string): Promise<ConcurrentLoadResu
         for (let n = 0; n < LOAD_ROWS_PER_WRITER; n++) {
           try {
             await client.query('begin');
-            await client.query(`insert into ${table} (writer, n, note) values ($1, $2, $3)`, [writerNo, n, `w${writerNo}`]);
+            await client.query(`insert into ${table} (writer, n, note) values ($1, $2, $3)`, [
+              writerNo,
+              n,
+              `w${writerNo}`,
+            ]);
             await client.query('commit');
           } catch (error) {
             errors.push(`writer ${writerNo} row ${n}: ${(error as Error).message}`);

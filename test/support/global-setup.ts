@@ -12,7 +12,8 @@ import { quietLogger } from './quiet-logger';
  */
 export default async function globalSetup(): Promise<void> {
   const address = process.env.TEMPORAL_ADDRESS;
-  if (!address) throw new Error('TEMPORAL_ADDRESS is not set: run the tests with `npm test`, which starts a Temporal dev server');
+  if (!address)
+    throw new Error('TEMPORAL_ADDRESS is not set: run the tests with `npm test`, which starts a Temporal dev server');
   const connection = await Connection.connect({ address, connectTimeout: '10 seconds' });
   await connection.close();
 

@@ -88,7 +88,12 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       await client.upsertAgent({
         id,
         name: `Test agent ${id}`,
-        files: { soul: 'You are careful and concise.', agents: 'You complete tasks with tools.', heartbeat: '- check tasks', tools: 'Use file tools.' },
+        files: {
+          soul: 'You are careful and concise.',
+          agents: 'You complete tasks with tools.',
+          heartbeat: '- check tasks',
+          tools: 'Use file tools.',
+        },
         config,
         workspaceDir,
       });
@@ -167,11 +172,24 @@ export function lateBound<T extends object>(current: () => T | undefined, what: 
 
 /** A scripted assistant turn calling one tool. */
 export function toolTurn(name: string, input: unknown, text = `calling ${name}`) {
-  return { kind: 'message' as const, content: [{ type: 'text' as const, text }, { type: 'tool_use' as const, name, input }], stopReason: 'tool_use' as const, usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 50, cacheWriteTokens: 10 } };
+  return {
+    kind: 'message' as const,
+    content: [
+      { type: 'text' as const, text },
+      { type: 'tool_use' as const, name, input },
+    ],
+    stopReason: 'tool_use' as const,
+    usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 50, cacheWriteTokens: 10 },
+  };
 }
 
 export function textTurn(text: string, stopReason: 'end_turn' | 'max_tokens' = 'end_turn') {
-  return { kind: 'message' as const, content: [{ type: 'text' as const, text }], stopReason, usage: { inputTokens: 100, outputTokens: 20 } };
+  return {
+    kind: 'message' as const,
+    content: [{ type: 'text' as const, text }],
+    stopReason,
+    usage: { inputTokens: 100, outputTokens: 20 },
+  };
 }
 
 export const submitTurn = (summary = 'done') => toolTurn('task_submit_review', { summary });

@@ -14,13 +14,52 @@ if (process.argv[2] === 'malformed') {
   let grown = false;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
-      ...(grown ? [{ name: 'grown', description: 'Exists once grow ran', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } }] : []),
-      { name: 'grow', description: 'Adds a tool', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
-      { name: 'ok', description: 'Answers ok', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
-      { name: 'bad-schema', description: 'Its schema is not JSON Schema', inputSchema: { type: 'object', properties: { x: { type: 'no-such-type' } } }, annotations: { readOnlyHint: true } },
-      { name: 'hang', description: 'Never answers', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
-      { name: 'big', description: 'Returns 50 MB of text', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
-      { name: 'large', description: 'Returns 3 MB of text', inputSchema: { type: 'object', properties: {} }, annotations: { readOnlyHint: true } },
+      ...(grown
+        ? [
+            {
+              name: 'grown',
+              description: 'Exists once grow ran',
+              inputSchema: { type: 'object', properties: {} },
+              annotations: { readOnlyHint: true },
+            },
+          ]
+        : []),
+      {
+        name: 'grow',
+        description: 'Adds a tool',
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: 'ok',
+        description: 'Answers ok',
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: 'bad-schema',
+        description: 'Its schema is not JSON Schema',
+        inputSchema: { type: 'object', properties: { x: { type: 'no-such-type' } } },
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: 'hang',
+        description: 'Never answers',
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: 'big',
+        description: 'Returns 50 MB of text',
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: 'large',
+        description: 'Returns 3 MB of text',
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { readOnlyHint: true },
+      },
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {

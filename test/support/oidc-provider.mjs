@@ -6,12 +6,26 @@ import Provider from 'oidc-provider';
 
 const [port, redirectUri] = process.argv.slice(2);
 const provider = new Provider(`http://127.0.0.1:${port}`, {
-  clients: [{ client_id: 'durable-agents-inbox', client_secret: 'inbox-test-secret', redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_post' }],
+  clients: [
+    {
+      client_id: 'durable-agents-inbox',
+      client_secret: 'inbox-test-secret',
+      redirect_uris: [redirectUri],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_post',
+    },
+  ],
   pkce: { required: () => true },
   claims: { openid: ['sub'], email: ['email'], profile: ['name', 'groups'] },
   findAccount: async (_ctx, id) => ({
     accountId: id,
-    claims: async () => ({ sub: id, email: `${id}@example.test`, name: id, groups: id === 'olivia' ? ['agents-operators'] : ['readers'] }),
+    claims: async () => ({
+      sub: id,
+      email: `${id}@example.test`,
+      name: id,
+      groups: id === 'olivia' ? ['agents-operators'] : ['readers'],
+    }),
   }),
   features: { devInteractions: { enabled: true } },
   cookies: { keys: ['a-key-for-this-test-only'] },

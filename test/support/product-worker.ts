@@ -48,10 +48,15 @@ export async function startProductWorker(env: Record<string, string | undefined>
     child,
     logs,
     async waitForLog(predicate, what, timeoutMs = 60_000) {
-      return eventually(() => {
-        if (child.exitCode !== null) throw new Error(`the worker exited with ${child.exitCode}: ${stderr.slice(-2_000)}`);
-        return logs.find(predicate);
-      }, what, timeoutMs);
+      return eventually(
+        () => {
+          if (child.exitCode !== null)
+            throw new Error(`the worker exited with ${child.exitCode}: ${stderr.slice(-2_000)}`);
+          return logs.find(predicate);
+        },
+        what,
+        timeoutMs,
+      );
     },
     async stop() {
       if (child.exitCode !== null) return;

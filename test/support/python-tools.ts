@@ -23,7 +23,10 @@ export function pythonWithTools(): string {
   const wanted = PYTHON_TOOL_PACKAGES.join('\n');
   if (existsSync(python) && existsSync(MARKER) && readFileSync(MARKER, 'utf8') === wanted) return python;
   if (!existsSync(python)) execFileSync('python3', ['-m', 'venv', VENV_DIR], { stdio: 'pipe' });
-  execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...PYTHON_TOOL_PACKAGES], { stdio: 'pipe', timeout: 300_000 });
+  execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...PYTHON_TOOL_PACKAGES], {
+    stdio: 'pipe',
+    timeout: 300_000,
+  });
   writeFileSync(MARKER, wanted);
   return python;
 }

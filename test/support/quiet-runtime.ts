@@ -21,7 +21,14 @@ export function installQuietRuntime(logger?: Logger): void {
   const file = path.join(TEST_LOG_DIR, `temporal-${process.pid}.log`);
   try {
     Runtime.install({
-      logger: logger ?? new DefaultLogger('WARN', (entry) => appendFileSync(file, `${new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString()} ${entry.level} ${entry.message} ${safeJson(entry.meta)}\n`)),
+      logger:
+        logger ??
+        new DefaultLogger('WARN', (entry) =>
+          appendFileSync(
+            file,
+            `${new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString()} ${entry.level} ${entry.message} ${safeJson(entry.meta)}\n`,
+          ),
+        ),
       telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
     });
   } catch {
@@ -31,7 +38,11 @@ export function installQuietRuntime(logger?: Logger): void {
 
 function safeJson(value: unknown): string {
   try {
-    return JSON.stringify(value, (_key, v: unknown) => (v instanceof Error ? { name: v.name, message: v.message } : typeof v === 'bigint' ? String(v) : v)) ?? '';
+    return (
+      JSON.stringify(value, (_key, v: unknown) =>
+        v instanceof Error ? { name: v.name, message: v.message } : typeof v === 'bigint' ? String(v) : v,
+      ) ?? ''
+    );
   } catch {
     return String(value);
   }

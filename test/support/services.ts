@@ -17,7 +17,8 @@ const asPostgres = (command: string, args: string[]): [string, string[]] =>
 function postgresBinDir(): string {
   const root = '/usr/lib/postgresql';
   const versions = readdirSync(root).sort((a, b) => Number(a) - Number(b));
-  if (versions.length === 0) throw new Error(`no PostgreSQL under ${root}: install the postgresql package (.ci/run does)`);
+  if (versions.length === 0)
+    throw new Error(`no PostgreSQL under ${root}: install the postgresql package (.ci/run does)`);
   return path.join(root, versions.at(-1)!, 'bin');
 }
 
@@ -40,7 +41,16 @@ export function startOwnPostgres(port: number): OwnPostgres {
   const pgData = path.join(dataDir, 'data');
   run('initdb', ['-D', pgData, '-A', 'trust', '-U', 'postgres']);
   const start = () =>
-    run('pg_ctl', ['-D', pgData, '-l', path.join(dataDir, 'server.log'), '-w', '-o', `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
+    run('pg_ctl', [
+      '-D',
+      pgData,
+      '-l',
+      path.join(dataDir, 'server.log'),
+      '-w',
+      '-o',
+      `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+      'start',
+    ]);
   start();
   let running = true;
   return {

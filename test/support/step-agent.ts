@@ -18,10 +18,18 @@ export function stepAgent(request: RecordedRequest): ScriptedResponse {
   const taskId = /Task ID: ([^\]\s\\]+)/.exec(body)?.[1] ?? 'unknown';
   const done = (body.match(/"tool_result"/g) ?? []).length;
   const usage = { inputTokens: 200, outputTokens: 30 };
-  if (!Array.isArray(request.body.tools) || !/TASK EXECUTION/.test(body)) return { kind: 'message', content: [{ type: 'text', text: 'noted' }], stopReason: 'end_turn', usage };
+  if (!Array.isArray(request.body.tools) || !/TASK EXECUTION/.test(body))
+    return { kind: 'message', content: [{ type: 'text', text: 'noted' }], stopReason: 'end_turn', usage };
   const content: Extract<ScriptedResponse, { kind: 'message' }>['content'] =
     done < STEPS
-      ? [{ type: 'text', text: `writing step ${done}` }, { type: 'tool_use', name: 'file_write', input: { path: `${taskId}/step-${done}.txt`, content: `step ${done} of ${taskId}` } }]
+      ? [
+          { type: 'text', text: `writing step ${done}` },
+          {
+            type: 'tool_use',
+            name: 'file_write',
+            input: { path: `${taskId}/step-${done}.txt`, content: `step ${done} of ${taskId}` },
+          },
+        ]
       : [{ type: 'tool_use', name: 'task_submit_review', input: { summary: `${STEPS} steps written` } }];
   return { kind: 'message', content, stopReason: 'tool_use', usage, chunkDelayMs: CHUNK_DELAY_MS };
 }
@@ -37,7 +45,11 @@ export async function expectNoDuplicatedEffects(h: Harness, taskIds: string[]): 
     const files = (await readdir(dir)).sort();
     for (const f of files) expect(await readFile(path.join(dir, f), 'utf8')).toBe(`step ${f.slice(5, 6)} of ${taskId}`);
   }
-  const ledger = await h.db.db.selectFrom('tool_calls').select(['task_id', 'tool', 'status', 'executions', 'result']).where('task_id', 'in', taskIds).execute();
+  const ledger = await h.db.db
+    .selectFrom('tool_calls')
+    .select(['task_id', 'tool', 'status', 'executions', 'result'])
+    .where('task_id', 'in', taskIds)
+    .execute();
   expect(ledger.filter((l) => l.executions > 1)).toEqual([]);
   // At most one ledger row per step: completed, reported as interrupted, or failed. (A call that could
   // not even be recorded during an outage reaches the model as an error result, and the model moves on.)
@@ -47,6 +59,10 @@ export async function expectNoDuplicatedEffects(h: Harness, taskIds: string[]): 
     const done = attempts.filter((l) => l.status === 'completed');
     expect((await readdir(path.join(h.workspaceDir, taskId))).length).toBeGreaterThanOrEqual(done.length);
   }
-  const calls = await h.db.db.selectFrom('llm_calls').select(['idem_key', 'session_id']).where('task_id', 'in', taskIds).execute();
+  const calls = await h.db.db
+    .selectFrom('llm_calls')
+    .select(['idem_key', 'session_id'])
+    .where('task_id', 'in', taskIds)
+    .execute();
   expect(new Set(calls.map((c) => `${c.session_id}/${c.idem_key}`)).size).toBe(calls.length);
 }

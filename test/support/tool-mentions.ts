@@ -14,8 +14,7 @@ const SNAKE_CASE = /\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/g;
  * Snake_case words in prompts that are not tools, each for a reason. Kept short on purpose: the test
  * checks that none of them is a tool name known anywhere.
  */
-export const NON_TOOL_WORDS: ReadonlySet<string> = new Set([
-]);
+export const NON_TOOL_WORDS: ReadonlySet<string> = new Set([]);
 
 /**
  * Prefixes of ids that prompts show as data (observation ids in the dream, offloaded outputs,
@@ -39,10 +38,17 @@ export function parameterNames(tools: Iterable<ToolSpec>): Set<string> {
 }
 
 /** The snake_case names in `text` that are neither offered tools nor allowed non-tool words. */
-export function unofferedToolNames(text: string, offered: ReadonlySet<string>, offeredParameters: ReadonlySet<string>): string[] {
+export function unofferedToolNames(
+  text: string,
+  offered: ReadonlySet<string>,
+  offeredParameters: ReadonlySet<string>,
+): string[] {
   const found = new Set(text.match(SNAKE_CASE) ?? []);
   return [...found].filter(
-    (word) => !offered.has(word) && !offeredParameters.has(word) && !(TASK_STATES as readonly string[]).includes(word) &&
+    (word) =>
+      !offered.has(word) &&
+      !offeredParameters.has(word) &&
+      !(TASK_STATES as readonly string[]).includes(word) &&
       !NON_TOOL_WORDS.has(word) &&
       !DATA_ID_PREFIXES.some((prefix) => word.startsWith(prefix)),
   );

@@ -14,7 +14,10 @@ async function main(): Promise<void> {
   installQuietRuntime();
   const db = await openDatabase({ url: process.env.DATABASE_URL!, poolSize: 5 });
   const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
-  const router = LlmRouter.fromConfig([{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: process.env.FAKE_LLM_URL! }], createProvider);
+  const router = LlmRouter.fromConfig(
+    [{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: process.env.FAKE_LLM_URL! }],
+    createProvider,
+  );
   const worker = await createAgentWorker({
     connection,
     namespace: 'default',

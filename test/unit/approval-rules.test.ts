@@ -50,37 +50,89 @@ describe('approval policy configuration', () => {
   });
 
   test('the escalation target counts toward the people who can reach a quorum; an organisation is validated the same way', () => {
-    expect(ApprovalsConfigSchema.safeParse({ policies: [{ toolClass: 'any', approvers: ['alice'], quorum: 2, escalate: { afterMs: MIN, to: ['bob'] }, expireAfterMs: MIN }] }).success).toBe(true);
-    const problems = organisationProblems({ name: 'acme', context: '', announcements: '', users: [], skills: [], approvals: { policies: [{ toolClass: 'shell', approvers: ['@sre'], expireAfterMs: MIN }] } as ApprovalsConfig });
-    expect(problems).toEqual(['approvals.policies.0.approvers: unknown approver group @sre; known groups: none (define them under approvals.groups)']);
+    expect(
+      ApprovalsConfigSchema.safeParse({
+        policies: [
+          {
+            toolClass: 'any',
+            approvers: ['alice'],
+            quorum: 2,
+            escalate: { afterMs: MIN, to: ['bob'] },
+            expireAfterMs: MIN,
+          },
+        ],
+      }).success,
+    ).toBe(true);
+    const problems = organisationProblems({
+      name: 'acme',
+      context: '',
+      announcements: '',
+      users: [],
+      skills: [],
+      approvals: { policies: [{ toolClass: 'shell', approvers: ['@sre'], expireAfterMs: MIN }] } as ApprovalsConfig,
+    });
+    expect(problems).toEqual([
+      'approvals.policies.0.approvers: unknown approver group @sre; known groups: none (define them under approvals.groups)',
+    ]);
   });
 
   test("the agent's first covering policy applies, else its organisation's; tool names and classes both match", () => {
-    const agent = ApprovalsConfigSchema.parse({ policies: [{ name: 'files', tools: ['file_write'], approvers: ['fay'], expireAfterMs: MIN }] });
-    const org = ApprovalsConfigSchema.parse({ groups: { sre: ['sam', 'sue'] }, policies: [{ toolClass: 'shell', approvers: ['@sre'], quorum: 2, expireAfterMs: MIN }] });
+    const agent = ApprovalsConfigSchema.parse({
+      policies: [{ name: 'files', tools: ['file_write'], approvers: ['fay'], expireAfterMs: MIN }],
+    });
+    const org = ApprovalsConfigSchema.parse({
+      groups: { sre: ['sam', 'sue'] },
+      policies: [{ toolClass: 'shell', approvers: ['@sre'], quorum: 2, expireAfterMs: MIN }],
+    });
     const sources = [
       { origin: 'agent a', config: agent },
       { origin: 'organisation acme', config: org },
     ];
     expect(resolveApprovalPolicy('file_write', sources)).toMatchObject({ name: 'agent a files', approvers: ['fay'] });
-    expect(resolveApprovalPolicy('shell_execute', sources)).toMatchObject({ name: 'organisation acme class shell', approvers: ['sam', 'sue'], approversLabel: '@sre', quorum: 2 });
+    expect(resolveApprovalPolicy('shell_execute', sources)).toMatchObject({
+      name: 'organisation acme class shell',
+      approvers: ['sam', 'sue'],
+      approversLabel: '@sre',
+      quorum: 2,
+    });
     expect(resolveApprovalPolicy('request_user_approval', sources)).toBeUndefined();
   });
 });
 
 describe('the approval wait', () => {
   test('quorum counts distinct approvers; any allowed rejection ends the request by default', () => {
-    let s = stateFor({ policies: [{ toolClass: 'shell', approvers: ['alice', 'bob', 'carol'], quorum: 2, expireAfterMs: 60 * MIN }] });
+    let s = stateFor({
+      policies: [{ toolClass: 'shell', approvers: ['alice', 'bob', 'carol'], quorum: 2, expireAfterMs: 60 * MIN }],
+    });
     s = applyPolicyDecision(s, { decision: 'approved', decidedBy: 'alice' }, T0 + 1);
     expect(s.outcome).toBeUndefined();
-    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: ' alice ' }, T0 + 2)).toMatch(/duplicate approver: alice already approved/);
+    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: ' alice ' }, T0 + 2)).toMatch(
+      /duplicate approver: alice already approved/,
+    );
     expect(applyPolicyDecision(s, { decision: 'rejected', decidedBy: 'carol' }, T0 + 3).outcome).toBe('rejected');
     expect(applyPolicyDecision(s, { decision: 'approved', decidedBy: 'bob' }, T0 + 3).outcome).toBe('approved');
   });
 
   test('with rejection: quorum, one rejection does not end it; with creatorCounts false, the creator may not decide', () => {
-    let s = stateFor({ policies: [{ toolClass: 'shell', approvers: ['alice', 'bob', 'carol'], quorum: 2, rejection: 'quorum', creatorCounts: false, expireAfterMs: 60 * MIN }] }, 'shell_execute', 'carol');
-    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'carol' }, T0)).toMatch(/carol created the task/);
+    let s = stateFor(
+      {
+        policies: [
+          {
+            toolClass: 'shell',
+            approvers: ['alice', 'bob', 'carol'],
+            quorum: 2,
+            rejection: 'quorum',
+            creatorCounts: false,
+            expireAfterMs: 60 * MIN,
+          },
+        ],
+      },
+      'shell_execute',
+      'carol',
+    );
+    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'carol' }, T0)).toMatch(
+      /carol created the task/,
+    );
     s = applyPolicyDecision(s, { decision: 'rejected', decidedBy: 'alice' }, T0);
     expect(s.outcome).toBeUndefined();
     expect(applyPolicyDecision(s, { decision: 'rejected', decidedBy: 'bob' }, T0).outcome).toBe('rejected');
@@ -89,27 +141,51 @@ describe('the approval wait', () => {
   test('reminders, escalation and expiry fall due in order, one reminder at a time, with the waiting line to match', () => {
     let s = stateFor({
       groups: { oncall: ['olga'] },
-      policies: [{ toolClass: 'shell', approvers: ['alice', 'bob'], quorum: 2, remind: { afterMs: 10 * MIN, everyMs: 10 * MIN }, escalate: { afterMs: 30 * MIN, to: ['@oncall'] }, expireAfterMs: 60 * MIN }],
+      policies: [
+        {
+          toolClass: 'shell',
+          approvers: ['alice', 'bob'],
+          quorum: 2,
+          remind: { afterMs: 10 * MIN, everyMs: 10 * MIN },
+          escalate: { afterMs: 30 * MIN, to: ['@oncall'] },
+          expireAfterMs: 60 * MIN,
+        },
+      ],
     });
     s = applyPolicyDecision(s, { decision: 'approved', decidedBy: 'alice' }, T0 + MIN);
     expect(nextDueAtMs(s)).toBe(T0 + 10 * MIN);
-    expect(waitingForLine(s, T0 + 16 * MIN)).toBe('1 of 2 approvals; escalates to @oncall in 14 min; expires in 44 min');
+    expect(waitingForLine(s, T0 + 16 * MIN)).toBe(
+      '1 of 2 approvals; escalates to @oncall in 14 min; expires in 44 min',
+    );
     expect(dueActions(s, T0 + 10 * MIN)).toEqual([{ kind: 'remind', n: 1 }]);
     s = applyAction(s, { kind: 'remind', n: 1 });
     // A worker that comes back late sends one reminder, not every one it missed.
     expect(dueActions(s, T0 + 35 * MIN)).toEqual([{ kind: 'remind', n: 2 }, { kind: 'escalate' }]);
-    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'olga' }, T0 + 29 * MIN)).toMatch(/olga is not an allowed approver/);
+    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'olga' }, T0 + 29 * MIN)).toMatch(
+      /olga is not an allowed approver/,
+    );
     expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'olga' }, T0 + 30 * MIN)).toBeUndefined();
     s = applyAction(applyAction(s, { kind: 'remind', n: 2 }), { kind: 'escalate' });
     expect(waitingForLine(s, T0 + 35 * MIN)).toBe('1 of 2 approvals; escalated to @oncall; expires in 25 min');
     expect(dueActions(s, T0 + 60 * MIN)).toEqual([{ kind: 'expire' }]);
     s = applyAction(s, { kind: 'expire' });
-    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'bob' }, T0 + 61 * MIN)).toMatch(/expired at 2026-12-01T13:00:00.000Z: nobody decided in time/);
+    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'bob' }, T0 + 61 * MIN)).toMatch(
+      /expired at 2026-12-01T13:00:00.000Z: nobody decided in time/,
+    );
     expect(waitingForLine(s, T0 + 61 * MIN)).toBe('expired: nobody decided in time');
   });
 
   test('onExpiry escalate gives other people one more window before the expired outcome', () => {
-    let s = stateFor({ policies: [{ toolClass: 'shell', approvers: ['alice'], expireAfterMs: 10 * MIN, onExpiry: { escalateTo: ['boss'], extendMs: 5 * MIN } }] });
+    let s = stateFor({
+      policies: [
+        {
+          toolClass: 'shell',
+          approvers: ['alice'],
+          expireAfterMs: 10 * MIN,
+          onExpiry: { escalateTo: ['boss'], extendMs: 5 * MIN },
+        },
+      ],
+    });
     expect(dueActions(s, T0 + 10 * MIN)).toEqual([{ kind: 'extend' }]);
     s = applyAction(s, { kind: 'extend' });
     expect(expiresAtMs(s)).toBe(T0 + 15 * MIN);
@@ -118,11 +194,19 @@ describe('the approval wait', () => {
   });
 
   test('a delegate decides instead of the person who handed the request on', () => {
-    let s = stateFor({ policies: [{ toolClass: 'shell', approvers: ['alice', 'bob'], quorum: 2, expireAfterMs: 60 * MIN }] });
+    let s = stateFor({
+      policies: [{ toolClass: 'shell', approvers: ['alice', 'bob'], quorum: 2, expireAfterMs: 60 * MIN }],
+    });
     s = applyDelegation(s, { from: 'alice', to: 'dan' }, T0);
     expect(allowedApprovers(s, T0)).toEqual(['bob', 'dan']);
-    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'alice' }, T0)).toBe('alice handed approval request req-1 to dan, who decides instead');
-    s = applyPolicyDecision(applyPolicyDecision(s, { decision: 'approved', decidedBy: 'dan' }, T0), { decision: 'approved', decidedBy: 'bob' }, T0);
+    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'alice' }, T0)).toBe(
+      'alice handed approval request req-1 to dan, who decides instead',
+    );
+    s = applyPolicyDecision(
+      applyPolicyDecision(s, { decision: 'approved', decidedBy: 'dan' }, T0),
+      { decision: 'approved', decidedBy: 'bob' },
+      T0,
+    );
     expect(s.outcome).toBe('approved');
   });
 });

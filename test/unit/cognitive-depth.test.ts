@@ -9,14 +9,29 @@ import {
   type DepthSignals,
 } from '../../activities/step/cognitive/depth';
 
-const calm = (scenario: CognitiveScenario, extra: Partial<DepthSignals> = {}): DepthSignals => ({ scenario, stimulusChars: 100, hasFailedTasks: false, hasBlockers: false, ...extra });
+const calm = (scenario: CognitiveScenario, extra: Partial<DepthSignals> = {}): DepthSignals => ({
+  scenario,
+  stimulusChars: 100,
+  hasFailedTasks: false,
+  hasBlockers: false,
+  ...extra,
+});
 
 describe('cognitive depth selection (seed D1 A8)', () => {
   test('base depth per scenario: D0 reflexive, D1 reactive, D2 task execution', () => {
     expect(selectCognitiveDepth(calm('heartbeat'))).toBe(0);
     expect(selectCognitiveDepth(calm('consolidation'))).toBe(0);
     expect(selectCognitiveDepth(calm('reflection'))).toBe(0);
-    for (const s of ['chat', 'a2a', 'comment_response', 'group_chat', 'review', 'requirement_action', 'subagent'] as const) expect(selectCognitiveDepth(calm(s))).toBe(1);
+    for (const s of [
+      'chat',
+      'a2a',
+      'comment_response',
+      'group_chat',
+      'review',
+      'requirement_action',
+      'subagent',
+    ] as const)
+      expect(selectCognitiveDepth(calm(s))).toBe(1);
     expect(selectCognitiveDepth(calm('task'))).toBe(2);
     expect(Object.keys(SCENARIO_BASE_DEPTH)).toHaveLength(11);
   });
@@ -38,7 +53,9 @@ describe('cognitive depth selection (seed D1 A8)', () => {
   });
 
   test('upgrades chain in order: a reflexive scenario with failures, a long stimulus and blockers reaches D3', () => {
-    expect(selectCognitiveDepth(calm('heartbeat', { hasFailedTasks: true, stimulusChars: 2_000, hasBlockers: true }))).toBe(3);
+    expect(
+      selectCognitiveDepth(calm('heartbeat', { hasFailedTasks: true, stimulusChars: 2_000, hasBlockers: true })),
+    ).toBe(3);
     expect(selectCognitiveDepth(calm('heartbeat', { stimulusChars: 2_000, hasBlockers: true }))).toBe(0); // no failure: stays reflexive
   });
 

@@ -81,7 +81,9 @@ describe('context limits', () => {
 
 describe('token budget arithmetic (D1 C1, C4; D2 §5)', () => {
   test('Claude Sonnet 4: 200K window, 64K output, 9K system, 3K tools', () => {
-    expect(computeTokenBudget({ contextWindow: 200_000, modelMaxOutput: 64_000, systemTokens: 9_000, toolTokens: 3_000 })).toEqual({
+    expect(
+      computeTokenBudget({ contextWindow: 200_000, modelMaxOutput: 64_000, systemTokens: 9_000, toolTokens: 3_000 }),
+    ).toEqual({
       contextWindow: 200_000,
       maxOutputTokens: 64_000, // min(64K, 80K)
       safetyMargin: 30_000, // min(30K, 30K)
@@ -90,14 +92,22 @@ describe('token budget arithmetic (D1 C1, C4; D2 §5)', () => {
   });
 
   test('max output is capped at 40% of the window, the margin at 15%', () => {
-    const budget = computeTokenBudget({ contextWindow: 100_000, modelMaxOutput: 128_000, systemTokens: 1_000, toolTokens: 500 });
+    const budget = computeTokenBudget({
+      contextWindow: 100_000,
+      modelMaxOutput: 128_000,
+      systemTokens: 1_000,
+      toolTokens: 500,
+    });
     expect(budget.maxOutputTokens).toBe(40_000);
     expect(budget.safetyMargin).toBe(15_000);
     expect(budget.messageBudget).toBe(100_000 - 1_000 - 500 - 40_000 - 15_000);
   });
 
   test('the safety margin never exceeds 30K on large windows', () => {
-    expect(computeTokenBudget({ contextWindow: 1_000_000, modelMaxOutput: 32_000, systemTokens: 0, toolTokens: 0 }).safetyMargin).toBe(30_000);
+    expect(
+      computeTokenBudget({ contextWindow: 1_000_000, modelMaxOutput: 32_000, systemTokens: 0, toolTokens: 0 })
+        .safetyMargin,
+    ).toBe(30_000);
   });
 
   test('unknown window and output fall back to 64K / 16,384', () => {

@@ -46,19 +46,31 @@ describe('mailboxElapsedLabel (D1 B8)', () => {
 
 describe('formatMinuteTimestamp (D1 B8)', () => {
   test('minute level, with zone name and UTC offset', () => {
-    expect(formatMinuteTimestamp('2026-05-25T12:07:59.999Z', 'Europe/Berlin')).toBe('2026-05-25 14:07 (Europe/Berlin, UTC+02:00)');
-    expect(formatMinuteTimestamp('2026-01-25T12:07:00Z', 'Europe/Berlin')).toBe('2026-01-25 13:07 (Europe/Berlin, UTC+01:00)');
-    expect(formatMinuteTimestamp('2026-05-25T12:07:30Z', 'America/New_York')).toBe('2026-05-25 08:07 (America/New_York, UTC-04:00)');
-    expect(formatMinuteTimestamp('2026-05-25T12:07:30Z', 'Asia/Kolkata')).toBe('2026-05-25 17:37 (Asia/Kolkata, UTC+05:30)');
+    expect(formatMinuteTimestamp('2026-05-25T12:07:59.999Z', 'Europe/Berlin')).toBe(
+      '2026-05-25 14:07 (Europe/Berlin, UTC+02:00)',
+    );
+    expect(formatMinuteTimestamp('2026-01-25T12:07:00Z', 'Europe/Berlin')).toBe(
+      '2026-01-25 13:07 (Europe/Berlin, UTC+01:00)',
+    );
+    expect(formatMinuteTimestamp('2026-05-25T12:07:30Z', 'America/New_York')).toBe(
+      '2026-05-25 08:07 (America/New_York, UTC-04:00)',
+    );
+    expect(formatMinuteTimestamp('2026-05-25T12:07:30Z', 'Asia/Kolkata')).toBe(
+      '2026-05-25 17:37 (Asia/Kolkata, UTC+05:30)',
+    );
     expect(formatMinuteTimestamp('2026-05-25T12:07:30Z')).toBe('2026-05-25 12:07 (UTC, UTC+00:00)');
   });
 
   test('midnight is 00, not 24', () => {
-    expect(formatMinuteTimestamp('2026-05-25T22:00:00Z', 'Europe/Berlin')).toBe('2026-05-26 00:00 (Europe/Berlin, UTC+02:00)');
+    expect(formatMinuteTimestamp('2026-05-25T22:00:00Z', 'Europe/Berlin')).toBe(
+      '2026-05-26 00:00 (Europe/Berlin, UTC+02:00)',
+    );
   });
 
   test('seconds never change the output', () => {
-    expect(formatMinuteTimestamp('2026-05-25T12:07:01Z', 'UTC')).toBe(formatMinuteTimestamp('2026-05-25T12:07:59Z', 'UTC'));
+    expect(formatMinuteTimestamp('2026-05-25T12:07:01Z', 'UTC')).toBe(
+      formatMinuteTimestamp('2026-05-25T12:07:59Z', 'UTC'),
+    );
   });
 
   test('an unknown zone falls back to UTC instead of failing', () => {

@@ -4,8 +4,15 @@ import { createMemorySummaryCache, prefixHashes, type SummaryCache } from '../..
 import { resetCalibration } from '../../activities/context/tokens';
 
 const MODEL = 'claude-sonnet-4-5';
-const user = (text: string, kind?: ChatMessage['kind']): ChatMessage => ({ role: 'user', content: [{ type: 'text', text }], ...(kind ? { kind } : {}) });
-const taskPrompt = user('[TASK EXECUTION — Task ID: t1]\nMigrate the invoices table. You MUST call task_submit_review when done.', 'task_prompt');
+const user = (text: string, kind?: ChatMessage['kind']): ChatMessage => ({
+  role: 'user',
+  content: [{ type: 'text', text }],
+  ...(kind ? { kind } : {}),
+});
+const taskPrompt = user(
+  '[TASK EXECUTION — Task ID: t1]\nMigrate the invoices table. You MUST call task_submit_review when done.',
+  'task_prompt',
+);
 const opts = (extra: Partial<PrepareMessagesOptions> = {}): PrepareMessagesOptions => ({
   contextWindow: 200_000,
   modelMaxOutput: 8_000,
@@ -17,14 +24,29 @@ const opts = (extra: Partial<PrepareMessagesOptions> = {}): PrepareMessagesOptio
 
 /** Appends one tool iteration (assistant tool call + its result), as the task harness does. */
 function step(messages: ChatMessage[], i: number): void {
-  messages.push({ role: 'assistant', content: [{ type: 'text', text: `Step ${i}: reading the next file.` }, { type: 'tool_use', id: `call_${i}`, name: 'file_read', input: { path: `src/f${i}.ts` } }] });
-  messages.push({ role: 'user', content: [{ type: 'tool_result', toolUseId: `call_${i}`, content: `export const f${i} = ${i};` }] });
+  messages.push({
+    role: 'assistant',
+    content: [
+      { type: 'text', text: `Step ${i}: reading the next file.` },
+      { type: 'tool_use', id: `call_${i}`, name: 'file_read', input: { path: `src/f${i}.ts` } },
+    ],
+  });
+  messages.push({
+    role: 'user',
+    content: [{ type: 'tool_result', toolUseId: `call_${i}`, content: `export const f${i} = ${i};` }],
+  });
 }
 
 /** A counting summariser. */
 function summariser() {
   const prompts: string[] = [];
-  return { prompts, summarize: async (prompt: string) => { prompts.push(prompt); return `Summary #${prompts.length}: the agent read files.`; } };
+  return {
+    prompts,
+    summarize: async (prompt: string) => {
+      prompts.push(prompt);
+      return `Summary #${prompts.length}: the agent read files.`;
+    },
+  };
 }
 
 afterEach(() => resetCalibration());
@@ -71,7 +93,9 @@ describe('summary reuse across calls (stage 1, our cost fix)', () => {
       step(messages, i);
       const out = await prepareMessages(messages, opts({ summarize: s.summarize, summaryCache: cache }));
       if (previous) {
-        const same = JSON.stringify(out.messages.slice(0, previous.breakpoint + 1)) === JSON.stringify(previous.messages.slice(0, previous.breakpoint + 1));
+        const same =
+          JSON.stringify(out.messages.slice(0, previous.breakpoint + 1)) ===
+          JSON.stringify(previous.messages.slice(0, previous.breakpoint + 1));
         if (!same) misses.push(messages.length);
       }
       previous = { messages: out.messages, breakpoint: out.messageCacheBreakpoint! };
@@ -94,7 +118,8 @@ describe('summary reuse across calls (stage 1, our cost fix)', () => {
     expect(s.prompts[1]).toContain('Step 10:'); // work message 20 = step 10's call
     expect(s.prompts[1]).not.toContain('Step 9:');
     // The summary counts every message it stands for.
-    const text = out.messages[1]!.content[0]!.type === 'text' ? (out.messages[1]!.content[0] as { text: string }).text : '';
+    const text =
+      out.messages[1]!.content[0]!.type === 'text' ? (out.messages[1]!.content[0] as { text: string }).text : '';
     expect(text).toMatch(/^\[Conversation history summary — 40 earlier messages\]/);
   });
 
@@ -104,7 +129,10 @@ describe('summary reuse across calls (stage 1, our cost fix)', () => {
     const messages: ChatMessage[] = [taskPrompt];
     for (let i = 0; i < 31; i++) step(messages, i);
     const first = await prepareMessages(messages, opts({ summarize: s.summarize, summaryCache: cache }));
-    const again = await prepareMessages(structuredClone(messages), opts({ summarize: s.summarize, summaryCache: cache }));
+    const again = await prepareMessages(
+      structuredClone(messages),
+      opts({ summarize: s.summarize, summaryCache: cache }),
+    );
     expect(again.stats.summarizerCalls).toBe(0);
     expect(again.stats.summariesReused).toBe(1);
     expect(again.stats.summarySource).toBe('cache');
@@ -127,8 +155,12 @@ describe('summary reuse across calls (stage 1, our cost fix)', () => {
 
   test('a failing cache is ignored: the summary is made as without one', async () => {
     const broken: SummaryCache = {
-      candidates: async () => { throw new Error('db down'); },
-      store: async () => { throw new Error('db down'); },
+      candidates: async () => {
+        throw new Error('db down');
+      },
+      store: async () => {
+        throw new Error('db down');
+      },
     };
     const s = summariser();
     const messages: ChatMessage[] = [taskPrompt];

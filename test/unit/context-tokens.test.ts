@@ -96,14 +96,29 @@ describe('messages and tools', () => {
   ];
 
   test('countMessageTokens adds block and message overheads to the text', () => {
-    const text = countTokensRaw('hello world') + countTokensRaw('reading') + countTokensRaw('file_read') + countTokensRaw('{"path":"/tmp/a.txt"}') + countTokensRaw('file contents <|endoftext|>');
+    const text =
+      countTokensRaw('hello world') +
+      countTokensRaw('reading') +
+      countTokensRaw('file_read') +
+      countTokensRaw('{"path":"/tmp/a.txt"}') +
+      countTokensRaw('file contents <|endoftext|>');
     // 3 messages × 4 overhead + 2 tool blocks × 10 overhead.
     expect(countMessageTokens(messages)).toBe(text + 3 * 4 + 2 * 10);
   });
 
   test('countToolTokens counts name, description and JSON schema', () => {
-    const tools: ToolDefinition[] = [{ name: 'file_read', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }];
-    const expected = 8 + countTokensRaw('file_read') + countTokensRaw('Read a file') + countTokensRaw(JSON.stringify(tools[0]!.inputSchema));
+    const tools: ToolDefinition[] = [
+      {
+        name: 'file_read',
+        description: 'Read a file',
+        inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+    ];
+    const expected =
+      8 +
+      countTokensRaw('file_read') +
+      countTokensRaw('Read a file') +
+      countTokensRaw(JSON.stringify(tools[0]!.inputSchema));
     expect(countToolTokens(tools)).toBe(expected);
     expect(countToolTokens([])).toBe(0);
   });

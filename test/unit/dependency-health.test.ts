@@ -13,13 +13,25 @@ describe('DependencyHealth', () => {
       },
       onChange: (name, status) => changes.push([name, status.state, status.lastError]),
     });
-    expect(health.snapshot()).toMatchObject({ status: 'degraded', postgres: { state: 'starting' }, temporal: { state: 'starting' } });
+    expect(health.snapshot()).toMatchObject({
+      status: 'degraded',
+      postgres: { state: 'starting' },
+      temporal: { state: 'starting' },
+    });
 
-    expect(await health.probeAll()).toMatchObject({ status: 'ok', postgres: { state: 'up' }, temporal: { state: 'up' } });
+    expect(await health.probeAll()).toMatchObject({
+      status: 'ok',
+      postgres: { state: 'up' },
+      temporal: { state: 'up' },
+    });
     await health.probeAll(); // no change, no report
     postgresUp = false;
     const down = await health.probeAll();
-    expect(down).toMatchObject({ status: 'degraded', postgres: { state: 'down', lastError: 'connect ECONNREFUSED 127.0.0.1:5432' }, temporal: { state: 'up' } });
+    expect(down).toMatchObject({
+      status: 'degraded',
+      postgres: { state: 'down', lastError: 'connect ECONNREFUSED 127.0.0.1:5432' },
+      temporal: { state: 'up' },
+    });
     health.report('postgres', false, new Error('Connection terminated unexpectedly'));
     postgresUp = true;
     const back = await health.probeAll();
@@ -38,7 +50,9 @@ describe('DependencyHealth', () => {
   test('a probe that does not answer in time counts as down', async () => {
     jest.useFakeTimers();
     try {
-      const health = new DependencyHealth({ probes: { postgres: () => new Promise(() => undefined), temporal: async () => undefined } });
+      const health = new DependencyHealth({
+        probes: { postgres: () => new Promise(() => undefined), temporal: async () => undefined },
+      });
       const probing = health.probeAll();
       await jest.advanceTimersByTimeAsync(3_001);
       expect((await probing).postgres).toMatchObject({ state: 'down', lastError: 'no answer within 3000 ms' });

@@ -24,7 +24,12 @@ function withoutDraft4Ids(schema: unknown): unknown {
   return Object.fromEntries(
     Object.entries(schema)
       .filter(([key, value]) => !(key === 'id' && typeof value === 'string'))
-      .map(([key, value]) => [key, SCHEMA_MAPS.has(key) && value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutDraft4Ids(v)])) : withoutDraft4Ids(value)]),
+      .map(([key, value]) => [
+        key,
+        SCHEMA_MAPS.has(key) && value && typeof value === 'object'
+          ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutDraft4Ids(v)]))
+          : withoutDraft4Ids(value),
+      ]),
   );
 }
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -38,7 +43,12 @@ const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
  */
 describe('deployment', () => {
   // Compose reads YAML merge keys (`<<: *anchor`), an extension YAML 1.2 parsers apply only when asked.
-  const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, { ports?: string[]; healthcheck?: unknown; environment?: Record<string, unknown>; command?: string[] }> };
+  const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+    services: Record<
+      string,
+      { ports?: string[]; healthcheck?: unknown; environment?: Record<string, unknown>; command?: string[] }
+    >;
+  };
 
   test('docker-compose.yml is valid under the Compose Specification schema', () => {
     const ajv = new Ajv2019({ strict: false, allErrors: true });
@@ -63,8 +73,11 @@ describe('deployment', () => {
   });
 
   test('the build context leaves out local state, and the image owns its workspace folder', () => {
-    const ignored = read('.dockerignore').split('\n').map((l) => l.trim());
-    for (const entry of ['node_modules', '.data', '.tools', '.git']) expect([entry, ignored.includes(entry)]).toEqual([entry, true]);
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
+    for (const entry of ['node_modules', '.data', '.tools', '.git'])
+      expect([entry, ignored.includes(entry)]).toEqual([entry, true]);
     expect(read('Dockerfile')).toMatch(/mkdir -p \/workspaces && chown node:node \/workspaces[\s\S]*USER node/);
   });
 
@@ -77,21 +90,32 @@ describe('deployment', () => {
 
   test('worker versioning: both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID, or neither', () => {
     expect(loadConfig({}).deployment).toBeUndefined();
-    expect(loadConfig({ TEMPORAL_DEPLOYMENT_NAME: 'durable-agents', TEMPORAL_WORKER_BUILD_ID: '0.6.0-abc' }).deployment).toEqual({ deploymentName: 'durable-agents', buildId: '0.6.0-abc' });
-    expect(() => loadConfig({ TEMPORAL_DEPLOYMENT_NAME: 'durable-agents' })).toThrow('worker versioning needs both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID');
+    expect(
+      loadConfig({ TEMPORAL_DEPLOYMENT_NAME: 'durable-agents', TEMPORAL_WORKER_BUILD_ID: '0.6.0-abc' }).deployment,
+    ).toEqual({ deploymentName: 'durable-agents', buildId: '0.6.0-abc' });
+    expect(() => loadConfig({ TEMPORAL_DEPLOYMENT_NAME: 'durable-agents' })).toThrow(
+      'worker versioning needs both TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID',
+    );
     expect(() => loadConfig({ TEMPORAL_WORKER_BUILD_ID: '0.6.0-abc' })).toThrow('set both or neither');
   });
 
   test('the worker health endpoints: /healthz while alive, /readyz only when dependencies are up and a worker polls', async () => {
     const up = { state: 'up' as const, since: new Date().toISOString() };
-    let snapshot: HealthSnapshot = { status: 'degraded', postgres: up, temporal: { state: 'down', since: up.since, lastError: 'connection refused' } };
+    let snapshot: HealthSnapshot = {
+      status: 'degraded',
+      postgres: up,
+      temporal: { state: 'down', since: up.since, lastError: 'connection refused' },
+    };
     let polling = false;
     const server = await serveWorkerHealth({ snapshot: () => snapshot, polling: () => polling }, 0, '127.0.0.1');
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       const notReady = await fetch(`${url}/readyz`);
-      expect([notReady.status, await notReady.json()]).toEqual([503, expect.objectContaining({ ready: false, temporal: expect.objectContaining({ state: 'down' }) })]);
+      expect([notReady.status, await notReady.json()]).toEqual([
+        503,
+        expect.objectContaining({ ready: false, temporal: expect.objectContaining({ state: 'down' }) }),
+      ]);
       snapshot = { status: 'ok', postgres: up, temporal: up };
       expect((await fetch(`${url}/readyz`)).status).toBe(503); // up, but no worker polling yet
       polling = true;

@@ -29,12 +29,22 @@ export function literalFailureTypes(file: string, source: string): Finding[] {
   const visit = (node: ts.Node): void => {
     if (ts.isStringLiteralLike(node) && registered.has(node.text)) report(node, node.text);
     // ApplicationFailure.nonRetryable(message, 'Type') / .create({ type: 'Type' }): a type not registered at all.
-    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.expression.getText(sourceFile) === 'ApplicationFailure' && APPLICATION_FAILURE_FACTORIES.has(node.expression.name.text)) {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      node.expression.expression.getText(sourceFile) === 'ApplicationFailure' &&
+      APPLICATION_FAILURE_FACTORIES.has(node.expression.name.text)
+    ) {
       const [first, second] = node.arguments;
       if (second && ts.isStringLiteralLike(second) && !registered.has(second.text)) report(second, second.text);
       if (first && ts.isObjectLiteralExpression(first)) {
         for (const property of first.properties) {
-          if (ts.isPropertyAssignment(property) && property.name.getText(sourceFile) === 'type' && ts.isStringLiteralLike(property.initializer) && !registered.has(property.initializer.text)) {
+          if (
+            ts.isPropertyAssignment(property) &&
+            property.name.getText(sourceFile) === 'type' &&
+            ts.isStringLiteralLike(property.initializer) &&
+            !registered.has(property.initializer.text)
+          ) {
             report(property.initializer, property.initializer.text);
           }
         }
@@ -48,7 +58,8 @@ export function literalFailureTypes(file: string, source: string): Finding[] {
 
 describe('the failure-type registry (workflows/failure-types.ts)', () => {
   test('the scanner finds a registered literal and an unregistered thrown type (control)', () => {
-    const source = "if (e.type === 'UnknownTask') x(); throw ApplicationFailure.nonRetryable('m', 'Brand'); ApplicationFailure.create({ type: 'Other', message: 'm' }); const ok = FailureType.UnknownTask;";
+    const source =
+      "if (e.type === 'UnknownTask') x(); throw ApplicationFailure.nonRetryable('m', 'Brand'); ApplicationFailure.create({ type: 'Other', message: 'm' }); const ok = FailureType.UnknownTask;";
     expect(literalFailureTypes('x.ts', source).map((f) => f.literal)).toEqual(['UnknownTask', 'Brand', 'Other']);
   });
 
@@ -58,7 +69,8 @@ describe('the failure-type registry (workflows/failure-types.ts)', () => {
 
   test('no thrower, retry policy or client spells a failure type as a literal', () => {
     const files = SCANNED_FOLDERS.flatMap((folder) =>
-      fs.readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })
+      fs
+        .readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })
         .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
         .map((entry) => path.relative(ROOT, path.join(entry.parentPath, entry.name))),
     ).filter((file) => file !== REGISTRY);

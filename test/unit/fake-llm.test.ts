@@ -37,7 +37,11 @@ describe('Anthropic Messages protocol', () => {
       stopReason: 'end_turn',
       usage: { inputTokens: 100, outputTokens: 7, cacheReadTokens: 40, cacheWriteTokens: 30 },
     });
-    const message = await anthropic.messages.create({ model: 'claude-test', max_tokens: 256, messages: userSays('hi') });
+    const message = await anthropic.messages.create({
+      model: 'claude-test',
+      max_tokens: 256,
+      messages: userSays('hi'),
+    });
 
     expect(message.content).toEqual([{ type: 'text', text: 'Hello there' }]);
     expect(message.stop_reason).toBe('end_turn');
@@ -85,7 +89,8 @@ describe('Anthropic Messages protocol', () => {
     const stream = anthropic.messages.stream({ model: 'm', max_tokens: 100, messages: userSays('write') });
     const jsonDeltas: string[] = [];
     stream.on('streamEvent', (event) => {
-      if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta') jsonDeltas.push(event.delta.partial_json);
+      if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta')
+        jsonDeltas.push(event.delta.partial_json);
     });
     const message = await stream.finalMessage();
 
@@ -105,7 +110,9 @@ describe('Anthropic Messages protocol', () => {
 
   test('max_tokens stop reason, streamed', async () => {
     server.enqueue({ kind: 'message', content: [{ type: 'text', text: 'cut of' }], stopReason: 'max_tokens' });
-    const message = await anthropic.messages.stream({ model: 'm', max_tokens: 3, messages: userSays('go') }).finalMessage();
+    const message = await anthropic.messages
+      .stream({ model: 'm', max_tokens: 3, messages: userSays('go') })
+      .finalMessage();
     expect(message.stop_reason).toBe('max_tokens');
   });
 
@@ -124,9 +131,9 @@ describe('Anthropic Messages protocol', () => {
 
   test('529 is an overloaded_error', async () => {
     server.enqueue({ kind: 'error', status: 529 });
-    const error = (await caught(anthropic.messages.create({ model: 'm', max_tokens: 10, messages: userSays('hi'), stream: true }))) as InstanceType<
-      typeof Anthropic.APIError
-    >;
+    const error = (await caught(
+      anthropic.messages.create({ model: 'm', max_tokens: 10, messages: userSays('hi'), stream: true }),
+    )) as InstanceType<typeof Anthropic.APIError>;
     expect(error.status).toBe(529);
     expect(error.type).toBe('overloaded_error');
   });
@@ -155,7 +162,10 @@ describe('Anthropic Messages protocol', () => {
   test('hang without streaming: no answer at all; the abort is recorded', async () => {
     server.enqueue({ kind: 'hang' });
     const controller = new AbortController();
-    const pending = anthropic.messages.create({ model: 'm', max_tokens: 10, messages: userSays('hi') }, { signal: controller.signal });
+    const pending = anthropic.messages.create(
+      { model: 'm', max_tokens: 10, messages: userSays('hi') },
+      { signal: controller.signal },
+    );
     setTimeout(() => controller.abort(), 50);
 
     expect(await caught(pending)).toBeInstanceOf(Anthropic.APIUserAbortError);
@@ -230,7 +240,11 @@ describe('OpenAI Chat Completions protocol', () => {
     ]);
     expect(calls.every((call) => call.chunks > 2)).toBe(true);
     expect(finishReason).toBe('tool_calls');
-    expect(usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 2 } });
+    expect(usage).toMatchObject({
+      prompt_tokens: 12,
+      completion_tokens: 3,
+      prompt_tokens_details: { cached_tokens: 2 },
+    });
   });
 
   test('streaming without include_usage sends no usage chunk; max_tokens becomes finish_reason length', async () => {
@@ -258,7 +272,10 @@ describe('OpenAI Chat Completions protocol', () => {
   test('hang: aborting the stream is seen by the server', async () => {
     server.enqueue({ kind: 'hang' });
     const controller = new AbortController();
-    const stream = await openai.chat.completions.create({ model: 'm', messages: userSays('hi'), stream: true }, { signal: controller.signal });
+    const stream = await openai.chat.completions.create(
+      { model: 'm', messages: userSays('hi'), stream: true },
+      { signal: controller.signal },
+    );
     let chunks = 0;
     await (async () => {
       for await (const _chunk of stream) {
@@ -275,9 +292,9 @@ describe('OpenAI Chat Completions protocol', () => {
 
 describe('scripting', () => {
   test('an exhausted script answers 500 with a clear message', async () => {
-    const error = (await caught(anthropic.messages.create({ model: 'm', max_tokens: 10, messages: userSays('hi') }))) as InstanceType<
-      typeof Anthropic.APIError
-    >;
+    const error = (await caught(
+      anthropic.messages.create({ model: 'm', max_tokens: 10, messages: userSays('hi') }),
+    )) as InstanceType<typeof Anthropic.APIError>;
     expect(error.status).toBe(500);
     expect(error.message).toContain('script exhausted');
   });
@@ -302,13 +319,21 @@ describe('scripting', () => {
     const TOOL_ROUNDS = 300;
     server.setResponder(() =>
       server.requests.length <= TOOL_ROUNDS
-        ? { kind: 'message', content: [{ type: 'tool_use', name: 'tick', input: { n: server.requests.length } }], stopReason: 'tool_use' }
+        ? {
+            kind: 'message',
+            content: [{ type: 'tool_use', name: 'tick', input: { n: server.requests.length } }],
+            stopReason: 'tool_use',
+          }
         : { kind: 'message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn' },
     );
     let calls = 0;
     let stop: string | null = 'tool_use';
     while (stop === 'tool_use') {
-      const message = await anthropic.messages.create({ model: 'm', max_tokens: 10, messages: userSays(`round ${calls}`) });
+      const message = await anthropic.messages.create({
+        model: 'm',
+        max_tokens: 10,
+        messages: userSays(`round ${calls}`),
+      });
       stop = message.stop_reason;
       calls += 1;
     }
@@ -329,7 +354,7 @@ describe('scripting', () => {
     const answers = await Promise.all(
       asks.map(async (ask, i) => {
         if (i % 2 === 0) {
-          return (await anthropic.messages.stream({ model: 'm', max_tokens: 10, messages: userSays(ask) }).finalText());
+          return await anthropic.messages.stream({ model: 'm', max_tokens: 10, messages: userSays(ask) }).finalText();
         }
         const stream = await openai.chat.completions.create({ model: 'm', messages: userSays(ask), stream: true });
         let text = '';
@@ -348,7 +373,9 @@ describe('scripting', () => {
     server.reset();
 
     expect(server.requests).toHaveLength(0);
-    const error = (await caught(openai.chat.completions.create({ model: 'm', messages: userSays('hi') }))) as InstanceType<typeof OpenAI.APIError>;
+    const error = (await caught(
+      openai.chat.completions.create({ model: 'm', messages: userSays('hi') }),
+    )) as InstanceType<typeof OpenAI.APIError>;
     expect(error.status).toBe(500);
     expect(error.message).toContain('script exhausted');
   });

@@ -14,9 +14,18 @@ import { judgeConfig, judgeConfigKey, type ConfigTier } from '../../activities/s
 import { governShellCommand, type RepositoryConfigVerdict } from '../../activities/tools/shell-tool';
 import { readEffectiveGitConfig } from '../../activities/tools/shell/git-config';
 
-const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
+const GIT_ENV = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  HOME: os.tmpdir(),
+};
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.com', ...args], { cwd, env: GIT_ENV, encoding: 'utf8' });
+  execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.com', ...args], {
+    cwd,
+    env: GIT_ENV,
+    encoding: 'utf8',
+  });
 
 /** The whole hostile corpus must be judged within this budget (the issue asks for under a minute). */
 const CORPUS_BUDGET_MS = 60_000;
@@ -67,7 +76,13 @@ async function tierOf(command: string | string[]): Promise<ConfigTier> {
   const verdict = await governShellCommand(command, {
     workspaceDir: workspace,
     existingBranches: ['main', 'feature'],
-    existingRefs: ['refs/heads/main', 'refs/heads/feature', 'refs/remotes/origin/main', 'refs/tags/release', 'refs/tags/v1'],
+    existingRefs: [
+      'refs/heads/main',
+      'refs/heads/feature',
+      'refs/remotes/origin/main',
+      'refs/tags/release',
+      'refs/tags/v1',
+    ],
     judgeRepositoryConfig: judgeRepository,
   });
   return verdict.tier;
@@ -79,17 +94,37 @@ interface Case {
 }
 
 /** Every non-empty prefix of a long option, as git's unique-prefix matching would accept it. */
-const prefixes = (name: string, from = 1) => Array.from({ length: name.length - from + 1 }, (_, i) => `--${name.slice(0, from + i)}`);
+const prefixes = (name: string, from = 1) =>
+  Array.from({ length: name.length - from + 1 }, (_, i) => `--${name.slice(0, from + i)}`);
 
 function hostileCorpus(): { commands: Case[]; configKeys: Array<{ key: string; expected: ConfigTier }> } {
   const commands: Case[] = [];
-  const add = (expected: ConfigTier, ...argvs: string[][]) => argvs.forEach((command) => commands.push({ command, expected }));
+  const add = (expected: ConfigTier, ...argvs: string[][]) =>
+    argvs.forEach((command) => commands.push({ command, expected }));
 
   // 1. Options that write files, on every read-only subcommand, in every abbreviation and value spelling.
   const readOnlySubcommands = [
-    ['log'], ['show'], ['diff'], ['rev-list', 'HEAD'], ['blame', 'a.txt'], ['annotate', 'a.txt'], ['shortlog', 'HEAD'],
-    ['reflog', 'show'], ['grep', 'x'], ['ls-files'], ['status'], ['cat-file', '-p', 'HEAD'], ['for-each-ref'], ['describe', '--always'],
-    ['name-rev', 'HEAD'], ['cherry'], ['ls-tree', 'HEAD'], ['rev-parse', 'HEAD'], ['show-ref'], ['commit', '-m', 'm'], ['add', 'a.txt'],
+    ['log'],
+    ['show'],
+    ['diff'],
+    ['rev-list', 'HEAD'],
+    ['blame', 'a.txt'],
+    ['annotate', 'a.txt'],
+    ['shortlog', 'HEAD'],
+    ['reflog', 'show'],
+    ['grep', 'x'],
+    ['ls-files'],
+    ['status'],
+    ['cat-file', '-p', 'HEAD'],
+    ['for-each-ref'],
+    ['describe', '--always'],
+    ['name-rev', 'HEAD'],
+    ['cherry'],
+    ['ls-tree', 'HEAD'],
+    ['rev-parse', 'HEAD'],
+    ['show-ref'],
+    ['commit', '-m', 'm'],
+    ['add', 'a.txt'],
   ];
   for (const sub of readOnlySubcommands) {
     for (const option of [...prefixes('output'), ...prefixes('template', 3), ...prefixes('separate-git-dir', 3)]) {
@@ -101,95 +136,315 @@ function hostileCorpus(): { commands: Case[]; configKeys: Array<{ key: string; e
   }
   // 2. Options that name or enable a program: denied on every subcommand, in every abbreviation.
   const programOptions = [
-    ...prefixes('upload-pack'), ...prefixes('receive-pack'), ...prefixes('exec'), ...prefixes('ext-diff'),
-    ...prefixes('textconv').filter((o) => o !== '--text'), ...prefixes('extcmd'), ...prefixes('tool'),
+    ...prefixes('upload-pack'),
+    ...prefixes('receive-pack'),
+    ...prefixes('exec'),
+    ...prefixes('ext-diff'),
+    ...prefixes('textconv').filter((o) => o !== '--text'),
+    ...prefixes('extcmd'),
+    ...prefixes('tool'),
   ];
-  const programSubcommands = [['log'], ['show'], ['diff'], ['fetch', 'origin'], ['ls-remote', 'origin'], ['blame', 'a.txt'], ['grep', 'x'], ['status']];
+  const programSubcommands = [
+    ['log'],
+    ['show'],
+    ['diff'],
+    ['fetch', 'origin'],
+    ['ls-remote', 'origin'],
+    ['blame', 'a.txt'],
+    ['grep', 'x'],
+    ['status'],
+  ];
   for (const sub of programSubcommands) {
     for (const option of new Set(programOptions)) add('deny', ['git', ...sub, `${option}=touch /tmp/pwned`]);
   }
   // 3. `cat-file --filters` under every prefix git accepts.
   for (const option of prefixes('filters')) {
-    for (const rest of [['-p', 'HEAD:a.txt'], ['--batch'], ['blob', 'HEAD:a.txt']]) add('approval', ['git', 'cat-file', option, ...rest]);
+    for (const rest of [['-p', 'HEAD:a.txt'], ['--batch'], ['blob', 'HEAD:a.txt']])
+      add('approval', ['git', 'cat-file', option, ...rest]);
   }
   // 4. Push destinations, resolved as git resolves them, onto protected branches.
   const protectedNames = ['main', 'master', 'release/1.0', 'production', 'MAIN', 'Main', 'Release/2.0'];
   const spellings = (name: string) => [
-    name, `heads/${name}`, `refs/heads/${name}`, `refs/heads/./${name}`, `refs//heads/${name}`, `Heads/${name}`, `refs/heads//${name}`, `REFS/HEADS/${name}`,
+    name,
+    `heads/${name}`,
+    `refs/heads/${name}`,
+    `refs/heads/./${name}`,
+    `refs//heads/${name}`,
+    `Heads/${name}`,
+    `refs/heads//${name}`,
+    `REFS/HEADS/${name}`,
   ];
   for (const name of protectedNames) {
     for (const destination of spellings(name)) {
       for (const source of ['HEAD', 'feature', 'refs/heads/feature']) {
-        add('approval', ['git', 'push', 'origin', `${source}:${destination}`], ['git', 'push', '-u', 'origin', `${source}:${destination}`]);
+        add(
+          'approval',
+          ['git', 'push', 'origin', `${source}:${destination}`],
+          ['git', 'push', '-u', 'origin', `${source}:${destination}`],
+        );
         add('deny', ['git', 'push', 'origin', `+${source}:${destination}`]);
       }
       add('approval', ['git', 'push', 'origin', `:${destination}`]);
     }
   }
-  for (const destination of ['HEAD', 'refs/heads/HEAD', '@', 'refs/tags/v1', 'tags/v1', 'remotes/origin/main', 'refs/remotes/origin/main', 'refs/notes/x', 'refs/heads/../main']) {
+  for (const destination of [
+    'HEAD',
+    'refs/heads/HEAD',
+    '@',
+    'refs/tags/v1',
+    'tags/v1',
+    'remotes/origin/main',
+    'refs/remotes/origin/main',
+    'refs/notes/x',
+    'refs/heads/../main',
+  ]) {
     add('approval', ['git', 'push', 'origin', `feature:${destination}`]);
   }
-  for (const option of ['--force', '-f', '--forc', '--fo', '--force-with-lease', '--force-w', '--force-with-lease=main', '--force-if-includes', '--mirror', '--mirr', '-fu', '-uf', '-vf']) {
+  for (const option of [
+    '--force',
+    '-f',
+    '--forc',
+    '--fo',
+    '--force-with-lease',
+    '--force-w',
+    '--force-with-lease=main',
+    '--force-if-includes',
+    '--mirror',
+    '--mirr',
+    '-fu',
+    '-uf',
+    '-vf',
+  ]) {
     add('deny', ['git', 'push', option, 'origin', 'HEAD:feature']);
   }
-  for (const option of ['--all', '--branches', '--tags', '--prune', '--delete', '-d', '--repo=elsewhere', '--follow-tags']) {
+  for (const option of [
+    '--all',
+    '--branches',
+    '--tags',
+    '--prune',
+    '--delete',
+    '-d',
+    '--repo=elsewhere',
+    '--follow-tags',
+  ]) {
     add('approval', ['git', 'push', option, 'origin', 'HEAD:feature']);
   }
-  for (const remote of ['../elsewhere.git', '/tmp/elsewhere.git', `file://${outside}/remote.git`, 'ssh://host/x', 'https://example.com/x.git', 'ext::sh -c touch% /tmp/pwned']) {
+  for (const remote of [
+    '../elsewhere.git',
+    '/tmp/elsewhere.git',
+    `file://${outside}/remote.git`,
+    'ssh://host/x',
+    'https://example.com/x.git',
+    'ext::sh -c touch% /tmp/pwned',
+  ]) {
     add('approval', ['git', 'push', remote, 'HEAD:feature'], ['git', 'fetch', remote]);
   }
   add('approval', ['git', 'push'], ['git', 'push', 'origin'], ['git', 'push', 'origin', 'HEAD']);
   // 5. Paths outside the workspace (approval) and in the kernel's pseudo-filesystems (deny), for every command.
   const pathCommands = [
-    ['cat'], ['head'], ['tail'], ['wc'], ['stat'], ['ls'], ['grep', '-r', 'x'], ['grep', 'x'], ['find'], ['diff', 'a.txt'], ['file'], ['du'],
-    ['git', 'log', '--'], ['git', 'ls-files', '--'], ['git', 'diff', '--no-index', 'a.txt'], ['git', 'commit', '-F'], ['git', 'blame', '--contents'],
-    ['git', 'add'], ['sort'], ['uniq'],
+    ['cat'],
+    ['head'],
+    ['tail'],
+    ['wc'],
+    ['stat'],
+    ['ls'],
+    ['grep', '-r', 'x'],
+    ['grep', 'x'],
+    ['find'],
+    ['diff', 'a.txt'],
+    ['file'],
+    ['du'],
+    ['git', 'log', '--'],
+    ['git', 'ls-files', '--'],
+    ['git', 'diff', '--no-index', 'a.txt'],
+    ['git', 'commit', '-F'],
+    ['git', 'blame', '--contents'],
+    ['git', 'add'],
+    ['sort'],
+    ['uniq'],
   ];
-  const outsidePaths = ['/etc/passwd', '/etc', '../', '..', '../secret.txt', `${outside}/secret.txt`, 'link-out', 'dangling', 'dirlink/secret.txt', 'dirlink', 'src/../../x', '/tmp', '/', '/root/.ssh/id_rsa', './../x'];
-  const pseudoPaths = ['/proc/self/environ', '/proc/1/environ', '/proc/self/status', '/sys/kernel/notes', '/dev/sda', '/dev/mem', '../../../../../../../proc/self/environ', '/proc', '/dev/tcp/127.0.0.1/80', '/dev/stdin', '/dev/fd/0'];
+  const outsidePaths = [
+    '/etc/passwd',
+    '/etc',
+    '../',
+    '..',
+    '../secret.txt',
+    `${outside}/secret.txt`,
+    'link-out',
+    'dangling',
+    'dirlink/secret.txt',
+    'dirlink',
+    'src/../../x',
+    '/tmp',
+    '/',
+    '/root/.ssh/id_rsa',
+    './../x',
+  ];
+  const pseudoPaths = [
+    '/proc/self/environ',
+    '/proc/1/environ',
+    '/proc/self/status',
+    '/sys/kernel/notes',
+    '/dev/sda',
+    '/dev/mem',
+    '../../../../../../../proc/self/environ',
+    '/proc',
+    '/dev/tcp/127.0.0.1/80',
+    '/dev/stdin',
+    '/dev/fd/0',
+  ];
   for (const command of pathCommands) {
     for (const p of outsidePaths) add('approval', [...command, p]);
     for (const p of pseudoPaths) add('deny', [...command, p]);
   }
-  for (const p of outsidePaths) add('approval', ['git', 'commit', `-F${p}`], ['git', 'commit', `--file=${p}`], ['git', 'log', `--output=${p}`]);
-  for (const p of pseudoPaths) add('deny', ['git', 'commit', `-F${p}`], ['git', 'commit', `--file=${p}`], ['grep', `--file=${p}`, 'a.txt']);
+  for (const p of outsidePaths)
+    add('approval', ['git', 'commit', `-F${p}`], ['git', 'commit', `--file=${p}`], ['git', 'log', `--output=${p}`]);
+  for (const p of pseudoPaths)
+    add('deny', ['git', 'commit', `-F${p}`], ['git', 'commit', `--file=${p}`], ['grep', `--file=${p}`, 'a.txt']);
   // Following links out of the workspace.
-  add('approval', ['grep', '-R', 'x', '.'], ['grep', '--dereference-recursive', 'x'], ['find', '-L', '.'], ['find', '.', '-follow'], ['ls', '-L', 'dirlink'], ['diff', '-r', 'src', 'src'], ['git', 'grep', '--no-index', 'x']);
+  add(
+    'approval',
+    ['grep', '-R', 'x', '.'],
+    ['grep', '--dereference-recursive', 'x'],
+    ['find', '-L', '.'],
+    ['find', '.', '-follow'],
+    ['ls', '-L', 'dirlink'],
+    ['diff', '-r', 'src', 'src'],
+    ['git', 'grep', '--no-index', 'x'],
+  );
 
   // 7. Issue 18's classes: folders and files as remotes, name lists, configuration from outside the
   //    repository, tag pruning, switch targets that git resolves to a tag or spells as a ref.
   for (const sub of ['push', 'fetch', 'ls-remote', 'pull']) {
-    for (const name of ['cache', 'pointer', '.', './cache', 'sub/dir', 'origin2']) add('approval', ['git', sub, name, ...(sub === 'push' ? ['HEAD:x'] : [])]);
+    for (const name of ['cache', 'pointer', '.', './cache', 'sub/dir', 'origin2'])
+      add('approval', ['git', sub, name, ...(sub === 'push' ? ['HEAD:x'] : [])]);
   }
-  for (const option of ['--files0-from=list', '--files0', '--files-from=list']) for (const cmd of ['sort', 'wc', 'du']) add('approval', [cmd, option]);
-  add('approval', ['find', '-files0-from', 'list'], ['file', '-f', 'list'], ['file', '-bf', 'list'], ['file', '--files-from', 'list']);
-  for (const option of ['--system', '--global', '--includes', '--file=f', '--blob=HEAD:f', '--sys', '--glob', '--inc']) {
+  for (const option of ['--files0-from=list', '--files0', '--files-from=list'])
+    for (const cmd of ['sort', 'wc', 'du']) add('approval', [cmd, option]);
+  add(
+    'approval',
+    ['find', '-files0-from', 'list'],
+    ['file', '-f', 'list'],
+    ['file', '-bf', 'list'],
+    ['file', '--files-from', 'list'],
+  );
+  for (const option of [
+    '--system',
+    '--global',
+    '--includes',
+    '--file=f',
+    '--blob=HEAD:f',
+    '--sys',
+    '--glob',
+    '--inc',
+  ]) {
     add('approval', ['git', 'config', option, '--list'], ['git', 'config', '--list', option]);
   }
   add('approval', ['git', 'config', '-f', 'f', '--list']);
-  add('approval', ['git', 'fetch', '--prune-tags', 'origin'], ['git', 'fetch', '-P', 'origin'], ['git', 'fetch', '-pP', 'origin'], ['git', 'fetch', '--prune', '--prune-tags', 'origin'], ['git', 'fetch', '--prune-t', 'origin']);
+  add(
+    'approval',
+    ['git', 'fetch', '--prune-tags', 'origin'],
+    ['git', 'fetch', '-P', 'origin'],
+    ['git', 'fetch', '-pP', 'origin'],
+    ['git', 'fetch', '--prune', '--prune-tags', 'origin'],
+    ['git', 'fetch', '--prune-t', 'origin'],
+  );
   for (const sub of ['switch', 'checkout']) {
-    add('approval', ['git', sub, 'release'], ['git', sub, 'v1'], ['git', sub, 'refs/heads/main'], ['git', sub, 'refs/heads/new'], ['git', sub, 'heads/main'], ['git', sub, 'tags/v1']);
+    add(
+      'approval',
+      ['git', sub, 'release'],
+      ['git', sub, 'v1'],
+      ['git', sub, 'refs/heads/main'],
+      ['git', sub, 'refs/heads/new'],
+      ['git', sub, 'heads/main'],
+      ['git', sub, 'tags/v1'],
+    );
   }
 
   // 6. Configuration keys: judged directly (every case spelling) and written with `git config`.
   const deniedKeys = [
-    'trailer.x.command', 'trailer.x.cmd', 'interactive.diffFilter', 'include.path', 'includeIf.gitdir:/x/.path', 'core.worktree', 'core.hooksPath',
-    'core.fsmonitor', 'core.sshCommand', 'core.pager', 'core.editor', 'core.askPass', 'core.gitProxy', 'diff.external', 'diff.x.textconv',
-    'diff.x.command', 'filter.x.clean', 'filter.x.smudge', 'filter.x.process', 'merge.x.driver', 'credential.helper', 'credential.https://h.helper',
-    'gpg.program', 'gpg.ssh.program', 'gpg.x509.program', 'alias.st', 'pager.log', 'sequence.editor', 'remote.origin.uploadpack',
-    'remote.origin.receivepack', 'remote.origin.vcs', 'remote.origin.proxy', 'url.x.insteadOf', 'url.x.pushInsteadOf', 'core.attributesFile',
-    'core.excludesFile', 'commit.template', 'submodule.x.update', 'http.sslCert', 'http.proxy', 'mailmap.file', 'blame.ignoreRevsFile',
-    'difftool.x.cmd', 'mergetool.x.cmd', 'sendemail.smtpServer', 'man.viewer', 'web.browser', 'uploadpack.packObjectsHook',
-    'core.alternateRefsCommand', 'ssh.variant', 'init.templateDir', 'gpg.ssh.defaultKeyCommand', 'core.sshcommand', 'lfs.url', 'protocol.allow',
+    'trailer.x.command',
+    'trailer.x.cmd',
+    'interactive.diffFilter',
+    'include.path',
+    'includeIf.gitdir:/x/.path',
+    'core.worktree',
+    'core.hooksPath',
+    'core.fsmonitor',
+    'core.sshCommand',
+    'core.pager',
+    'core.editor',
+    'core.askPass',
+    'core.gitProxy',
+    'diff.external',
+    'diff.x.textconv',
+    'diff.x.command',
+    'filter.x.clean',
+    'filter.x.smudge',
+    'filter.x.process',
+    'merge.x.driver',
+    'credential.helper',
+    'credential.https://h.helper',
+    'gpg.program',
+    'gpg.ssh.program',
+    'gpg.x509.program',
+    'alias.st',
+    'pager.log',
+    'sequence.editor',
+    'remote.origin.uploadpack',
+    'remote.origin.receivepack',
+    'remote.origin.vcs',
+    'remote.origin.proxy',
+    'url.x.insteadOf',
+    'url.x.pushInsteadOf',
+    'core.attributesFile',
+    'core.excludesFile',
+    'commit.template',
+    'submodule.x.update',
+    'http.sslCert',
+    'http.proxy',
+    'mailmap.file',
+    'blame.ignoreRevsFile',
+    'difftool.x.cmd',
+    'mergetool.x.cmd',
+    'sendemail.smtpServer',
+    'man.viewer',
+    'web.browser',
+    'uploadpack.packObjectsHook',
+    'core.alternateRefsCommand',
+    'ssh.variant',
+    'init.templateDir',
+    'gpg.ssh.defaultKeyCommand',
+    'core.sshcommand',
+    'lfs.url',
+    'protocol.allow',
   ];
-  const unknownKeys = ['foo.bar', 'core.bogus', 'remote.origin.mirror', 'remote.origin.push', 'branch.main.unknown', 'x.y.z', 'receive.fsckObjects', 'fetch.negotiationAlgorithm'];
+  const unknownKeys = [
+    'foo.bar',
+    'core.bogus',
+    'remote.origin.mirror',
+    'remote.origin.push',
+    'branch.main.unknown',
+    'x.y.z',
+    'receive.fsckObjects',
+    'fetch.negotiationAlgorithm',
+  ];
   const configKeys: Array<{ key: string; expected: ConfigTier }> = [];
-  const caseSpellings = (key: string) => [key, key.toUpperCase(), key.toLowerCase(), key.replace(/\.([a-z])/g, (m) => m.toUpperCase())];
+  const caseSpellings = (key: string) => [
+    key,
+    key.toUpperCase(),
+    key.toLowerCase(),
+    key.replace(/\.([a-z])/g, (m) => m.toUpperCase()),
+  ];
   for (const key of deniedKeys) {
     for (const spelling of new Set(caseSpellings(key))) {
       configKeys.push({ key: spelling, expected: 'deny' });
-      add('deny', ['git', 'config', spelling, 'touch /tmp/pwned'], ['git', 'config', '--add', spelling, 'x'], ['git', 'config', 'set', spelling, 'x']);
+      add(
+        'deny',
+        ['git', 'config', spelling, 'touch /tmp/pwned'],
+        ['git', 'config', '--add', spelling, 'x'],
+        ['git', 'config', 'set', spelling, 'x'],
+      );
     }
   }
   for (const key of unknownKeys) configKeys.push({ key, expected: 'approval' });
@@ -197,24 +452,122 @@ function hostileCorpus(): { commands: Case[]; configKeys: Array<{ key: string; e
 }
 
 const ORDINARY: Array<string | string[]> = [
-  'git status', 'git status -s', 'git status --short --branch', 'git diff', 'git diff --stat', 'git diff HEAD', 'git diff --cached', 'git diff main..feature',
-  'git diff HEAD~0 -- a.txt', 'git diff --name-only', 'git log', 'git log --oneline', 'git log -n 5', 'git log --oneline -5 --graph', 'git log -p -1',
-  'git log --stat', 'git log --format=%H%x09%s -3', 'git log origin/main..HEAD', 'git log --all --oneline', 'git log -- src', 'git show', 'git show HEAD --stat',
-  'git show HEAD:a.txt', 'git show --name-only HEAD', 'git blame a.txt', 'git blame -L 1,1 a.txt', 'git branch', 'git branch -a', 'git branch -v',
-  'git branch --show-current', 'git branch -r', 'git tag', 'git tag -l', 'git remote -v', 'git remote', 'git remote get-url origin', 'git rev-parse HEAD',
-  'git rev-parse --abbrev-ref HEAD', 'git rev-parse --show-toplevel', 'git ls-files', 'git ls-files src', 'git grep x', 'git grep -n x -- src',
-  'git grep -i export', 'git add a.txt', 'git add -A', 'git add .', 'git add src/b.ts', 'git add src', 'git commit -m "add feature"',
-  'git commit -am "msg"', "git commit -m 'fix: handle paths like src/b.ts'", 'git commit -m "Refactor the output writer"', 'git commit --allow-empty -m wip',
-  'git switch -c new-x', 'git checkout -b new-y', 'git switch -c feat/z main', 'git checkout -b fix/1 HEAD', 'git fetch', 'git fetch origin',
-  'git fetch origin main', 'git fetch --prune origin', 'git fetch -q origin', 'git push origin HEAD:feature-x', 'git push -u origin feature-x',
-  'git push origin feature', 'git push origin HEAD:refs/heads/topic', 'git push origin HEAD:heads/topic', 'git push -u origin HEAD:feat/z', 'git push origin new-x:new-x',
-  'git stash list', 'git reflog', 'git ls-remote origin', 'git describe --always', 'git shortlog -sn HEAD', 'git cat-file -p HEAD', 'git show-ref',
-  'ls', 'ls -la', 'ls src', 'ls -R src', 'cat a.txt', 'cat src/b.ts', 'head -n 5 a.txt', 'tail a.txt', 'tail -n 3 src/b.ts', 'wc -l a.txt',
-  'grep -n x a.txt', 'grep -rn export src', 'grep -r x .', 'grep -c x a.txt', "find . -name '*.ts'", 'find src -type f', 'stat a.txt', 'pwd', 'echo hello',
-  'diff a.txt src/b.ts', 'du -sh .', 'sort a.txt', 'uniq a.txt', 'which git', 'date', 'node --version', 'git --version', 'file a.txt',
-  'git status && git diff', 'git add -A && git commit -m wip', 'git switch -c work && git add . && git commit -m start', 'ls && cat a.txt',
-  'git fetch origin && git log --oneline origin/main', 'git add a.txt && git commit -m "one file" && git push origin HEAD:feature-y',
-  ['git', 'commit', '-m', 'a message with spaces and a/slash'], ['cat', 'a.txt'], ['git', 'log', '--oneline', '-3'], 'cat /dev/null', 'grep x /dev/null',
+  'git status',
+  'git status -s',
+  'git status --short --branch',
+  'git diff',
+  'git diff --stat',
+  'git diff HEAD',
+  'git diff --cached',
+  'git diff main..feature',
+  'git diff HEAD~0 -- a.txt',
+  'git diff --name-only',
+  'git log',
+  'git log --oneline',
+  'git log -n 5',
+  'git log --oneline -5 --graph',
+  'git log -p -1',
+  'git log --stat',
+  'git log --format=%H%x09%s -3',
+  'git log origin/main..HEAD',
+  'git log --all --oneline',
+  'git log -- src',
+  'git show',
+  'git show HEAD --stat',
+  'git show HEAD:a.txt',
+  'git show --name-only HEAD',
+  'git blame a.txt',
+  'git blame -L 1,1 a.txt',
+  'git branch',
+  'git branch -a',
+  'git branch -v',
+  'git branch --show-current',
+  'git branch -r',
+  'git tag',
+  'git tag -l',
+  'git remote -v',
+  'git remote',
+  'git remote get-url origin',
+  'git rev-parse HEAD',
+  'git rev-parse --abbrev-ref HEAD',
+  'git rev-parse --show-toplevel',
+  'git ls-files',
+  'git ls-files src',
+  'git grep x',
+  'git grep -n x -- src',
+  'git grep -i export',
+  'git add a.txt',
+  'git add -A',
+  'git add .',
+  'git add src/b.ts',
+  'git add src',
+  'git commit -m "add feature"',
+  'git commit -am "msg"',
+  "git commit -m 'fix: handle paths like src/b.ts'",
+  'git commit -m "Refactor the output writer"',
+  'git commit --allow-empty -m wip',
+  'git switch -c new-x',
+  'git checkout -b new-y',
+  'git switch -c feat/z main',
+  'git checkout -b fix/1 HEAD',
+  'git fetch',
+  'git fetch origin',
+  'git fetch origin main',
+  'git fetch --prune origin',
+  'git fetch -q origin',
+  'git push origin HEAD:feature-x',
+  'git push -u origin feature-x',
+  'git push origin feature',
+  'git push origin HEAD:refs/heads/topic',
+  'git push origin HEAD:heads/topic',
+  'git push -u origin HEAD:feat/z',
+  'git push origin new-x:new-x',
+  'git stash list',
+  'git reflog',
+  'git ls-remote origin',
+  'git describe --always',
+  'git shortlog -sn HEAD',
+  'git cat-file -p HEAD',
+  'git show-ref',
+  'ls',
+  'ls -la',
+  'ls src',
+  'ls -R src',
+  'cat a.txt',
+  'cat src/b.ts',
+  'head -n 5 a.txt',
+  'tail a.txt',
+  'tail -n 3 src/b.ts',
+  'wc -l a.txt',
+  'grep -n x a.txt',
+  'grep -rn export src',
+  'grep -r x .',
+  'grep -c x a.txt',
+  "find . -name '*.ts'",
+  'find src -type f',
+  'stat a.txt',
+  'pwd',
+  'echo hello',
+  'diff a.txt src/b.ts',
+  'du -sh .',
+  'sort a.txt',
+  'uniq a.txt',
+  'which git',
+  'date',
+  'node --version',
+  'git --version',
+  'file a.txt',
+  'git status && git diff',
+  'git add -A && git commit -m wip',
+  'git switch -c work && git add . && git commit -m start',
+  'ls && cat a.txt',
+  'git fetch origin && git log --oneline origin/main',
+  'git add a.txt && git commit -m "one file" && git push origin HEAD:feature-y',
+  ['git', 'commit', '-m', 'a message with spaces and a/slash'],
+  ['cat', 'a.txt'],
+  ['git', 'log', '--oneline', '-3'],
+  'cat /dev/null',
+  'grep x /dev/null',
 ];
 
 describe('governance corpora', () => {

@@ -4,7 +4,17 @@
  * resolved as git resolves them.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -18,7 +28,13 @@ import { createLogger } from '../../worker/logger';
 
 const KEY = 'canary-provider-key-0123456789';
 const PASSWORD = 'db-pass-word-42';
-const ENV = { ANTHROPIC_API_KEY: KEY, DATABASE_URL: `postgres://app:${PASSWORD}@db:5432/app`, SHORT_TOKEN: 'abc', HOME: '/root', PATH: '/usr/bin' };
+const ENV = {
+  ANTHROPIC_API_KEY: KEY,
+  DATABASE_URL: `postgres://app:${PASSWORD}@db:5432/app`,
+  SHORT_TOKEN: 'abc',
+  HOME: '/root',
+  PATH: '/usr/bin',
+};
 
 describe('secrets never leave', () => {
   test('secret values come from key-like names and URL passwords; short and ordinary values are left alone', () => {
@@ -38,7 +54,9 @@ describe('secrets never leave', () => {
     expect(safe.redactions).toBe(1);
     expect(safe.text).toBe(`[1 secret value(s) were redacted from this result.]\nx\\0y ${REDACTION_MARKER}`);
     expect(safeToolText('plain', values)).toEqual({ text: 'plain', redactions: 0 });
-    expect(safeArgumentsJson({ path: `a\0b`, content: KEY }, values)).toBe(`{"path":"a\\\\0b","content":"${REDACTION_MARKER}"}`);
+    expect(safeArgumentsJson({ path: `a\0b`, content: KEY }, values)).toBe(
+      `{"path":"a\\\\0b","content":"${REDACTION_MARKER}"}`,
+    );
   });
 
   test("the worker's logger redacts strings, objects and errors", () => {
@@ -85,7 +103,9 @@ describe('binary output', () => {
     buffer.push(Buffer.alloc(5_000, 7));
     const result = buffer.finish();
     expect(result.binary).toBe(true);
-    expect(result.text).toMatch(/^\[the output is binary \(it contains NUL bytes\): 5005 bytes, not shown as text\. First 32 bytes in hex: 89 50 4e 47 00 07/);
+    expect(result.text).toMatch(
+      /^\[the output is binary \(it contains NUL bytes\): 5005 bytes, not shown as text\. First 32 bytes in hex: 89 50 4e 47 00 07/,
+    );
   });
 });
 
@@ -121,7 +141,9 @@ describe('safe workspace opens', () => {
     linkSync(path.join(outside, 'secret.txt'), path.join(ws, 'hard'));
     mkdirSync(path.join(ws, '.git'));
     mkdirSync(path.join(ws, 'wt'));
-    execFileSync('git', ['init', '-q', '--bare', path.join(ws, 'hidden-gitdir')], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+    execFileSync('git', ['init', '-q', '--bare', path.join(ws, 'hidden-gitdir')], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+    });
     writeFileSync(path.join(ws, 'wt', '.git'), 'gitdir: ../hidden-gitdir\n');
     const cases: Array<[string, RegExp]> = [
       ['link', /symbolic link/],
@@ -140,7 +162,11 @@ describe('safe workspace opens', () => {
     ];
     for (const [requested, expected] of cases) {
       for (const mode of ['read', 'write'] as const) {
-        expect([requested, mode, await refusal(requested, mode)]).toEqual([requested, mode, expect.stringMatching(expected)]);
+        expect([requested, mode, await refusal(requested, mode)]).toEqual([
+          requested,
+          mode,
+          expect.stringMatching(expected),
+        ]);
       }
     }
     expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('outside');
@@ -175,7 +201,16 @@ describe('push destinations as git resolves them', () => {
     expect(resolvePushDestination(destination)).toEqual({ kind: 'branches', branches });
   });
 
-  test.each(['HEAD', 'refs/heads/HEAD', '@', 'refs/tags/v1', 'tags/v1', 'remotes/origin/main', 'refs/heads/../main', 'a..b'])('%s needs a human', (destination) => {
+  test.each([
+    'HEAD',
+    'refs/heads/HEAD',
+    '@',
+    'refs/tags/v1',
+    'tags/v1',
+    'remotes/origin/main',
+    'refs/heads/../main',
+    'a..b',
+  ])('%s needs a human', (destination) => {
     expect(resolvePushDestination(destination).kind).toBe('ask');
   });
 });

@@ -28,7 +28,20 @@ describe('task harness rules (seed D1 §2.D, §3.7)', () => {
   });
 
   test('a reminder every 10 tool iterations and a reflection checkpoint every 30, nothing in between', () => {
-    const due = Array.from({ length: 91 }, (_, i) => [i, injectionsAfterToolIteration('t1', i).map((t) => (t.startsWith('[SYSTEM REMINDER — Task t1]') ? 'reminder' : t.startsWith('[REFLECTION CHECKPOINT]') ? 'checkpoint' : t))] as const).filter(([, out]) => out.length > 0);
+    const due = Array.from(
+      { length: 91 },
+      (_, i) =>
+        [
+          i,
+          injectionsAfterToolIteration('t1', i).map((t) =>
+            t.startsWith('[SYSTEM REMINDER — Task t1]')
+              ? 'reminder'
+              : t.startsWith('[REFLECTION CHECKPOINT]')
+                ? 'checkpoint'
+                : t,
+          ),
+        ] as const,
+    ).filter(([, out]) => out.length > 0);
     expect(due).toEqual([
       [10, ['reminder']],
       [20, ['reminder']],
@@ -53,7 +66,9 @@ describe('task harness rules (seed D1 §2.D, §3.7)', () => {
   });
 
   test('transient round retries wait 30 s, doubling, capped at 10 min', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map(transientRetryDelayMs)).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map(transientRetryDelayMs)).toEqual([
+      30_000, 60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000,
+    ]);
   });
 
   test('the task prompt: marker, description, notes, revision feedback, mandatory completion section', () => {
@@ -71,9 +86,21 @@ describe('task harness rules (seed D1 §2.D, §3.7)', () => {
   });
 
   test('continue as new when Temporal suggests it or the run reaches its own bound', () => {
-    expect(shouldContinueAsNew({ continueAsNewSuggested: false, historyLength: ROUND_MAX_HISTORY_EVENTS_PER_RUN - 1 }, ROUND_MAX_HISTORY_EVENTS_PER_RUN)).toBe(false);
-    expect(shouldContinueAsNew({ continueAsNewSuggested: false, historyLength: ROUND_MAX_HISTORY_EVENTS_PER_RUN }, ROUND_MAX_HISTORY_EVENTS_PER_RUN)).toBe(true);
-    expect(shouldContinueAsNew({ continueAsNewSuggested: true, historyLength: 10 }, ROUND_MAX_HISTORY_EVENTS_PER_RUN)).toBe(true);
+    expect(
+      shouldContinueAsNew(
+        { continueAsNewSuggested: false, historyLength: ROUND_MAX_HISTORY_EVENTS_PER_RUN - 1 },
+        ROUND_MAX_HISTORY_EVENTS_PER_RUN,
+      ),
+    ).toBe(false);
+    expect(
+      shouldContinueAsNew(
+        { continueAsNewSuggested: false, historyLength: ROUND_MAX_HISTORY_EVENTS_PER_RUN },
+        ROUND_MAX_HISTORY_EVENTS_PER_RUN,
+      ),
+    ).toBe(true);
+    expect(
+      shouldContinueAsNew({ continueAsNewSuggested: true, historyLength: 10 }, ROUND_MAX_HISTORY_EVENTS_PER_RUN),
+    ).toBe(true);
     expect(ROUND_MAX_HISTORY_EVENTS_PER_RUN).toBeLessThan(10_000);
   });
 });

@@ -13,7 +13,8 @@ const ROOT = path.resolve(__dirname, '../..');
 const SCANNED_FOLDERS = ['activities', 'workflows'];
 
 function sourceFiles(folder: string): string[] {
-  return fs.readdirSync(folder, { withFileTypes: true, recursive: true })
+  return fs
+    .readdirSync(folder, { withFileTypes: true, recursive: true })
     .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
     .map((entry) => path.join(entry.parentPath, entry.name));
 }
@@ -31,7 +32,9 @@ export function importGraph(files: string[]): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of files) {
     const { importedFiles } = ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true);
-    const targets = importedFiles.map((imported) => resolveRelative(file, imported.fileName, known)).filter((target): target is string => target !== undefined);
+    const targets = importedFiles
+      .map((imported) => resolveRelative(file, imported.fileName, known))
+      .filter((target): target is string => target !== undefined);
     graph.set(file, [...new Set(targets)]);
   }
   return graph;
@@ -81,7 +84,9 @@ describe('import cycles among activities/ and workflows/', () => {
     fs.mkdirSync(path.join(folder, 'c'));
     fs.writeFileSync(path.join(folder, 'c', 'index.ts'), "export type { A as C } from '../a';\n");
     fs.writeFileSync(path.join(folder, 'd.ts'), "import { a } from './a';\nexport const d = a;\n");
-    const cycles = importCycles(importGraph(sourceFiles(folder))).map((cycle) => cycle.map((file) => path.relative(folder, file)));
+    const cycles = importCycles(importGraph(sourceFiles(folder))).map((cycle) =>
+      cycle.map((file) => path.relative(folder, file)),
+    );
     fs.rmSync(folder, { recursive: true, force: true });
     expect(cycles).toEqual([['a.ts', 'b.ts', path.join('c', 'index.ts')]]);
   });

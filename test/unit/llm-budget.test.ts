@@ -30,7 +30,11 @@ describe('pre-flight estimate (seed D2 §5)', () => {
 
 describe('checkBudget', () => {
   it('passes when the estimate fits in what remains', () => {
-    expect(checkBudget({ unit: 'usd', spent: 4, limit: 5, estimate: 0.5, allowOverage: false })).toEqual({ ok: true, remaining: 1, overage: false });
+    expect(checkBudget({ unit: 'usd', spent: 4, limit: 5, estimate: 0.5, allowOverage: false })).toEqual({
+      ok: true,
+      remaining: 1,
+      overage: false,
+    });
     // Exactly the remainder still fits.
     expect(checkBudget({ unit: 'usd', spent: 4, limit: 5, estimate: 1, allowOverage: false }).ok).toBe(true);
   });
@@ -45,17 +49,27 @@ describe('checkBudget', () => {
       estimate: 0.6,
       remaining: 0.5,
     });
-    expect(checkBudget({ unit: 'tokens', spent: 99_000, limit: 100_000, estimate: 11_500, allowOverage: false }).ok).toBe(false);
+    expect(
+      checkBudget({ unit: 'tokens', spent: 99_000, limit: 100_000, estimate: 11_500, allowOverage: false }).ok,
+    ).toBe(false);
     expect(checkBudget({ unit: 'usd', spent: 6, limit: 5, estimate: 0.01, allowOverage: false }).ok).toBe(false);
     expect(checkBudget({ unit: 'usd', spent: 0, limit: 0, estimate: 0.01, allowOverage: false }).ok).toBe(false);
   });
 
   it('lets the call through with allowOverage, flagged as overage', () => {
-    expect(checkBudget({ unit: 'usd', spent: 4.5, limit: 5, estimate: 0.6, allowOverage: true })).toEqual({ ok: true, remaining: 0.5, overage: true });
+    expect(checkBudget({ unit: 'usd', spent: 4.5, limit: 5, estimate: 0.6, allowOverage: true })).toEqual({
+      ok: true,
+      remaining: 0.5,
+      overage: true,
+    });
   });
 
   it('passes everything when no budget is set', () => {
-    expect(checkBudget({ unit: 'usd', spent: 1e9, limit: null, estimate: 1, allowOverage: false })).toEqual({ ok: true, remaining: null, overage: false });
+    expect(checkBudget({ unit: 'usd', spent: 1e9, limit: null, estimate: 1, allowOverage: false })).toEqual({
+      ok: true,
+      remaining: null,
+      overage: false,
+    });
     expect(checkBudget({ unit: 'usd', spent: 1e9, limit: undefined, estimate: 1, allowOverage: false }).ok).toBe(true);
   });
 });
@@ -70,12 +84,22 @@ describe('budgetExceededFailure', () => {
     expect(BUDGET_EXCEEDED_REASON).toBe('Budget exceeded');
     expect(failure.type).toBe('BudgetExceeded');
     expect(failure.nonRetryable).toBe(true);
-    expect(failure.message).toBe('Budget exceeded: this call may need up to $0.6000 but only $0.5000 of the $5.0000 per month budget remains ($4.5000 spent)');
-    expect(failure.details).toEqual([{ agentId: 'agent-1', period: 'month', unit: 'usd', spent: 4.5, limit: 5, estimate: 0.6 }]);
+    expect(failure.message).toBe(
+      'Budget exceeded: this call may need up to $0.6000 but only $0.5000 of the $5.0000 per month budget remains ($4.5000 spent)',
+    );
+    expect(failure.details).toEqual([
+      { agentId: 'agent-1', period: 'month', unit: 'usd', spent: 4.5, limit: 5, estimate: 0.6 },
+    ]);
   });
 
   it('speaks tokens for a token budget and never shows a negative remainder', () => {
-    const blocked = checkBudget({ unit: 'tokens', spent: 120_000, limit: 100_000, estimate: 11_500, allowOverage: false });
+    const blocked = checkBudget({
+      unit: 'tokens',
+      spent: 120_000,
+      limit: 100_000,
+      estimate: 11_500,
+      allowOverage: false,
+    });
     if (blocked.ok) throw new Error('expected a block');
     expect(budgetExceededFailure(blocked).message).toBe(
       'Budget exceeded: this call may need up to 11,500 tokens but only 0 tokens of the 100,000 tokens budget remains (120,000 tokens spent)',

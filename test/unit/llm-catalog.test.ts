@@ -22,23 +22,57 @@ describe('lookupModel', () => {
       tier: 'standard',
       known: true,
     });
-    expect(lookupModel('claude-opus-4-6')).toMatchObject({ contextWindow: 1_000_000, maxOutput: 128_000, prices: { input: 5, output: 25 }, tier: 'premium' });
-    expect(lookupModel('claude-haiku-4-5')).toMatchObject({ prices: { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 }, tier: 'cheap' });
-    expect(lookupModel('gpt-4o')).toMatchObject({ kind: 'openai', contextWindow: 128_000, maxOutput: 16_384, prices: { input: 2.5, output: 10, cacheRead: 1.25, cacheWrite: 2.5 } });
+    expect(lookupModel('claude-opus-4-6')).toMatchObject({
+      contextWindow: 1_000_000,
+      maxOutput: 128_000,
+      prices: { input: 5, output: 25 },
+      tier: 'premium',
+    });
+    expect(lookupModel('claude-haiku-4-5')).toMatchObject({
+      prices: { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 },
+      tier: 'cheap',
+    });
+    expect(lookupModel('gpt-4o')).toMatchObject({
+      kind: 'openai',
+      contextWindow: 128_000,
+      maxOutput: 16_384,
+      prices: { input: 2.5, output: 10, cacheRead: 1.25, cacheWrite: 2.5 },
+    });
     expect(lookupModel('gpt-4o-mini')).toMatchObject({ prices: { input: 0.15, output: 0.6 }, tier: 'cheap' });
     expect(lookupModel('gpt-4.1')).toMatchObject({ contextWindow: 1_047_576, maxOutput: 32_768 });
-    expect(lookupModel('gpt-5')).toMatchObject({ contextWindow: 400_000, maxOutput: 128_000, prices: { input: 1.25, output: 10, cacheRead: 0.125 } });
+    expect(lookupModel('gpt-5')).toMatchObject({
+      contextWindow: 400_000,
+      maxOutput: 128_000,
+      prices: { input: 1.25, output: 10, cacheRead: 0.125 },
+    });
   });
 
   it('has the current generation (November 2026 list prices)', () => {
-    expect(lookupModel('claude-opus-5-5')).toMatchObject({ contextWindow: 1_000_000, maxOutput: 128_000, prices: { input: 4, output: 20, cacheRead: 0.2, cacheWrite: 5 }, tier: 'premium' });
-    expect(lookupModel('claude-sonnet-5-5')).toMatchObject({ contextWindow: 1_000_000, maxOutput: 128_000, prices: { input: 2, output: 10, cacheRead: 0.1, cacheWrite: 2.5 }, tier: 'standard' });
+    expect(lookupModel('claude-opus-5-5')).toMatchObject({
+      contextWindow: 1_000_000,
+      maxOutput: 128_000,
+      prices: { input: 4, output: 20, cacheRead: 0.2, cacheWrite: 5 },
+      tier: 'premium',
+    });
+    expect(lookupModel('claude-sonnet-5-5')).toMatchObject({
+      contextWindow: 1_000_000,
+      maxOutput: 128_000,
+      prices: { input: 2, output: 10, cacheRead: 0.1, cacheWrite: 2.5 },
+      tier: 'standard',
+    });
     expect(lookupModel('claude-haiku-5-5')).toMatchObject({
       prices: { input: 0.1, output: 0.5, cacheRead: 0.01, cacheWrite: 0.125 },
-      longPrompt: { promptTokensAbove: 100_000, prices: { input: 0.5, output: 2.5, cacheRead: 0.05, cacheWrite: 0.625 } },
+      longPrompt: {
+        promptTokensAbove: 100_000,
+        prices: { input: 0.5, output: 2.5, cacheRead: 0.05, cacheWrite: 0.625 },
+      },
       tier: 'cheap',
     });
-    expect(lookupModel('claude-sonnet-4-6')).toMatchObject({ contextWindow: 1_000_000, maxOutput: 128_000, prices: { input: 3, output: 15 } });
+    expect(lookupModel('claude-sonnet-4-6')).toMatchObject({
+      contextWindow: 1_000_000,
+      maxOutput: 128_000,
+      prices: { input: 3, output: 15 },
+    });
     expect(lookupModel('gpt-5.5')).toMatchObject({
       contextWindow: 1_050_000,
       maxOutput: 128_000,
@@ -46,8 +80,15 @@ describe('lookupModel', () => {
       longPrompt: { promptTokensAbove: 272_000, prices: { input: 10, output: 45, cacheRead: 1 } },
       tier: 'premium',
     });
-    expect(lookupModel('gpt-5.4')).toMatchObject({ prices: { input: 2.5, output: 15, cacheRead: 0.25 }, tier: 'standard' });
-    expect(lookupModel('gpt-5.4-mini-2026-03-17')).toMatchObject({ id: 'gpt-5.4-mini', contextWindow: 400_000, prices: { input: 0.75, output: 4.5, cacheRead: 0.075 } });
+    expect(lookupModel('gpt-5.4')).toMatchObject({
+      prices: { input: 2.5, output: 15, cacheRead: 0.25 },
+      tier: 'standard',
+    });
+    expect(lookupModel('gpt-5.4-mini-2026-03-17')).toMatchObject({
+      id: 'gpt-5.4-mini',
+      contextWindow: 400_000,
+      prices: { input: 0.75, output: 4.5, cacheRead: 0.075 },
+    });
     expect(lookupModel('gpt-5.4-nano')).toMatchObject({ prices: { input: 0.2, output: 1.25, cacheRead: 0.02 } });
   });
 
@@ -140,8 +181,15 @@ describe('costUsd', () => {
   it('prices every token kind for a known model', () => {
     // 10k × $3 + 2k × $15 + 50k × $0.30 + 5k × $3.75, per million.
     expect(costUsd(usage, 'claude-sonnet-4-5-20250929')).toBeCloseTo(0.09375, 10);
-    expect(costUsd({ inputTokens: 1_000_000, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, 'gpt-4o')).toBeCloseTo(2.5, 10);
-    expect(costUsd({ inputTokens: 0, outputTokens: 1_000_000, cacheReadTokens: 1_000_000, cacheWriteTokens: 0 }, 'gpt-4o-mini')).toBeCloseTo(0.675, 10);
+    expect(
+      costUsd({ inputTokens: 1_000_000, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, 'gpt-4o'),
+    ).toBeCloseTo(2.5, 10);
+    expect(
+      costUsd(
+        { inputTokens: 0, outputTokens: 1_000_000, cacheReadTokens: 1_000_000, cacheWriteTokens: 0 },
+        'gpt-4o-mini',
+      ),
+    ).toBeCloseTo(0.675, 10);
   });
 
   it('moves the whole call into the long-prompt band when the prompt is long', () => {
@@ -163,6 +211,11 @@ describe('costUsd', () => {
   });
 
   it('addUsage sums field by field', () => {
-    expect(addUsage(usage, usage)).toEqual({ inputTokens: 20_000, outputTokens: 4_000, cacheReadTokens: 100_000, cacheWriteTokens: 10_000 });
+    expect(addUsage(usage, usage)).toEqual({
+      inputTokens: 20_000,
+      outputTokens: 4_000,
+      cacheReadTokens: 100_000,
+      cacheWriteTokens: 10_000,
+    });
   });
 });

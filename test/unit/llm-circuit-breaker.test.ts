@@ -35,7 +35,12 @@ describe('transient failures', () => {
     expect(breaker.tryAcquire('anthropic', 'm')).toBe(true);
 
     breaker.recordFailure('anthropic', 'm', 'transient');
-    expect(breaker.snapshot('anthropic', 'm')).toEqual({ state: 'open', openUntil: clock.t + CIRCUIT_OPEN_MS, reason: 'transient', consecutiveFailures: 2 });
+    expect(breaker.snapshot('anthropic', 'm')).toEqual({
+      state: 'open',
+      openUntil: clock.t + CIRCUIT_OPEN_MS,
+      reason: 'transient',
+      consecutiveFailures: 2,
+    });
     expect(breaker.tryAcquire('anthropic', 'm')).toBe(false);
 
     clock.t += CIRCUIT_OPEN_MS - 1;
@@ -130,7 +135,10 @@ describe('rate limits', () => {
     const { clock, breaker } = setup();
     breaker.recordFailure('p', 'm', 'model_unavailable');
     breaker.recordFailure('p', 'm', 'rate_limit');
-    expect(breaker.snapshot('p', 'm')).toMatchObject({ openUntil: clock.t + CIRCUIT_MODEL_UNAVAILABLE_OPEN_MS, reason: 'model_unavailable' });
+    expect(breaker.snapshot('p', 'm')).toMatchObject({
+      openUntil: clock.t + CIRCUIT_MODEL_UNAVAILABLE_OPEN_MS,
+      reason: 'model_unavailable',
+    });
   });
 });
 
@@ -160,7 +168,10 @@ describe('unknown model (404)', () => {
   it('opens only that model, at once, for 30 minutes', () => {
     const { clock, breaker } = setup();
     breaker.recordFailure('openai', 'gpt-nope', 'model_unavailable');
-    expect(breaker.snapshot('openai', 'gpt-nope')).toMatchObject({ state: 'open', openUntil: clock.t + CIRCUIT_MODEL_UNAVAILABLE_OPEN_MS });
+    expect(breaker.snapshot('openai', 'gpt-nope')).toMatchObject({
+      state: 'open',
+      openUntil: clock.t + CIRCUIT_MODEL_UNAVAILABLE_OPEN_MS,
+    });
     expect(breaker.snapshot('openai', 'gpt-4.1').state).toBe('closed');
   });
 });

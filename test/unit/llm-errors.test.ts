@@ -27,7 +27,13 @@ function anthropicError(status: number, type: string, message: string, headers: 
 }
 
 /** A real OpenAI SDK error, built the way the SDK builds it from an HTTP error response. */
-function openaiError(status: number, type: string, code: string | null, message: string, headers: Record<string, string> = {}) {
+function openaiError(
+  status: number,
+  type: string,
+  code: string | null,
+  message: string,
+  headers: Record<string, string> = {},
+) {
   return OpenAiSdk.APIError.generate(
     status,
     { error: { message, type, code, param: null } },
@@ -92,17 +98,24 @@ describe('classification by HTTP status (Anthropic SDK errors)', () => {
     expect(failure.message).toContain('anthropic');
     expect(failure.message).toContain(String(status));
     expect(failure.message).toContain('provider says no');
-    expect(failure.details).toEqual([{ provider: 'anthropic', model: 'claude-sonnet-4-5', status, errorType: type, requestId: 'req_011' }]);
+    expect(failure.details).toEqual([
+      { provider: 'anthropic', model: 'claude-sonnet-4-5', status, errorType: type, requestId: 'req_011' },
+    ]);
     expect(failure.cause).toBe(err);
   });
 
   it('names the key to fix on 401', () => {
     const failure = classify(anthropicError(401, 'authentication_error', 'invalid x-api-key'));
-    expect(failure.message).toBe('anthropic rejected the API key (401 authentication_error): invalid x-api-key — check ANTHROPIC_API_KEY');
+    expect(failure.message).toBe(
+      'anthropic rejected the API key (401 authentication_error): invalid x-api-key — check ANTHROPIC_API_KEY',
+    );
   });
 
   it('names the model on 404', () => {
-    const failure = classify(anthropicError(404, 'not_found_error', 'model: claude-nope'), { provider: 'anthropic', model: 'claude-nope' });
+    const failure = classify(anthropicError(404, 'not_found_error', 'model: claude-nope'), {
+      provider: 'anthropic',
+      model: 'claude-nope',
+    });
     expect(failure.message).toBe(
       "anthropic does not know model claude-nope (404 not_found_error): model: claude-nope — check the model name and the provider's base URL",
     );
@@ -110,7 +123,11 @@ describe('classification by HTTP status (Anthropic SDK errors)', () => {
 
   it('treats a too-low credit balance (a 400) as billing', () => {
     const failure = classify(
-      anthropicError(400, 'invalid_request_error', 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.'),
+      anthropicError(
+        400,
+        'invalid_request_error',
+        'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.',
+      ),
     );
     expect(failure.type).toBe(LlmFailureType.BillingError);
     expect(failure.nonRetryable).toBe(true);
@@ -118,7 +135,13 @@ describe('classification by HTTP status (Anthropic SDK errors)', () => {
 
   it('infers the status of an error event inside a stream from its type', () => {
     // The SDK throws this for an SSE `error` event that arrives after the 200.
-    const streamed = new AnthropicSdk.APIError(undefined, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, undefined, new Headers(), 'overloaded_error');
+    const streamed = new AnthropicSdk.APIError(
+      undefined,
+      { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+      undefined,
+      new Headers(),
+      'overloaded_error',
+    );
     const failure = classify(streamed);
     expect(failure.type).toBe(LlmFailureType.Overloaded);
     expect(failure.nonRetryable).toBe(false);
@@ -130,7 +153,14 @@ describe('classification by HTTP status (OpenAI SDK errors)', () => {
   const table: Array<[number, string, string | null, string, boolean, unknown]> = [
     [400, 'invalid_request_error', null, LlmFailureType.BadRequest, false, OpenAiSdk.BadRequestError],
     [401, 'invalid_request_error', 'invalid_api_key', LlmFailureType.AuthError, false, OpenAiSdk.AuthenticationError],
-    [403, 'invalid_request_error', 'unsupported_country_region_territory', LlmFailureType.PermissionDenied, false, OpenAiSdk.PermissionDeniedError],
+    [
+      403,
+      'invalid_request_error',
+      'unsupported_country_region_territory',
+      LlmFailureType.PermissionDenied,
+      false,
+      OpenAiSdk.PermissionDeniedError,
+    ],
     [404, 'invalid_request_error', 'model_not_found', LlmFailureType.NotFound, false, OpenAiSdk.NotFoundError],
     [409, 'invalid_request_error', null, LlmFailureType.Conflict, true, OpenAiSdk.ConflictError],
     [422, 'invalid_request_error', null, LlmFailureType.BadRequest, false, OpenAiSdk.UnprocessableEntityError],
@@ -145,22 +175,39 @@ describe('classification by HTTP status (OpenAI SDK errors)', () => {
     expect(failure.type).toBe(expected);
     expect(failure.nonRetryable).toBe(!retryable);
     expect(failure.message).toContain('openai says no');
-    expect(failure.details).toEqual([{ provider: 'openai', model: 'gpt-4.1', status, errorType: type, requestId: 'req_abc' }]);
+    expect(failure.details).toEqual([
+      { provider: 'openai', model: 'gpt-4.1', status, errorType: type, requestId: 'req_abc' },
+    ]);
   });
 
   it('names OPENAI_API_KEY on 401', () => {
-    const failure = classify(openaiError(401, 'invalid_request_error', 'invalid_api_key', 'Incorrect API key provided: sk-xx.'), openaiCtx);
-    expect(failure.message).toBe('openai rejected the API key (401 invalid_request_error): Incorrect API key provided: sk-xx. — check OPENAI_API_KEY');
+    const failure = classify(
+      openaiError(401, 'invalid_request_error', 'invalid_api_key', 'Incorrect API key provided: sk-xx.'),
+      openaiCtx,
+    );
+    expect(failure.message).toBe(
+      'openai rejected the API key (401 invalid_request_error): Incorrect API key provided: sk-xx. — check OPENAI_API_KEY',
+    );
   });
 
   it('names the provider for an OpenAI-compatible server', () => {
-    const failure = classify(openaiError(401, 'invalid_request_error', null, 'bad token'), { provider: 'openrouter', model: 'x/y', kind: 'openai-compatible' });
+    const failure = classify(openaiError(401, 'invalid_request_error', null, 'bad token'), {
+      provider: 'openrouter',
+      model: 'x/y',
+      kind: 'openai-compatible',
+    });
     expect(failure.message).toContain('check the API key configured for provider "openrouter"');
   });
 
-  it("treats a 429 insufficient_quota as billing, not a rate limit", () => {
+  it('treats a 429 insufficient_quota as billing, not a rate limit', () => {
     const failure = classify(
-      openaiError(429, 'insufficient_quota', 'insufficient_quota', 'You exceeded your current quota, please check your plan and billing details.', { 'retry-after': '20' }),
+      openaiError(
+        429,
+        'insufficient_quota',
+        'insufficient_quota',
+        'You exceeded your current quota, please check your plan and billing details.',
+        { 'retry-after': '20' },
+      ),
       openaiCtx,
     );
     expect(failure.type).toBe(LlmFailureType.BillingError);
@@ -169,7 +216,12 @@ describe('classification by HTTP status (OpenAI SDK errors)', () => {
   });
 
   it('classifies an error inside a stream', () => {
-    const streamed = new OpenAiSdk.APIError(undefined, { message: 'The server had an error', type: 'server_error' }, undefined, new Headers());
+    const streamed = new OpenAiSdk.APIError(
+      undefined,
+      { message: 'The server had an error', type: 'server_error' },
+      undefined,
+      new Headers(),
+    );
     const failure = classify(streamed, openaiCtx);
     expect(failure.type).toBe(LlmFailureType.ServerError);
     expect(llmFailureDetails(failure)?.status).toBe(500);
@@ -235,7 +287,9 @@ describe('retry-after', () => {
 describe('network errors and timeouts', () => {
   function refused(): Error {
     // What undici throws when nothing listens: TypeError('fetch failed') caused by a coded system error.
-    return new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }) });
+    return new TypeError('fetch failed', {
+      cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
+    });
   }
 
   it('APIConnectionError (both SDKs) → LlmNetworkError, retryable, with the cause', () => {
@@ -267,7 +321,9 @@ describe('network errors and timeouts', () => {
   });
 
   it('a connect timeout code → LlmTimeout', () => {
-    const err = new AnthropicSdk.APIConnectionError({ cause: Object.assign(new Error('Connect Timeout Error'), { code: 'UND_ERR_CONNECT_TIMEOUT' }) });
+    const err = new AnthropicSdk.APIConnectionError({
+      cause: Object.assign(new Error('Connect Timeout Error'), { code: 'UND_ERR_CONNECT_TIMEOUT' }),
+    });
     expect(classify(err).type).toBe(LlmFailureType.Timeout);
   });
 
@@ -284,7 +340,9 @@ describe('cancellation and pass-through', () => {
   it('returns undefined for aborts so they propagate unchanged', () => {
     expect(classifyProviderError(new AnthropicSdk.APIUserAbortError(), anthropicCtx)).toBeUndefined();
     expect(classifyProviderError(new OpenAiSdk.APIUserAbortError(), openaiCtx)).toBeUndefined();
-    expect(classifyProviderError(new DOMException('This operation was aborted', 'AbortError'), anthropicCtx)).toBeUndefined();
+    expect(
+      classifyProviderError(new DOMException('This operation was aborted', 'AbortError'), anthropicCtx),
+    ).toBeUndefined();
     expect(classifyProviderError(new CancelledFailure('Activity cancelled'), anthropicCtx)).toBeUndefined();
   });
 
@@ -297,7 +355,9 @@ describe('cancellation and pass-through', () => {
     const failure = classify(new SyntaxError('Error reading response: malformed server-sent event JSON.'));
     expect(failure.type).toBe(LlmFailureType.ProviderError);
     expect(failure.nonRetryable).toBe(false);
-    expect(failure.message).toBe('anthropic call to claude-sonnet-4-5 failed: Error reading response: malformed server-sent event JSON.');
+    expect(failure.message).toBe(
+      'anthropic call to claude-sonnet-4-5 failed: Error reading response: malformed server-sent event JSON.',
+    );
   });
 });
 
@@ -346,14 +406,41 @@ describe('errors thrown by the real SDK clients over HTTP', () => {
   }
 
   it('Anthropic 401', async () => {
-    json(401, { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } }, { 'request-id': 'req_live' });
-    const failure = classify(await thrown(anthropic().messages.create(message)), { ...anthropicCtx, model: 'claude-sonnet-5-5' });
-    expect(failure.message).toBe('anthropic rejected the API key (401 authentication_error): invalid x-api-key — check ANTHROPIC_API_KEY');
-    expect(failure.details).toEqual([{ provider: 'anthropic', model: 'claude-sonnet-5-5', status: 401, errorType: 'authentication_error', requestId: 'req_live' }]);
+    json(
+      401,
+      { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
+      { 'request-id': 'req_live' },
+    );
+    const failure = classify(await thrown(anthropic().messages.create(message)), {
+      ...anthropicCtx,
+      model: 'claude-sonnet-5-5',
+    });
+    expect(failure.message).toBe(
+      'anthropic rejected the API key (401 authentication_error): invalid x-api-key — check ANTHROPIC_API_KEY',
+    );
+    expect(failure.details).toEqual([
+      {
+        provider: 'anthropic',
+        model: 'claude-sonnet-5-5',
+        status: 401,
+        errorType: 'authentication_error',
+        requestId: 'req_live',
+      },
+    ]);
   });
 
   it('Anthropic 429 with retry-after', async () => {
-    json(429, { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } }, { 'retry-after': '17' });
+    json(
+      429,
+      {
+        type: 'error',
+        error: {
+          type: 'rate_limit_error',
+          message: 'Number of request tokens has exceeded your per-minute rate limit',
+        },
+      },
+      { 'retry-after': '17' },
+    );
     const failure = classify(await thrown(anthropic().messages.create(message)));
     expect(failure.type).toBe(LlmFailureType.RateLimited);
     expect(failure.nextRetryDelay).toBe(17_000);
@@ -369,7 +456,9 @@ describe('errors thrown by the real SDK clients over HTTP', () => {
   it('Anthropic error event in the middle of a stream', async () => {
     respond = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}\n\n');
+      res.write(
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}\n\n',
+      );
       res.end('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n');
     };
     const err = await thrown(
@@ -386,9 +475,25 @@ describe('errors thrown by the real SDK clients over HTTP', () => {
   });
 
   it('OpenAI 429 insufficient_quota is billing; 404 model_not_found is not-found', async () => {
-    json(429, { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', code: 'insufficient_quota', param: null } });
-    expect(classify(await thrown(openai().chat.completions.create(completion)), openaiCtx).type).toBe(LlmFailureType.BillingError);
-    json(404, { error: { message: 'The model `gpt-4.1` does not exist or you do not have access to it.', type: 'invalid_request_error', code: 'model_not_found', param: null } });
+    json(429, {
+      error: {
+        message: 'You exceeded your current quota, please check your plan and billing details.',
+        type: 'insufficient_quota',
+        code: 'insufficient_quota',
+        param: null,
+      },
+    });
+    expect(classify(await thrown(openai().chat.completions.create(completion)), openaiCtx).type).toBe(
+      LlmFailureType.BillingError,
+    );
+    json(404, {
+      error: {
+        message: 'The model `gpt-4.1` does not exist or you do not have access to it.',
+        type: 'invalid_request_error',
+        code: 'model_not_found',
+        param: null,
+      },
+    });
     const notFound = classify(await thrown(openai().chat.completions.create(completion)), openaiCtx);
     expect(notFound.type).toBe(LlmFailureType.NotFound);
     expect(notFound.message).toContain('The model `gpt-4.1` does not exist');
@@ -408,7 +513,11 @@ describe('errors thrown by the real SDK clients over HTTP', () => {
     const address = closed.address();
     if (address === null || typeof address === 'string') throw new Error('no port');
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const client = new OpenAiSdk.OpenAI({ apiKey: 'sk-test', baseURL: `http://127.0.0.1:${address.port}/v1`, maxRetries: 0 });
+    const client = new OpenAiSdk.OpenAI({
+      apiKey: 'sk-test',
+      baseURL: `http://127.0.0.1:${address.port}/v1`,
+      maxRetries: 0,
+    });
     const failure = classify(await thrown(client.chat.completions.create(completion)), openaiCtx);
     expect(failure.type).toBe(LlmFailureType.NetworkError);
     expect(failure.message).toContain('ECONNREFUSED');

@@ -6,10 +6,29 @@
 import * as AnthropicSdk from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
 import * as OpenAiSdk from 'openai';
-import { CIRCUIT_AUTH_OPEN_MS, CIRCUIT_OPEN_MS, CIRCUIT_RATE_LIMIT_OPEN_MS, CircuitBreaker } from '../../activities/llm/circuit-breaker';
+import {
+  CIRCUIT_AUTH_OPEN_MS,
+  CIRCUIT_OPEN_MS,
+  CIRCUIT_RATE_LIMIT_OPEN_MS,
+  CircuitBreaker,
+} from '../../activities/llm/circuit-breaker';
 import { LlmFailureType } from '../../activities/llm/errors';
-import { DEFAULT_TIER, defaultTierChains, isProviderSideFailure, LlmRouter, type RouterChatRequest, type TierChains } from '../../activities/llm/router';
-import type { ChatCallbacks, ChatRequest, ChatResult, LlmProvider, ProviderConfig, ProviderKind } from '../../activities/llm/types';
+import {
+  DEFAULT_TIER,
+  defaultTierChains,
+  isProviderSideFailure,
+  LlmRouter,
+  type RouterChatRequest,
+  type TierChains,
+} from '../../activities/llm/router';
+import type {
+  ChatCallbacks,
+  ChatRequest,
+  ChatResult,
+  LlmProvider,
+  ProviderConfig,
+  ProviderKind,
+} from '../../activities/llm/types';
 
 type Step = 'ok' | Error | ((request: ChatRequest, callbacks?: ChatCallbacks) => Promise<ChatResult>);
 
@@ -42,10 +61,20 @@ class ScriptedProvider implements LlmProvider {
 }
 
 function anthropicError(status: number, type: string, message: string, headers: Record<string, string> = {}) {
-  return AnthropicSdk.APIError.generate(status, { type: 'error', error: { type, message } }, undefined, new Headers(headers));
+  return AnthropicSdk.APIError.generate(
+    status,
+    { type: 'error', error: { type, message } },
+    undefined,
+    new Headers(headers),
+  );
 }
 function openaiError(status: number, message: string) {
-  return OpenAiSdk.APIError.generate(status, { error: { message, type: 'invalid_request_error', code: null } }, undefined, new Headers());
+  return OpenAiSdk.APIError.generate(
+    status,
+    { error: { message, type: 'invalid_request_error', code: null } },
+    undefined,
+    new Headers(),
+  );
 }
 
 const request: RouterChatRequest = {
@@ -74,7 +103,15 @@ function setup() {
     ],
   };
   const breaker = new CircuitBreaker({ now: () => clock.t });
-  const router = new LlmRouter({ providers: new Map<string, LlmProvider>([['anthropic', anthropic], ['openai', openai]]), tiers, breaker, now: () => clock.t });
+  const router = new LlmRouter({
+    providers: new Map<string, LlmProvider>([
+      ['anthropic', anthropic],
+      ['openai', openai],
+    ]),
+    tiers,
+    breaker,
+    now: () => clock.t,
+  });
   return { clock, anthropic, openai, router, breaker };
 }
 
@@ -96,7 +133,12 @@ describe('happy path', () => {
     expect(result.provider).toBe('anthropic');
     expect(result.model).toBe('claude-sonnet-4-5');
     expect(result.attempts).toEqual([{ provider: 'anthropic', model: 'claude-sonnet-4-5' }]);
-    expect(anthropic.requests[0]).toMatchObject({ model: 'claude-sonnet-4-5', maxTokens: 64_000, system: request.system, messages: request.messages });
+    expect(anthropic.requests[0]).toMatchObject({
+      model: 'claude-sonnet-4-5',
+      maxTokens: 64_000,
+      system: request.system,
+      messages: request.messages,
+    });
     expect(openai.requests).toHaveLength(0);
   });
 
@@ -114,7 +156,13 @@ describe('happy path', () => {
     let seen: ChatCallbacks | undefined;
     anthropic.push(async (req, cb) => {
       seen = cb;
-      return { content: [], stopReason: 'end_turn', usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, model: req.model, provider: 'anthropic' };
+      return {
+        content: [],
+        stopReason: 'end_turn',
+        usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+        model: req.model,
+        provider: 'anthropic',
+      };
     });
     await router.chat(request, {}, callbacks);
     expect(seen).toBe(callbacks);
@@ -134,7 +182,10 @@ describe('candidate order', () => {
   it("infers an explicit model's provider from the tiers, then from the catalogue's kind", () => {
     const { router } = setup();
     expect(router.candidates({ model: 'gpt-5' })[0]).toEqual({ provider: 'openai', model: 'gpt-5' });
-    expect(router.candidates({ model: 'claude-opus-4-1-20250805' })[0]).toEqual({ provider: 'anthropic', model: 'claude-opus-4-1-20250805' });
+    expect(router.candidates({ model: 'claude-opus-4-1-20250805' })[0]).toEqual({
+      provider: 'anthropic',
+      model: 'claude-opus-4-1-20250805',
+    });
   });
 
   it('an explicit provider without a model puts its tier candidates first', () => {
@@ -164,7 +215,12 @@ describe('fallback', () => {
     expect(result.provider).toBe('openai');
     expect(result.model).toBe('gpt-4.1');
     expect(result.attempts).toEqual([
-      { provider: 'anthropic', model: 'claude-sonnet-4-5', errorType: 'LlmOverloaded', error: expect.stringContaining('529') },
+      {
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-5',
+        errorType: 'LlmOverloaded',
+        error: expect.stringContaining('529'),
+      },
       { provider: 'openai', model: 'gpt-4.1' },
     ]);
     expect(openai.requests[0]?.maxTokens).toBe(32_768);
@@ -177,7 +233,13 @@ describe('fallback', () => {
     ['404 unknown model', () => anthropicError(404, 'not_found_error', 'model: claude-sonnet-4-5')],
     ['429 rate limit', () => anthropicError(429, 'rate_limit_error', 'slow down')],
     ['500 server error', () => anthropicError(500, 'api_error', 'oops')],
-    ['network error', () => new AnthropicSdk.APIConnectionError({ cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) })],
+    [
+      'network error',
+      () =>
+        new AnthropicSdk.APIConnectionError({
+          cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+        }),
+    ],
     ['timeout', () => new AnthropicSdk.APIConnectionTimeoutError()],
   ])('falls through on %s', async (_label, makeError) => {
     const { router, anthropic } = setup();
@@ -220,9 +282,13 @@ describe('fallback', () => {
     expect(failure.type).toBe(LlmFailureType.ServerError);
     expect(failure.nonRetryable).toBe(false);
     expect(failure.nextRetryDelay).toBe(9_000);
-    expect(failure.message).toMatch(/^anthropic failed serving claude-sonnet-4-5 \(503 api_error\): unavailable; retry after 9s \[attempts: /);
+    expect(failure.message).toMatch(
+      /^anthropic failed serving claude-sonnet-4-5 \(503 api_error\): unavailable; retry after 9s \[attempts: /,
+    );
     expect(failure.message).toContain('openai/gpt-4.1: openai rejected the API key (401');
-    expect(failure.details).toEqual([{ provider: 'anthropic', model: 'claude-sonnet-4-5', status: 503, errorType: 'api_error' }]);
+    expect(failure.details).toEqual([
+      { provider: 'anthropic', model: 'claude-sonnet-4-5', status: 503, errorType: 'api_error' },
+    ]);
   });
 
   it('when every candidate fails for good, throws the last failure, non-retryable', async () => {
@@ -293,7 +359,10 @@ describe('circuit breaker integration', () => {
     const next = await router.chat(request, { tier: 'premium' });
     expect(next.provider).toBe('openai');
     expect(anthropic.requests).toHaveLength(1);
-    expect(next.attempts.filter((a) => a.skipped).map((a) => a.model)).toEqual(['claude-opus-4-5', 'claude-sonnet-4-5']);
+    expect(next.attempts.filter((a) => a.skipped).map((a) => a.model)).toEqual([
+      'claude-opus-4-5',
+      'claude-sonnet-4-5',
+    ]);
     expect(next.attempts[0]?.error).toContain('provider anthropic open until');
 
     clock.t += CIRCUIT_AUTH_OPEN_MS;

@@ -11,7 +11,11 @@ describe('tool call ids unique within a session (the ledger keys calls by them)'
   });
 
   test('an id used earlier in the session, a missing id and a repeat within the reply are renamed, each distinct', () => {
-    const out = withSessionUniqueToolIds([{ type: 'text', text: 'two reads' }, call('call_0'), call(''), call('x'), call('x')], earlier, 'a1-t1');
+    const out = withSessionUniqueToolIds(
+      [{ type: 'text', text: 'two reads' }, call('call_0'), call(''), call('x'), call('x')],
+      earlier,
+      'a1-t1',
+    );
     const ids = out.flatMap((b) => (b.type === 'tool_use' ? [b.id] : []));
     // call_0_a1-t1_1 was taken already: a counter settles the clash.
     expect(ids).toEqual(['call_0_a1-t1_1_2', 'call_a1-t1_2', 'x', 'x_a1-t1_4']);

@@ -8,12 +8,18 @@ import { registerSecretValues } from '../../activities/security/secrets';
 describe('MCP server configuration', () => {
   test('the mcpServers shape of desktop clients is accepted; a typo, a bad name or a non-http url is refused', () => {
     const servers = {
-      github: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-github'], env: { GITHUB_PERSONAL_ACCESS_TOKEN: '${GITHUB_TOKEN}' } },
+      github: {
+        command: 'npx',
+        args: ['-y', '@modelcontextprotocol/server-github'],
+        env: { GITHUB_PERSONAL_ACCESS_TOKEN: '${GITHUB_TOKEN}' },
+      },
       search: { url: 'https://search.example/mcp', headers: { Authorization: 'Bearer ${SEARCH_TOKEN}' } },
     };
-    expect(AgentConfigSchema.parse({ permissions: { canCallExternalTools: true }, mcpServers: servers }).mcpServers).toEqual(servers);
+    expect(
+      AgentConfigSchema.parse({ permissions: { canCallExternalTools: true }, mcpServers: servers }).mcpServers,
+    ).toEqual(servers);
     expect(McpServersSchema.safeParse({ github: { command: 'npx', arg: [] } }).success).toBe(false);
-    expect(McpServersSchema.safeParse({ 'Bad__Name': { command: 'npx' } }).success).toBe(false);
+    expect(McpServersSchema.safeParse({ Bad__Name: { command: 'npx' } }).success).toBe(false);
     expect(McpServersSchema.safeParse({ files: { url: 'file:///etc/passwd' } }).success).toBe(false);
     expect(parseMcpJson('{"mcpServers": {"x": {"command": "npx"}}}')).toEqual({ servers: { x: { command: 'npx' } } });
     expect(parseMcpJson('not json')).toEqual({ problems: [expect.stringMatching(/^mcp\.json is not JSON/)] });
@@ -21,8 +27,17 @@ describe('MCP server configuration', () => {
 
   test('${NAME} references come from the worker environment only; a missing one is a clear error; resolved values are redacted', () => {
     const env = { SEARCH_TOKEN: 'tok-abcdef-123456', PLAIN: 'plain-value-987654' };
-    const { config, secrets } = resolveSecrets({ url: 'https://search.example/mcp', headers: { Authorization: 'Bearer ${SEARCH_TOKEN}', 'X-Other': '${PLAIN}' } }, env);
-    expect(config).toEqual({ url: 'https://search.example/mcp', headers: { Authorization: 'Bearer tok-abcdef-123456', 'X-Other': 'plain-value-987654' } });
+    const { config, secrets } = resolveSecrets(
+      {
+        url: 'https://search.example/mcp',
+        headers: { Authorization: 'Bearer ${SEARCH_TOKEN}', 'X-Other': '${PLAIN}' },
+      },
+      env,
+    );
+    expect(config).toEqual({
+      url: 'https://search.example/mcp',
+      headers: { Authorization: 'Bearer tok-abcdef-123456', 'X-Other': 'plain-value-987654' },
+    });
     expect(() => resolveSecrets({ command: 'x', env: { T: '${NOT_SET_ANYWHERE}' } }, env)).toThrow(MissingSecretError);
     // A value whose variable name says nothing secret is redacted once an MCP configuration resolved it.
     expect(secretValues()).not.toContain('plain-value-987654');
@@ -33,7 +48,8 @@ describe('MCP server configuration', () => {
 });
 
 describe('MCP tool definitions', () => {
-  const tool = (name: string, inputSchema: unknown, annotations: Record<string, boolean> = {}) => ({ name, inputSchema, annotations }) as never;
+  const tool = (name: string, inputSchema: unknown, annotations: Record<string, boolean> = {}) =>
+    ({ name, inputSchema, annotations }) as never;
 
   test('tools are namespaced per server; invalid JSON Schema and unusable names are refused with a reason, the rest kept in order', () => {
     const { entries, refused } = entriesFromListing('files', [
@@ -53,7 +69,10 @@ describe('MCP tool definitions', () => {
   });
 
   test('tiers: readOnlyHint runs without a human, anything else asks, the operator overrides per server and per tool; idempotence likewise', () => {
-    const [readOnly, plain] = entriesFromListing('s', [tool('r', { type: 'object' }, { readOnlyHint: true, idempotentHint: true }), tool('w', { type: 'object' })]).entries;
+    const [readOnly, plain] = entriesFromListing('s', [
+      tool('r', { type: 'object' }, { readOnlyHint: true, idempotentHint: true }),
+      tool('w', { type: 'object' }),
+    ]).entries;
     expect(mcpTier(readOnly!, { command: 'x' })).toEqual({ tier: 'allow' });
     expect(mcpTier(plain!, { command: 'x' }).tier).toBe('approval');
     expect(mcpTier(plain!, { command: 'x', tier: 'allow' }).tier).toBe('allow');
@@ -73,7 +92,9 @@ describe('MCP tool definitions', () => {
           { type: 'resource', resource: { uri: 'mem://note', text: 'a note' } },
         ],
       }),
-    ).toBe('hello\n[image content: image/png, 3 bytes]\n[resource link: readme file:///ws/README.md (text/markdown)]\n[resource mem://note]\na note');
+    ).toBe(
+      'hello\n[image content: image/png, 3 bytes]\n[resource link: readme file:///ws/README.md (text/markdown)]\n[resource mem://note]\na note',
+    );
     expect(resultText({ content: [], structuredContent: { a: 1 } })).toBe('Structured content: {"a":1}');
   });
 });

@@ -24,7 +24,11 @@ const offered = new Set(ids(100));
 
 describe('dream plan check', () => {
   test('accepts a plan within bounds, fenced in prose', () => {
-    const plan = { remove: ['obs_1'], merge: [{ removeIds: ['obs_2', 'obs_3'], mergedContent: 'merged' }], promote: [{ sourceIds: ['obs_4', 'obs_5', 'obs_6'], section: 'Conventions', content: 'Use tabs' }] };
+    const plan = {
+      remove: ['obs_1'],
+      merge: [{ removeIds: ['obs_2', 'obs_3'], mergedContent: 'merged' }],
+      promote: [{ sourceIds: ['obs_4', 'obs_5', 'obs_6'], section: 'Conventions', content: 'Use tabs' }],
+    };
     const check = checkDreamPlan(`Here is my plan:\n\`\`\`json\n${JSON.stringify(plan)}\n\`\`\`\nDone.`, offered);
     expect(check).toEqual({ ok: true, plan });
   });
@@ -34,10 +38,22 @@ describe('dream plan check', () => {
     ['broken JSON', '{"remove": [obs_1]}', /not valid JSON/],
     ['remove not a list', '{"remove": "obs_1"}', /array of entry ids/],
     ['an id it was not shown', '{"remove": ["obs_999"]}', /unknown entry id/],
-    ['an id used twice', '{"remove": ["obs_1"], "merge": [{"removeIds": ["obs_1", "obs_2"], "mergedContent": "x"}]}', /more than once/],
-    ['a promotion with two sources', '{"promote": [{"sourceIds": ["obs_1", "obs_2"], "section": "S", "content": "c"}]}', /at least 3/],
+    [
+      'an id used twice',
+      '{"remove": ["obs_1"], "merge": [{"removeIds": ["obs_1", "obs_2"], "mergedContent": "x"}]}',
+      /more than once/,
+    ],
+    [
+      'a promotion with two sources',
+      '{"promote": [{"sourceIds": ["obs_1", "obs_2"], "section": "S", "content": "c"}]}',
+      /at least 3/,
+    ],
     ['a merge of one entry', '{"merge": [{"removeIds": ["obs_1"], "mergedContent": "x"}]}', /fewer than 2/],
-    ['promotion into the observation buffer', '{"promote": [{"sourceIds": ["obs_1", "obs_2", "obs_3"], "section": "_observations", "content": "c"}]}', /invalid section/],
+    [
+      'promotion into the observation buffer',
+      '{"promote": [{"sourceIds": ["obs_1", "obs_2", "obs_3"], "section": "_observations", "content": "c"}]}',
+      /invalid section/,
+    ],
   ])('rejects %s', (_name, raw, reason) => {
     const check = checkDreamPlan(raw, offered);
     expect(check.ok).toBe(false);
@@ -45,12 +61,28 @@ describe('dream plan check', () => {
   });
 
   test('rejects more removals, merges or promotions than the caps', () => {
-    expect(checkDreamPlan(JSON.stringify({ remove: ids(DREAM_MAX_REMOVALS + 10) }), offered)).toMatchObject({ ok: false, reason: expect.stringMatching(/60 removals exceed the cap of 50/) });
+    expect(checkDreamPlan(JSON.stringify({ remove: ids(DREAM_MAX_REMOVALS + 10) }), offered)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/60 removals exceed the cap of 50/),
+    });
     expect(checkDreamPlan(JSON.stringify({ remove: ids(DREAM_MAX_REMOVALS) }), offered).ok).toBe(true);
-    const merges = Array.from({ length: 21 }, (_, i) => ({ removeIds: [`obs_${2 * i}`, `obs_${2 * i + 1}`], mergedContent: 'm' }));
-    expect(checkDreamPlan(JSON.stringify({ merge: merges }), offered)).toMatchObject({ ok: false, reason: expect.stringMatching(/21 merges/) });
-    const promotions = Array.from({ length: 21 }, (_, i) => ({ sourceIds: [`obs_${3 * i}`, `obs_${3 * i + 1}`, `obs_${3 * i + 2}`], section: `S${i}`, content: 'c' }));
-    expect(checkDreamPlan(JSON.stringify({ promote: promotions }), offered)).toMatchObject({ ok: false, reason: expect.stringMatching(/21 promotions/) });
+    const merges = Array.from({ length: 21 }, (_, i) => ({
+      removeIds: [`obs_${2 * i}`, `obs_${2 * i + 1}`],
+      mergedContent: 'm',
+    }));
+    expect(checkDreamPlan(JSON.stringify({ merge: merges }), offered)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/21 merges/),
+    });
+    const promotions = Array.from({ length: 21 }, (_, i) => ({
+      sourceIds: [`obs_${3 * i}`, `obs_${3 * i + 1}`, `obs_${3 * i + 2}`],
+      section: `S${i}`,
+      content: 'c',
+    }));
+    expect(checkDreamPlan(JSON.stringify({ promote: promotions }), offered)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/21 promotions/),
+    });
   });
 
   test('extracts the first balanced object, ignoring braces inside strings', () => {
@@ -98,7 +130,7 @@ describe('heartbeat rules', () => {
     expect(phase).toBeLessThan(30 * 60_000);
   });
 
-  test('the heartbeat prompt has D1\'s parts', () => {
+  test("the heartbeat prompt has D1's parts", () => {
     const text = heartbeatPrompt({
       now: '2026-11-30 10:00 UTC',
       checklist: '',
@@ -108,7 +140,19 @@ describe('heartbeat rules', () => {
       quality: { reviewed: 10, revised: 4 },
       tools: new Set(toolsForScenario('heartbeat').keys()),
     });
-    for (const part of ['[HEARTBEAT CHECK-IN]', '- Check assigned tasks with `task_list`', '## Last heartbeat', '## Active Goals', 'iteration 2/5', '## Failed tasks — recovery', '## Self-evolution', '## Quality signal', 'above 30%', "## Patrol, don't build", 'HEARTBEAT_OK']) {
+    for (const part of [
+      '[HEARTBEAT CHECK-IN]',
+      '- Check assigned tasks with `task_list`',
+      '## Last heartbeat',
+      '## Active Goals',
+      'iteration 2/5',
+      '## Failed tasks — recovery',
+      '## Self-evolution',
+      '## Quality signal',
+      'above 30%',
+      "## Patrol, don't build",
+      'HEARTBEAT_OK',
+    ]) {
       expect(text).toContain(part);
     }
   });
@@ -118,13 +162,34 @@ describe('tool scenarios', () => {
   test('heartbeats offer only whitelisted tools, including the memory tools D1 lists', () => {
     const names = [...toolsForScenario('heartbeat').keys()];
     expect(names.every((n) => HEARTBEAT_TOOL_WHITELIST.includes(n))).toBe(true);
-    expect(names).toEqual(expect.arrayContaining(['memory_save', 'memory_search', 'memory_update', 'update_notebook', 'update_working_memory', 'edit_agent_file']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'memory_save',
+        'memory_search',
+        'memory_update',
+        'update_notebook',
+        'update_working_memory',
+        'edit_agent_file',
+      ]),
+    );
     expect(names).not.toContain('clear_notebook');
     expect(names).not.toContain('file_write');
   });
 
   test('reflections offer memory tools only; tasks and chats get memory tools, aliases and edit_agent_file', () => {
-    const memory = ['update_notebook', 'clear_notebook', 'memory_save', 'memory_update', 'memory_search', 'update_working_memory', 'clear_working_memory', 'memory_list', 'memory_delete', 'memory_update_longterm', 'memory_search_longterm'];
+    const memory = [
+      'update_notebook',
+      'clear_notebook',
+      'memory_save',
+      'memory_update',
+      'memory_search',
+      'update_working_memory',
+      'clear_working_memory',
+      'memory_list',
+      'memory_delete',
+      'memory_update_longterm',
+      'memory_search_longterm',
+    ];
     expect([...toolsForScenario('reflection').keys()].sort()).toEqual([...memory].sort());
     for (const scenario of ['task', 'chat'] as const) {
       expect([...toolsForScenario(scenario).keys()]).toEqual(expect.arrayContaining([...memory, 'edit_agent_file']));
@@ -166,7 +231,14 @@ describe('self-edit helpers', () => {
 });
 
 describe('reflection and dream prompts', () => {
-  const base = { taskId: 't1', title: 'Fix login', durationMs: 95 * 60_000, toolCalls: 12, resultSummary: 'r'.repeat(400), notes: Array.from({ length: 8 }, (_, i) => `${i}`.repeat(300)) };
+  const base = {
+    taskId: 't1',
+    title: 'Fix login',
+    durationMs: 95 * 60_000,
+    toolCalls: 12,
+    resultSummary: 'r'.repeat(400),
+    notes: Array.from({ length: 8 }, (_, i) => `${i}`.repeat(300)),
+  };
 
   test('revised tasks get "what went wrong", first-time tasks "what worked"; notes cut to 200', () => {
     const revised = reflectionPrompt({ ...base, rounds: 3 });
@@ -183,7 +255,19 @@ describe('reflection and dream prompts', () => {
   });
 
   test('the dream prompt lists entries as id|timestamp|type|tags|content', () => {
-    const text = dreamPrompt([{ id: 'obs_1', type: 'fact', tags: ['a', 'b'], content: 'line one\nline two', createdAt: new Date('2026-11-30T10:00:00Z') }], 60, []);
+    const text = dreamPrompt(
+      [
+        {
+          id: 'obs_1',
+          type: 'fact',
+          tags: ['a', 'b'],
+          content: 'line one\nline two',
+          createdAt: new Date('2026-11-30T10:00:00Z'),
+        },
+      ],
+      60,
+      [],
+    );
     expect(text).toContain('obs_1|2026-11-30T10:00|fact|a,b|line one line two');
     expect(text).toContain('(1 most recent of 60)');
   });

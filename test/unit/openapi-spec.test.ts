@@ -31,7 +31,9 @@ describe('the OpenAPI document', () => {
   });
 
   test('every operation has an operationId, and the servers entry is the API as it was reached', () => {
-    const operations = Object.values(spec.paths).flatMap((methods: any) => Object.values(methods)) as Array<{ operationId?: string }>;
+    const operations = Object.values(spec.paths).flatMap((methods: any) => Object.values(methods)) as Array<{
+      operationId?: string;
+    }>;
     expect(operations.length).toBeGreaterThanOrEqual(30);
     expect(operations.filter((o) => !o.operationId)).toEqual([]);
     expect(new Set(operations.map((o) => o.operationId)).size).toBe(operations.length);
@@ -44,7 +46,11 @@ describe('the OpenAPI document', () => {
     expect(codes(spec.paths['/v1/tasks/{taskId}/review'].post)).toContain('not_in_review');
     expect(codes(spec.paths['/v1/approvals/{requestId}'].post)).toContain('approval_decided');
     expect(spec.paths['/v1/tasks/{taskId}/cancel'].post.responses['504']).toBeDefined();
-    for (const p of ['/v1/tasks/{taskId}/events', '/v1/tasks/{taskId}/deltas', '/v1/agents/{agentId}/chat/{itemId}/stream']) {
+    for (const p of [
+      '/v1/tasks/{taskId}/events',
+      '/v1/tasks/{taskId}/deltas',
+      '/v1/agents/{agentId}/chat/{itemId}/stream',
+    ]) {
       const get = spec.paths[p].get;
       expect([p, get.parameters.some((x: any) => x.in === 'header' && x.name === 'Last-Event-ID')]).toEqual([p, true]);
       expect([p, Boolean(get.responses['204'])]).toEqual([p, true]);
@@ -56,11 +62,16 @@ describe('the OpenAPI document', () => {
     const file = path.join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(spec, null, 2));
     const redocly = path.resolve(__dirname, '../../node_modules/.bin/redocly');
-    const result = await run(redocly, ['lint', '--extends=recommended', '--format=json', file], { env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } }).catch(
-      (error: { stdout?: string; stderr?: string }) => error,
+    const result = await run(redocly, ['lint', '--extends=recommended', '--format=json', file], {
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    }).catch((error: { stdout?: string; stderr?: string }) => error);
+    const report = JSON.parse(result.stdout ?? '{}') as {
+      totals?: { errors: number; warnings: number };
+      problems?: Array<{ ruleId: string; message: string; location?: Array<{ pointer?: string }> }>;
+    };
+    const problems = (report.problems ?? []).map(
+      (p) => `${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer ?? '?'}`,
     );
-    const report = JSON.parse(result.stdout ?? '{}') as { totals?: { errors: number; warnings: number }; problems?: Array<{ ruleId: string; message: string; location?: Array<{ pointer?: string }> }> };
-    const problems = (report.problems ?? []).map((p) => `${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer ?? '?'}`);
     expect(problems).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
   });

@@ -1,7 +1,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { InvalidOrganisationError, ORG_DOCUMENT_MAX_CHARS, readOrganisationFolder } from '../../activities/store/organisations';
+import {
+  InvalidOrganisationError,
+  ORG_DOCUMENT_MAX_CHARS,
+  readOrganisationFolder,
+} from '../../activities/store/organisations';
 
 /**
  * An organisation folder is checked by the same rules as an API request (`organisationProblems`):
@@ -48,7 +52,9 @@ describe('organisation folder', () => {
     ]);
     const empty = mkdtempSync(path.join(os.tmpdir(), 'da-org-empty-'));
     try {
-      await expect(readOrganisationFolder(empty, 'empty')).rejects.toThrow(/holds none of CONTEXT.md, ANNOUNCEMENTS.md, users\/\*.md, skills\/\*\/SKILL.md/);
+      await expect(readOrganisationFolder(empty, 'empty')).rejects.toThrow(
+        /holds none of CONTEXT.md, ANNOUNCEMENTS.md, users\/\*.md, skills\/\*\/SKILL.md/,
+      );
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

@@ -12,7 +12,11 @@ const ROOT = path.resolve(__dirname, '../..');
 const PATCH_FUNCTIONS = new Set(['patched', 'deprecatePatch']);
 const registryIds = new Set(patches.PATCHES.map((entry) => entry.id));
 /** The registry's exported id constants, by name. */
-const idConstants = new Map<string, string>(Object.entries(patches as Record<string, unknown>).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && registryIds.has(entry[1])));
+const idConstants = new Map<string, string>(
+  Object.entries(patches as Record<string, unknown>).filter(
+    (entry): entry is [string, string] => typeof entry[1] === 'string' && registryIds.has(entry[1]),
+  ),
+);
 
 interface PatchCall {
   file: string;
@@ -44,7 +48,8 @@ export function patchCalls(file: string, source: string): PatchCall[] {
   return calls;
 }
 
-const workflowFiles = fs.readdirSync(path.join(ROOT, 'workflows'), { recursive: true, withFileTypes: true })
+const workflowFiles = fs
+  .readdirSync(path.join(ROOT, 'workflows'), { recursive: true, withFileTypes: true })
   .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
   .map((entry) => path.join(entry.parentPath, entry.name));
 const calls = workflowFiles.flatMap((file) => patchCalls(path.relative(ROOT, file), fs.readFileSync(file, 'utf8')));
@@ -52,8 +57,15 @@ const where = (call: PatchCall): string => `${call.file}:${call.line} ${call.fn}
 
 describe('the patch registry (workflows/patches.ts)', () => {
   test('the scanner sees a literal id, an expression and a constant (control)', () => {
-    const found = patchCalls('x.ts', "if (patched('raw-id')) a(); const b = deprecatePatch(`t-${1}`); patched(FUSED_STEP_PATCH);");
-    expect(found.map((call) => [call.argument, call.identifier])).toEqual([["'raw-id'", false], ['`t-${1}`', false], ['FUSED_STEP_PATCH', true]]);
+    const found = patchCalls(
+      'x.ts',
+      "if (patched('raw-id')) a(); const b = deprecatePatch(`t-${1}`); patched(FUSED_STEP_PATCH);",
+    );
+    expect(found.map((call) => [call.argument, call.identifier])).toEqual([
+      ["'raw-id'", false],
+      ['`t-${1}`', false],
+      ['FUSED_STEP_PATCH', true],
+    ]);
   });
 
   test('every patched()/deprecatePatch() call names a registered constant, never a literal', () => {
@@ -69,7 +81,10 @@ describe('the patch registry (workflows/patches.ts)', () => {
       if (id !== undefined) used.set(id, (used.get(id) ?? new Set()).add(call.fn));
     }
     for (const entry of patches.PATCHES) {
-      expect([entry.id, [...(used.get(entry.id) ?? [])]]).toEqual([entry.id, [entry.status === 'deprecated' ? 'deprecatePatch' : 'patched']]);
+      expect([entry.id, [...(used.get(entry.id) ?? [])]]).toEqual([
+        entry.id,
+        [entry.status === 'deprecated' ? 'deprecatePatch' : 'patched'],
+      ]);
     }
   });
 
@@ -89,11 +104,19 @@ describe('the patch registry (workflows/patches.ts)', () => {
     const dir = path.join(ROOT, 'test', 'histories');
     for (const version of fs.readdirSync(dir)) {
       for (const file of fs.readdirSync(path.join(dir, version)).filter((f) => f.endsWith('.json'))) {
-        const history = JSON.parse(fs.readFileSync(path.join(dir, version, file), 'utf8')) as { events: Array<{ markerRecordedEventAttributes?: { markerName: string; details: Record<string, { payloads: Array<{ data: string }> }> } }> };
+        const history = JSON.parse(fs.readFileSync(path.join(dir, version, file), 'utf8')) as {
+          events: Array<{
+            markerRecordedEventAttributes?: {
+              markerName: string;
+              details: Record<string, { payloads: Array<{ data: string }> }>;
+            };
+          }>;
+        };
         for (const event of history.events) {
           const marker = event.markerRecordedEventAttributes;
           if (marker?.markerName !== 'core_patch') continue;
-          for (const payload of marker.details['patch-data']?.payloads ?? []) markers.add((JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8')) as { id: string }).id);
+          for (const payload of marker.details['patch-data']?.payloads ?? [])
+            markers.add((JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8')) as { id: string }).id);
         }
       }
     }

@@ -77,7 +77,11 @@ function conversationRequest(): ChatRequest {
   };
 }
 
-const textAnswer = (text: string): ScriptedResponse => ({ kind: 'message', content: [{ type: 'text', text }], stopReason: 'end_turn' });
+const textAnswer = (text: string): ScriptedResponse => ({
+  kind: 'message',
+  content: [{ type: 'text', text }],
+  stopReason: 'end_turn',
+});
 
 async function caught(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -103,14 +107,28 @@ interface ProviderCase {
 const providerCases: ProviderCase[] = [
   {
     label: 'anthropic',
-    make: (overrides) => createAnthropicProvider({ name: 'anthropic-test', kind: 'anthropic', apiKey: 'k', baseURL: server.url, ...overrides }),
+    make: (overrides) =>
+      createAnthropicProvider({
+        name: 'anthropic-test',
+        kind: 'anthropic',
+        apiKey: 'k',
+        baseURL: server.url,
+        ...overrides,
+      }),
     apiError: Anthropic.APIError,
     abortError: Anthropic.APIUserAbortError,
     timeoutError: Anthropic.APIConnectionTimeoutError,
   },
   {
     label: 'openai',
-    make: (overrides) => createOpenAiProvider({ name: 'openai-test', kind: 'openai', apiKey: 'k', baseURL: `${server.url}/v1`, ...overrides }),
+    make: (overrides) =>
+      createOpenAiProvider({
+        name: 'openai-test',
+        kind: 'openai',
+        apiKey: 'k',
+        baseURL: `${server.url}/v1`,
+        ...overrides,
+      }),
     apiError: OpenAI.APIError,
     abortError: OpenAI.APIUserAbortError,
     timeoutError: OpenAI.APIConnectionTimeoutError,
@@ -124,7 +142,10 @@ describe.each(providerCases)('$label adapter: shared behaviour', ({ make, apiErr
     const deltas: string[] = [];
     let events = 0;
     const provider = make();
-    const result = await provider.chat(simpleRequest(), { onTextDelta: (text) => deltas.push(text), onStreamEvent: () => (events += 1) });
+    const result = await provider.chat(simpleRequest(), {
+      onTextDelta: (text) => deltas.push(text),
+      onStreamEvent: () => (events += 1),
+    });
 
     expect(result.content).toEqual([{ type: 'text', text: answer }]);
     expect(result.stopReason).toBe('end_turn');
@@ -141,7 +162,12 @@ describe.each(providerCases)('$label adapter: shared behaviour', ({ make, apiErr
       kind: 'message',
       content: [
         { type: 'text', text: 'Writing.' },
-        { type: 'tool_use', id: 'call_1', name: 'write_file', input: { path: 'notes/x.md', text: 'line one\nline "two"' } },
+        {
+          type: 'tool_use',
+          id: 'call_1',
+          name: 'write_file',
+          input: { path: 'notes/x.md', text: 'line one\nline "two"' },
+        },
         { type: 'tool_use', id: 'call_2', name: 'read_file', input: { path: 'y.md' } },
       ],
       stopReason: 'tool_use',
@@ -151,7 +177,12 @@ describe.each(providerCases)('$label adapter: shared behaviour', ({ make, apiErr
     expect(result.stopReason).toBe('tool_use');
     expect(result.content).toEqual([
       { type: 'text', text: 'Writing.' },
-      { type: 'tool_use', id: 'call_1', name: 'write_file', input: { path: 'notes/x.md', text: 'line one\nline "two"' } },
+      {
+        type: 'tool_use',
+        id: 'call_1',
+        name: 'write_file',
+        input: { path: 'notes/x.md', text: 'line one\nline "two"' },
+      },
       { type: 'tool_use', id: 'call_2', name: 'read_file', input: { path: 'y.md' } },
     ]);
   });
@@ -160,7 +191,12 @@ describe.each(providerCases)('$label adapter: shared behaviour', ({ make, apiErr
     server.enqueue({
       kind: 'message',
       content: [
-        { type: 'tool_use', id: 'call_bad', name: 'write_file', rawArguments: '{"path": "x.md", "text": "unterminated' },
+        {
+          type: 'tool_use',
+          id: 'call_bad',
+          name: 'write_file',
+          rawArguments: '{"path": "x.md", "text": "unterminated',
+        },
         { type: 'tool_use', id: 'call_list', name: 'read_file', rawArguments: '["not", "an", "object"]' },
       ],
       stopReason: 'tool_use',
@@ -231,7 +267,8 @@ describe.each(providerCases)('$label adapter: shared behaviour', ({ make, apiErr
 });
 
 describe('anthropic adapter: wire format', () => {
-  const provider = () => createAnthropicProvider({ name: 'anthropic', kind: 'anthropic', apiKey: 'k', baseURL: server.url });
+  const provider = () =>
+    createAnthropicProvider({ name: 'anthropic', kind: 'anthropic', apiKey: 'k', baseURL: server.url });
 
   test('cache breakpoints on system segments 1 and 2, the last tool and the breakpoint message; tool results mapped', async () => {
     server.enqueue(textAnswer('ok'));
@@ -246,7 +283,12 @@ describe('anthropic adapter: wire format', () => {
     ]);
     expect(body?.tools).toEqual([
       { name: 'read_file', description: 'Read a file', input_schema: readFileTool.inputSchema },
-      { name: 'write_file', description: 'Write a file', input_schema: writeFileTool.inputSchema, cache_control: { type: 'ephemeral' } },
+      {
+        name: 'write_file',
+        description: 'Write a file',
+        input_schema: writeFileTool.inputSchema,
+        cache_control: { type: 'ephemeral' },
+      },
     ]);
     expect(body?.messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'Read a.txt and b.txt' }] },
@@ -262,7 +304,13 @@ describe('anthropic adapter: wire format', () => {
         role: 'user',
         content: [
           { type: 'tool_result', tool_use_id: 'call_a', content: 'contents of a' },
-          { type: 'tool_result', tool_use_id: 'call_b', content: 'ENOENT: b.txt', is_error: true, cache_control: { type: 'ephemeral' } },
+          {
+            type: 'tool_result',
+            tool_use_id: 'call_b',
+            content: 'ENOENT: b.txt',
+            is_error: true,
+            cache_control: { type: 'ephemeral' },
+          },
         ],
       },
       { role: 'user', content: [{ type: 'text', text: '[SYSTEM REMINDER] stay on task' }] },
@@ -278,12 +326,16 @@ describe('anthropic adapter: wire format', () => {
     const body = server.requests[0]?.body;
 
     expect(countKey(body, 'cache_control')).toBe(MAX_CACHE_BREAKPOINTS);
-    expect((body?.system as Array<{ cache_control?: unknown }>).map((block) => block.cache_control !== undefined)).toEqual([true, true, false, false]);
+    expect(
+      (body?.system as Array<{ cache_control?: unknown }>).map((block) => block.cache_control !== undefined),
+    ).toEqual([true, true, false, false]);
   });
 
   test('without tools or a message breakpoint, system segments may use the whole budget; no empty fields sent', async () => {
     server.enqueue(textAnswer('ok'));
-    await provider().chat(simpleRequest({ system: ['a', 'b', 'c', 'd', 'e'].map((text) => ({ text, cacheBreakpoint: true })) }));
+    await provider().chat(
+      simpleRequest({ system: ['a', 'b', 'c', 'd', 'e'].map((text) => ({ text, cacheBreakpoint: true })) }),
+    );
     const body = server.requests[0]?.body;
 
     expect(countKey(body?.system, 'cache_control')).toBe(MAX_CACHE_BREAKPOINTS);
@@ -297,7 +349,10 @@ describe('anthropic adapter: wire format', () => {
       simpleRequest({
         messages: [
           { role: 'user', content: [{ type: 'text', text: 'go' }] },
-          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'read_file', input: undefined, inputParseError: 'bad JSON' }] },
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: 't1', name: 'read_file', input: undefined, inputParseError: 'bad JSON' }],
+          },
           { role: 'user', content: [{ type: 'tool_result', toolUseId: 't1', content: 'bad JSON', isError: true }] },
         ],
       }),
@@ -336,8 +391,14 @@ describe('openai adapter: wire format', () => {
     });
     expect(body).not.toHaveProperty('max_tokens');
     expect(body?.tools).toEqual([
-      { type: 'function', function: { name: 'read_file', description: 'Read a file', parameters: readFileTool.inputSchema } },
-      { type: 'function', function: { name: 'write_file', description: 'Write a file', parameters: writeFileTool.inputSchema } },
+      {
+        type: 'function',
+        function: { name: 'read_file', description: 'Read a file', parameters: readFileTool.inputSchema },
+      },
+      {
+        type: 'function',
+        function: { name: 'write_file', description: 'Write a file', parameters: writeFileTool.inputSchema },
+      },
     ]);
     expect(body?.messages).toEqual([
       { role: 'system', content: 'IDENTITY: you are Ada.\n\nMEMORY: the user likes tea.\n\nTIME: 2025-01-01 12:00' },
@@ -377,7 +438,11 @@ describe('openai adapter: wire format', () => {
     expect(server.requests[0]?.body.messages).toEqual([
       { role: 'system', content: 'You are a test agent.' },
       { role: 'user', content: 'go' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 't1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } }],
+      },
       { role: 'tool', tool_call_id: 't1', content: 'A' },
       { role: 'user', content: 'Also: hurry.' },
     ]);

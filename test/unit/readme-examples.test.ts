@@ -55,9 +55,11 @@ function fencedBlocks(): Block[] {
  * the objects the text around it has introduced.
  */
 const CONTEXT: Record<string, string> = {
-  agents: "import type { AgentsClient as ContextAgentsClient } from '<root>/client';\ndeclare const agents: ContextAgentsClient;",
+  agents:
+    "import type { AgentsClient as ContextAgentsClient } from '<root>/client';\ndeclare const agents: ContextAgentsClient;",
   conv: "import type { ConversationClient as ContextConversationClient } from '<root>/client/chat';\ndeclare const conv: ContextConversationClient;",
-  temporalClient: "import type { Client as ContextTemporalClient } from '@temporalio/client';\ndeclare const temporalClient: ContextTemporalClient;",
+  temporalClient:
+    "import type { Client as ContextTemporalClient } from '@temporalio/client';\ndeclare const temporalClient: ContextTemporalClient;",
   AgentSchedules: "import { AgentSchedules } from '<root>/client/schedules';",
 };
 
@@ -65,13 +67,18 @@ const tsBlocks = fencedBlocks().filter((b) => b.lang === 'ts' || b.lang === 'typ
 /** A block with imports is a program, checked as written; one without is a fragment, checked inside an async function. */
 const isProgram = (b: Block) => /^import /m.test(b.code);
 /** A program that needs no server (no Temporal connection, no database) runs too. */
-const runsOffline = (b: Block) => isProgram(b) && !/Connection\.connect|openDatabase|DATABASE_URL|new Client\(/.test(b.code);
+const runsOffline = (b: Block) =>
+  isProgram(b) && !/Connection\.connect|openDatabase|DATABASE_URL|new Client\(/.test(b.code);
 
 function generated(b: Block): string {
   const toRoot = path.relative(OUT, ROOT).split(path.sep).join('/');
   const code = b.code.replace(/from '\.\/([^']*)'/g, `from '${toRoot}/$1'`);
   const context = Object.entries(CONTEXT)
-    .filter(([name]) => new RegExp(`\\b${name}\\b`).test(code) && !new RegExp(`(?:const|let|var|function|class)\\s+${name}\\b|import[^;]*\\b${name}\\b`).test(code))
+    .filter(
+      ([name]) =>
+        new RegExp(`\\b${name}\\b`).test(code) &&
+        !new RegExp(`(?:const|let|var|function|class)\\s+${name}\\b|import[^;]*\\b${name}\\b`).test(code),
+    )
     .map(([, declaration]) => declaration.replaceAll('<root>', toRoot));
   const header = `// ${b.file}:${b.line}\n`;
   if (isProgram(b)) return `${header}${context.join('\n')}\n${code}\nexport {};\n`;
@@ -90,7 +97,16 @@ describe("the README's and docs' examples", () => {
     });
     writeFileSync(
       path.join(OUT, 'tsconfig.json'),
-      JSON.stringify({ extends: '../../tsconfig.json', compilerOptions: { noEmit: true, rootDir: '../..', noUnusedLocals: false }, include: ['*.ts'], exclude: [] }, null, 2),
+      JSON.stringify(
+        {
+          extends: '../../tsconfig.json',
+          compilerOptions: { noEmit: true, rootDir: '../..', noUnusedLocals: false },
+          include: ['*.ts'],
+          exclude: [],
+        },
+        null,
+        2,
+      ),
     );
   });
 
@@ -99,25 +115,38 @@ describe("the README's and docs' examples", () => {
     expect(tsBlocks.filter(runsOffline).length).toBeGreaterThanOrEqual(1);
   });
 
-  test('every ```ts block type-checks against the project as this CommonJS project builds it (no top-level await)', async () => {
-    const tsc = path.join(ROOT, 'node_modules', '.bin', 'tsc');
-    const result = await run(tsc, ['--noEmit', '-p', path.join(OUT, 'tsconfig.json')], { cwd: ROOT, timeout: TSC_TIMEOUT_MS }).then(
-      () => '',
-      (error: { stdout?: string; stderr?: string }) => `${error.stdout ?? ''}${error.stderr ?? ''}`,
-    );
-    // Errors name the generated file; its first line names the README line the block starts at.
-    expect(result).toBe('');
-  }, TSC_TIMEOUT_MS + 10_000);
+  test(
+    'every ```ts block type-checks against the project as this CommonJS project builds it (no top-level await)',
+    async () => {
+      const tsc = path.join(ROOT, 'node_modules', '.bin', 'tsc');
+      const result = await run(tsc, ['--noEmit', '-p', path.join(OUT, 'tsconfig.json')], {
+        cwd: ROOT,
+        timeout: TSC_TIMEOUT_MS,
+      }).then(
+        () => '',
+        (error: { stdout?: string; stderr?: string }) => `${error.stdout ?? ''}${error.stderr ?? ''}`,
+      );
+      // Errors name the generated file; its first line names the README line the block starts at.
+      expect(result).toBe('');
+    },
+    TSC_TIMEOUT_MS + 10_000,
+  );
 
   test('the blocks that need no server run (under tsx, as the README tells people to run them)', async () => {
     for (const b of tsBlocks.filter(runsOffline)) {
-      const { stderr } = await run(process.execPath, [require.resolve('tsx/cli'), path.join(OUT, names.get(b)!)], { cwd: ROOT, timeout: RUN_TIMEOUT_MS });
+      const { stderr } = await run(process.execPath, [require.resolve('tsx/cli'), path.join(OUT, names.get(b)!)], {
+        cwd: ROOT,
+        timeout: RUN_TIMEOUT_MS,
+      });
       expect([b.line, stderr]).toEqual([b.line, '']);
     }
   }, 120_000);
 
   test('every `npm run X` in a shell block is a package.json script', () => {
-    const scripts = Object.keys((JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+    const scripts = Object.keys(
+      (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+        .scripts,
+    );
     const named = fencedBlocks()
       .filter((b) => b.lang === 'bash' || b.lang === 'sh' || b.lang === '')
       .flatMap((b) => [...b.code.matchAll(/\bnpm run ([a-z][\w:-]*)/g)].map((m) => m[1]!));
@@ -128,12 +157,23 @@ describe("the README's and docs' examples", () => {
   test('every `agents <command> [<subcommand>]` a shell block names is a command of the CLI', async () => {
     const uses = fencedBlocks()
       .filter((b) => b.lang === 'bash' || b.lang === 'sh' || b.lang === '')
-      .flatMap((b) => [...b.code.matchAll(/(?:npm run agents --|^\s*agents) ([a-z][\w-]*)(?: ([a-z][\w-]*))?/gm)].map((m) => ({ command: m[1]!, sub: m[2] })));
+      .flatMap((b) =>
+        [...b.code.matchAll(/(?:npm run agents --|^\s*agents) ([a-z][\w-]*)(?: ([a-z][\w-]*))?/gm)].map((m) => ({
+          command: m[1]!,
+          sub: m[2],
+        })),
+      );
     expect(uses.length).toBeGreaterThan(10);
     const help = async (...args: string[]) =>
-      (await run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', ...args, '--help'], { cwd: ROOT, timeout: RUN_TIMEOUT_MS })).stdout;
+      (
+        await run(process.execPath, [require.resolve('tsx/cli'), 'client/cli.ts', ...args, '--help'], {
+          cwd: ROOT,
+          timeout: RUN_TIMEOUT_MS,
+        })
+      ).stdout;
     /** Command names of a commander help text ("Commands:" section, first word of each entry). */
-    const commandsIn = (text: string) => [...(text.split(/^Commands:$/m)[1] ?? '').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!);
+    const commandsIn = (text: string) =>
+      [...(text.split(/^Commands:$/m)[1] ?? '').matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!);
     const top = commandsIn(await help());
     const missing: string[] = [];
     const subsOf = new Map<string, string[]>();
@@ -142,7 +182,11 @@ describe("the README's and docs' examples", () => {
         missing.push(command);
         continue;
       }
-      if (!subsOf.has(command)) subsOf.set(command, commandsIn(await help(command)).filter((c) => c !== 'help'));
+      if (!subsOf.has(command))
+        subsOf.set(
+          command,
+          commandsIn(await help(command)).filter((c) => c !== 'help'),
+        );
       const subs = subsOf.get(command)!;
       // A command without subcommands takes arguments there (`agents chat scribe`).
       if (sub !== undefined && subs.length > 0 && !subs.includes(sub)) missing.push(`${command} ${sub}`);
@@ -158,9 +202,16 @@ describe("the README's and docs' examples", () => {
     const probe = path.relative(ROOT, path.join(OUT, 'links-probe.md'));
     writeFileSync(
       path.join(ROOT, probe),
-      ['# Probe', '[good](../../README.md#two-commands) [no file](no-such-page.md) [no anchor](../../README.md#no-such-heading) [here](#probe)', ''].join('\n'),
+      [
+        '# Probe',
+        '[good](../../README.md#two-commands) [no file](no-such-page.md) [no anchor](../../README.md#no-such-heading) [here](#probe)',
+        '',
+      ].join('\n'),
     );
-    expect(brokenLinks([probe])).toEqual([`${probe}:2: no-such-page.md (no such file)`, `${probe}:2: ../../README.md#no-such-heading (no heading makes #no-such-heading)`]);
+    expect(brokenLinks([probe])).toEqual([
+      `${probe}:2: no-such-page.md (no such file)`,
+      `${probe}:2: ../../README.md#no-such-heading (no heading makes #no-such-heading)`,
+    ]);
     expect(githubSlug('The loop: `npm run bench:loop`')).toBe('the-loop-npm-run-benchloop');
   });
 
@@ -186,7 +237,8 @@ describe("the README's and docs' examples", () => {
 const PENDING_DOCS: string[] = [];
 
 /** A backticked path that starts at one of the project's top-level folders. */
-const PROJECT_PATH = /`((?:activities|workflows|client|api|worker|schema|test|bench|scripts|deploy|examples|docs)\/[^`\s]*)`/g;
+const PROJECT_PATH =
+  /`((?:activities|workflows|client|api|worker|schema|test|bench|scripts|deploy|examples|docs)\/[^`\s]*)`/g;
 
 /** Each relative link of these files that names no file, or an anchor no heading of its target makes. */
 function brokenLinks(files: string[]): string[] {
@@ -195,11 +247,13 @@ function brokenLinks(files: string[]): string[] {
       .filter(({ target }) => !/^[a-z][\w+.-]*:/i.test(target))
       .flatMap(({ line, target }) => {
         const [pathPart = '', anchor] = target.split('#', 2);
-        const resolved = pathPart === '' ? file : path.normalize(path.join(path.dirname(file), decodeURIComponent(pathPart)));
+        const resolved =
+          pathPart === '' ? file : path.normalize(path.join(path.dirname(file), decodeURIComponent(pathPart)));
         if (PENDING_DOCS.includes(resolved.split(path.sep).join('/'))) return [];
         if (!existsSync(path.join(ROOT, resolved))) return [`${file}:${line}: ${target} (no such file)`];
         if (anchor === undefined || anchor === '') return [];
-        if (!resolved.endsWith('.md')) return [`${file}:${line}: ${target} (an anchor into a file that is not Markdown)`];
+        if (!resolved.endsWith('.md'))
+          return [`${file}:${line}: ${target} (an anchor into a file that is not Markdown)`];
         return anchorsOf(resolved).has(anchor) ? [] : [`${file}:${line}: ${target} (no heading makes #${anchor})`];
       }),
   );
@@ -222,7 +276,10 @@ function prose(file: string): string[] {
 /** Inline links and images `[text](target)`, outside fenced blocks and inline code. */
 function linksOf(file: string): { line: number; target: string }[] {
   return prose(file).flatMap((text, i) =>
-    [...text.replace(/`[^`]*`/g, '').matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => ({ line: i + 1, target: m[1]! })),
+    [...text.replace(/`[^`]*`/g, '').matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => ({
+      line: i + 1,
+      target: m[1]!,
+    })),
   );
 }
 

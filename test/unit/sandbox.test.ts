@@ -11,16 +11,31 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describeStatus } from '../../activities/tools/shell-tool';
 import { runInvocation, runProgram, type RunResult } from '../../activities/tools/shell/run';
-import { BWRAP_PATH_SETTING, forgetSandboxCheck, SANDBOX_SETTING, SandboxUnavailableError, sandboxMode } from '../../activities/tools/shell/sandbox';
+import {
+  BWRAP_PATH_SETTING,
+  forgetSandboxCheck,
+  SANDBOX_SETTING,
+  SandboxUnavailableError,
+  sandboxMode,
+} from '../../activities/tools/shell/sandbox';
 import { HeadTailBuffer } from '../../activities/tools/shell/output-buffer';
 import { redactSecrets } from '../../activities/security/secrets';
 import { findLeakedPieces, git, GIT_ENV, snapshot } from '../support/canaries';
-
 
 const KEY_SECRET = `sk-canary${randomUUID().replaceAll('-', '')}`;
 const DB_PASSWORD = `pw${randomUUID().replaceAll('-', '')}`;
@@ -29,9 +44,6 @@ const ENV_FILE_SECRET = `dotenv${randomUUID().replaceAll('-', '')}`;
 const SECRETS = [KEY_SECRET, DB_PASSWORD, FILE_SECRET, ENV_FILE_SECRET];
 const leakedPieces = (text: string): string[] => findLeakedPieces(text, SECRETS);
 
-
-
-
 let host: string;
 let workspace: string;
 /** A process whose real environment (its /proc/<pid>/environ) holds the canary secrets, as the worker's does. */
@@ -39,7 +51,10 @@ let holder: ChildProcess;
 let outside: string;
 let remote: string;
 
-const CANARY_ENV = { SANDBOX_CANARY_API_KEY: KEY_SECRET, SANDBOX_CANARY_DATABASE_URL: `postgres://agent:${DB_PASSWORD}@127.0.0.1:5439/db` };
+const CANARY_ENV = {
+  SANDBOX_CANARY_API_KEY: KEY_SECRET,
+  SANDBOX_CANARY_DATABASE_URL: `postgres://agent:${DB_PASSWORD}@127.0.0.1:5439/db`,
+};
 
 beforeAll(() => {
   Object.assign(process.env, CANARY_ENV);
@@ -75,7 +90,11 @@ afterAll(() => {
 });
 
 /** Runs a shell script in the sandbox, as a model could if the classifier allowed everything. */
-function unjudged(script: string, limits?: Parameters<typeof runProgram>[1]['limits'], timeoutMs = 30_000): Promise<RunResult> {
+function unjudged(
+  script: string,
+  limits?: Parameters<typeof runProgram>[1]['limits'],
+  timeoutMs = 30_000,
+): Promise<RunResult> {
   return runProgram(['sh', '-c', script], { cwd: workspace, timeoutMs, limits });
 }
 
@@ -89,7 +108,8 @@ function outsideState(): Record<string, string> {
 const ESCAPES: Array<[string, () => string]> = [
   [
     'a workspace folder inside a checkout works on the host repository',
-    () => `git grep --untracked ANTHROPIC -- :/; git -C .. status; git checkout -b x HEAD~1; git switch main; git log --oneline; ls -la ${host}; echo pwned > ${host}/pwned-host; rm -rf ${host}/.git ${host}/README.md`,
+    () =>
+      `git grep --untracked ANTHROPIC -- :/; git -C .. status; git checkout -b x HEAD~1; git switch main; git log --oneline; ls -la ${host}; echo pwned > ${host}/pwned-host; rm -rf ${host}/.git ${host}/README.md`,
   ],
   [
     'a bare repository in a workspace folder whose alternateRefsCommand reads the worker environment through /proc',
@@ -105,7 +125,8 @@ EOF
   ],
   [
     'a gitdir pointer file used as a remote name reaches another repository',
-    () => `printf 'gitdir: ${host}/.git\\n' > pointer && git ls-remote pointer; git fetch pointer main; git push pointer HEAD:evil; git --git-dir=${host}/.git log --oneline`,
+    () =>
+      `printf 'gitdir: ${host}/.git\\n' > pointer && git ls-remote pointer; git fetch pointer main; git push pointer HEAD:evil; git --git-dir=${host}/.git log --oneline`,
   ],
   [
     'name lists (--files0-from, file -f) read files outside the workspace and /proc',
@@ -114,19 +135,23 @@ EOF
   ],
   [
     'git config --includes / --system / --blob read the user and system configuration',
-    () => `printf '[include]\\n\\tpath = /root/.gitconfig\\n' > f && git config --file f --includes --list; git config --system --list; git config --global --list; cat /root/.gitconfig /etc/gitconfig /etc/shadow; ls /root`,
+    () =>
+      `printf '[include]\\n\\tpath = /root/.gitconfig\\n' > f && git config --file f --includes --list; git config --system --list; git config --global --list; cat /root/.gitconfig /etc/gitconfig /etc/shadow; ls /root`,
   ],
   [
     'symbolic links followed in one chain',
-    () => `ln -s ${outside}/secret.txt link && cat link; ln -s ${host}/.env envlink && cat envlink; ln -s / rootlink && ls rootlink/root rootlink/work; echo escaped > link`,
+    () =>
+      `ln -s ${outside}/secret.txt link && cat link; ln -s ${host}/.env envlink && cat envlink; ln -s / rootlink && ls rootlink/root rootlink/work; echo escaped > link`,
   ],
   [
     'tag, notes and symref-alias pushes, and pruning, straight to the remote path',
-    () => `git tag v1 2>/dev/null; git push ${remote} v1; git notes add -m n 2>/dev/null; git push ${remote} 'refs/notes/*'; git push ${remote} HEAD:trunk; git fetch ${remote} --prune --prune-tags`,
+    () =>
+      `git tag v1 2>/dev/null; git push ${remote} v1; git notes add -m n 2>/dev/null; git push ${remote} 'refs/notes/*'; git push ${remote} HEAD:trunk; git fetch ${remote} --prune --prune-tags`,
   ],
   [
     'the network, the worker processes and the outside file system',
-    () => `bash -c 'echo > /dev/tcp/127.0.0.1/5439' && echo connected; ls /proc; cat /proc/1/cmdline; od -c /proc/@HOLDER@/environ; ls /; touch ${outside}/pwned-direct; echo x >> ${outside}/secret.txt; env`,
+    () =>
+      `bash -c 'echo > /dev/tcp/127.0.0.1/5439' && echo connected; ls /proc; cat /proc/1/cmdline; od -c /proc/@HOLDER@/environ; ls /; touch ${outside}/pwned-direct; echo x >> ${outside}/secret.txt; env`,
   ],
 ];
 
@@ -159,7 +184,10 @@ describe('the sandbox alone holds (no classifier)', () => {
   test('control: without the sandbox the first escape reads the worker environment', async () => {
     const control = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'sbx-control-')));
     try {
-      const out = execFileSync('sh', ['-c', `cat /proc/${holder.pid}/environ | base64 -w0`], { cwd: control, encoding: 'utf8' });
+      const out = execFileSync('sh', ['-c', `cat /proc/${holder.pid}/environ | base64 -w0`], {
+        cwd: control,
+        encoding: 'utf8',
+      });
       expect(leakedPieces(out).length).toBeGreaterThan(0);
     } finally {
       rmSync(control, { recursive: true, force: true });
@@ -170,7 +198,10 @@ describe('the sandbox alone holds (no classifier)', () => {
     // A second, plain workspace folder in the same checkout (the first one has become a repository).
     const plain = path.join(host, '.data', 'workspaces', 'agent-2');
     mkdirSync(plain, { recursive: true });
-    const result = await runProgram(['sh', '-c', `git rev-parse --show-toplevel; git status; ls ${host}; ls -a ..; echo HOME=$HOME`], { cwd: plain, timeoutMs: 30_000 });
+    const result = await runProgram(
+      ['sh', '-c', `git rev-parse --show-toplevel; git status; ls ${host}; ls -a ..; echo HOME=$HOME`],
+      { cwd: plain, timeoutMs: 30_000 },
+    );
     expect(result.stderr).toMatch(/not a git repository/);
     expect(result.stdout).not.toContain('README.md');
     expect(result.stdout).not.toContain('.env');
@@ -179,7 +210,9 @@ describe('the sandbox alone holds (no classifier)', () => {
 
   test('the workspace is writable, /usr is not, /tmp is private', async () => {
     const marker = `sbx-tmp-${randomUUID()}`;
-    const result = await unjudged(`echo ok > in-workspace.txt && touch /tmp/${marker} && ls /tmp; touch /usr/pwned; echo done`);
+    const result = await unjudged(
+      `echo ok > in-workspace.txt && touch /tmp/${marker} && ls /tmp; touch /usr/pwned; echo done`,
+    );
     expect(readFileSync(path.join(workspace, 'in-workspace.txt'), 'utf8')).toBe('ok\n');
     expect(result.stdout).toContain(marker);
     expect(existsSync(path.join('/tmp', marker))).toBe(false);
@@ -201,7 +234,11 @@ describe('resource limits stop runaway commands and say what stopped them', () =
     expect(describeStatus(result)).toMatch(/^killed: process limit of 64 processes reached/);
     // The process that ran it carries on, and the next command runs normally.
     const after = await runInvocation(['echo', 'still here'], { cwd: workspace });
-    expect({ stdout: after.stdout, stderr: after.stderr, exitCode: after.exitCode }).toEqual({ stdout: 'still here\n', stderr: '', exitCode: 0 });
+    expect({ stdout: after.stdout, stderr: after.stderr, exitCode: after.exitCode }).toEqual({
+      stdout: 'still here\n',
+      stderr: '',
+      exitCode: 0,
+    });
   });
 
   test('a 10 GB write is stopped at the file size limit', async () => {
@@ -238,14 +275,20 @@ describe('no sandbox, no tools (unless the operator opts out, loudly)', () => {
   test('bubblewrap missing: the command is refused with a clear error, nothing runs', async () => {
     process.env[BWRAP_PATH_SETTING] = '/nonexistent/bwrap';
     forgetSandboxCheck();
-    await expect(runInvocation(['touch', 'ran-unsandboxed'], { cwd: workspace })).rejects.toThrow(SandboxUnavailableError);
-    await expect(runInvocation(['touch', 'ran-unsandboxed'], { cwd: workspace })).rejects.toThrow(/tool sandbox unavailable: bubblewrap is not installed .*AGENTS_SANDBOX=off/);
+    await expect(runInvocation(['touch', 'ran-unsandboxed'], { cwd: workspace })).rejects.toThrow(
+      SandboxUnavailableError,
+    );
+    await expect(runInvocation(['touch', 'ran-unsandboxed'], { cwd: workspace })).rejects.toThrow(
+      /tool sandbox unavailable: bubblewrap is not installed .*AGENTS_SANDBOX=off/,
+    );
     expect(existsSync(path.join(workspace, 'ran-unsandboxed'))).toBe(false);
   });
 
   test('an unknown setting is an error, not a downgrade', async () => {
     process.env[SANDBOX_SETTING] = 'maybe';
-    await expect(runInvocation(['true'], { cwd: workspace })).rejects.toThrow(/AGENTS_SANDBOX="maybe" is not a valid setting/);
+    await expect(runInvocation(['true'], { cwd: workspace })).rejects.toThrow(
+      /AGENTS_SANDBOX="maybe" is not a valid setting/,
+    );
   });
 
   test('AGENTS_SANDBOX=off runs unsandboxed with a loud warning', async () => {
@@ -266,7 +309,9 @@ describe('redaction runs before truncation', () => {
     for (const offset of [-20, -7, -1, 0, 1, 7, 19]) {
       const buffer = new HeadTailBuffer(1_000, [KEY_SECRET]);
       // The head keeps 400 characters: put the secret across that cut.
-      buffer.push(Buffer.from(`${'a'.repeat(400 + offset - Math.floor(KEY_SECRET.length / 2))}${KEY_SECRET}${'b'.repeat(5_000)}`));
+      buffer.push(
+        Buffer.from(`${'a'.repeat(400 + offset - Math.floor(KEY_SECRET.length / 2))}${KEY_SECRET}${'b'.repeat(5_000)}`),
+      );
       const result = buffer.finish();
       expect(result.truncated).toBe(true);
       expect(leakedPieces(result.text)).toEqual([]);

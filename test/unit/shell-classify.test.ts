@@ -244,7 +244,7 @@ describe('deny: destructive, code-execution or governance-evading', () => {
     "git config filter.x.clean 'touch pwned'",
     "git config --file .git/config core.pager 'touch pwned'",
     "git config set core.fsmonitor 'touch pwned'",
-    "git config include.path evil.cfg",
+    'git config include.path evil.cfg',
     'git config --rename-section foo alias',
     // unknown subcommands (repository aliases can be !sh) and tool runners
     'git st',

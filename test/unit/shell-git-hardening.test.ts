@@ -178,7 +178,11 @@ describe('repository config cannot make allowed git commands run programs', () =
     git(repo, 'add', 'g.txt');
     await expectControlFires(repo, 'commit', '-q', '-m', 'control');
     await fs.writeFile(path.join(repo, 'g.txt'), 'y\n');
-    for (const args of [['add', 'g.txt'], ['commit', '-q', '-m', 'hooked'], ['checkout', '-q', '-b', 'topic']]) {
+    for (const args of [
+      ['add', 'g.txt'],
+      ['commit', '-q', '-m', 'hooked'],
+      ['checkout', '-q', '-b', 'topic'],
+    ]) {
       const result = await hardened(repo, ...args);
       expect(result.exitCode).toBe(0);
       expect(existsSync(marker)).toBe(false);
@@ -234,7 +238,12 @@ describe('repository config cannot make allowed git commands run programs', () =
     git(repo, 'config', 'remote.origin.uploadpack', `touch ${marker}; git-upload-pack`);
     git(repo, 'config', 'remote.origin.receivepack', `touch ${marker}; git-receive-pack`);
     await expectControlFires(repo, 'fetch', 'origin');
-    for (const args of [['fetch', 'origin'], ['ls-remote', 'origin'], ['push', 'origin', 'main:topic'], ['remote', 'show', 'origin']]) {
+    for (const args of [
+      ['fetch', 'origin'],
+      ['ls-remote', 'origin'],
+      ['push', 'origin', 'main:topic'],
+      ['remote', 'show', 'origin'],
+    ]) {
       await expect(runInvocation(['git', ...args], { cwd: repo })).rejects.toBeInstanceOf(GitHardeningError);
     }
     expect((await hardened(repo, 'status')).exitCode).toBe(0);
@@ -359,7 +368,11 @@ describe('push refspecs are made explicit', () => {
     git(remote, 'update-ref', '-d', 'refs/heads/main');
 
     // The sandbox shows git only the remotes it is given (the workspace's recorded ones).
-    const result = await runInvocation(['git', 'push', 'origin', 'feature'], { cwd: repo, timeoutMs: 20_000, remotes: [{ kind: 'path', path: remote, writable: true }] });
+    const result = await runInvocation(['git', 'push', 'origin', 'feature'], {
+      cwd: repo,
+      timeoutMs: 20_000,
+      remotes: [{ kind: 'path', path: remote, writable: true }],
+    });
     expect(result.exitCode).toBe(0);
     expect(git(remote, 'branch', '--format=%(refname:short)')).toBe('feature\n');
   });

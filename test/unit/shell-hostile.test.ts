@@ -15,7 +15,9 @@ let marker: string;
 beforeEach(async () => {
   workspace = await fs.mkdtemp(path.join(os.tmpdir(), 'shell-hostile-'));
   marker = path.join(workspace, 'pwned');
-  execFileSync('git', ['init', '-q', workspace], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  execFileSync('git', ['init', '-q', workspace], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
 });
 
 afterEach(async () => {
@@ -25,7 +27,12 @@ afterEach(async () => {
 /** What a naive tool would do: hand the string to bash. */
 function throughRealShell(command: string): void {
   try {
-    execFileSync('/bin/bash', ['-c', command], { cwd: workspace, stdio: 'ignore', timeout: 10_000, env: { PATH: '/usr/bin:/bin', HOME: workspace } });
+    execFileSync('/bin/bash', ['-c', command], {
+      cwd: workspace,
+      stdio: 'ignore',
+      timeout: 10_000,
+      env: { PATH: '/usr/bin:/bin', HOME: workspace },
+    });
   } catch {
     // Only the side effect matters.
   }
@@ -147,10 +154,13 @@ describe('look-alikes and invisible characters', () => {
 });
 
 describe('destructive commands are denied, never run', () => {
-  it.each(['rm -rf /', 'rm -rf .', 'sudo rm -rf /', 'git push --force origin main', 'git push origin +main'])('%s', async (command) => {
-    const verdict = await throughGovernance(command);
-    expect(verdict.tier).toBe('deny');
-  });
+  it.each(['rm -rf /', 'rm -rf .', 'sudo rm -rf /', 'git push --force origin main', 'git push origin +main'])(
+    '%s',
+    async (command) => {
+      const verdict = await throughGovernance(command);
+      expect(verdict.tier).toBe('deny');
+    },
+  );
 
   it('a denied invocation hidden in an && list is caught', async () => {
     const verdict = await throughGovernance(`echo ok && git push --force origin x && touch ${M}`);

@@ -32,8 +32,17 @@ describe('parseCommand: strings that reduce to clean invocations', () => {
     ['echo ""', [['echo', '']]],
     ['"ls" -l', [['ls', '-l']]],
     ['echo "café ☕"', [['echo', 'café ☕']]],
-    ["find . -name '*.ts' -exec grep -l x {} ';'", [['find', '.', '-name', '*.ts', '-exec', 'grep', '-l', 'x', '{}', ';']]],
-    ['git add -A && git commit -m "wip"', [['git', 'add', '-A'], ['git', 'commit', '-m', 'wip']]],
+    [
+      "find . -name '*.ts' -exec grep -l x {} ';'",
+      [['find', '.', '-name', '*.ts', '-exec', 'grep', '-l', 'x', '{}', ';']],
+    ],
+    [
+      'git add -A && git commit -m "wip"',
+      [
+        ['git', 'add', '-A'],
+        ['git', 'commit', '-m', 'wip'],
+      ],
+    ],
     ['a && b && c', [['a'], ['b'], ['c']]],
     ['ls \\\n  -la', [['ls', '-la']]],
     ['  ls   -la  ', [['ls', '-la']]],

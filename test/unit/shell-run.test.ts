@@ -69,7 +69,13 @@ async function waitUntilNone(duration: string, withinMs: number): Promise<boolea
 describe('runInvocation', () => {
   it('runs argv without a shell and captures output and exit code', async () => {
     const result = await runInvocation(['echo', 'a; touch pwned', '$(touch pwned)'], { cwd: workspace });
-    expect(result).toMatchObject({ exitCode: 0, signal: null, stdout: 'a; touch pwned $(touch pwned)\n', timedOut: false, cancelled: false });
+    expect(result).toMatchObject({
+      exitCode: 0,
+      signal: null,
+      stdout: 'a; touch pwned $(touch pwned)\n',
+      timedOut: false,
+      cancelled: false,
+    });
     expect(existsSync(path.join(workspace, 'pwned'))).toBe(false);
   });
 
@@ -119,7 +125,9 @@ describe('runInvocation', () => {
     await expect(runInvocation(['git', 'push', '--force', 'origin', 'x'], { cwd: workspace })).rejects.toBeInstanceOf(
       ShellCommandDeniedError,
     );
-    await expect(runInvocation(['sh', '-c', `touch ${workspace}/pwned`], { cwd: workspace })).rejects.toThrow(/inline shell script/);
+    await expect(runInvocation(['sh', '-c', `touch ${workspace}/pwned`], { cwd: workspace })).rejects.toThrow(
+      /inline shell script/,
+    );
     expect(existsSync(path.join(workspace, 'pwned'))).toBe(false);
   });
 
@@ -181,7 +189,10 @@ describe('runInvocation', () => {
   it('returns at once when the signal is already aborted, without running anything', async () => {
     const controller = new AbortController();
     controller.abort();
-    const result = await runInvocation(['touch', path.join(workspace, 'pwned')], { cwd: workspace, signal: controller.signal });
+    const result = await runInvocation(['touch', path.join(workspace, 'pwned')], {
+      cwd: workspace,
+      signal: controller.signal,
+    });
     expect(result.cancelled).toBe(true);
     expect(existsSync(path.join(workspace, 'pwned'))).toBe(false);
   });
@@ -213,7 +224,11 @@ describe('executeShellCommand', () => {
   it('runs invocations in order and stops at the first failure, like &&', async () => {
     const marker = path.join(workspace, 'after-failure');
     const execution = await executeShellCommand(
-      [['echo', 'one'], ['ls', 'missing-file'], ['touch', marker]],
+      [
+        ['echo', 'one'],
+        ['ls', 'missing-file'],
+        ['touch', marker],
+      ],
       { cwd: workspace },
     );
     expect(execution.succeeded).toBe(false);
@@ -222,17 +237,30 @@ describe('executeShellCommand', () => {
   });
 
   it('succeeds when every invocation exits 0', async () => {
-    const execution = await executeShellCommand([['echo', 'one'], ['echo', 'two']], { cwd: workspace });
+    const execution = await executeShellCommand(
+      [
+        ['echo', 'one'],
+        ['echo', 'two'],
+      ],
+      { cwd: workspace },
+    );
     expect(execution.succeeded).toBe(true);
     expect(execution.steps.map((step) => step.result.stdout)).toEqual(['one\n', 'two\n']);
   });
 
   it('applies one deadline to the whole sequence', async () => {
     const started = Date.now();
-    const execution = await executeShellCommand([['sleep', '0.2'], ['sleep', '30'], ['echo', 'never']], {
-      cwd: workspace,
-      timeoutMs: 600,
-    });
+    const execution = await executeShellCommand(
+      [
+        ['sleep', '0.2'],
+        ['sleep', '30'],
+        ['echo', 'never'],
+      ],
+      {
+        cwd: workspace,
+        timeoutMs: 600,
+      },
+    );
     expect(Date.now() - started).toBeLessThan(CANCELLATION_BUDGET_MS);
     expect(execution.succeeded).toBe(false);
     expect(execution.steps).toHaveLength(2);

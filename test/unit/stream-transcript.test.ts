@@ -1,7 +1,15 @@
 import { applyStreamEvent, emptyTranscript, transcriptText, type StreamEvent } from '../../workflows/stream-contract';
 
 let seq = 0;
-const ev = (kind: StreamEvent['kind'], fields: Partial<StreamEvent> = {}): StreamEvent => ({ streamId: 's', seq: ++seq, kind, attempt: 1, part: 0, createdAt: new Date(0), ...fields });
+const ev = (kind: StreamEvent['kind'], fields: Partial<StreamEvent> = {}): StreamEvent => ({
+  streamId: 's',
+  seq: ++seq,
+  kind,
+  attempt: 1,
+  part: 0,
+  createdAt: new Date(0),
+  ...fields,
+});
 
 describe('folding a run stream into text', () => {
   beforeEach(() => {
@@ -10,7 +18,14 @@ describe('folding a run stream into text', () => {
 
   test('deltas of a step concatenate in order; steps are separated', () => {
     const t = emptyTranscript();
-    for (const e of [ev('step-start', { stepKey: 'a' }), ev('delta', { stepKey: 'a', text: 'Hel' }), ev('delta', { stepKey: 'a', text: 'lo' }), ev('step-end', { stepKey: 'a' }), ev('delta', { stepKey: 'b', text: 'Bye' })]) applyStreamEvent(t, e);
+    for (const e of [
+      ev('step-start', { stepKey: 'a' }),
+      ev('delta', { stepKey: 'a', text: 'Hel' }),
+      ev('delta', { stepKey: 'a', text: 'lo' }),
+      ev('step-end', { stepKey: 'a' }),
+      ev('delta', { stepKey: 'b', text: 'Bye' }),
+    ])
+      applyStreamEvent(t, e);
     expect(transcriptText(t)).toBe('Hello\n\nBye');
     expect(t.steps[0]!.ended).toBe(true);
     expect(t.lastSeq).toBe(5);

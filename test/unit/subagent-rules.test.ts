@@ -17,7 +17,8 @@ describe('sub-agent rules (seed D1-5)', () => {
   test('the aggregate iteration allowance is shared: 10 children get 10 each, one child is capped at the single cap', () => {
     expect(subagentIterationCap(10)).toBe(SUBAGENT_MAX_AGGREGATE_ITERATIONS / 10);
     expect(subagentIterationCap(1)).toBe(SUBAGENT_MAX_TOOL_ITERATIONS);
-    for (let n = 1; n <= 10; n++) expect(subagentIterationCap(n) * n).toBeLessThanOrEqual(SUBAGENT_MAX_AGGREGATE_ITERATIONS);
+    for (let n = 1; n <= 10; n++)
+      expect(subagentIterationCap(n) * n).toBeLessThanOrEqual(SUBAGENT_MAX_AGGREGATE_ITERATIONS);
   });
 
   test('children share what the tree has left, keeping one share for the parent; no budget, no share', () => {
@@ -33,7 +34,15 @@ describe('sub-agent rules (seed D1-5)', () => {
     const long = 'x'.repeat(2_000);
     const reports: SubagentReport[] = Array.from({ length: 10 }, (_, i) =>
       i % 2 === 0
-        ? { workflowId: `w-sub-${i + 1}`, task: long, status: 'completed', result: long, iterations: 1, capped: false, costUsd: 0 }
+        ? {
+            workflowId: `w-sub-${i + 1}`,
+            task: long,
+            status: 'completed',
+            result: long,
+            iterations: 1,
+            capped: false,
+            costUsd: 0,
+          }
         : { workflowId: `w-sub-${i + 1}`, task: 'small', status: 'failed', error: long, costUsd: 0 },
     );
     const text = formatSubagentReports(reports);
@@ -50,9 +59,15 @@ describe('sub-agent rules (seed D1-5)', () => {
     expect(tooMany.success).toBe(false);
     expect(JSON.stringify(tooMany.error?.issues)).toContain('at most 10 sub-agents run in parallel; none was started');
     expect(spawnSubagents.schema.safeParse({ subagents: [{ task: '  ' }] }).success).toBe(false);
-    expect(spawnSubagents.schema.safeParse({ subagents: [{ task: 'a', context: 'b'.repeat(SUBAGENT_BRIEF_MAX_CHARS) }] }).success).toBe(false);
+    expect(
+      spawnSubagents.schema.safeParse({ subagents: [{ task: 'a', context: 'b'.repeat(SUBAGENT_BRIEF_MAX_CHARS) }] })
+        .success,
+    ).toBe(false);
     expect(subagentBriefs('spawn_subagent', { task: 'a', context: ' ' })).toEqual([{ task: 'a' }]);
-    expect(subagentBriefs('spawn_subagents', { subagents: [{ task: 'a' }, { task: 'b', context: 'c' }] })).toEqual([{ task: 'a' }, { task: 'b', context: 'c' }]);
+    expect(subagentBriefs('spawn_subagents', { subagents: [{ task: 'a' }, { task: 'b', context: 'c' }] })).toEqual([
+      { task: 'a' },
+      { task: 'b', context: 'c' },
+    ]);
   });
 });
 
@@ -72,6 +87,8 @@ describe('the CLI view of a tree budget', () => {
       '  task-t-r1: $0.2500 (cap $0.5000) · held',
       '  task-t-r1-sub-1: $2.0000 (cap $0.1500) · held',
     ]);
-    expect(describeBudget({ limitUsd: null, spentUsd: 0, held: false, nodes: [] })).toBe('tree: $0.0000 spent of no limit');
+    expect(describeBudget({ limitUsd: null, spentUsd: 0, held: false, nodes: [] })).toBe(
+      'tree: $0.0000 spent of no limit',
+    );
   });
 });

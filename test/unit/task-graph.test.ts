@@ -19,6 +19,8 @@ describe('task graph rules', () => {
 
   test('only completed (or archived) dependencies release a task; failed ones keep it blocked', () => {
     expect(['completed', 'archived'].map(isDependencySatisfied)).toEqual([true, true]);
-    expect(['pending', 'in_progress', 'blocked', 'review', 'failed', 'cancelled', 'rejected'].some(isDependencySatisfied)).toBe(false);
+    expect(
+      ['pending', 'in_progress', 'blocked', 'review', 'failed', 'cancelled', 'rejected'].some(isDependencySatisfied),
+    ).toBe(false);
   });
 });

@@ -36,7 +36,17 @@ const DOCUMENTED: Array<[TaskState, TaskState, string]> = [
 
 describe('task state machine', () => {
   test('has the nine states of seed D1', () => {
-    expect([...TASK_STATES].sort()).toEqual(['archived', 'blocked', 'cancelled', 'completed', 'failed', 'in_progress', 'pending', 'rejected', 'review']);
+    expect([...TASK_STATES].sort()).toEqual([
+      'archived',
+      'blocked',
+      'cancelled',
+      'completed',
+      'failed',
+      'in_progress',
+      'pending',
+      'rejected',
+      'review',
+    ]);
   });
 
   test.each(DOCUMENTED)('%s → %s is allowed (%s)', (from, to) => {
@@ -56,11 +66,15 @@ describe('task state machine', () => {
 
   test('an illegal transition is refused with an error that names the allowed targets', () => {
     expect(() => transition('completed', 'in_progress')).toThrow(InvalidTaskTransitionError);
-    expect(() => transition('review', 'failed')).toThrow('illegal task transition review → failed; allowed from review: completed, in_progress, cancelled');
+    expect(() => transition('review', 'failed')).toThrow(
+      'illegal task transition review → failed; allowed from review: completed, in_progress, cancelled',
+    );
     expect(() => transition('archived', 'pending')).toThrow('allowed from archived: none (terminal)');
     // An ApplicationFailure, non-retryable: thrown in a workflow it fails the workflow instead of hanging it.
     expect(() => transition('pending', 'review')).toThrow(ApplicationFailure);
-    expect(() => transition('pending', 'review')).toThrow(expect.objectContaining({ type: INVALID_TRANSITION_ERROR, nonRetryable: true, from: 'pending', to: 'review' }));
+    expect(() => transition('pending', 'review')).toThrow(
+      expect.objectContaining({ type: INVALID_TRANSITION_ERROR, nonRetryable: true, from: 'pending', to: 'review' }),
+    );
   });
 
   test('terminal states are completed, failed, rejected, cancelled and archived; archived leads nowhere', () => {

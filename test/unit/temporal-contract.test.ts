@@ -8,7 +8,19 @@ import { renderTemporalContract, TEMPORAL_CONTRACT_FILE, temporalContractDocumen
  * and it accepts a real start and refuses a wrong one.
  */
 describe('the Temporal contract as JSON Schema', () => {
-  const doc = temporalContractDocument() as { workflows: Record<string, { input: object; result: object; queries: Record<string, { result: object }>; signals: Record<string, { args: object[] }>; updates: Record<string, { args: object[]; result: object }> }>; enums: Record<string, string[]> };
+  const doc = temporalContractDocument() as {
+    workflows: Record<
+      string,
+      {
+        input: object;
+        result: object;
+        queries: Record<string, { result: object }>;
+        signals: Record<string, { args: object[] }>;
+        updates: Record<string, { args: object[]; result: object }>;
+      }
+    >;
+    enums: Record<string, string[]>;
+  };
 
   test('the committed copy is up to date', () => {
     expect(readFileSync(TEMPORAL_CONTRACT_FILE, 'utf8')).toBe(renderTemporalContract());
@@ -35,7 +47,15 @@ describe('the Temporal contract as JSON Schema', () => {
       }
     }
     expect(names).toEqual(
-      expect.arrayContaining(['taskWorkflow query status', 'taskWorkflow signal approvalDecision', 'taskWorkflow signal reviewDecision', 'taskWorkflow signal comment', 'taskWorkflow update decideApproval', 'agentWorkflow update deliver', 'agentWorkflow query mailbox']),
+      expect.arrayContaining([
+        'taskWorkflow query status',
+        'taskWorkflow signal approvalDecision',
+        'taskWorkflow signal reviewDecision',
+        'taskWorkflow signal comment',
+        'taskWorkflow update decideApproval',
+        'agentWorkflow update deliver',
+        'agentWorkflow query mailbox',
+      ]),
     );
     expect(doc.enums.TaskPhase).toContain('awaiting-approval');
     expect(doc.enums.TaskState).toContain('review');

@@ -34,7 +34,14 @@ describe('web_fetch address policy', () => {
     expect(verdict.ok ? '' : verdict.reason).toContain(words);
   });
 
-  test.each(['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2002:808:808::1', '64:ff9b::808:808'])('%s (public) passes', (address) => {
+  test.each([
+    '93.184.215.14',
+    '8.8.8.8',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '2002:808:808::1',
+    '64:ff9b::808:808',
+  ])('%s (public) passes', (address) => {
     expect(closed.check(address)).toEqual({ ok: true });
   });
 
@@ -65,8 +72,16 @@ describe('web_fetch address policy', () => {
     expect(plain.search).toBeUndefined();
     expect(plain.policy.check('127.0.0.1').ok).toBe(false);
     expect(webToolsConfigFromEnv({ WEB_FETCH: 'off' }).fetchEnabled).toBe(false);
-    const configured = webToolsConfigFromEnv({ WEB_SEARCH_PROVIDER: 'brave', WEB_SEARCH_API_KEY: 'bsa-test-key', WEB_FETCH_ALLOW: '127.0.0.1/32' });
-    expect(configured.search).toEqual({ kind: 'brave', url: 'https://api.search.brave.com/res/v1/web/search', apiKey: 'bsa-test-key' });
+    const configured = webToolsConfigFromEnv({
+      WEB_SEARCH_PROVIDER: 'brave',
+      WEB_SEARCH_API_KEY: 'bsa-test-key',
+      WEB_FETCH_ALLOW: '127.0.0.1/32',
+    });
+    expect(configured.search).toEqual({
+      kind: 'brave',
+      url: 'https://api.search.brave.com/res/v1/web/search',
+      apiKey: 'bsa-test-key',
+    });
     expect(configured.policy.check('127.0.0.1')).toEqual({ ok: true });
   });
 });

@@ -21,10 +21,18 @@ describe('web page to Markdown', () => {
   });
 
   test('a page that is no article still gives its text; plain text and JSON pass as they are; binary is not read', () => {
-    const list = pageToMarkdown(Buffer.from('<html><body><ul><li><a href="/a">A</a></li></ul><script>x()</script></body></html>'), 'text/html; charset=utf-8', 'http://h.example/');
+    const list = pageToMarkdown(
+      Buffer.from('<html><body><ul><li><a href="/a">A</a></li></ul><script>x()</script></body></html>'),
+      'text/html; charset=utf-8',
+      'http://h.example/',
+    );
     expect(list?.markdown).toMatch(/^-\s+\[A\]\(http:\/\/h\.example\/a\)$/);
     expect(pageToMarkdown(Buffer.from('{"a":1}'), 'application/json', 'http://h.example/')?.markdown).toBe('{"a":1}');
-    expect(pageToMarkdown(Buffer.from('caf\xe9', 'latin1'), 'text/plain; charset=iso-8859-1', 'http://h.example/')?.markdown).toBe('café');
-    expect(pageToMarkdown(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0]), 'image/png', 'http://h.example/')).toBeUndefined();
+    expect(
+      pageToMarkdown(Buffer.from('caf\xe9', 'latin1'), 'text/plain; charset=iso-8859-1', 'http://h.example/')?.markdown,
+    ).toBe('café');
+    expect(
+      pageToMarkdown(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0]), 'image/png', 'http://h.example/'),
+    ).toBeUndefined();
   });
 });

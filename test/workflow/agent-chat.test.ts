@@ -18,7 +18,11 @@ async function collect(events: AsyncIterable<ChatEvent>): Promise<ChatEvent[]> {
 /** Agent workflows live for ever: end the ones a test started, so the shared dev server stays tidy. */
 async function endAgents(h: Harness): Promise<void> {
   const agents = await h.db.db.selectFrom('mailbox_items').select('agent_id').distinct().execute();
-  for (const { agent_id } of agents) await h.temporal.workflow.getHandle(agentWorkflowId(agent_id)).terminate('test finished').catch(() => undefined);
+  for (const { agent_id } of agents)
+    await h.temporal.workflow
+      .getHandle(agentWorkflowId(agent_id))
+      .terminate('test finished')
+      .catch(() => undefined);
 }
 
 const lastUserText = (r: RecordedRequest): string => JSON.stringify(r.body.messages).slice(-400);
@@ -50,7 +54,12 @@ describe.each(['anthropic', 'openai'] as const)('chatting with an agent on %s', 
     expect(first.at(-1)).toMatchObject({ type: 'end', stoppedBy: 'answer' });
 
     const second = await collect(conv.chat(agentId, 'do you remember me?', { from: { type: 'human', id: 'ann' } }));
-    expect(second.filter((e) => e.type === 'delta').map((e) => (e as { text: string }).text).join('')).toBe(SECOND_ANSWER);
+    expect(
+      second
+        .filter((e) => e.type === 'delta')
+        .map((e) => (e as { text: string }).text)
+        .join(''),
+    ).toBe(SECOND_ANSWER);
     // The second request carries the first exchange: same session, only the new message added.
     const secondRequest = h.llm.requests.at(-1)!;
     const history = JSON.stringify(secondRequest.body.messages);
@@ -85,27 +94,46 @@ describe('the mailbox refuses bad input and triages by the seed’s rules', () =
     await h.close();
   });
 
-  const countItems = async (agentId: string) => (await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', agentId).execute()).length;
+  const countItems = async (agentId: string) =>
+    (await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', agentId).execute()).length;
 
   test('unknown agent, empty or oversized text, unknown channel or task: a clear error and nothing stored', async () => {
-    await expect(conv.deliver('nobody-here', { kind: 'chat', from: { type: 'human', id: 'ann' }, text: 'hi' })).rejects.toThrow(UnknownAgentError);
-    await expect(conv.deliver('nobody-here', { kind: 'chat', from: { type: 'human', id: 'ann' }, text: 'hi' })).rejects.toThrow(/unknown agent "nobody-here"/);
+    await expect(
+      conv.deliver('nobody-here', { kind: 'chat', from: { type: 'human', id: 'ann' }, text: 'hi' }),
+    ).rejects.toThrow(UnknownAgentError);
+    await expect(
+      conv.deliver('nobody-here', { kind: 'chat', from: { type: 'human', id: 'ann' }, text: 'hi' }),
+    ).rejects.toThrow(/unknown agent "nobody-here"/);
 
     const agentId = await h.createAgent();
     const human = { type: 'human' as const, id: 'ann' };
     await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: '   ' })).rejects.toThrow(/text is empty/);
-    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'x'.repeat(MAILBOX_TEXT_MAX_CHARS + 1) })).rejects.toThrow(/the limit is 32000/);
+    await expect(
+      conv.deliver(agentId, { kind: 'chat', from: human, text: 'x'.repeat(MAILBOX_TEXT_MAX_CHARS + 1) }),
+    ).rejects.toThrow(/the limit is 32000/);
     // PostgreSQL cannot store a NUL: refused at once by the validator (it used to fail the write ten times, about a minute).
     const nulAt = Date.now();
-    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'a\u0000b' })).rejects.toThrow(/text contains a NUL character \(U\+0000\)/);
+    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'a\u0000b' })).rejects.toThrow(
+      /text contains a NUL character \(U\+0000\)/,
+    );
     expect(Date.now() - nulAt).toBeLessThan(10_000);
-    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'room:team-1' })).rejects.toThrow(/unknown channel "room:team-1"/);
-    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'group:team-1' })).rejects.toThrow(/unknown group "team-1"/);
-    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'task:no-such-task' })).rejects.toThrow(DeliveryRejectedError);
-    await expect(conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'task:no-such-task' })).rejects.toThrow(/unknown task "no-such-task"/);
+    await expect(
+      conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'room:team-1' }),
+    ).rejects.toThrow(/unknown channel "room:team-1"/);
+    await expect(
+      conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'group:team-1' }),
+    ).rejects.toThrow(/unknown group "team-1"/);
+    await expect(
+      conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'task:no-such-task' }),
+    ).rejects.toThrow(DeliveryRejectedError);
+    await expect(
+      conv.deliver(agentId, { kind: 'chat', from: human, text: 'hi', channel: 'task:no-such-task' }),
+    ).rejects.toThrow(/unknown task "no-such-task"/);
     // The workflow's own validator refuses what a raw Temporal client sends, before any history is written.
     const handle = h.temporal.workflow.getHandle(agentWorkflowId(agentId));
-    await expect(handle.executeUpdate(deliverUpdate, { args: [{ kind: 'chat', from: human, text: '' }] })).rejects.toMatchObject({
+    await expect(
+      handle.executeUpdate(deliverUpdate, { args: [{ kind: 'chat', from: human, text: '' }] }),
+    ).rejects.toMatchObject({
       cause: { type: 'InvalidDelivery', message: expect.stringMatching(/text is empty/) },
     });
     expect(await countItems(agentId)).toBe(0);
@@ -126,38 +154,84 @@ describe('the mailbox refuses bad input and triages by the seed’s rules', () =
         hungOnce = true;
         return { kind: 'hang' };
       }
-      return { kind: 'message', content: [{ type: 'text', text: `answered ${r.body.messages ? 'ok' : ''}` }], stopReason: 'end_turn' };
+      return {
+        kind: 'message',
+        content: [{ type: 'text', text: `answered ${r.body.messages ? 'ok' : ''}` }],
+        stopReason: 'end_turn',
+      };
     });
     try {
       const bob = { type: 'agent' as const, id: 'bob' };
-      const message = await conv.deliver(agentId, { kind: 'message', from: bob, text: 'PING FROM BOB', channel: 'dm:a2a:bob' });
-      await eventually(async () => ((await conv.mailbox(agentId)).focus?.itemId === message.itemId ? true : undefined), 'the message to be in focus');
+      const message = await conv.deliver(agentId, {
+        kind: 'message',
+        from: bob,
+        text: 'PING FROM BOB',
+        channel: 'dm:a2a:bob',
+      });
+      await eventually(
+        async () => ((await conv.mailbox(agentId)).focus?.itemId === message.itemId ? true : undefined),
+        'the message to be in focus',
+      );
       await eventually(() => hungOnce, 'the message’s LLM call');
 
-      const low = await conv.deliver(agentId, { kind: 'notification', from: { type: 'system', id: 'ci' }, text: 'nightly build green', priority: 'low' });
-      const queuedMessage = await conv.deliver(agentId, { kind: 'message', from: bob, text: 'second note from bob', channel: 'dm:a2a:bob' });
-      const duplicate = await conv.deliver(agentId, { kind: 'message', from: bob, text: 'third note from bob', channel: 'dm:a2a:bob' });
+      const low = await conv.deliver(agentId, {
+        kind: 'notification',
+        from: { type: 'system', id: 'ci' },
+        text: 'nightly build green',
+        priority: 'low',
+      });
+      const queuedMessage = await conv.deliver(agentId, {
+        kind: 'message',
+        from: bob,
+        text: 'second note from bob',
+        channel: 'dm:a2a:bob',
+      });
+      const duplicate = await conv.deliver(agentId, {
+        kind: 'message',
+        from: bob,
+        text: 'third note from bob',
+        channel: 'dm:a2a:bob',
+      });
       expect(duplicate).toMatchObject({ status: 'merged', mergedInto: queuedMessage.itemId });
 
-      const urgent = await conv.deliver(agentId, { kind: 'chat', from: { type: 'human', id: 'ann' }, text: 'urgent: stop and answer me' });
+      const urgent = await conv.deliver(agentId, {
+        kind: 'chat',
+        from: { type: 'human', id: 'ann' },
+        text: 'urgent: stop and answer me',
+      });
       let view = await conv.mailbox(agentId);
       const byId = (id: string) => view.items.find((i) => i.itemId === id)!;
       expect(byId(low.itemId)).toMatchObject({ decision: 'wait', priority: 3 });
-      expect(byId(urgent.itemId)).toMatchObject({ decision: 'preempt', reason: expect.stringMatching(/^R1: preempts message/) });
+      expect(byId(urgent.itemId)).toMatchObject({
+        decision: 'preempt',
+        reason: expect.stringMatching(/^R1: preempts message/),
+      });
       expect(byId(duplicate.itemId)).toMatchObject({ status: 'merged', decision: 'merge' });
       expect(byId(queuedMessage.itemId).mergedCount).toBe(1);
 
-      view = await eventually(async () => {
-        const v = await conv.mailbox(agentId);
-        return v.attention === 'idle' && v.items.every((i) => ['completed', 'merged'].includes(i.status)) ? v : undefined;
-      }, 'every item handled', 60_000);
+      view = await eventually(
+        async () => {
+          const v = await conv.mailbox(agentId);
+          return v.attention === 'idle' && v.items.every((i) => ['completed', 'merged'].includes(i.status))
+            ? v
+            : undefined;
+        },
+        'every item handled',
+        60_000,
+      );
       expect(view.counters).toMatchObject({ preempted: 1, merged: 1 });
       // Order of handling: the urgent chat before the preempted message (picked again) and the low item last.
-      const rows = await h.db.db.selectFrom('mailbox_items').select(['id', 'status', 'updated_at', 'text']).where('agent_id', '=', agentId).execute();
+      const rows = await h.db.db
+        .selectFrom('mailbox_items')
+        .select(['id', 'status', 'updated_at', 'text'])
+        .where('agent_id', '=', agentId)
+        .execute();
       const doneAt = (id: string) => rows.find((r) => r.id === id)!.updated_at.getTime();
       expect(doneAt(urgent.itemId)).toBeLessThan(doneAt(message.itemId));
       expect(doneAt(message.itemId)).toBeLessThan(doneAt(low.itemId));
-      expect(rows.find((r) => r.id === queuedMessage.itemId)!.text).toBe('second note from bob\n\n---\n\nthird note from bob');
+      expect(rows.find((r) => r.id === queuedMessage.itemId)!.text).toBe(
+        'second note from bob\n\n---\n\nthird note from bob',
+      );
     } finally {
       h.llm.setResponder(undefined);
     }

@@ -7,8 +7,14 @@ import { submitTurn, toolTurn, useHarness } from '../support/harness';
 import { lastToolResults, ScriptedAgents } from './task-support';
 
 /** git as a person without any global identity (the worker's situation on a fresh machine). */
-const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
+const GIT_ENV = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  HOME: os.tmpdir(),
+};
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', args, { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
 
 /** Agents commit as themselves: a workspace repository gets the agent's identity unless it has one. */
 describe("an agent's git identity", () => {
@@ -24,7 +30,12 @@ describe("an agent's git identity", () => {
     const agents = new ScriptedAgents(h.llm);
     const workspaceDir = path.join(scratch, 'fresh');
     const agentId = `committer-${Date.now()}`;
-    await h.client.upsertAgent({ id: agentId, name: 'Cora Committer', files: { soul: 's', agents: 'a', heartbeat: '', tools: '' }, workspaceDir });
+    await h.client.upsertAgent({
+      id: agentId,
+      name: 'Cora Committer',
+      files: { soul: 's', agents: 'a', heartbeat: '', tools: '' },
+      workspaceDir,
+    });
     const taskId = agents.task([
       toolTurn('shell_execute', { command: 'git init -q -b main' }),
       toolTurn('file_write', { path: 'notes.md', content: 'first notes' }),
@@ -35,13 +46,22 @@ describe("an agent's git identity", () => {
     await h.client.startTask({ agentId, taskId, title: 'Commit', description: 'commit the notes' });
     // `git init` (and possibly others) ask a person first: approve whatever is asked until the review.
     for (;;) {
-      const status = await h.waitForStatus(taskId, (s) => s.state === 'review' || s.pendingApprovals.length > 0, 60_000);
+      const status = await h.waitForStatus(
+        taskId,
+        (s) => s.state === 'review' || s.pendingApprovals.length > 0,
+        60_000,
+      );
       if (status.state === 'review') break;
-      for (const pending of status.pendingApprovals) await h.client.decideApproval(taskId, { requestId: pending.requestId, decision: 'approved', decidedBy: 'ana' }).catch(() => undefined);
+      for (const pending of status.pendingApprovals)
+        await h.client
+          .decideApproval(taskId, { requestId: pending.requestId, decision: 'approved', decidedBy: 'ana' })
+          .catch(() => undefined);
     }
     const results = lastToolResults(agents.requests(taskId).at(-1)!);
     expect(JSON.stringify(results)).not.toMatch(/Author identity unknown|Please tell me who you are/);
-    expect(git(workspaceDir, 'log', '-1', '--format=%an <%ae>|%s')).toBe(`Cora Committer <${agentId}@agents.localhost>|Add notes`);
+    expect(git(workspaceDir, 'log', '-1', '--format=%an <%ae>|%s')).toBe(
+      `Cora Committer <${agentId}@agents.localhost>|Add notes`,
+    );
   }, 90_000);
 
   test('`git init && git add && git commit` in one call commits as the agent (the repository made by the first step gets the identity before the next)', async () => {
@@ -50,7 +70,12 @@ describe("an agent's git identity", () => {
     const agents = new ScriptedAgents(h.llm);
     const workspaceDir = path.join(scratch, 'one-call');
     const agentId = `one-call-${Date.now()}`;
-    await h.client.upsertAgent({ id: agentId, name: 'Olga Onecall', files: { soul: 's', agents: 'a', heartbeat: '', tools: '' }, workspaceDir });
+    await h.client.upsertAgent({
+      id: agentId,
+      name: 'Olga Onecall',
+      files: { soul: 's', agents: 'a', heartbeat: '', tools: '' },
+      workspaceDir,
+    });
     const taskId = agents.task([
       toolTurn('file_write', { path: 'notes.md', content: 'first notes' }),
       toolTurn('shell_execute', { command: 'git init -q -b main && git add notes.md && git commit -q -m "Add notes"' }),
@@ -58,12 +83,23 @@ describe("an agent's git identity", () => {
     ]);
     await h.client.startTask({ agentId, taskId, title: 'Commit in one call', description: 'commit the notes' });
     for (;;) {
-      const status = await h.waitForStatus(taskId, (s) => s.state === 'review' || s.pendingApprovals.length > 0, 60_000);
+      const status = await h.waitForStatus(
+        taskId,
+        (s) => s.state === 'review' || s.pendingApprovals.length > 0,
+        60_000,
+      );
       if (status.state === 'review') break;
-      for (const pending of status.pendingApprovals) await h.client.decideApproval(taskId, { requestId: pending.requestId, decision: 'approved', decidedBy: 'ana' }).catch(() => undefined);
+      for (const pending of status.pendingApprovals)
+        await h.client
+          .decideApproval(taskId, { requestId: pending.requestId, decision: 'approved', decidedBy: 'ana' })
+          .catch(() => undefined);
     }
-    expect(JSON.stringify(lastToolResults(agents.requests(taskId).at(-1)!))).not.toMatch(/Author identity unknown|Please tell me who you are/);
-    expect(git(workspaceDir, 'log', '-1', '--format=%an <%ae>|%s')).toBe(`Olga Onecall <${agentId}@agents.localhost>|Add notes`);
+    expect(JSON.stringify(lastToolResults(agents.requests(taskId).at(-1)!))).not.toMatch(
+      /Author identity unknown|Please tell me who you are/,
+    );
+    expect(git(workspaceDir, 'log', '-1', '--format=%an <%ae>|%s')).toBe(
+      `Olga Onecall <${agentId}@agents.localhost>|Add notes`,
+    );
   }, 90_000);
 
   test('an identity the repository already has is kept; the address domain is configurable; a bad domain is refused', async () => {
@@ -75,12 +111,23 @@ describe("an agent's git identity", () => {
     const nested = path.join(configured, 'clone');
     mkdirSync(nested);
     git(nested, 'init', '-q');
-    const identity = agentGitIdentity({ id: 'rev', name: 'Rev Reviewer' }, { AGENTS_GIT_EMAIL_DOMAIN: 'bots.example.org' });
+    const identity = agentGitIdentity(
+      { id: 'rev', name: 'Rev Reviewer' },
+      { AGENTS_GIT_EMAIL_DOMAIN: 'bots.example.org' },
+    );
     expect(identity).toEqual({ name: 'Rev Reviewer', email: 'rev@bots.example.org' });
     expect(await applyGitIdentity(configured, identity)).toEqual([nested]);
-    expect([git(configured, 'config', 'user.name'), git(configured, 'config', 'user.email')]).toEqual(['Ops Person', 'ops@example.com']);
-    expect([git(nested, 'config', 'user.name'), git(nested, 'config', 'user.email')]).toEqual(['Rev Reviewer', 'rev@bots.example.org']);
-    expect(() => agentGitIdentity({ id: 'rev', name: 'R' }, { AGENTS_GIT_EMAIL_DOMAIN: 'not a domain; rm -rf' })).toThrow(/AGENTS_GIT_EMAIL_DOMAIN must be a domain name/);
+    expect([git(configured, 'config', 'user.name'), git(configured, 'config', 'user.email')]).toEqual([
+      'Ops Person',
+      'ops@example.com',
+    ]);
+    expect([git(nested, 'config', 'user.name'), git(nested, 'config', 'user.email')]).toEqual([
+      'Rev Reviewer',
+      'rev@bots.example.org',
+    ]);
+    expect(() =>
+      agentGitIdentity({ id: 'rev', name: 'R' }, { AGENTS_GIT_EMAIL_DOMAIN: 'not a domain; rm -rf' }),
+    ).toThrow(/AGENTS_GIT_EMAIL_DOMAIN must be a domain name/);
   });
 
   test('a `.git` that is a link or a gitdir file (it could lead outside the workspace) is left alone', async () => {

@@ -1,14 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import { agentWorkflowId, ConversationClient, DeliveryRejectedError } from '../../client/chat';
-import { AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR, agentCommentRoom, deliverAgentComment, deliverCommentMentions } from '../../activities/mailbox/mentions';
-import { GROUP_MAX_AGENT_DEPTH, GROUP_TURN_AGENT_MESSAGE_BUDGET, GROUP_TURN_DELIVERY_BUDGET } from '../../workflows/rules/group';
+import {
+  AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR,
+  agentCommentRoom,
+  deliverAgentComment,
+  deliverCommentMentions,
+} from '../../activities/mailbox/mentions';
+import {
+  GROUP_MAX_AGENT_DEPTH,
+  GROUP_TURN_AGENT_MESSAGE_BUDGET,
+  GROUP_TURN_DELIVERY_BUDGET,
+} from '../../workflows/rules/group';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { eventually } from '../support/eventually';
 import { useHarness } from '../support/harness';
 import { requestMessagesText, requestSystemText, requestToolNames } from '../support/requests';
 
-const text = (t: string): ScriptedResponse => ({ kind: 'message', content: [{ type: 'text', text: t }], stopReason: 'end_turn' });
-const toolCall = (name: string, input: Record<string, unknown>): ScriptedResponse => ({ kind: 'message', content: [{ type: 'tool_use', name, input }], stopReason: 'tool_use' });
+const text = (t: string): ScriptedResponse => ({
+  kind: 'message',
+  content: [{ type: 'text', text: t }],
+  stopReason: 'end_turn',
+});
+const toolCall = (name: string, input: Record<string, unknown>): ScriptedResponse => ({
+  kind: 'message',
+  content: [{ type: 'tool_use', name, input }],
+  stopReason: 'tool_use',
+});
 /** Tool results in the request after the last group message: how far the agent is in answering it. */
 const toolResultsSinceGroupMessage = (r: RecordedRequest): number => {
   const messages = r.body.messages as unknown[];
@@ -26,7 +43,11 @@ describe('group chat', () => {
     worker: true,
     beforeClose: async () => {
       h.llm.setResponder(undefined);
-      for (const id of agents) await h.temporal.workflow.getHandle(agentWorkflowId(id)).terminate('test finished').catch(() => undefined);
+      for (const id of agents)
+        await h.temporal.workflow
+          .getHandle(agentWorkflowId(id))
+          .terminate('test finished')
+          .catch(() => undefined);
     },
   });
   let conv: ConversationClient;
@@ -39,25 +60,43 @@ describe('group chat', () => {
     await conv.createGroup(group, [...agents.map((id) => ({ type: 'agent' as const, id })), ann], 'ann');
   });
 
-  const groupItems = () => h.db.db.selectFrom('mailbox_items').selectAll().where('channel', '=', `group:${group}`).orderBy('created_at').execute();
+  const groupItems = () =>
+    h.db.db
+      .selectFrom('mailbox_items')
+      .selectAll()
+      .where('channel', '=', `group:${group}`)
+      .orderBy('created_at')
+      .execute();
   /** Every member agent idle and every group item handled, twice in a row half a second apart with nothing new. */
   const settled = async (what: string) => {
     let last = '';
-    return eventually(async () => {
-      const items = await groupItems();
-      const idle = (await Promise.all(agents.map((a) => conv.mailbox(a).catch(() => undefined)))).every((v) => !v || v.attention === 'idle');
-      const key = `${items.length}/${(await conv.group(group)).messages.length}/${h.llm.requests.length}`;
-      const done = idle && items.every((i) => ['completed', 'merged', 'dropped'].includes(i.status)) && key === last;
-      last = key;
-      return done ? items : undefined;
-    }, what, 90_000, 500);
+    return eventually(
+      async () => {
+        const items = await groupItems();
+        const idle = (await Promise.all(agents.map((a) => conv.mailbox(a).catch(() => undefined)))).every(
+          (v) => !v || v.attention === 'idle',
+        );
+        const key = `${items.length}/${(await conv.group(group)).messages.length}/${h.llm.requests.length}`;
+        const done = idle && items.every((i) => ['completed', 'merged', 'dropped'].includes(i.status)) && key === last;
+        last = key;
+        return done ? items : undefined;
+      },
+      what,
+      90_000,
+      500,
+    );
   };
 
   test('3 agents and 1 human: agents that always @mention each other still stop within the turn’s budgets', async () => {
     // Every agent answers and @mentions the two others: without the group rules this never ends.
     h.llm.setResponder((r) => {
       const { agent } = lastTurn(r);
-      return text(`${agent} agrees. ${agents.filter((a) => a !== agent).map((a) => `@${a}`).join(' ')} what do you think?`);
+      return text(
+        `${agent} agrees. ${agents
+          .filter((a) => a !== agent)
+          .map((a) => `@${a}`)
+          .join(' ')} what do you think?`,
+      );
     });
     const before = h.llm.requests.length;
     const posted = await conv.postToGroup(group, ann, 'hello team, shall we ship on Friday?');
@@ -106,7 +145,12 @@ describe('group chat', () => {
     const afterMention = (await groupItems()).slice(beforeItems);
     expect(afterMention.map((i) => [i.agent_id, i.kind])).toEqual([[first, 'mention']]);
     const answer = (await conv.group(group)).messages.find((m) => m.replyTo === mention.id);
-    expect(answer).toMatchObject({ from: { type: 'agent', id: first }, text: `${first}: summary done`, depth: 1, deliveredTo: [] });
+    expect(answer).toMatchObject({
+      from: { type: 'agent', id: first },
+      text: `${first}: summary done`,
+      depth: 1,
+      deliveredTo: [],
+    });
     expect(answer!.routing).toMatch(/no mention is delivered to no agent/);
     expect(h.llm.requests.length - beforeRequests).toBe(1);
 
@@ -123,7 +167,9 @@ describe('group chat', () => {
     for (const r of h.llm.requests.slice(beforeRequests)) {
       expect(requestSystemText(r)).toContain('### Group chat');
       expect(requestSystemText(r)).not.toContain('### Chat');
-      expect(requestToolNames(r)).toEqual(expect.arrayContaining(['agent_send_group_message', 'agent_list_group_chats', 'notify_user']));
+      expect(requestToolNames(r)).toEqual(
+        expect.arrayContaining(['agent_send_group_message', 'agent_list_group_chats', 'notify_user']),
+      );
       expect(requestToolNames(r)).not.toContain('file_write');
     }
   }, 120_000);
@@ -192,20 +238,34 @@ describe('group chat', () => {
     expect(requests).toHaveLength(3);
     expect(requestMessagesText(requests[1]!)).toContain(`unknown group \\"${other}\\": create it first`);
     expect(requestMessagesText(requests[2]!)).toContain(`Created group:${other}`);
-    expect((await conv.group(other)).members).toEqual(expect.arrayContaining([{ type: 'agent', id: first }, { type: 'agent', id: second }, { type: 'human', id: 'ann' }]));
+    expect((await conv.group(other)).members).toEqual(
+      expect.arrayContaining([
+        { type: 'agent', id: first },
+        { type: 'agent', id: second },
+        { type: 'human', id: 'ann' },
+      ]),
+    );
   }, 90_000);
 
   test('bad input: unknown group, a non-member, an unknown agent, a direct delivery to a group the agent is not in', async () => {
     await expect(conv.postToGroup('no-such-group', ann, 'hi')).rejects.toThrow(/unknown group "no-such-group"/);
-    await expect(conv.postToGroup(group, { type: 'human', id: 'mallory' }, 'hi')).rejects.toThrow(/human:mallory is not a member/);
+    await expect(conv.postToGroup(group, { type: 'human', id: 'mallory' }, 'hi')).rejects.toThrow(
+      /human:mallory is not a member/,
+    );
     await expect(conv.postToGroup(group, ann, '  ')).rejects.toThrow(DeliveryRejectedError);
     await expect(conv.postToGroup(group, ann, 'a\u0000b')).rejects.toThrow(/text contains a NUL character/);
     await expect(conv.createGroup(group, [{ type: 'agent', id: agents[0]! }])).rejects.toThrow(/already exists/);
-    await expect(conv.createGroup('other', [{ type: 'agent', id: 'nobody-here' }])).rejects.toThrow(/unknown agent "nobody-here"/);
+    await expect(conv.createGroup('other', [{ type: 'agent', id: 'nobody-here' }])).rejects.toThrow(
+      /unknown agent "nobody-here"/,
+    );
     const outsider = await h.createAgent();
     agents.push(outsider);
-    await expect(conv.deliver(outsider, { kind: 'chat', from: ann, text: 'hi', channel: `group:${group}` })).rejects.toThrow(/is not a member of group/);
-    expect(await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', outsider).execute()).toEqual([]);
+    await expect(
+      conv.deliver(outsider, { kind: 'chat', from: ann, text: 'hi', channel: `group:${group}` }),
+    ).rejects.toThrow(/is not a member of group/);
+    expect(await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', outsider).execute()).toEqual(
+      [],
+    );
   }, 60_000);
 
   test('task comments: each @mentioned agent (not the assignee, not the author, not an unknown name) answers in the task thread', async () => {
@@ -214,19 +274,49 @@ describe('group chat', () => {
       const body = JSON.stringify(r.body.messages);
       if (body.includes('[MENTION in a comment')) return text('mentioned and answering');
       if (body.includes('[COMMENT on task')) return text('assignee answering');
-      return { kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'done' } }], stopReason: 'tool_use' };
+      return {
+        kind: 'message',
+        content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'done' } }],
+        stopReason: 'tool_use',
+      };
     });
-    const { taskId } = await h.client.startTask({ agentId: assignee, title: 'Plan the release', description: 'plan it' });
-    await eventually(() => h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst(), 'the task to be stored');
-    const { itemId, mentioned } = await conv.comment(taskId, `@${b} and @${c}, please check; @${assignee} FYI; @nobody-here too. @${b} again`, ann);
+    const { taskId } = await h.client.startTask({
+      agentId: assignee,
+      title: 'Plan the release',
+      description: 'plan it',
+    });
+    await eventually(
+      () => h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst(),
+      'the task to be stored',
+    );
+    const { itemId, mentioned } = await conv.comment(
+      taskId,
+      `@${b} and @${c}, please check; @${assignee} FYI; @nobody-here too. @${b} again`,
+      ann,
+    );
     expect(mentioned).toEqual([b, c]);
 
-    const answers = await eventually(async () => {
-      const events = (await h.client.events(taskId)).filter((e) => e.type === 'comment-answered');
-      return events.length >= 3 ? events : undefined;
-    }, 'three threaded answers', 60_000);
-    const mentions = await h.db.db.selectFrom('mailbox_items').selectAll().where('kind', '=', 'mention').where('task_id', '=', taskId).orderBy('agent_id').execute();
-    expect(mentions.map((m) => [m.agent_id, m.channel, m.reply_to])).toEqual([[b, `task:${taskId}`, itemId], [c, `task:${taskId}`, itemId]].sort((x, y) => x[0]!.localeCompare(y[0]!)));
+    const answers = await eventually(
+      async () => {
+        const events = (await h.client.events(taskId)).filter((e) => e.type === 'comment-answered');
+        return events.length >= 3 ? events : undefined;
+      },
+      'three threaded answers',
+      60_000,
+    );
+    const mentions = await h.db.db
+      .selectFrom('mailbox_items')
+      .selectAll()
+      .where('kind', '=', 'mention')
+      .where('task_id', '=', taskId)
+      .orderBy('agent_id')
+      .execute();
+    expect(mentions.map((m) => [m.agent_id, m.channel, m.reply_to])).toEqual(
+      [
+        [b, `task:${taskId}`, itemId],
+        [c, `task:${taskId}`, itemId],
+      ].sort((x, y) => x[0]!.localeCompare(y[0]!)),
+    );
     expect(answers.map((e) => e.data).sort((x, y) => String(x.from).localeCompare(String(y.from)))).toEqual(
       [
         { replyTo: itemId, from: assignee, text: 'assignee answering' },
@@ -244,24 +334,55 @@ describe('group chat', () => {
       if (body.includes('[MENTION in a comment')) return text('checked the plan');
       if (!body.includes(taskId)) return text('[NO_RESPONSE]');
       const done = (body.match(/"tool_result"/g) ?? []).length;
-      if (done === 0) return toolCall('task_comment', { task_id: taskId, text: `@${b} please double-check the plan. @${assignee} and @nobody-here are skipped; @${b} again` });
+      if (done === 0)
+        return toolCall('task_comment', {
+          task_id: taskId,
+          text: `@${b} please double-check the plan. @${assignee} and @nobody-here are skipped; @${b} again`,
+        });
       return toolCall('task_submit_review', { summary: 'plan written, b asked to check' });
     });
-    await h.client.startTask({ agentId: assignee, taskId, title: 'Plan with a check', description: 'plan it and ask for a check' });
+    await h.client.startTask({
+      agentId: assignee,
+      taskId,
+      title: 'Plan with a check',
+      description: 'plan it and ask for a check',
+    });
     await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
-    const answered = await eventually(async () => (await h.client.events(taskId)).find((e) => e.type === 'comment-answered'), 'the mentioned agent to answer', 60_000);
+    const answered = await eventually(
+      async () => (await h.client.events(taskId)).find((e) => e.type === 'comment-answered'),
+      'the mentioned agent to answer',
+      60_000,
+    );
 
     const comment = (await h.client.events(taskId)).find((e) => e.type === 'comment-added')!;
     expect(comment.data).toMatchObject({ from: `agent:${assignee}` });
-    const mentions = await h.db.db.selectFrom('mailbox_items').selectAll().where('kind', '=', 'mention').where('task_id', '=', taskId).execute();
-    expect(mentions.map((m) => [m.agent_id, m.from_type, m.from_id, m.channel, m.reply_to])).toEqual([[b, 'agent', assignee, `task:${taskId}`, comment.data.commentId]]);
+    const mentions = await h.db.db
+      .selectFrom('mailbox_items')
+      .selectAll()
+      .where('kind', '=', 'mention')
+      .where('task_id', '=', taskId)
+      .execute();
+    expect(mentions.map((m) => [m.agent_id, m.from_type, m.from_id, m.channel, m.reply_to])).toEqual([
+      [b, 'agent', assignee, `task:${taskId}`, comment.data.commentId],
+    ]);
     expect(answered.data).toEqual({ replyTo: mentions[0]!.id, from: b, text: 'checked the plan' });
     // The mention was answered in the comment_response scenario.
-    const mentionRequest = h.llm.requests.find((r) => requestMessagesText(r).includes('[MENTION in a comment') && requestMessagesText(r).includes(taskId))!;
+    const mentionRequest = h.llm.requests.find(
+      (r) => requestMessagesText(r).includes('[MENTION in a comment') && requestMessagesText(r).includes(taskId),
+    )!;
     expect(requestSystemText(mentionRequest)).toContain('### Comment response');
     // The tool told the author who was asked.
-    expect(h.llm.requests.some((r) => requestMessagesText(r).includes(`asked ${b} to answer in the thread`))).toBe(true);
-    expect(await h.db.db.selectFrom('mailbox_items').select('id').where('agent_id', '=', c).where('task_id', '=', taskId).execute()).toEqual([]);
+    expect(h.llm.requests.some((r) => requestMessagesText(r).includes(`asked ${b} to answer in the thread`))).toBe(
+      true,
+    );
+    expect(
+      await h.db.db
+        .selectFrom('mailbox_items')
+        .select('id')
+        .where('agent_id', '=', c)
+        .where('task_id', '=', taskId)
+        .execute(),
+    ).toEqual([]);
   }, 90_000);
 
   test("an agent's task_comment on another agent's task reaches the assignee's mailbox and is answered in the thread", async () => {
@@ -272,7 +393,8 @@ describe('group chat', () => {
       const body = requestMessagesText(r);
       if (body.includes('[COMMENT on task') && body.includes(taskId)) return text('yes, the plan is final');
       if (body.includes(conversation)) {
-        if (!body.includes('tool_result')) return toolCall('task_comment', { task_id: taskId, text: 'is the plan final?' });
+        if (!body.includes('tool_result'))
+          return toolCall('task_comment', { task_id: taskId, text: 'is the plan final?' });
         return text('asked');
       }
       if (body.includes(taskId)) return toolCall('task_submit_review', { summary: 'plan written' });
@@ -280,46 +402,126 @@ describe('group chat', () => {
     });
     await h.client.startTask({ agentId: assignee, taskId, title: 'Plan to check', description: 'write the plan' });
     await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
-    for await (const e of conv.chat(commenter, `${conversation}: ask about the plan on task ${taskId}`, { from: ann })) void e;
+    for await (const e of conv.chat(commenter, `${conversation}: ask about the plan on task ${taskId}`, { from: ann }))
+      void e;
 
-    const answered = await eventually(async () => (await h.client.events(taskId)).find((e) => e.type === 'comment-answered'), 'the assignee to answer', 60_000);
-    const items = await h.db.db.selectFrom('mailbox_items').selectAll().where('kind', '=', 'comment').where('task_id', '=', taskId).execute();
-    expect(items.map((i) => [i.agent_id, i.from_type, i.from_id, i.text])).toEqual([[assignee, 'agent', commenter, 'is the plan final?']]);
+    const answered = await eventually(
+      async () => (await h.client.events(taskId)).find((e) => e.type === 'comment-answered'),
+      'the assignee to answer',
+      60_000,
+    );
+    const items = await h.db.db
+      .selectFrom('mailbox_items')
+      .selectAll()
+      .where('kind', '=', 'comment')
+      .where('task_id', '=', taskId)
+      .execute();
+    expect(items.map((i) => [i.agent_id, i.from_type, i.from_id, i.text])).toEqual([
+      [assignee, 'agent', commenter, 'is the plan final?'],
+    ]);
     expect(answered.data).toEqual({ replyTo: items[0]!.id, from: assignee, text: 'yes, the plan is final' });
-    expect(h.llm.requests.some((r) => requestMessagesText(r).includes(`${assignee} sees it in its next step and answers in the thread`))).toBe(true);
+    expect(
+      h.llm.requests.some((r) =>
+        requestMessagesText(r).includes(`${assignee} sees it in its next step and answers in the thread`),
+      ),
+    ).toBe(true);
   }, 90_000);
 
   test("agents' comments on one task stop at the hourly budget; the hour before does not count", async () => {
     const [assignee, b, c] = agents as [string, string, string];
     h.llm.setResponder(() => toolCall('task_submit_review', { summary: 'ok' }));
     const { taskId } = await h.client.startTask({ agentId: assignee, title: 'Budgeted', description: 'x' });
-    await eventually(() => h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst(), 'the task to be stored');
+    await eventually(
+      () => h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst(),
+      'the task to be stored',
+    );
     const row = (i: number, minutesAgo: number) => ({
-      id: `budget-${taskId}-${minutesAgo}-${i}`, agent_id: b, kind: 'mention', from_type: 'agent', from_id: c, channel: `task:${taskId}`, text: 'x',
-      thread_id: 'x', task_id: taskId, priority: 1, status: 'completed', decision: 'pick', created_at: new Date(Date.now() - minutesAgo * 60_000),
+      id: `budget-${taskId}-${minutesAgo}-${i}`,
+      agent_id: b,
+      kind: 'mention',
+      from_type: 'agent',
+      from_id: c,
+      channel: `task:${taskId}`,
+      text: 'x',
+      thread_id: 'x',
+      task_id: taskId,
+      priority: 1,
+      status: 'completed',
+      decision: 'pick',
+      created_at: new Date(Date.now() - minutesAgo * 60_000),
     });
     // Older deliveries are outside the window; the last hour's fill the budget.
-    await h.db.db.insertInto('mailbox_items').values(Array.from({ length: 3 }, (_, i) => row(i, 61))).execute();
-    await h.db.db.insertInto('mailbox_items').values(Array.from({ length: AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR - 1 }, (_, i) => row(i, 5))).execute();
+    await h.db.db
+      .insertInto('mailbox_items')
+      .values(Array.from({ length: 3 }, (_, i) => row(i, 61)))
+      .execute();
+    await h.db.db
+      .insertInto('mailbox_items')
+      .values(Array.from({ length: AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR - 1 }, (_, i) => row(i, 5)))
+      .execute();
     expect(await agentCommentRoom(h.db.db, taskId)).toBe(1);
     await h.db.db.insertInto('mailbox_items').values(row(99, 1)).execute();
     expect(await agentCommentRoom(h.db.db, taskId)).toBe(0);
 
     const from = { type: 'agent' as const, id: c };
-    expect(await deliverCommentMentions(h.db.db, h.temporal, h.taskQueue, { taskId, text: `@${b} again?`, from, commentItemId: `budget-${taskId}`, skip: [assignee] })).toEqual([]);
-    expect(await deliverAgentComment(h.db.db, h.temporal, h.taskQueue, { taskId, assignee, fromAgentId: c, text: 'again?', commentId: `budget-${taskId}` })).toBeUndefined();
-    expect(await h.db.db.selectFrom('mailbox_items').select('id').where('task_id', '=', taskId).where('id', 'not like', 'budget-%').execute()).toEqual([]);
+    expect(
+      await deliverCommentMentions(h.db.db, h.temporal, h.taskQueue, {
+        taskId,
+        text: `@${b} again?`,
+        from,
+        commentItemId: `budget-${taskId}`,
+        skip: [assignee],
+      }),
+    ).toEqual([]);
+    expect(
+      await deliverAgentComment(h.db.db, h.temporal, h.taskQueue, {
+        taskId,
+        assignee,
+        fromAgentId: c,
+        text: 'again?',
+        commentId: `budget-${taskId}`,
+      }),
+    ).toBeUndefined();
+    expect(
+      await h.db.db
+        .selectFrom('mailbox_items')
+        .select('id')
+        .where('task_id', '=', taskId)
+        .where('id', 'not like', 'budget-%')
+        .execute(),
+    ).toEqual([]);
   }, 60_000);
 
   test('a task item without a task id starts a task for the agent, once', async () => {
     const [agent] = agents as [string];
-    h.llm.setResponder(() => ({ kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'notes written' } }], stopReason: 'tool_use' }));
-    const { itemId } = await conv.deliver(agent, { kind: 'task', from: ann, text: 'Write the release notes\nCover the group chat.' });
-    const item = await eventually(async () => (await conv.mailbox(agent)).items.find((i) => i.itemId === itemId && i.status === 'completed'), 'the task item to be handled', 60_000);
+    h.llm.setResponder(() => ({
+      kind: 'message',
+      content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'notes written' } }],
+      stopReason: 'tool_use',
+    }));
+    const { itemId } = await conv.deliver(agent, {
+      kind: 'task',
+      from: ann,
+      text: 'Write the release notes\nCover the group chat.',
+    });
+    const item = await eventually(
+      async () => (await conv.mailbox(agent)).items.find((i) => i.itemId === itemId && i.status === 'completed'),
+      'the task item to be handled',
+      60_000,
+    );
     expect(item.result).toBe(`started task mailbox-${itemId}`);
     const task = await h.waitForStatus(`mailbox-${itemId}`, (s) => s.state === 'review', 60_000);
     expect(task).toMatchObject({ state: 'review' });
-    const row = await h.db.db.selectFrom('tasks').selectAll().where('id', '=', `mailbox-${itemId}`).executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ agent_id: agent, title: 'Write the release notes', description: 'Write the release notes\nCover the group chat.', created_by: 'human:ann' });
+    const row = await h.db.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('id', '=', `mailbox-${itemId}`)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      agent_id: agent,
+      title: 'Write the release notes',
+      description: 'Write the release notes\nCover the group chat.',
+      created_by: 'human:ann',
+    });
   }, 90_000);
 });

@@ -41,12 +41,21 @@ describe('agent definitions are validated and get a workspace', () => {
     });
     await expect(bad).rejects.toThrow(InvalidAgentError);
     const message = await bad.catch((e: Error) => e.message);
-    for (const part of ['id: use 1-63 lowercase', 'name:', 'config.budgetUsd:', 'config.tier:', 'config.timezone: not an IANA timezone', 'surprise']) {
+    for (const part of [
+      'id: use 1-63 lowercase',
+      'name:',
+      'config.budgetUsd:',
+      'config.tier:',
+      'config.timezone: not an IANA timezone',
+      'surprise',
+    ]) {
       expect(message).toContain(part);
     }
     expect(existsSync(path.join(scratch, 'bad'))).toBe(false);
     writeFileSync(path.join(scratch, 'agent.json'), '{ "name": "x", ');
-    await expect(h.client.upsertAgentFromFolder(scratch, { id: 'json-agent', workspaceDir: path.join(scratch, 'j') })).rejects.toThrow(/agent\.json is not valid JSON/);
+    await expect(
+      h.client.upsertAgentFromFolder(scratch, { id: 'json-agent', workspaceDir: path.join(scratch, 'j') }),
+    ).rejects.toThrow(/agent\.json is not valid JSON/);
     rmSync(path.join(scratch, 'agent.json'));
   });
 
@@ -54,7 +63,12 @@ describe('agent definitions are validated and get a workspace', () => {
     await h.startWorker();
     const agents = new ScriptedAgents(h.llm);
     const workspaceDir = path.join(scratch, 'vanishing');
-    await h.client.upsertAgent({ id: 'vanishing-agent', name: 'Vanishing', files: { soul: 's', agents: 'a', heartbeat: '', tools: '' }, workspaceDir });
+    await h.client.upsertAgent({
+      id: 'vanishing-agent',
+      name: 'Vanishing',
+      files: { soul: 's', agents: 'a', heartbeat: '', tools: '' },
+      workspaceDir,
+    });
     rmSync(workspaceDir, { recursive: true });
     const taskId = agents.task([toolTurn('shell_execute', { command: 'ls' }), submitTurn('listed')]);
     await h.client.startTask({ agentId: 'vanishing-agent', taskId, title: 'List', description: 'ls the workspace' });

@@ -15,7 +15,8 @@ import { bodyText, lastToolResults, useScriptedHarness } from './task-support';
 describe('agent permissions', () => {
   const { h, agents } = useScriptedHarness();
 
-  const toolNames = (body: Record<string, unknown>): string[] => ((body.tools ?? []) as Array<{ name: string }>).map((t) => t.name).sort();
+  const toolNames = (body: Record<string, unknown>): string[] =>
+    ((body.tools ?? []) as Array<{ name: string }>).map((t) => t.name).sort();
 
   test('withheld tools are not offered, not named in the prompt, and a forged call is refused at dispatch', async () => {
     const restricted = await h.createAgent({ permissions: { shell: false, manageTasks: false } });
@@ -29,23 +30,37 @@ describe('agent permissions', () => {
     expect(offered).not.toContain('shell_execute');
     expect(offered).not.toContain('task_create');
     expect(offered).toEqual(expect.arrayContaining(['file_read', 'file_write', 'task_list', 'task_submit_review']));
-    expect(offered).toEqual([...toolsForAgent('task', { permissions: { shell: false, manageTasks: false } }).keys()].sort());
+    expect(offered).toEqual(
+      [...toolsForAgent('task', { permissions: { shell: false, manageTasks: false } }).keys()].sort(),
+    );
     // No prompt text (system, task prompt, tool descriptions) names a tool the agent was not given.
     const tools = toolsForAgent('task', { permissions: { shell: false, manageTasks: false } });
     const texts = [
       ...(first!.body.system as Array<{ text: string }>).map((s) => s.text),
-      ...((first!.body.messages ?? []) as Array<{ content: Array<{ type: string; text?: string }> | string }>).flatMap((m) =>
-        typeof m.content === 'string' ? [m.content] : m.content.flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])),
+      ...((first!.body.messages ?? []) as Array<{ content: Array<{ type: string; text?: string }> | string }>).flatMap(
+        (m) =>
+          typeof m.content === 'string'
+            ? [m.content]
+            : m.content.flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])),
       ),
       ...(first!.body.tools as Array<{ description: string }>).map((t) => t.description),
     ];
     expect(texts.join('\n')).toContain('## Current Scenario');
-    expect(texts.flatMap((t) => unofferedToolNames(t, new Set(tools.keys()), parameterNames(tools.values())))).toEqual([]);
+    expect(texts.flatMap((t) => unofferedToolNames(t, new Set(tools.keys()), parameterNames(tools.values())))).toEqual(
+      [],
+    );
     expect(bodyText(first!)).toContain('- shell: no');
 
     // The forged call: an error result, recorded in the ledger, and nothing ran.
-    expect(lastToolResults(second!)).toEqual([{ text: 'Unknown tool "shell_execute". Use only the tools you were given.', isError: true }]);
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'is_error']).where('session_id', '=', `task_${taskId}_r1`).where('tool', '=', 'shell_execute').execute();
+    expect(lastToolResults(second!)).toEqual([
+      { text: 'Unknown tool "shell_execute". Use only the tools you were given.', isError: true },
+    ]);
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['tool', 'is_error'])
+      .where('session_id', '=', `task_${taskId}_r1`)
+      .where('tool', '=', 'shell_execute')
+      .execute();
     expect(ledger).toEqual([{ tool: 'shell_execute', is_error: true }]);
     expect(existsSync(forged)).toBe(false);
   }, 90_000);
@@ -60,11 +75,25 @@ describe('agent permissions', () => {
     // The same prompt names the tools the restricted agent was denied: the check above can fail.
     const system = (request.body.system as Array<{ text: string }>).map((s) => s.text).join('\n');
     expect(system).toMatch(/task_create/);
-    expect(grantedPermissions({})).toEqual({ shell: true, writeFiles: true, manageTasks: true, contactHumans: true, messageAgents: true, manageGoals: true, canCallExternalTools: true });
+    expect(grantedPermissions({})).toEqual({
+      shell: true,
+      writeFiles: true,
+      manageTasks: true,
+      contactHumans: true,
+      messageAgents: true,
+      manageGoals: true,
+      canCallExternalTools: true,
+    });
   }, 90_000);
 
   test('messageAgents gates the A2A tools in every conversation scenario', () => {
-    const a2aTools = ['agent_send_message', 'agent_send_group_message', 'agent_list_group_chats', 'agent_create_group_chat', 'agent_list_colleagues'];
+    const a2aTools = [
+      'agent_send_message',
+      'agent_send_group_message',
+      'agent_list_group_chats',
+      'agent_create_group_chat',
+      'agent_list_colleagues',
+    ];
     for (const scenario of ['chat', 'a2a', 'comment_response', 'group_chat'] as const) {
       expect([...toolsForAgent(scenario, {}).keys()]).toEqual(expect.arrayContaining(a2aTools));
       const withheld = [...toolsForAgent(scenario, { permissions: { messageAgents: false } }).keys()];

@@ -19,16 +19,23 @@ describe('re-upserting an agent keeps its self-edits', () => {
     const runId = `run-${randomUUID()}`;
     const toolCallId = `call_${randomUUID().slice(0, 8)}`;
     await ensureSession(db, { id: runId, agentId, kind: 'heartbeat' });
-    await appendMessage(db, runId, assistantMessageKey(1, 0), { role: 'assistant', content: [{ type: 'tool_use', id: toolCallId, name: 'edit_agent_file', input }] });
-    const result = await executeToolCall({ agentId, sessionId: runId, attempt: 1, turn: 0, toolCallId }, toolsForScenario('heartbeat'), {
-      db,
-      agentId,
-      sessionId: runId,
-      workspaceDir: h.workspaceDir,
-      signal: new AbortController().signal,
-      agentConfig: {},
-      heartbeat: () => undefined,
+    await appendMessage(db, runId, assistantMessageKey(1, 0), {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: toolCallId, name: 'edit_agent_file', input }],
     });
+    const result = await executeToolCall(
+      { agentId, sessionId: runId, attempt: 1, turn: 0, toolCallId },
+      toolsForScenario('heartbeat'),
+      {
+        db,
+        agentId,
+        sessionId: runId,
+        workspaceDir: h.workspaceDir,
+        signal: new AbortController().signal,
+        agentConfig: {},
+        heartbeat: () => undefined,
+      },
+    );
     expect(result).toMatchObject({ kind: 'done', isError: false });
   }
 
@@ -43,13 +50,24 @@ describe('re-upserting an agent keeps its self-edits', () => {
     };
     const seeded = await h.client.upsertAgent(definition);
     // Before any self-edit the folder wins: a changed folder file is applied.
-    const refolded = await h.client.upsertAgent({ ...definition, files: { ...definition.files, agents: 'You keep the changelog and the release notes.' } });
+    const refolded = await h.client.upsertAgent({
+      ...definition,
+      files: { ...definition.files, agents: 'You keep the changelog and the release notes.' },
+    });
     expect(refolded.contentHash).not.toBe(seeded.contentHash);
 
-    await selfEdit(id, { name: 'SOUL.md', body: 'You write clearly and cite your sources.', etag: refolded.contentHash });
+    await selfEdit(id, {
+      name: 'SOUL.md',
+      body: 'You write clearly and cite your sources.',
+      etag: refolded.contentHash,
+    });
     const edited = await h.db.db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
-    const again = await h.client.upsertAgent({ ...definition, name: 'Scribe v2', config: { canEditOwnFiles: true, timezone: 'Europe/Berlin' } });
+    const again = await h.client.upsertAgent({
+      ...definition,
+      name: 'Scribe v2',
+      config: { canEditOwnFiles: true, timezone: 'Europe/Berlin' },
+    });
     expect(again.contentHash).toBe(edited.content_hash);
     const kept = await h.db.db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     expect(kept.soul_md).toBe('You write clearly and cite your sources.');
@@ -58,10 +76,19 @@ describe('re-upserting an agent keeps its self-edits', () => {
 
     const forced = await h.client.upsertAgent(definition, { force: true });
     const overwritten = await h.db.db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-    expect([overwritten.soul_md, overwritten.agents_md, forced.contentHash]).toEqual(['You write clearly.', 'You keep the changelog.', seeded.contentHash]);
+    expect([overwritten.soul_md, overwritten.agents_md, forced.contentHash]).toEqual([
+      'You write clearly.',
+      'You keep the changelog.',
+      seeded.contentHash,
+    ]);
     // After a forced upsert the folder is current again: the next plain re-upsert follows the folder.
-    const next = await h.client.upsertAgent({ ...definition, files: { ...definition.files, soul: 'You write tersely.' } });
+    const next = await h.client.upsertAgent({
+      ...definition,
+      files: { ...definition.files, soul: 'You write tersely.' },
+    });
     expect(next.contentHash).not.toBe(seeded.contentHash);
-    expect((await h.db.db.selectFrom('agents').select('soul_md').where('id', '=', id).executeTakeFirstOrThrow()).soul_md).toBe('You write tersely.');
+    expect(
+      (await h.db.db.selectFrom('agents').select('soul_md').where('id', '=', id).executeTakeFirstOrThrow()).soul_md,
+    ).toBe('You write tersely.');
   });
 });

@@ -9,10 +9,18 @@ import { activitySummaries } from './task-support';
 /** Asks once to run a risky command, then submits once it has a tool result. */
 function scriptedAgent(request: RecordedRequest): ScriptedResponse {
   const body = JSON.stringify(request.body);
-  if (!Array.isArray(request.body.tools) || (request.body.tools as unknown[]).length === 0) return { kind: 'message', content: [{ type: 'text', text: 'Summary.' }], stopReason: 'end_turn' };
+  if (!Array.isArray(request.body.tools) || (request.body.tools as unknown[]).length === 0)
+    return { kind: 'message', content: [{ type: 'text', text: 'Summary.' }], stopReason: 'end_turn' };
   const taskId = /Task ID: ([0-9a-f-]{36})/.exec(body)?.[1] ?? 'unknown';
-  const input = body.includes('"tool_result"') ? { name: 'task_submit_review', input: { summary: 'pushed after two approvals' } } : { name: 'shell_execute', input: { command: `touch crash-${taskId}.txt` } };
-  return { kind: 'message', content: [{ type: 'tool_use', ...input }], stopReason: 'tool_use', usage: { inputTokens: 100, outputTokens: 20 } };
+  const input = body.includes('"tool_result"')
+    ? { name: 'task_submit_review', input: { summary: 'pushed after two approvals' } }
+    : { name: 'shell_execute', input: { command: `touch crash-${taskId}.txt` } };
+  return {
+    kind: 'message',
+    content: [{ type: 'tool_use', ...input }],
+    stopReason: 'tool_use',
+    usage: { inputTokens: 100, outputTokens: 20 },
+  };
 }
 
 /**
@@ -49,35 +57,77 @@ describe('an approval wait survives a worker killed with SIGKILL', () => {
     // Long enough that the vote and the kill come before it on a loaded machine: the timer must fire with no worker.
     const REMIND_AFTER_MS = 10_000;
     let worker = await startWorkerProcess();
-    const agentId = await h.createAgent({ approvals: { policies: [{ toolClass: 'shell', approvers: ['alice', 'bob'], quorum: 2, remind: { afterMs: REMIND_AFTER_MS }, expireAfterMs: 300_000 }] } });
+    const agentId = await h.createAgent({
+      approvals: {
+        policies: [
+          {
+            toolClass: 'shell',
+            approvers: ['alice', 'bob'],
+            quorum: 2,
+            remind: { afterMs: REMIND_AFTER_MS },
+            expireAfterMs: 300_000,
+          },
+        ],
+      },
+    });
     const { taskId } = await h.client.startTask({ agentId, title: 'Two approvals', description: 'push' });
-    const requestId = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals[0]!.requestId;
-    expect((await h.client.decideApproval(taskId, { requestId, decision: 'approved', decidedBy: 'alice' })).waitingFor).toMatch(/^1 of 2 approvals/);
+    const requestId = (await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1)).pendingApprovals[0]!
+      .requestId;
+    expect(
+      (await h.client.decideApproval(taskId, { requestId, decision: 'approved', decidedBy: 'alice' })).waitingFor,
+    ).toMatch(/^1 of 2 approvals/);
 
     // Kill once the round, having counted the vote, is waiting on its reminder timer again.
     const round = h.temporal.workflow.getHandle(`task-${taskId}-r1`);
-    const timerEvents = async () => ((await round.fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes || e.timerCanceledEventAttributes || e.timerFiredEventAttributes);
+    const timerEvents = async () =>
+      ((await round.fetchHistory()).events ?? []).filter(
+        (e) => e.timerStartedEventAttributes || e.timerCanceledEventAttributes || e.timerFiredEventAttributes,
+      );
     await eventually(async () => {
       const events = await timerEvents();
-      return events.length >= 3 && events.at(-1)!.timerStartedEventAttributes !== undefined && events.at(-1)!.timerStartedEventAttributes !== null;
+      return (
+        events.length >= 3 &&
+        events.at(-1)!.timerStartedEventAttributes !== undefined &&
+        events.at(-1)!.timerStartedEventAttributes !== null
+      );
     }, 'the round to wait on its timer after the first vote');
     expect((await h.client.getStatus(taskId)).pendingApprovals[0]!.wait!.remindersSent).toBe(0);
     const exited = new Promise((r) => worker.once('exit', r));
     worker.kill('SIGKILL');
     await exited;
     // The reminder's timer fires on the server while no worker runs.
-    await eventually(async () => (await timerEvents()).some((e) => e.timerFiredEventAttributes), 'the reminder timer to fire without a worker', 30_000);
+    await eventually(
+      async () => (await timerEvents()).some((e) => e.timerFiredEventAttributes),
+      'the reminder timer to fire without a worker',
+      30_000,
+    );
 
     worker = await startWorkerProcess();
-    const reminded = await h.waitForStatus(taskId, (s) => (s.pendingApprovals[0]?.wait?.remindersSent ?? 0) === 1, 60_000);
+    const reminded = await h.waitForStatus(
+      taskId,
+      (s) => (s.pendingApprovals[0]?.wait?.remindersSent ?? 0) === 1,
+      60_000,
+    );
     // Only bob is reminded: alice's vote survived the crash.
     expect(reminded.pendingApprovals[0]!.wait!.approvals.map((v) => v.by)).toEqual(['alice']);
-    expect(await h.db.db.selectFrom('approval_events').select(['kind', 'targets']).where('request_id', '=', requestId).where('kind', '=', 'reminded').execute()).toEqual([{ kind: 'reminded', targets: ['bob'] }]);
+    expect(
+      await h.db.db
+        .selectFrom('approval_events')
+        .select(['kind', 'targets'])
+        .where('request_id', '=', requestId)
+        .where('kind', '=', 'reminded')
+        .execute(),
+    ).toEqual([{ kind: 'reminded', targets: ['bob'] }]);
 
     await h.client.decideApproval(taskId, { requestId, decision: 'approved', decidedBy: 'bob' });
     await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
     expect(existsSync(path.join(h.workspaceDir, `crash-${taskId}.txt`))).toBe(true);
-    const events = await h.db.db.selectFrom('approval_events').select(['kind', 'actor', 'targets']).where('request_id', '=', requestId).orderBy('id').execute();
+    const events = await h.db.db
+      .selectFrom('approval_events')
+      .select(['kind', 'actor', 'targets'])
+      .where('request_id', '=', requestId)
+      .orderBy('id')
+      .execute();
     expect(events).toEqual([
       { kind: 'asked', actor: null, targets: ['alice', 'bob'] },
       { kind: 'approved', actor: 'alice', targets: [] },
@@ -88,9 +138,19 @@ describe('an approval wait survives a worker killed with SIGKILL', () => {
     const roundSummaries = activitySummaries((await round.fetchHistory()).events ?? []);
     expect(roundSummaries.filter((s) => s.startsWith('approval requested:'))).toHaveLength(1);
     expect(roundSummaries.filter((s) => s.startsWith('approval reminder'))).toEqual(['approval reminder 1 to bob']);
-    const notes = await h.db.db.selectFrom('notifications').select('title').where('task_id', '=', taskId).where('kind', '=', 'approval_request').execute();
+    const notes = await h.db.db
+      .selectFrom('notifications')
+      .select('title')
+      .where('task_id', '=', taskId)
+      .where('kind', '=', 'approval_request')
+      .execute();
     expect(notes.map((n) => n.title.split(':')[0]).sort()).toEqual(['Approval needed', 'Reminder']);
-    const ran = await h.db.db.selectFrom('tool_calls').select(['status', 'executions']).where('task_id', '=', taskId).where('tool', '=', 'shell_execute').execute();
+    const ran = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['status', 'executions'])
+      .where('task_id', '=', taskId)
+      .where('tool', '=', 'shell_execute')
+      .execute();
     expect(ran).toEqual([{ status: 'completed', executions: 1 }]);
   }, 180_000);
 });

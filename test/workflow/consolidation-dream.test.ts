@@ -5,7 +5,8 @@ import type { ConsolidationWorkflowResult } from '../../workflows/contract';
 import { DREAM_MAX_ENTRIES } from '../../workflows/rules/memory-limits';
 import { useHarness, textTurn } from '../support/harness';
 
-const REPORT = 'Today I finished the login fix and reviewed two pull requests. Nothing blocks me. Next I will start the billing export.';
+const REPORT =
+  'Today I finished the login fix and reviewed two pull requests. Nothing blocks me. Next I will start the billing export.';
 
 /** memoryConsolidationWorkflow: daily report, then the dream's plan validated and applied (or not). */
 describe('memory consolidation', () => {
@@ -31,15 +32,33 @@ describe('memory consolidation', () => {
     const agentId = await h.createAgent();
     const id = (i: number) => `obs_${agentId}_${i}`;
     for (let i = 0; i < n; i++) {
-      await saveObservation(h.db.db, agentId, { id: id(i), type: i % 2 ? 'fact' : 'note', tags: i < 10 ? ['domain:deploy'] : [], content: `observation number ${i}` });
+      await saveObservation(h.db.db, agentId, {
+        id: id(i),
+        type: i % 2 ? 'fact' : 'note',
+        tags: i < 10 ? ['domain:deploy'] : [],
+        content: `observation number ${i}`,
+      });
     }
-    await h.db.db.insertInto('memory_knowledge').values({ agent_id: agentId, title: 'Deploys', content: 'Deploy on weekdays only.' }).execute();
+    await h.db.db
+      .insertInto('memory_knowledge')
+      .values({ agent_id: agentId, title: 'Deploys', content: 'Deploy on weekdays only.' })
+      .execute();
     return { agentId, id };
   }
 
   async function snapshot(agentId: string) {
-    const observations = await h.db.db.selectFrom('memory_observations').select(['id', 'content', 'tags', 'type']).where('agent_id', '=', agentId).orderBy('id').execute();
-    const knowledge = await h.db.db.selectFrom('memory_knowledge').select(['title', 'content']).where('agent_id', '=', agentId).orderBy('title').execute();
+    const observations = await h.db.db
+      .selectFrom('memory_observations')
+      .select(['id', 'content', 'tags', 'type'])
+      .where('agent_id', '=', agentId)
+      .orderBy('id')
+      .execute();
+    const knowledge = await h.db.db
+      .selectFrom('memory_knowledge')
+      .select(['title', 'content'])
+      .where('agent_id', '=', agentId)
+      .orderBy('title')
+      .execute();
     return { observations, knowledge };
   }
 
@@ -47,8 +66,12 @@ describe('memory consolidation', () => {
     const { agentId, id } = await agentWithMemory(60);
     const plan = {
       remove: [id(20), id(21)],
-      merge: [{ removeIds: [id(30), id(31)], mergedContent: 'observations 30 and 31 say the same thing', tags: ['merged'] }],
-      promote: [{ sourceIds: [id(0), id(2), id(4)], section: 'Deploys', content: 'Always run the smoke test after a deploy.' }],
+      merge: [
+        { removeIds: [id(30), id(31)], mergedContent: 'observations 30 and 31 say the same thing', tags: ['merged'] },
+      ],
+      promote: [
+        { sourceIds: [id(0), id(2), id(4)], section: 'Deploys', content: 'Always run the smoke test after a deploy.' },
+      ],
     };
     respond(`Here is the plan:\n${JSON.stringify(plan)}`);
     const result = await consolidate(agentId);
@@ -59,7 +82,11 @@ describe('memory consolidation', () => {
     expect(JSON.stringify(reportRequest.body)).toContain('[DAILY REPORT REQUEST]');
     expect(JSON.stringify(reportRequest.body)).toContain('3-5 sentences');
     expect(reportRequest.body.tools ?? []).toEqual([]);
-    const log = await h.db.db.selectFrom('memory_daily_logs').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const log = await h.db.db
+      .selectFrom('memory_daily_logs')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(log.kind).toBe('daily-report');
     expect(log.content).toContain(REPORT);
 
@@ -75,8 +102,14 @@ describe('memory consolidation', () => {
     const merged = after.observations.filter((o) => o.content === 'observations 30 and 31 say the same thing');
     expect(merged).toHaveLength(1);
     expect(merged[0]).toMatchObject({ tags: ['merged'], type: 'note' });
-    expect(after.knowledge).toEqual([{ title: 'Deploys', content: 'Deploy on weekdays only.\n\nAlways run the smoke test after a deploy.' }]);
-    const record = await h.db.db.selectFrom('memory_consolidations').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    expect(after.knowledge).toEqual([
+      { title: 'Deploys', content: 'Deploy on weekdays only.\n\nAlways run the smoke test after a deploy.' },
+    ]);
+    const record = await h.db.db
+      .selectFrom('memory_consolidations')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(record).toMatchObject({ status: 'applied', removed: 2, merged: 1, promoted: 1, entries_offered: 60 });
 
     // Once a day: a second run the same day neither reports nor dreams again.
@@ -87,12 +120,25 @@ describe('memory consolidation', () => {
 
   test.each([
     ['a malformed plan', () => '{"remove": ["obs_1", }', /not valid JSON/],
-    ['60 removals', (id: (i: number) => string) => JSON.stringify({ remove: Array.from({ length: 60 }, (_, i) => id(i)) }), /60 removals exceed the cap of 50/],
+    [
+      '60 removals',
+      (id: (i: number) => string) => JSON.stringify({ remove: Array.from({ length: 60 }, (_, i) => id(i)) }),
+      /60 removals exceed the cap of 50/,
+    ],
     ['an id it was not shown', () => JSON.stringify({ remove: ['obs_made_up'] }), /unknown entry id/],
-    ['a promotion from two entries', (id: (i: number) => string) => JSON.stringify({ promote: [{ sourceIds: [id(1), id(3)], section: 'X', content: 'y' }] }), /at least 3/],
+    [
+      'a promotion from two entries',
+      (id: (i: number) => string) =>
+        JSON.stringify({ promote: [{ sourceIds: [id(1), id(3)], section: 'X', content: 'y' }] }),
+      /at least 3/,
+    ],
     [
       'a promotion that would overflow the knowledge section',
-      (id: (i: number) => string) => JSON.stringify({ remove: [id(9)], promote: [{ sourceIds: [id(1), id(3), id(5)], section: 'Deploys', content: 'z'.repeat(2_990) }] }),
+      (id: (i: number) => string) =>
+        JSON.stringify({
+          remove: [id(9)],
+          promote: [{ sourceIds: [id(1), id(3), id(5)], section: 'Deploys', content: 'z'.repeat(2_990) }],
+        }),
       /at most 3000/,
     ],
   ])('%s changes nothing and is recorded', async (_name, plan, reason) => {
@@ -103,7 +149,11 @@ describe('memory consolidation', () => {
     expect(result).toMatchObject({ dailyReport: 'written', dream: 'rejected', removed: 0, merged: 0, promoted: 0 });
     expect(result.reason).toMatch(reason);
     expect(await snapshot(agentId)).toEqual(before);
-    const record = await h.db.db.selectFrom('memory_consolidations').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const record = await h.db.db
+      .selectFrom('memory_consolidations')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(record.status).toBe('rejected');
     expect(record.reason).toMatch(reason);
     expect(JSON.stringify(record.plan)).toContain('raw');

@@ -40,7 +40,11 @@ class PromptCacheModel {
     });
     const tokens = (n: number) => Math.ceil(n / CHARS_PER_TOKEN);
     const write = Math.max(0, cachedUpTo - read);
-    return { cacheReadTokens: tokens(read), cacheWriteTokens: tokens(write), inputTokens: tokens(chars - read - write) };
+    return {
+      cacheReadTokens: tokens(read),
+      cacheWriteTokens: tokens(write),
+      inputTokens: tokens(chars - read - write),
+    };
   }
 
   private blocks(body: Record<string, unknown>): Block[] {
@@ -72,11 +76,23 @@ describe('prompt caching in a task loop against the fake Anthropic server', () =
 
   test('curated knowledge (≤ 8,000 chars) reaches Tier 2 and the notebook Tier 3; observations never reach the prompt', async () => {
     const agentId = await h.createAgent();
-    await editKnowledge(h.db.db, agentId, { mode: 'replace', section: 'Conventions', content: 'Migrations are reviewed by the DBA before they run.' });
+    await editKnowledge(h.db.db, agentId, {
+      mode: 'replace',
+      section: 'Conventions',
+      content: 'Migrations are reviewed by the DBA before they run.',
+    });
     await editKnowledge(h.db.db, agentId, { mode: 'replace', section: 'Big section', content: 'k'.repeat(2_900) });
-    for (const n of [1, 2, 3]) await editKnowledge(h.db.db, agentId, { mode: 'replace', section: `Filler ${n}`, content: `f${n}`.repeat(1_400) });
+    for (const n of [1, 2, 3])
+      await editKnowledge(h.db.db, agentId, {
+        mode: 'replace',
+        section: `Filler ${n}`,
+        content: `f${n}`.repeat(1_400),
+      });
     await upsertNotebookEntry(h.db.db, agentId, { key: 'priorities', content: 'Finish the invoices migration first.' });
-    await saveObservation(h.db.db, agentId, { type: 'fact', content: 'OBSERVATION-MARKER: the staging database is slow on Mondays.' });
+    await saveObservation(h.db.db, agentId, {
+      type: 'fact',
+      content: 'OBSERVATION-MARKER: the staging database is slow on Mondays.',
+    });
     h.llm.enqueue(submitTurn('done'));
     const { taskId } = await h.client.startTask({ agentId, title: 'Check', description: 'Look at the prompt.' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
@@ -101,13 +117,23 @@ describe('prompt caching in a task loop against the fake Anthropic server', () =
       const usage = cache.usageFor(request.body);
       reported.push(usage);
       const n = h.llm.requests.length;
-      const call = n <= TOOL_TURNS
-        ? { type: 'tool_use' as const, name: 'file_write', input: { path: `notes/${n}.md`, content: `note ${n}` } }
-        : { type: 'tool_use' as const, name: 'task_submit_review', input: { summary: 'wrote five notes' } };
-      return { kind: 'message', content: [{ type: 'text', text: `step ${n}` }, call], stopReason: 'tool_use', usage: { ...usage, outputTokens: 30 } };
+      const call =
+        n <= TOOL_TURNS
+          ? { type: 'tool_use' as const, name: 'file_write', input: { path: `notes/${n}.md`, content: `note ${n}` } }
+          : { type: 'tool_use' as const, name: 'task_submit_review', input: { summary: 'wrote five notes' } };
+      return {
+        kind: 'message',
+        content: [{ type: 'text', text: `step ${n}` }, call],
+        stopReason: 'tool_use',
+        usage: { ...usage, outputTokens: 30 },
+      };
     });
     const agentId = await h.createAgent();
-    const { taskId } = await h.client.startTask({ agentId, title: 'Write notes', description: 'Write five notes into notes/.' });
+    const { taskId } = await h.client.startTask({
+      agentId,
+      title: 'Write notes',
+      description: 'Write five notes into notes/.',
+    });
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review');
     h.llm.setResponder(undefined);
 
@@ -135,22 +161,36 @@ describe('prompt caching in a task loop against the fake Anthropic server', () =
       const ms = messages(r);
       const at = ms.length - 2;
       expect(at).toBeGreaterThanOrEqual(0);
-      expect(JSON.stringify(ms.at(-1))).toMatch(/^\{"role":"user","content":\[\{"type":"text","text":"\[Current time: [^\]]+\]"\}\]\}$/);
+      expect(JSON.stringify(ms.at(-1))).toMatch(
+        /^\{"role":"user","content":\[\{"type":"text","text":"\[Current time: [^\]]+\]"\}\]\}$/,
+      );
       expect(ms[at]!.content.at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
-      const marked = ms.flatMap((m, i) => m.content.map((b, j) => (b.cache_control !== undefined ? `${i}:${j}` : undefined))).filter(Boolean);
+      const marked = ms
+        .flatMap((m, i) => m.content.map((b, j) => (b.cache_control !== undefined ? `${i}:${j}` : undefined)))
+        .filter(Boolean);
       expect(marked).toEqual([`${at}:${ms[at]!.content.length - 1}`]);
       // 4 breakpoints in all, the API's maximum: last tool, Tier 1, Tier 2, one message.
     }
 
     // Every call after the first reads the cached tools + Tier 1 + Tier 2 prefix at least.
     const prefixTokens = Math.ceil(
-      [...tools(requests[1]!).map(({ cache_control: _c, ...t }) => JSON.stringify(t)), ...system(requests[1]!).slice(0, 2).map(({ cache_control: _c, ...s }) => JSON.stringify(s))].join('').length / CHARS_PER_TOKEN,
+      [
+        ...tools(requests[1]!).map(({ cache_control: _c, ...t }) => JSON.stringify(t)),
+        ...system(requests[1]!)
+          .slice(0, 2)
+          .map(({ cache_control: _c, ...s }) => JSON.stringify(s)),
+      ].join('').length / CHARS_PER_TOKEN,
     );
     expect(reported[0]!.cacheReadTokens).toBe(0);
     for (const usage of reported.slice(1)) expect(usage.cacheReadTokens).toBeGreaterThanOrEqual(prefixTokens);
 
     // What the server reported is what llm_calls recorded, call by call, and what `status` totals.
-    const calls = await h.db.db.selectFrom('llm_calls').selectAll().where('task_id', '=', taskId).orderBy('id').execute();
+    const calls = await h.db.db
+      .selectFrom('llm_calls')
+      .selectAll()
+      .where('task_id', '=', taskId)
+      .orderBy('id')
+      .execute();
     expect(calls.map((c) => c.cache_read_tokens)).toEqual(reported.map((u) => u.cacheReadTokens));
     expect(calls.map((c) => c.cache_write_tokens)).toEqual(reported.map((u) => u.cacheWriteTokens));
     expect(calls.map((c) => c.input_tokens)).toEqual(reported.map((u) => u.inputTokens));
@@ -159,7 +199,10 @@ describe('prompt caching in a task loop against the fake Anthropic server', () =
     expect(status.usage.cacheWriteTokens).toBe(sum((c) => c.cache_write_tokens));
     expect(status.usage.inputTokens).toBe(sum((c) => c.input_tokens));
     expect(status.usage.outputTokens).toBe(30 * requests.length);
-    expect(status.usage.costUsd).toBeCloseTo(sum((c) => Number(c.cost_usd)), 6);
+    expect(status.usage.costUsd).toBeCloseTo(
+      sum((c) => Number(c.cost_usd)),
+      6,
+    );
     expect(status.usage.cacheReadTokens).toBeGreaterThan(0);
     console.log(
       `cache model: ${requests.length} calls, cache read ${status.usage.cacheReadTokens} / write ${status.usage.cacheWriteTokens} / uncached input ${status.usage.inputTokens} tokens; ` +

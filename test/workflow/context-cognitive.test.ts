@@ -5,28 +5,56 @@ import { useHarness, submitTurn, toolTurn } from '../support/harness';
 
 const CHEAP_MODEL = 'claude-haiku-5-5';
 const MAIN_MODEL = 'claude-sonnet-5-5';
-const text = (t: string): ScriptedResponse => ({ kind: 'message', content: [{ type: 'text', text: t }], stopReason: 'end_turn', usage: { inputTokens: 300, outputTokens: 60 } });
+const text = (t: string): ScriptedResponse => ({
+  kind: 'message',
+  content: [{ type: 'text', text: t }],
+  stopReason: 'end_turn',
+  usage: { inputTokens: 300, outputTokens: 60 },
+});
 const isPreparation = (r: RecordedRequest) => r.body.tools === undefined;
 const systemText = (r: RecordedRequest) => (r.body.system as Array<{ text: string }>).map((s) => s.text).join('\n');
-const APPRAISAL = 'SITUATION: add a currency column to invoices\nAPPROACH: read the schema first\nRISKS: long locks on a big table\nSEARCH: invoices backfill | currency';
+const APPRAISAL =
+  'SITUATION: add a currency column to invoices\nAPPROACH: read the schema first\nRISKS: long locks on a big table\nSEARCH: invoices backfill | currency';
 
 describe('cognitive preparation before the first main call (seed D1 tier 1)', () => {
   const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
   const events = async (taskId: string, type: string) =>
-    (await h.db.db.selectFrom('task_events').select('data').where('task_id', '=', taskId).where('type', '=', type).execute()).map((e) => e.data);
+    (
+      await h.db.db
+        .selectFrom('task_events')
+        .select('data')
+        .where('task_id', '=', taskId)
+        .where('type', '=', type)
+        .execute()
+    ).map((e) => e.data);
 
   test('D2 (task): appraisal and reflection on the cheap model without tools, then the main call sees them in its notebook', async () => {
-    h.llm.enqueue(text(APPRAISAL), text('- Backfill in batches of 10k rows.\n- Ask before locking invoices.'), toolTurn('file_write', { path: 'plan.md', content: 'plan' }), submitTurn('planned'));
+    h.llm.enqueue(
+      text(APPRAISAL),
+      text('- Backfill in batches of 10k rows.\n- Ask before locking invoices.'),
+      toolTurn('file_write', { path: 'plan.md', content: 'plan' }),
+      submitTurn('planned'),
+    );
     const agentId = await h.createAgent({ cognitive: { enabled: true } });
-    await saveObservation(h.db.db, agentId, { type: 'insight', content: 'Invoices backfill last time needed batches; one big UPDATE locked the table for 20 minutes.' });
-    const { taskId } = await h.client.startTask({ agentId, title: 'Migrate invoices', description: 'Add a currency column to invoices and backfill it.' });
+    await saveObservation(h.db.db, agentId, {
+      type: 'insight',
+      content: 'Invoices backfill last time needed batches; one big UPDATE locked the table for 20 minutes.',
+    });
+    const { taskId } = await h.client.startTask({
+      agentId,
+      title: 'Migrate invoices',
+      description: 'Add a currency column to invoices and backfill it.',
+    });
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review');
 
     const [appraisal, reflection, main, second] = h.llm.requests;
     expect(h.llm.requests).toHaveLength(4);
-    for (const [request, maxTokens] of [[appraisal!, 512], [reflection!, 512]] as const) {
+    for (const [request, maxTokens] of [
+      [appraisal!, 512],
+      [reflection!, 512],
+    ] as const) {
       expect(isPreparation(request)).toBe(true);
       expect(request.body.model).toBe(CHEAP_MODEL);
       expect(request.body.max_tokens).toBe(maxTokens);
@@ -49,11 +77,23 @@ describe('cognitive preparation before the first main call (seed D1 tier 1)', ()
     expect(second!.body.model).toBe(MAIN_MODEL);
 
     const notebook = await listNotebook(h.db.db, agentId);
-    expect(notebook.filter((n) => n.tag === 'cpp').map((n) => n.key).sort()).toEqual(['cognitive-context', 'reflection', 'relevant-context']);
+    expect(
+      notebook
+        .filter((n) => n.tag === 'cpp')
+        .map((n) => n.key)
+        .sort(),
+    ).toEqual(['cognitive-context', 'reflection', 'relevant-context']);
     const finished = await events(taskId, 'cognitive-preparation-finished');
-    expect(finished).toEqual([expect.objectContaining({ depth: 'D2', completed: ['appraisal', 'retrieval', 'reflection'] })]);
+    expect(finished).toEqual([
+      expect.objectContaining({ depth: 'D2', completed: ['appraisal', 'retrieval', 'reflection'] }),
+    ]);
     // The preparation's calls are accounted to the task and show in `status`.
-    const calls = await h.db.db.selectFrom('llm_calls').select(['model', 'idem_key']).where('task_id', '=', taskId).orderBy('id').execute();
+    const calls = await h.db.db
+      .selectFrom('llm_calls')
+      .select(['model', 'idem_key'])
+      .where('task_id', '=', taskId)
+      .orderBy('id')
+      .execute();
     expect(calls.map((c) => c.model)).toEqual([CHEAP_MODEL, CHEAP_MODEL, MAIN_MODEL, MAIN_MODEL]);
     expect(calls[0]!.idem_key).toBe('assistant-a1-t0:cpp-appraisal');
     const totals = await usageTotals(h.db.db, { taskId });
@@ -87,9 +127,24 @@ describe('cognitive preparation before the first main call (seed D1 tier 1)', ()
   });
 
   test('D3 (blockers): a post-response evaluation of 256 tokens follows the first main call; maxDepth 1 keeps only the appraisal', async () => {
-    h.llm.enqueue(text(APPRAISAL), text('- Batches.'), toolTurn('file_write', { path: 'a.md', content: 'a' }), text('ADEQUATE: partly\nMISSING: row count\nNEXT: count rows'), submitTurn('evaluated'));
+    h.llm.enqueue(
+      text(APPRAISAL),
+      text('- Batches.'),
+      toolTurn('file_write', { path: 'a.md', content: 'a' }),
+      text('ADEQUATE: partly\nMISSING: row count\nNEXT: count rows'),
+      submitTurn('evaluated'),
+    );
     const agentId = await h.createAgent({ cognitive: { enabled: true } });
-    await h.db.db.insertInto('tasks').values({ id: `blocked-${agentId}`, agent_id: agentId, title: 'Waiting on DBA', description: 'blocked', state: 'blocked' }).execute();
+    await h.db.db
+      .insertInto('tasks')
+      .values({
+        id: `blocked-${agentId}`,
+        agent_id: agentId,
+        title: 'Waiting on DBA',
+        description: 'blocked',
+        state: 'blocked',
+      })
+      .execute();
     const { taskId } = await h.client.startTask({ agentId, title: 'Migrate', description: 'Add the column.' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     const models = h.llm.requests.map((r) => `${r.body.model}:${String(r.body.max_tokens)}`);
@@ -105,7 +160,10 @@ describe('cognitive preparation before the first main call (seed D1 tier 1)', ()
     const second = await h.client.startTask({ agentId: shallow, title: 'Migrate', description: 'Add the column.' });
     await h.waitForStatus(second.taskId, (s) => s.state === 'review');
     expect(h.llm.requests.map((r) => r.body.model)).toEqual([CHEAP_MODEL, MAIN_MODEL]);
-    expect((await events(second.taskId, 'cognitive-preparation-finished'))[0]).toMatchObject({ depth: 'D1', completed: ['appraisal'] });
+    expect((await events(second.taskId, 'cognitive-preparation-finished'))[0]).toMatchObject({
+      depth: 'D1',
+      completed: ['appraisal'],
+    });
   });
 
   test('off by default: no preparation calls', async () => {

@@ -48,7 +48,11 @@ describe('the embedded default database serves every process', () => {
   });
 
   const cli = async (...args: string[]): Promise<string> => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'client/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 120_000 });
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'client/cli.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      timeout: 120_000,
+    });
     return stdout;
   };
   const runningUrl = async (): Promise<string> => URL_PATTERN.exec(await cli('db', 'status'))?.[0] ?? 'not running';
@@ -56,12 +60,28 @@ describe('the embedded default database serves every process', () => {
   test('a script starts the worker, starts a task with the CLI, and sees it reach review', async () => {
     worker = await startProductWorker(env);
     const started = await worker.waitForLog((l) => l.msg === 'durable-agents worker started', 'the start-up line');
-    expect(started.database).toMatch(new RegExp(`^embedded PostgreSQL at ${URL_PATTERN.source} \\(started by this process`));
+    expect(started.database).toMatch(
+      new RegExp(`^embedded PostgreSQL at ${URL_PATTERN.source} \\(started by this process`),
+    );
     expect(existsSync(path.join(embeddedPaths(embeddedDir).cluster, 'PG_VERSION'))).toBe(true);
 
-    expect(await cli('org', 'upsert', 'examples/orgs/demo')).toContain('organisation demo: 1 user profile(s), 1 skill(s)');
-    expect(await cli('agent', 'upsert', 'examples/agents/scribe', '--id', 'scribe')).toContain(`workspace ${path.join(dataDir, 'workspaces', 'scribe')}`);
-    const output = await cli('task', 'start', '--agent', 'scribe', '--title', 'Plan a guide', '--description', 'write plan.md', '--follow');
+    expect(await cli('org', 'upsert', 'examples/orgs/demo')).toContain(
+      'organisation demo: 1 user profile(s), 1 skill(s)',
+    );
+    expect(await cli('agent', 'upsert', 'examples/agents/scribe', '--id', 'scribe')).toContain(
+      `workspace ${path.join(dataDir, 'workspaces', 'scribe')}`,
+    );
+    const output = await cli(
+      'task',
+      'start',
+      '--agent',
+      'scribe',
+      '--title',
+      'Plan a guide',
+      '--description',
+      'write plan.md',
+      '--follow',
+    );
     expect(output).toMatch(/\[review\] round 1/);
     taskId = /task (\S+) started as workflow/.exec(output)![1]!;
     expect(await cli('task', 'status', taskId)).toMatch(/review/);
@@ -95,19 +115,34 @@ describe('the embedded default database serves every process', () => {
 
     const token = /store it now:\n(\S+)/.exec(await cli('token', 'create', 'api-user', '--scope', 'operator'))![1]!;
     const port = await freeLoopbackPort();
-    api = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { cwd: ROOT, env: { ...process.env, ...env, API_PORT: String(port) }, stdio: 'ignore' });
-    const agents = await eventually(async () => {
-      const response = await fetch(`http://127.0.0.1:${port}/v1/agents`, { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
-      return response?.status === 200 ? ((await response.json()) as { agents: { id: string }[] }) : undefined;
-    }, 'the API to answer with the CLI token', 60_000);
+    api = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, API_PORT: String(port) },
+      stdio: 'ignore',
+    });
+    const agents = await eventually(
+      async () => {
+        const response = await fetch(`http://127.0.0.1:${port}/v1/agents`, {
+          headers: { authorization: `Bearer ${token}` },
+        }).catch(() => undefined);
+        return response?.status === 200 ? ((await response.json()) as { agents: { id: string }[] }) : undefined;
+      },
+      'the API to answer with the CLI token',
+      60_000,
+    );
     expect(agents.agents.map((a) => a.id)).toContain('scribe');
   }, 240_000);
 
   test('a stopped or crashed server is started again at the same address by the next process', async () => {
     const url = await runningUrl();
-    const postmasterPid = Number(readFileSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const postmasterPid = Number(
+      readFileSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
     process.kill(postmasterPid, 'SIGKILL');
-    await eventually(async () => ((await runningUrl()) === 'not running' ? true : undefined), 'the killed server to be gone');
+    await eventually(
+      async () => ((await runningUrl()) === 'not running' ? true : undefined),
+      'the killed server to be gone',
+    );
     // The next process that needs it (here the CLI) starts it again; PostgreSQL recovers from its WAL.
     expect(await cli('token', 'list')).toContain(' api-user  (created');
     expect(await runningUrl()).toBe(url);
@@ -116,7 +151,11 @@ describe('the embedded default database serves every process', () => {
 
     // A running worker's next query (its health probe) starts a stopped server again, at the same address.
     expect(await cli('db', 'stop')).toContain('stopped');
-    await eventually(async () => ((await runningUrl()) === url ? true : undefined), 'the worker to start the server again', 60_000);
+    await eventually(
+      async () => ((await runningUrl()) === url ? true : undefined),
+      'the worker to start the server again',
+      60_000,
+    );
 
     await worker!.stop();
     expect(await cli('db', 'stop')).toContain('stopped');
@@ -136,7 +175,19 @@ describe('npm start on the embedded default', () => {
       // scripts/start.sh as `npm start` runs it (Temporal is given, so it starts no dev server of its own).
       const child = spawn('bash', ['scripts/start.sh'], {
         cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, AGENTS_WORKSPACE_ROOT: path.join(dataDir, 'workspaces'), TEMPORAL_TASK_QUEUE: `start-${path.basename(dataDir)}`, API_PORT: String(apiPort), ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', OPENAI_COMPATIBLE_BASE_URL: '', CI: '', DEMO_EXIT: '' },
+        env: {
+          ...process.env,
+          DATABASE_URL: '',
+          DATA_DIR: dataDir,
+          AGENTS_WORKSPACE_ROOT: path.join(dataDir, 'workspaces'),
+          TEMPORAL_TASK_QUEUE: `start-${path.basename(dataDir)}`,
+          API_PORT: String(apiPort),
+          ANTHROPIC_API_KEY: '',
+          OPENAI_API_KEY: '',
+          OPENAI_COMPATIBLE_BASE_URL: '',
+          CI: '',
+          DEMO_EXIT: '',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
@@ -144,15 +195,23 @@ describe('npm start on the embedded default', () => {
       child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       try {
-        await eventually(() => {
-          if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output.slice(-2_000)}`);
-          return output.includes('The task is in review') ? true : undefined;
-        }, 'npm start to bring its task to review', 180_000);
+        await eventually(
+          () => {
+            if (child.exitCode !== null)
+              throw new Error(`npm start exited with ${child.exitCode}:\n${output.slice(-2_000)}`);
+            return output.includes('The task is in review') ? true : undefined;
+          },
+          'npm start to bring its task to review',
+          180_000,
+        );
         expect((await fetch(`http://127.0.0.1:${apiPort}/healthz`)).status).toBe(200);
         const signalledAt = Date.now();
         child.kill(signal);
         const code = await exited;
-        expect({ code, output: output.slice(-500) }).toEqual({ code: 0, output: expect.stringContaining(`${signal}: draining the worker`) });
+        expect({ code, output: output.slice(-500) }).toEqual({
+          code: 0,
+          output: expect.stringContaining(`${signal}: draining the worker`),
+        });
         expect(Date.now() - signalledAt).toBeLessThan(15_000);
         await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
         // Nobody else was connected, so the server it started is stopped (after a checkpoint).

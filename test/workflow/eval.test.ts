@@ -64,14 +64,18 @@ describe('eval on recorded runs', () => {
     // The list query reads Temporal's visibility, which follows the workflows' search attributes.
     await eventually(async () => {
       let n = 0;
-      for await (const _ of h.temporal.workflow.list({ query: `AgentId = "${agentId}" AND TaskState = "completed"` })) n += 1;
+      for await (const _ of h.temporal.workflow.list({ query: `AgentId = "${agentId}" AND TaskState = "completed"` }))
+        n += 1;
       return n === 5;
     }, 'the five originals visible as completed');
     inProcess.shutdown();
     await eventually(() => inProcess.getState() === 'STOPPED', 'the in-process worker stopped');
     worker = await spawnWorkerProcess({ taskQueue: h.taskQueue, fakeLlmUrl: h.llm.url });
     writeFileSync(path.join(files, 'sonnet.json'), JSON.stringify({ name: 'sonnet', model: SONNET }));
-    writeFileSync(path.join(files, 'haiku.json'), JSON.stringify({ name: 'haiku', model: HAIKU, instructions: 'Be brief.' }));
+    writeFileSync(
+      path.join(files, 'haiku.json'),
+      JSON.stringify({ name: 'haiku', model: HAIKU, instructions: 'Be brief.' }),
+    );
   }, 180_000);
   afterAll(async () => {
     if (worker) await killWorkerProcess(worker);
@@ -91,10 +95,20 @@ describe('eval on recorded runs', () => {
       concurrency: 3,
     });
     // Kill the worker once some forks are graded and others are still running.
-    await eventually(async () => {
-      const graded = await h.db.db.selectFrom('eval_runs').select('fork_task_id').where('eval_id', '=', evalId).where('state', '=', 'graded').execute();
-      return graded.length >= 2;
-    }, 'two forks graded', 60_000, 20);
+    await eventually(
+      async () => {
+        const graded = await h.db.db
+          .selectFrom('eval_runs')
+          .select('fork_task_id')
+          .where('eval_id', '=', evalId)
+          .where('state', '=', 'graded')
+          .execute();
+        return graded.length >= 2;
+      },
+      'two forks graded',
+      60_000,
+      20,
+    );
     await killWorkerProcess(worker!);
     worker = await spawnWorkerProcess({ taskQueue: h.taskQueue, fakeLlmUrl: h.llm.url });
     const result = await forks.evalResult(evalId);
@@ -110,11 +124,22 @@ describe('eval on recorded runs', () => {
     }
     // The cheap model skips the file on tasks 3-5: those fail the changed-files grader.
     const haiku = byCandidate('haiku');
-    const failed = haiku.filter((r) => !r.passed).map((r) => originals.indexOf(r.sourceTaskId) + 1).sort();
+    const failed = haiku
+      .filter((r) => !r.passed)
+      .map((r) => originals.indexOf(r.sourceTaskId) + 1)
+      .sort();
     expect(failed).toEqual([3, 4, 5]);
     for (const r of haiku) expect(r.fork!.costUsd).toBeLessThan(r.original!.costUsd);
     const totals = Object.fromEntries(result.totals.map((t) => [t.candidate, t]));
-    expect(totals.sonnet).toMatchObject({ runs: 5, passed: 5, passRate: 1, replayed: 5, executed: 0, refused: 0, skipped: 0 });
+    expect(totals.sonnet).toMatchObject({
+      runs: 5,
+      passed: 5,
+      passRate: 1,
+      replayed: 5,
+      executed: 0,
+      refused: 0,
+      skipped: 0,
+    });
     expect(totals.haiku).toMatchObject({ runs: 5, passed: 2, passRate: 0.4, replayed: 2, skipped: 0 });
     expect(totals.haiku!.costUsd).toBeLessThan(totals.sonnet!.costUsd);
     // The original's figures come from its records: the sonnet forks cost exactly what the originals did.
@@ -132,7 +157,12 @@ describe('eval on recorded runs', () => {
       const scripted = r.candidate === 'haiku' && originals.indexOf(r.sourceTaskId) + 1 >= HAIKU_SKIPS_FROM ? 1 : 2;
       expect([r.forkTaskId, calls.filter((c) => c.task_id === r.forkTaskId).length]).toEqual([r.forkTaskId, scripted]);
     }
-    const submits = await h.db.db.selectFrom('tool_calls').select(['task_id', 'executions']).where('task_id', 'in', forkIds).where('tool', '=', 'task_submit_review').execute();
+    const submits = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['task_id', 'executions'])
+      .where('task_id', 'in', forkIds)
+      .where('tool', '=', 'task_submit_review')
+      .execute();
     expect(submits).toHaveLength(10);
     expect(submits.every((s) => s.executions === 1)).toBe(true);
     const stored = await forks.evalTable(evalId);
@@ -142,7 +172,12 @@ describe('eval on recorded runs', () => {
 
   test('a budget that runs out: forks stop at their share or are skipped, and the eval spends no more than its budget', async () => {
     const budgetUsd = 0.002;
-    const { evalId } = await forks.startEval({ selection: { taskIds: originals.slice(0, 3) }, candidateFiles: [path.join(files, 'sonnet.json')], budgetUsd, concurrency: 1 });
+    const { evalId } = await forks.startEval({
+      selection: { taskIds: originals.slice(0, 3) },
+      candidateFiles: [path.join(files, 'sonnet.json')],
+      budgetUsd,
+      concurrency: 1,
+    });
     const result = await forks.evalResult(evalId);
     expect(result.rows.map((r) => [r.state, r.passed])).toEqual([
       ['graded', true],
@@ -158,13 +193,37 @@ describe('eval on recorded runs', () => {
     const bad = path.join(files, 'bad.json');
     writeFileSync(bad, JSON.stringify({ name: 'x', modle: 'typo' }));
     const candidateFiles = [path.join(files, 'sonnet.json')];
-    const before = Number((await h.db.db.selectFrom('evals').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
-    await expect(forks.startEval({ selection: { taskIds: originals }, candidateFiles: [bad] })).rejects.toThrow(new RegExp(`${bad} is not a valid candidate configuration:[\\s\\S]*modle`));
-    await expect(forks.startEval({ selection: { taskIds: originals }, candidateFiles: [path.join(files, 'missing.json')] })).rejects.toThrow(/does not exist/);
-    await expect(forks.startEval({ selection: { query: `AgentId = "nobody-${agentId}"` }, candidateFiles })).rejects.toThrow(new EvalError(`the selection "AgentId = \\"nobody-${agentId}\\"" matches no recorded task (forks are left out)`));
-    await expect(forks.startEval({ selection: { taskIds: ['no-such-task'] }, candidateFiles })).rejects.toThrow(/unknown task\(s\) "no-such-task"/);
+    const before = Number(
+      (
+        await h.db.db
+          .selectFrom('evals')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+    await expect(forks.startEval({ selection: { taskIds: originals }, candidateFiles: [bad] })).rejects.toThrow(
+      new RegExp(`${bad} is not a valid candidate configuration:[\\s\\S]*modle`),
+    );
+    await expect(
+      forks.startEval({ selection: { taskIds: originals }, candidateFiles: [path.join(files, 'missing.json')] }),
+    ).rejects.toThrow(/does not exist/);
+    await expect(
+      forks.startEval({ selection: { query: `AgentId = "nobody-${agentId}"` }, candidateFiles }),
+    ).rejects.toThrow(
+      new EvalError(`the selection "AgentId = \\"nobody-${agentId}\\"" matches no recorded task (forks are left out)`),
+    );
+    await expect(forks.startEval({ selection: { taskIds: ['no-such-task'] }, candidateFiles })).rejects.toThrow(
+      /unknown task\(s\) "no-such-task"/,
+    );
     await expect(forks.startEval({ selection: {}, candidateFiles })).rejects.toThrow(/select recorded tasks/);
-    const after = Number((await h.db.db.selectFrom('evals').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const after = Number(
+      (
+        await h.db.db
+          .selectFrom('evals')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     expect(after).toBe(before);
   });
 });

@@ -51,7 +51,12 @@ describe('fork a recorded task at a step', () => {
 
     agentId = await h.createAgent();
     sourceTaskId = agents.task(sourceScript());
-    await h.client.startTask({ agentId, taskId: sourceTaskId, title: 'Write the notes', description: 'write notes.md, commit it, check status.txt' });
+    await h.client.startTask({
+      agentId,
+      taskId: sourceTaskId,
+      title: 'Write the notes',
+      description: 'write notes.md, commit it, check status.txt',
+    });
     await h.waitForStatus(sourceTaskId, (s) => s.state === 'review');
     expect(readFileSync(path.join(h.workspaceDir, 'notes.md'), 'utf8')).toBe('draft\n');
   });
@@ -68,9 +73,15 @@ describe('fork a recorded task at a step', () => {
   test('a fork at step 3 with an edited tool result takes another path; the source workspace and its remote stay byte-identical', async () => {
     const before = world();
     const forkId = agents.task(({ text }) =>
-      text.includes('status: red') && !text.includes('fix.md') ? toolTurn('file_write', { path: 'fix.md', content: 'status was red\n' }) : submitTurn('status is red: wrote fix.md'),
+      text.includes('status: red') && !text.includes('fix.md')
+        ? toolTurn('file_write', { path: 'fix.md', content: 'status was red\n' })
+        : submitTurn('status is red: wrote fix.md'),
     );
-    const started = await forks.forkTask(sourceTaskId, { at: 3, taskId: forkId, overrides: { toolResult: { content: 'status: red\n' } } });
+    const started = await forks.forkTask(sourceTaskId, {
+      at: 3,
+      taskId: forkId,
+      overrides: { toolResult: { content: 'status: red\n' } },
+    });
     expect(started).toMatchObject({ steps: 4, copiedToolCalls: 3, incompleteCalls: [] });
     expect(started.workspaceNote).toMatch(/git clone of the source workspace at [0-9a-f]{12}/);
     const status = await h.waitForStatus(forkId, (s) => s.state === 'review');
@@ -114,14 +125,24 @@ describe('fork a recorded task at a step', () => {
     expect(git(started.workspaceDir, 'log', '-1', '--format=%s')).toBe('notes');
     expect(git(started.workspaceDir, 'status', '--porcelain')).toBe('');
     // The fork's own submission ran for the fork's task; the source is untouched.
-    expect(await h.db.db.selectFrom('tool_calls').select('tool').where('task_id', '=', forkId).where('tool', '=', 'task_submit_review').execute()).toHaveLength(1);
+    expect(
+      await h.db.db
+        .selectFrom('tool_calls')
+        .select('tool')
+        .where('task_id', '=', forkId)
+        .where('tool', '=', 'task_submit_review')
+        .execute(),
+    ).toHaveLength(1);
     expect(world()).toEqual(before);
   });
 
   test('a fork whose model pushes to origin is answered "not run in a fork", and origin is unchanged', async () => {
     const remoteMain = git(remote, 'rev-parse', 'main');
     const before = world();
-    const forkId = agents.task([toolTurn('shell_execute', { command: 'git push origin main' }), submitTurn('tried to publish')]);
+    const forkId = agents.task([
+      toolTurn('shell_execute', { command: 'git push origin main' }),
+      submitTurn('tried to publish'),
+    ]);
     const started = await forks.forkTask(sourceTaskId, { at: 2, taskId: forkId });
     await h.waitForStatus(forkId, (s) => s.state === 'review');
 
@@ -141,7 +162,12 @@ describe('fork a recorded task at a step', () => {
     await h.client.startTask({ agentId, taskId, title: 'Half', description: 'write half.md' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     // As a worker that died mid-call leaves it: the ledger row says started, with no result.
-    await h.db.db.updateTable('tool_calls').set({ status: 'started', result: null }).where('task_id', '=', taskId).where('tool', '=', 'file_write').execute();
+    await h.db.db
+      .updateTable('tool_calls')
+      .set({ status: 'started', result: null })
+      .where('task_id', '=', taskId)
+      .where('tool', '=', 'file_write')
+      .execute();
 
     const forkId = agents.task([toolTurn('file_write', { path: 'half.md', content: 'x' }), submitTurn('done again')]);
     const started = await forks.forkTask(taskId, { at: 0, taskId: forkId });
@@ -149,16 +175,38 @@ describe('fork a recorded task at a step', () => {
     await h.waitForStatus(forkId, (s) => s.state === 'review');
     const report = await forks.forkReport(forkId);
     expect(report.incompleteCalls).toHaveLength(1);
-    expect(report.calls).toEqual([expect.objectContaining({ tool: 'file_write', outcome: 'executed', note: expect.stringMatching(/was interrupted: its outcome is unknown/) })]);
+    expect(report.calls).toEqual([
+      expect.objectContaining({
+        tool: 'file_write',
+        outcome: 'executed',
+        note: expect.stringMatching(/was interrupted: its outcome is unknown/),
+      }),
+    ]);
   });
 
   test('bad input gets a clear error and nothing is written: an unknown task, a step past the end, a tool result at step 0', async () => {
-    const count = async () => Number((await h.db.db.selectFrom('task_forks').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const count = async () =>
+      Number(
+        (
+          await h.db.db
+            .selectFrom('task_forks')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const forksBefore = await count();
-    await expect(forks.forkTask('no-such-task', { at: 0 })).rejects.toThrow(new ForkError('unknown task "no-such-task": there is nothing recorded to fork'));
-    await expect(forks.forkTask(sourceTaskId, { at: 9 })).rejects.toThrow(/step 9 is past the end of round 1 of task .*: it has 4 step\(s\), so --at takes 0 to 4/);
-    await expect(forks.forkTask(sourceTaskId, { at: 0, overrides: { toolResult: { content: 'x' } } })).rejects.toThrow(/only at a step that called tools/);
-    await expect(forks.forkTask(sourceTaskId, { at: 1, overrides: { model: 'm', colour: 'red' } as never })).rejects.toThrow(/invalid fork: .*colour/s);
+    await expect(forks.forkTask('no-such-task', { at: 0 })).rejects.toThrow(
+      new ForkError('unknown task "no-such-task": there is nothing recorded to fork'),
+    );
+    await expect(forks.forkTask(sourceTaskId, { at: 9 })).rejects.toThrow(
+      /step 9 is past the end of round 1 of task .*: it has 4 step\(s\), so --at takes 0 to 4/,
+    );
+    await expect(forks.forkTask(sourceTaskId, { at: 0, overrides: { toolResult: { content: 'x' } } })).rejects.toThrow(
+      /only at a step that called tools/,
+    );
+    await expect(
+      forks.forkTask(sourceTaskId, { at: 1, overrides: { model: 'm', colour: 'red' } as never }),
+    ).rejects.toThrow(/invalid fork: .*colour/s);
     await expect(forks.forkTask(sourceTaskId, { at: -1 })).rejects.toThrow(/invalid fork/);
     expect(await count()).toBe(forksBefore);
   });

@@ -8,7 +8,20 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID, createHash } from 'node:crypto';
-import { existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -19,9 +32,18 @@ import { createHarness, submitTurn, toolTurn, type Harness } from '../support/ha
 import { historiesOfAllRuns, lastToolResults, ScriptedAgents } from './task-support';
 import type { ScriptedResponse } from '../fake-llm';
 
-const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
+const GIT_ENV = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  HOME: os.tmpdir(),
+};
 const git = (cwd: string, ...args: string[]): string =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], {
+    cwd,
+    env: GIT_ENV,
+    encoding: 'utf8',
+  }).trim();
 
 /** Short, so every approval-tier call times out unapproved quickly: nothing runs without a human. */
 const APPROVAL_TIMEOUT_MS = 400;
@@ -108,9 +130,18 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
   }
 
   async function runTask(taskId: string, agentId: string): Promise<Array<{ text: string; isError: boolean }>> {
-    await h.client.startTask({ agentId, taskId, title: 'Escape', description: 'try to escape governance', approvalTimeoutMs: APPROVAL_TIMEOUT_MS });
+    await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Escape',
+      description: 'try to escape governance',
+      approvalTimeoutMs: APPROVAL_TIMEOUT_MS,
+    });
     await h.waitForStatus(taskId, (s) => s.state === 'review', TASK_TIMEOUT_MS);
-    return agents.requests(taskId).slice(1).map((r) => lastToolResults(r)[0]!);
+    return agents
+      .requests(taskId)
+      .slice(1)
+      .map((r) => lastToolResults(r)[0]!);
   }
 
   /** The secret is in none of: messages, tool rows, stored outputs, approvals, task events, logs, Temporal history. */
@@ -130,7 +161,9 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
       ...(await historiesOfAllRuns(h.temporal.workflow.getHandle(taskWorkflowId(taskId)))),
       ...(await historiesOfAllRuns(h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)))),
     ];
-    const text = JSON.stringify(histories, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : value));
+    const text = JSON.stringify(histories, (_key, value: unknown) =>
+      value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : value,
+    );
     expect(text.length).toBeGreaterThan(1000);
     expect(text.includes(SECRET)).toBe(false);
   }
@@ -150,7 +183,10 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
     // Control: the payloads work when git is not governed.
     const control = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'da-gov-control-')));
     git(control, 'init', '-q');
-    writeFileSync(path.join(control, '.git', 'config'), `${readFileSync(path.join(control, '.git', 'config'), 'utf8')}[trailer "y"]\n\tcmd = touch ${path.join(control, 'ran')}\n`);
+    writeFileSync(
+      path.join(control, '.git', 'config'),
+      `${readFileSync(path.join(control, '.git', 'config'), 'utf8')}[trailer "y"]\n\tcmd = touch ${path.join(control, 'ran')}\n`,
+    );
     git(control, 'commit', '-q', '--allow-empty', '--trailer', 'y=1', '-m', 'm');
     expect(existsSync(path.join(control, 'ran'))).toBe(true);
     rmSync(control, { recursive: true, force: true });
@@ -158,18 +194,38 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
     const agentId = await h.createAgent();
     const taskId = scripted([
       { turn: toolTurn('file_write', { path: '.git/config', content: hostileConfig }) },
-      { turn: toolTurn('file_write', { path: '.git/refs/heads/main', content: '0000000000000000000000000000000000000000\n' }) },
+      {
+        turn: toolTurn('file_write', {
+          path: '.git/refs/heads/main',
+          content: '0000000000000000000000000000000000000000\n',
+        }),
+      },
       { turn: toolTurn('file_write', { path: '.git/HEAD', content: 'ref: refs/heads/evil\n' }) },
       { turn: toolTurn('file_write', { path: '.git/ORIG_HEAD', content: `${main}\n` }) },
       { turn: toolTurn('file_write', { path: './sub/../.GIT/config', content: hostileConfig }) },
       { turn: toolTurn('file_write', { path: 'inc.cfg', content: `[trailer "x"]\n\tcmd = touch ${M('include')}\n` }) },
       { turn: toolTurn('file_write', { path: 'a.txt', content: 'changed\n' }) },
       // A repository that arrives with hostile config (a clone, a fetched branch's setup script …).
-      { before: plant('[include]\n\tpath = ../inc.cfg\n'), turn: toolTurn('shell_execute', { command: 'git add a.txt' }) },
+      {
+        before: plant('[include]\n\tpath = ../inc.cfg\n'),
+        turn: toolTurn('shell_execute', { command: 'git add a.txt' }),
+      },
       { turn: toolTurn('shell_execute', { command: 'git commit --trailer x=1 -m m' }) },
-      { before: plant(`[trailer "y"]\n\tcommand = touch ${M('trailer')}\n`), turn: toolTurn('shell_execute', { command: 'git commit --trailer y=1 -m m' }) },
-      { before: plant(`[color]\n\tui = always\n[interactive]\n\tdiffFilter = touch ${M('difffilter')}\n`), turn: toolTurn('shell_execute', { command: 'git commit -p -m x' }) },
-      { before: () => { restore(); git(workspace, 'remote', 'set-url', 'origin', evil); }, turn: toolTurn('shell_execute', { command: 'git push origin HEAD:feature' }) },
+      {
+        before: plant(`[trailer "y"]\n\tcommand = touch ${M('trailer')}\n`),
+        turn: toolTurn('shell_execute', { command: 'git commit --trailer y=1 -m m' }),
+      },
+      {
+        before: plant(`[color]\n\tui = always\n[interactive]\n\tdiffFilter = touch ${M('difffilter')}\n`),
+        turn: toolTurn('shell_execute', { command: 'git commit -p -m x' }),
+      },
+      {
+        before: () => {
+          restore();
+          git(workspace, 'remote', 'set-url', 'origin', evil);
+        },
+        turn: toolTurn('shell_execute', { command: 'git push origin HEAD:feature' }),
+      },
       { turn: toolTurn('shell_execute', { command: 'git fetch origin' }) },
       { before: restore, turn: toolTurn('shell_execute', { command: 'git push origin HEAD:feature' }) },
       { turn: submitTurn('tried') },
@@ -180,7 +236,10 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
     expect(results[5]!.isError).toBe(false);
     expect(results[6]!.isError).toBe(false);
     for (const i of [7, 8, 9, 10]) {
-      expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(/^Denied by policy: the repository configuration sets .*(trailer|interactive)\./)]);
+      expect([i, results[i]!.text]).toEqual([
+        i,
+        expect.stringMatching(/^Denied by policy: the repository configuration sets .*(trailer|interactive)\./),
+      ]);
     }
     for (const i of [11, 12]) expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(TIMED_OUT)]);
     expect(results[11]!.text).not.toMatch(/\[exit code/);
@@ -210,7 +269,11 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
 
     const agentId = await h.createAgent();
     const taskId = scripted([
-      { turn: toolTurn('shell_execute', { command: ['git', 'reflog', 'show', '-n1', '--format=#!/bin/sh%ntouch /tmp/pwned', `--output=${O('hook.sh')}`] }) },
+      {
+        turn: toolTurn('shell_execute', {
+          command: ['git', 'reflog', 'show', '-n1', '--format=#!/bin/sh%ntouch /tmp/pwned', `--output=${O('hook.sh')}`],
+        }),
+      },
       { turn: toolTurn('shell_execute', { command: `git rev-list --output=${O('rev-list')} HEAD` }) },
       { turn: toolTurn('shell_execute', { command: `git blame --output=${O('blame')} a.txt` }) },
       { turn: toolTurn('shell_execute', { command: 'git annotate --out=inside-but-written a.txt' }) },
@@ -245,12 +308,15 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
 
     for (const i of [0, 1, 2, 3]) expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(TIMED_OUT)]);
     // In the sandbox the outside work tree does not exist, so git cannot even read that configuration: denied either way.
-    expect(results[4]!.text).toMatch(/^Denied by policy: the repository configuration (sets core\.worktree|cannot be read \(fatal: Invalid path ')/);
+    expect(results[4]!.text).toMatch(
+      /^Denied by policy: the repository configuration (sets core\.worktree|cannot be read \(fatal: Invalid path ')/,
+    );
     expect(results[5]!.text).toMatch(/^Refused: .*symbolic link/);
     expect(results[6]!.text).toMatch(/^Refused: .*symbolic link/);
     expect(results[7]!.text).toMatch(/^Refused: .*hard links/);
     expect(results[8]!.text).toMatch(/^Refused: .*symbolic link/);
-    for (const i of [9, 10, 11, 12, 13, 14]) expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(TIMED_OUT)]);
+    for (const i of [9, 10, 11, 12, 13, 14])
+      expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(TIMED_OUT)]);
     expect(results[15]!.text).toMatch(DENIED);
     expect(results[16]!.isError).toBe(false);
 
@@ -259,7 +325,9 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
     expect(existsSync(path.join(workspace, 'inside-but-written'))).toBe(false);
     expect(snapshot(outside, ['remote.git', 'evil.git'])).toEqual(before);
     const remoteAfter = remoteRefs();
-    expect(remoteAfter.split('\n').filter((line) => !line.startsWith('refs/heads/topic '))).toEqual(remoteBefore.split('\n'));
+    expect(remoteAfter.split('\n').filter((line) => !line.startsWith('refs/heads/topic '))).toEqual(
+      remoteBefore.split('\n'),
+    );
     expect(remoteAfter).toMatch(/refs\/heads\/topic /);
     await expectSecretAbsentEverywhere(taskId);
     for (const name of ['dangling', 'dirlink', 'hard.txt']) rmSync(path.join(workspace, name));
@@ -268,16 +336,32 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
   test('5 and the rest: no reads outside, secrets redacted everywhere, binary output truthful, smaller holes closed', async () => {
     writeFileSync(path.join(outside, 'secret.txt'), `token=${SECRET}\n`);
     writeFileSync(path.join(workspace, 'leak.txt'), `config: token=${SECRET}\n`);
-    const binary = Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 0]), Buffer.alloc(300, 0xff), Buffer.from('\0tail')]);
+    const binary = Buffer.concat([
+      Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 0]),
+      Buffer.alloc(300, 0xff),
+      Buffer.from('\0tail'),
+    ]);
     writeFileSync(path.join(workspace, 'bin.dat'), binary);
     writeFileSync(path.join(workspace, 'late-nul.txt'), `${'a'.repeat(9_000)}\0after`);
     const before = snapshot(outside, ['remote.git', 'evil.git']);
     // Another agent's stored output, which this agent must not read.
     const otherAgent = await h.createAgent();
     const otherSession = `other-${randomUUID()}`;
-    await h.db.db.insertInto('sessions').values({ id: otherSession, agent_id: otherAgent, task_id: null, kind: 'chat' }).execute();
+    await h.db.db
+      .insertInto('sessions')
+      .values({ id: otherSession, agent_id: otherAgent, task_id: null, kind: 'chat' })
+      .execute();
     const otherOutput = `out_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-    await h.db.db.insertInto('tool_outputs').values({ id: otherOutput, session_id: otherSession, tool_call_id: 'x', content: 'the other agent\'s private output', chars: 31 }).execute();
+    await h.db.db
+      .insertInto('tool_outputs')
+      .values({
+        id: otherOutput,
+        session_id: otherSession,
+        tool_call_id: 'x',
+        content: "the other agent's private output",
+        chars: 31,
+      })
+      .execute();
 
     const S = path.join(outside, 'secret.txt');
     const agentId = await h.createAgent();
@@ -290,7 +374,11 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
       { turn: toolTurn('shell_execute', { command: `git grep --no-index token ${outside}` }) },
       { turn: toolTurn('shell_execute', { command: `git commit --allow-empty -F ${S}` }) },
       { turn: toolTurn('shell_execute', { command: 'grep PPid /proc/self/status' }) },
-      { turn: toolTurn('shell_execute', { command: ['grep', '-a', '-o', `${SECRET_ENV}=[^[:cntrl:]]*`, `/proc/${process.pid}/environ`] }) },
+      {
+        turn: toolTurn('shell_execute', {
+          command: ['grep', '-a', '-o', `${SECRET_ENV}=[^[:cntrl:]]*`, `/proc/${process.pid}/environ`],
+        }),
+      },
       { turn: toolTurn('file_read', { path: S }) },
       { turn: toolTurn('shell_execute', { command: 'cat leak.txt' }) },
       { turn: toolTurn('file_read', { path: 'leak.txt' }) },
@@ -311,21 +399,38 @@ describe('governance against a determined agent (issue 8 reproductions)', () => 
     expect(results[9]!.text).toMatch(/^Refused: .*outside the agent's workspace/);
     for (const i of [10, 11]) {
       expect(results[i]!.isError).toBe(false);
-      expect(results[i]!.text).toMatch(/^\[1 secret value\(s\) were redacted from this result\.\][\s\S]*token=\[REDACTED secret\]/);
+      expect(results[i]!.text).toMatch(
+        /^\[1 secret value\(s\) were redacted from this result\.\][\s\S]*token=\[REDACTED secret\]/,
+      );
     }
     expect(results[12]!.isError).toBe(false);
-    expect(results[12]!.text).toMatch(new RegExp(`the output is binary \\(it contains NUL bytes\\): ${binary.length} bytes[\\s\\S]*7f 45 4c 46 00`));
+    expect(results[12]!.text).toMatch(
+      new RegExp(`the output is binary \\(it contains NUL bytes\\): ${binary.length} bytes[\\s\\S]*7f 45 4c 46 00`),
+    );
     expect(results[13]!.isError).toBe(false);
-    expect(results[13]!.text).toMatch(new RegExp(`bin\\.dat is binary \\(it contains NUL bytes\\): ${binary.length} bytes`));
+    expect(results[13]!.text).toMatch(
+      new RegExp(`bin\\.dat is binary \\(it contains NUL bytes\\): ${binary.length} bytes`),
+    );
     expect(results[14]!.isError).toBe(false);
     expect(results[14]!.text).toContain('a\\0after');
-    for (const [i, name] of [[15, 'constructor'], [16, '__proto__'], [17, 'toString']] as const) {
-      expect(results[i]!.text).toBe(`Refused: "${name}" is not editable. You can edit only SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md.`);
+    for (const [i, name] of [
+      [15, 'constructor'],
+      [16, '__proto__'],
+      [17, 'toString'],
+    ] as const) {
+      expect(results[i]!.text).toBe(
+        `Refused: "${name}" is not editable. You can edit only SOUL.md, AGENTS.md, HEARTBEAT.md, TOOLS.md.`,
+      );
     }
     expect(results[18]!.text).toMatch(/^no stored output with id out_\w+ for this agent/);
     expect(results.some((r) => /interrupted/.test(r.text))).toBe(false);
 
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'redactions', 'executions']).where('task_id', '=', taskId).orderBy('started_at').execute();
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['tool', 'redactions', 'executions'])
+      .where('task_id', '=', taskId)
+      .orderBy('started_at')
+      .execute();
     expect(ledger.filter((row) => row.redactions > 0).map((row) => row.tool)).toEqual(['shell_execute', 'file_read']);
     expect(ledger.every((row) => row.executions <= 1)).toBe(true);
     expect(canaries()).toEqual([]);

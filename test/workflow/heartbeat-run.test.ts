@@ -10,7 +10,10 @@ describe('heartbeat workflow', () => {
   const h = useHarness({ worker: true });
   beforeEach(() => h.llm.reset());
 
-  async function heartbeat(agentId: string, input: Partial<HeartbeatWorkflowInput> = {}): Promise<HeartbeatWorkflowResult> {
+  async function heartbeat(
+    agentId: string,
+    input: Partial<HeartbeatWorkflowInput> = {},
+  ): Promise<HeartbeatWorkflowResult> {
     return h.temporal.workflow.execute('heartbeatWorkflow', {
       workflowId: `heartbeat-${agentId}-test-${randomUUID().slice(0, 8)}`,
       taskQueue: h.taskQueue,
@@ -19,12 +22,30 @@ describe('heartbeat workflow', () => {
   }
 
   const bodyText = (r: RecordedRequest) => JSON.stringify(r.body);
-  const toolNames = (r: RecordedRequest) => ((r.body.tools as Array<{ name: string }> | undefined) ?? []).map((t) => t.name);
+  const toolNames = (r: RecordedRequest) =>
+    ((r.body.tools as Array<{ name: string }> | undefined) ?? []).map((t) => t.name);
 
   async function sideEffects(agentId: string) {
     const db = h.db.db;
-    const count = async (table: 'memory_notebook' | 'memory_observations' | 'memory_knowledge' | 'memory_daily_logs' | 'agent_file_edits' | 'tool_calls' | 'tasks') =>
-      Number((await db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).where('agent_id', '=', agentId).executeTakeFirstOrThrow()).n);
+    const count = async (
+      table:
+        | 'memory_notebook'
+        | 'memory_observations'
+        | 'memory_knowledge'
+        | 'memory_daily_logs'
+        | 'agent_file_edits'
+        | 'tool_calls'
+        | 'tasks',
+    ) =>
+      Number(
+        (
+          await db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('agent_id', '=', agentId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     return {
       notebook: await count('memory_notebook'),
       observations: await count('memory_observations'),
@@ -38,7 +59,11 @@ describe('heartbeat workflow', () => {
 
   test('HEARTBEAT_OK ends the run quietly: nothing written, nothing called', async () => {
     const agentId = await h.createAgent();
-    const agentBefore = await h.db.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirstOrThrow();
+    const agentBefore = await h.db.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('id', '=', agentId)
+      .executeTakeFirstOrThrow();
     h.llm.enqueue(textTurn('HEARTBEAT_OK'));
     const result = await heartbeat(agentId);
     expect(result).toMatchObject({ agentId, outcome: 'ok', toolIterations: 0, skippedInRow: 0 });
@@ -51,8 +76,20 @@ describe('heartbeat workflow', () => {
     expect(toolNames(request).length).toBeGreaterThan(0);
     expect(toolNames(request).every((n) => HEARTBEAT_TOOL_WHITELIST.includes(n))).toBe(true);
 
-    expect(await sideEffects(agentId)).toEqual({ notebook: 0, observations: 0, knowledge: 0, dailyLogs: 0, fileEdits: 0, toolCalls: 0, tasks: 0 });
-    const agentAfter = await h.db.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirstOrThrow();
+    expect(await sideEffects(agentId)).toEqual({
+      notebook: 0,
+      observations: 0,
+      knowledge: 0,
+      dailyLogs: 0,
+      fileEdits: 0,
+      toolCalls: 0,
+      tasks: 0,
+    });
+    const agentAfter = await h.db.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(agentAfter.content_hash).toBe(agentBefore.content_hash);
     const runs = await h.db.db.selectFrom('heartbeat_runs').selectAll().where('agent_id', '=', agentId).execute();
     expect(runs).toHaveLength(1);
@@ -67,11 +104,25 @@ describe('heartbeat workflow', () => {
     );
     const first = await heartbeat(agentId);
     expect(first).toMatchObject({ outcome: 'acted', toolIterations: 1 });
-    const entry = await h.db.db.selectFrom('memory_notebook').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const entry = await h.db.db
+      .selectFrom('memory_notebook')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(entry).toMatchObject({ key: 'priorities', tag: 'agent', content: 'Follow up on the flaky deploy' });
 
     // Something changed (a task failed), so the next heartbeat runs and sees the summary and the failure.
-    await h.db.db.insertInto('tasks').values({ id: `t-${randomUUID()}`, agent_id: agentId, title: 'Nightly build', description: 'd', state: 'failed', last_error: 'exit code 2' }).execute();
+    await h.db.db
+      .insertInto('tasks')
+      .values({
+        id: `t-${randomUUID()}`,
+        agent_id: agentId,
+        title: 'Nightly build',
+        description: 'd',
+        state: 'failed',
+        last_error: 'exit code 2',
+      })
+      .execute();
     h.llm.enqueue(textTurn('HEARTBEAT_OK'));
     expect((await heartbeat(agentId)).outcome).toBe('ok');
     const second = bodyText(h.llm.requests.at(-1)!);
@@ -88,12 +139,20 @@ describe('heartbeat workflow', () => {
     for (let i = 0; i < 5; i++) outcomes.push((await heartbeat(agentId)).outcome);
     expect(outcomes).toEqual(['ok', 'skipped', 'skipped', 'skipped', 'ok']);
     expect(h.llm.requests).toHaveLength(2);
-    const runs = await h.db.db.selectFrom('heartbeat_runs').select(['outcome', 'skipped_in_row']).where('agent_id', '=', agentId).orderBy('id').execute();
+    const runs = await h.db.db
+      .selectFrom('heartbeat_runs')
+      .select(['outcome', 'skipped_in_row'])
+      .where('agent_id', '=', agentId)
+      .orderBy('id')
+      .execute();
     expect(runs.map((r) => r.skipped_in_row)).toEqual([0, 1, 2, 3, 0]);
 
     // A change to the agent's tasks wakes the next heartbeat at once.
     expect((await heartbeat(agentId)).outcome).toBe('skipped');
-    await h.db.db.insertInto('tasks').values({ id: `t-${randomUUID()}`, agent_id: agentId, title: 'New work', description: 'd', state: 'pending' }).execute();
+    await h.db.db
+      .insertInto('tasks')
+      .values({ id: `t-${randomUUID()}`, agent_id: agentId, title: 'New work', description: 'd', state: 'pending' })
+      .execute();
     expect((await heartbeat(agentId)).outcome).toBe('ok');
     // `force` (a human asked for a check-in) skips the idle check.
     expect((await heartbeat(agentId, { force: true })).outcome).toBe('ok');
@@ -102,7 +161,12 @@ describe('heartbeat workflow', () => {
 
   test('a failing LLM call is retried 3 times with exponential backoff from 3 s', async () => {
     const agentId = await h.createAgent();
-    h.llm.enqueue({ kind: 'error', status: 503 }, { kind: 'error', status: 503 }, { kind: 'error', status: 503 }, textTurn('HEARTBEAT_OK'));
+    h.llm.enqueue(
+      { kind: 'error', status: 503 },
+      { kind: 'error', status: 503 },
+      { kind: 'error', status: 503 },
+      textTurn('HEARTBEAT_OK'),
+    );
     const result = await heartbeat(agentId);
     expect(result.outcome).toBe('ok');
     expect(h.llm.requests).toHaveLength(4);
@@ -116,7 +180,11 @@ describe('heartbeat workflow', () => {
     const agentId = await h.createAgent();
     h.llm.setResponder(() => ({ kind: 'error', status: 400, message: 'bad request' }));
     await expect(heartbeat(agentId)).rejects.toThrow();
-    const failed = await h.db.db.selectFrom('heartbeat_runs').select(['outcome', 'fingerprint']).where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const failed = await h.db.db
+      .selectFrom('heartbeat_runs')
+      .select(['outcome', 'fingerprint'])
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(failed).toEqual({ outcome: 'failed', fingerprint: '' });
     h.llm.setResponder(() => textTurn('HEARTBEAT_OK'));
     expect((await heartbeat(agentId)).outcome).toBe('ok');

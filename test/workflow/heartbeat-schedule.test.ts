@@ -26,18 +26,30 @@ describe('agent schedules', () => {
 
     expect(await schedules.createHeartbeat(agentId)).toBe(`heartbeat-${agentId}`);
     let info = (await schedules.describe('heartbeat', agentId))!;
-    expect(info).toMatchObject({ scheduleId: `heartbeat-${agentId}`, paused: false, intervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS, recentRuns: [] });
+    expect(info).toMatchObject({
+      scheduleId: `heartbeat-${agentId}`,
+      paused: false,
+      intervalMs: DEFAULT_HEARTBEAT_INTERVAL_MS,
+      recentRuns: [],
+    });
     expect(info.nextRunAt!.getTime() - Date.now()).toBeLessThanOrEqual(DEFAULT_HEARTBEAT_INTERVAL_MS);
     const raw = await schedules.handle('heartbeat', agentId).describe();
     expect(raw.policies.overlap).toBe('SKIP');
-    expect(raw.action).toMatchObject({ workflowType: 'heartbeatWorkflow', taskQueue: h.taskQueue, args: [{ agentId }] });
+    expect(raw.action).toMatchObject({
+      workflowType: 'heartbeatWorkflow',
+      taskQueue: h.taskQueue,
+      args: [{ agentId }],
+    });
 
     await schedules.pause('heartbeat', agentId, 'maintenance window');
     expect(await schedules.describe('heartbeat', agentId)).toMatchObject({ paused: true, note: 'maintenance window' });
 
     // Trigger now works while paused: one check-in, started by the schedule.
     await schedules.trigger('heartbeat', agentId);
-    const run = await eventually(async () => (await schedules.describe('heartbeat', agentId))!.recentRuns[0], 'the triggered run');
+    const run = await eventually(
+      async () => (await schedules.describe('heartbeat', agentId))!.recentRuns[0],
+      'the triggered run',
+    );
     expect(run.workflowId.startsWith(`heartbeat-${agentId}`)).toBe(true);
     const handle = h.temporal.workflow.getHandle(run.workflowId, run.runId);
     const result: HeartbeatWorkflowResult = await handle.result();
@@ -47,7 +59,9 @@ describe('agent schedules', () => {
     expect(description.type).toBe('heartbeatWorkflow');
     // Operators find it by agent in the UI / CLI: `AgentId = "<id>"`.
     const listed = await eventually(async () => {
-      for await (const w of h.temporal.workflow.list({ query: `AgentId = "${agentId}" AND WorkflowType = "heartbeatWorkflow"` })) {
+      for await (const w of h.temporal.workflow.list({
+        query: `AgentId = "${agentId}" AND WorkflowType = "heartbeatWorkflow"`,
+      })) {
         if (w.workflowId === run.workflowId) return w;
       }
       return undefined;
@@ -78,20 +92,31 @@ describe('agent schedules', () => {
   });
 
   test('consolidation schedule: daily at a local hour, triggered now', async () => {
-    h.llm.setResponder(() => textTurn('I reviewed my tasks today. Nothing is blocked. Tomorrow I continue with the backlog.'));
+    h.llm.setResponder(() =>
+      textTurn('I reviewed my tasks today. Nothing is blocked. Tomorrow I continue with the backlog.'),
+    );
     const agentId = await h.createAgent();
     created.push(['consolidation', agentId]);
-    expect(await schedules.createConsolidation(agentId, { hour: 22, timezone: 'Europe/Berlin' })).toBe(`consolidation-${agentId}`);
+    expect(await schedules.createConsolidation(agentId, { hour: 22, timezone: 'Europe/Berlin' })).toBe(
+      `consolidation-${agentId}`,
+    );
     const raw = await schedules.handle('consolidation', agentId).describe();
     expect(raw.spec.timezone).toBe('Europe/Berlin');
     expect(raw.spec.calendars?.[0]).toMatchObject({ hour: [{ start: 22, end: 22, step: 1 }] });
     expect(raw.action).toMatchObject({ workflowType: 'memoryConsolidationWorkflow' });
 
     await schedules.trigger('consolidation', agentId);
-    const run = await eventually(async () => (await schedules.describe('consolidation', agentId))!.recentRuns[0], 'the triggered run');
+    const run = await eventually(
+      async () => (await schedules.describe('consolidation', agentId))!.recentRuns[0],
+      'the triggered run',
+    );
     const result = await h.temporal.workflow.getHandle(run.workflowId, run.runId).result();
     expect(result).toMatchObject({ agentId, dailyReport: 'written', dream: 'too-few' });
-    const log = await h.db.db.selectFrom('memory_daily_logs').select('content').where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const log = await h.db.db
+      .selectFrom('memory_daily_logs')
+      .select('content')
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(log.content).toContain('Nothing is blocked.');
   });
 
@@ -99,7 +124,8 @@ describe('agent schedules', () => {
     h.llm.setResponder(() => textTurn('HEARTBEAT_OK'));
     const agentId = await h.createAgent();
     created.push(['heartbeat', agentId], ['consolidation', agentId]);
-    const cli = (args: Omit<Parameters<typeof runScheduleCommand>[1], 'agentId'>) => runScheduleCommand(schedules, { agentId, ...args });
+    const cli = (args: Omit<Parameters<typeof runScheduleCommand>[1], 'agentId'>) =>
+      runScheduleCommand(schedules, { agentId, ...args });
 
     expect(await cli({ action: 'create', everyMinutes: 20, hour: 21 })).toEqual([
       `heartbeat-${agentId}: every 20 min`,
@@ -114,7 +140,10 @@ describe('agent schedules', () => {
     expect(await schedules.describe('heartbeat', agentId)).toMatchObject({ paused: false, intervalMs: 45 * 60_000 });
     expect(await schedules.describe('consolidation', agentId)).toMatchObject({ paused: true });
     expect(await cli({ action: 'trigger', kind: 'heartbeat' })).toEqual([`heartbeat-${agentId}: triggered`]);
-    const run = await eventually(async () => (await schedules.describe('heartbeat', agentId))!.recentRuns[0], 'the triggered run');
+    const run = await eventually(
+      async () => (await schedules.describe('heartbeat', agentId))!.recentRuns[0],
+      'the triggered run',
+    );
     expect(await h.temporal.workflow.getHandle(run.workflowId, run.runId).result()).toMatchObject({ outcome: 'ok' });
     await cli({ action: 'delete' });
     expect(await cli({ action: 'show' })).toEqual([`heartbeat-${agentId}: none`, `consolidation-${agentId}: none`]);

@@ -20,14 +20,28 @@ describe('budget guard, thresholds and usage accounting (seed D2 §5, G23, G24)'
   beforeEach(() => h.llm.reset());
 
   const events = async (taskId: string, type: string) =>
-    (await h.db.db.selectFrom('task_events').select(['data']).where('task_id', '=', taskId).where('type', '=', type).orderBy('id').execute()).map((e) => e.data);
+    (
+      await h.db.db
+        .selectFrom('task_events')
+        .select(['data'])
+        .where('task_id', '=', taskId)
+        .where('type', '=', type)
+        .orderBy('id')
+        .execute()
+    ).map((e) => e.data);
 
   test('a budget below one call\'s estimate stops the run with "Budget exceeded" before any provider request', async () => {
     const agentId = await h.createAgent({ budgetUsd: 0.000001 });
-    const { taskId, handle } = await h.client.startTask({ agentId, title: 'Too poor', description: 'cannot afford one call' });
+    const { taskId, handle } = await h.client.startTask({
+      agentId,
+      title: 'Too poor',
+      description: 'cannot afford one call',
+    });
     const result = await handle.result();
     expect(result.state).toBe('failed');
-    expect(result.error).toMatch(/^Budget exceeded: this call may need up to \$0\.\d{4} but only \$0\.0000 of the \$0\.0000 per month budget remains/);
+    expect(result.error).toMatch(
+      /^Budget exceeded: this call may need up to \$0\.\d{4} but only \$0\.0000 of the \$0\.0000 per month budget remains/,
+    );
     expect(h.llm.requests).toHaveLength(0);
     const exceeded = await events(taskId, 'budget-exceeded');
     expect(exceeded).toHaveLength(1);
@@ -58,7 +72,17 @@ describe('budget guard, thresholds and usage accounting (seed D2 §5, G23, G24)'
     // Usage and cost per call: agent, task, model, tokens, cost.
     const calls = await h.db.db
       .selectFrom('llm_calls')
-      .select(['agent_id', 'task_id', 'provider', 'model', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd'])
+      .select([
+        'agent_id',
+        'task_id',
+        'provider',
+        'model',
+        'input_tokens',
+        'output_tokens',
+        'cache_read_tokens',
+        'cache_write_tokens',
+        'cost_usd',
+      ])
       .where('task_id', '=', taskId)
       .orderBy('id')
       .execute();
@@ -88,16 +112,28 @@ describe('budget guard, thresholds and usage accounting (seed D2 §5, G23, G24)'
     expect(agent.costUsd).toBeCloseTo(1.2, 6);
     // Each call also left a timeline event with its usage and cost.
     const finished = await events(taskId, 'llm-call-finished');
-    expect(finished.map((e) => [e.model, e.inputTokens, e.costUsd])).toEqual(Array.from({ length: 3 }, () => [MODEL, 190_000, 0.4]));
+    expect(finished.map((e) => [e.model, e.inputTokens, e.costUsd])).toEqual(
+      Array.from({ length: 3 }, () => [MODEL, 190_000, 0.4]),
+    );
   });
 
   test('with overage allowed the guard lets calls through past the cap, and 100 % is still reported once', async () => {
-    h.llm.enqueue(expensiveToolTurn(1), expensiveToolTurn(2), expensiveToolTurn(3), { kind: 'message', content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'over budget, allowed' } }], stopReason: 'tool_use', usage: FORTY_CENTS });
+    h.llm.enqueue(expensiveToolTurn(1), expensiveToolTurn(2), expensiveToolTurn(3), {
+      kind: 'message',
+      content: [{ type: 'tool_use', name: 'task_submit_review', input: { summary: 'over budget, allowed' } }],
+      stopReason: 'tool_use',
+      usage: FORTY_CENTS,
+    });
     const agentId = await h.createAgent({ budgetUsd: 1, allowBudgetOverage: true });
     const { taskId } = await h.client.startTask({ agentId, title: 'Overage', description: 'spend past the cap' });
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review');
     expect(h.llm.requests).toHaveLength(4);
-    expect(status.usage).toMatchObject({ inputTokens: 760_000, outputTokens: 8_000, cacheReadTokens: 0, cacheWriteTokens: 0 });
+    expect(status.usage).toMatchObject({
+      inputTokens: 760_000,
+      outputTokens: 8_000,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+    });
     expect(status.usage.costUsd).toBeCloseTo(1.6, 6);
     const task = await usageTotals(h.db.db, { taskId });
     expect(task).toMatchObject({ inputTokens: 760_000, outputTokens: 8_000, calls: 4 });

@@ -30,11 +30,24 @@ describe('circuit breaker and fallback across providers (seed D1 F7, F9)', () =>
     // Call 1: anthropic fails → openai answers. Call 2: the same; the second consecutive failure opens
     // anthropic's circuit. Call 3: anthropic is skipped without a request.
     expect(h.llm.requests.map((r) => r.protocol)).toEqual(['anthropic', 'openai', 'anthropic', 'openai', 'openai']);
-    expect(h.llm.requests.map((r) => r.body.model)).toEqual(['claude-sonnet-5-5', 'gpt-5.4', 'claude-sonnet-5-5', 'gpt-5.4', 'gpt-5.4']);
+    expect(h.llm.requests.map((r) => r.body.model)).toEqual([
+      'claude-sonnet-5-5',
+      'gpt-5.4',
+      'claude-sonnet-5-5',
+      'gpt-5.4',
+      'gpt-5.4',
+    ]);
 
     // Each call is recorded once, with the provider and model that answered.
-    const calls = await h.db.db.selectFrom('llm_calls').select(['provider', 'model', 'agent_id']).where('task_id', '=', taskId).orderBy('id').execute();
-    expect(calls).toEqual(Array.from({ length: 3 }, () => ({ provider: 'openai', model: 'gpt-5.4', agent_id: agentId })));
+    const calls = await h.db.db
+      .selectFrom('llm_calls')
+      .select(['provider', 'model', 'agent_id'])
+      .where('task_id', '=', taskId)
+      .orderBy('id')
+      .execute();
+    expect(calls).toEqual(
+      Array.from({ length: 3 }, () => ({ provider: 'openai', model: 'gpt-5.4', agent_id: agentId })),
+    );
     // The conversation carried over: the fallback saw the first tool's result in OpenAI's format.
     expect(JSON.stringify(h.llm.requests[3]!.body)).toContain('"role":"tool"');
   });

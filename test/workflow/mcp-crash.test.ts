@@ -30,25 +30,47 @@ describe('a worker SIGKILLed during an MCP call', () => {
     await h.close();
   });
 
-  async function killMidCall(config: Record<string, unknown>): Promise<{ taskId: string; ledger: { executions: number; status: string } }> {
-    const agentId = await h.createAgent({ permissions: { canCallExternalTools: true }, mcpServers: { everything: config } });
+  async function killMidCall(
+    config: Record<string, unknown>,
+  ): Promise<{ taskId: string; ledger: { executions: number; status: string } }> {
+    const agentId = await h.createAgent({
+      permissions: { canCallExternalTools: true },
+      mcpServers: { everything: config },
+    });
     const taskId = agents.task([LONG_CALL, submitTurn('after the crash')]);
     workers.push(await spawnWorkerProcess({ taskQueue: h.taskQueue, fakeLlmUrl: h.llm.url }));
     await h.client.startTask({ agentId, taskId, title: 'Long call', description: 'run the long operation' });
-    await eventually(async () => {
-      const progress = await h.db.db.selectFrom('task_events').select('type').where('task_id', '=', taskId).where('type', '=', 'tool-progress').execute();
-      return progress.length >= 1;
-    }, 'progress from the running call', 30_000);
+    await eventually(
+      async () => {
+        const progress = await h.db.db
+          .selectFrom('task_events')
+          .select('type')
+          .where('task_id', '=', taskId)
+          .where('type', '=', 'tool-progress')
+          .execute();
+        return progress.length >= 1;
+      },
+      'progress from the running call',
+      30_000,
+    );
     await killWorkerProcess(workers.at(-1)!);
     workers.push(await spawnWorkerProcess({ taskQueue: h.taskQueue, fakeLlmUrl: h.llm.url }));
     await h.waitForStatus(taskId, (s) => s.state === 'review', 90_000);
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['executions', 'status']).where('task_id', '=', taskId).where('tool', '=', 'mcp__everything__trigger-long-running-operation').executeTakeFirstOrThrow();
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['executions', 'status'])
+      .where('task_id', '=', taskId)
+      .where('tool', '=', 'mcp__everything__trigger-long-running-operation')
+      .executeTakeFirstOrThrow();
     await killWorkerProcess(workers.at(-1)!);
     return { taskId, ledger };
   }
 
   test('a tool the operator marks not idempotent is reported as interrupted and not run again', async () => {
-    const { taskId, ledger } = await killMidCall({ ...everything, tools: { 'trigger-long-running-operation': { idempotent: false } } });
+    const { taskId, ledger } = await killMidCall({
+      ...everything,
+      tools: { 'trigger-long-running-operation': { idempotent: false } },
+    });
     expect(ledger.executions).toBe(1);
     const [result] = lastToolResults(agents.requests(taskId).at(-1)!);
     expect(result!.isError).toBe(true);
@@ -59,6 +81,9 @@ describe('a worker SIGKILLed during an MCP call', () => {
     const { taskId, ledger } = await killMidCall(everything);
     expect(ledger.executions).toBe(2);
     const [result] = lastToolResults(agents.requests(taskId).at(-1)!);
-    expect(result).toEqual({ text: 'Long running operation completed. Duration: 4 seconds, Steps: 8.', isError: false });
+    expect(result).toEqual({
+      text: 'Long running operation completed. Duration: 4 seconds, Steps: 8.',
+      isError: false,
+    });
   }, 150_000);
 });

@@ -38,16 +38,27 @@ describe('memory flush before compaction', () => {
     // Not before the session is long and compaction near; then in every later request (it is history).
     expect(bodyText(requests[flushedAt - 1]!)).not.toContain(FLUSH_MARKER);
     const sessionId = `task_${taskId}_r1`;
-    const stored = await h.db.db.selectFrom('messages').select(['idem_key', 'id']).where('session_id', '=', sessionId).orderBy('id').execute();
+    const stored = await h.db.db
+      .selectFrom('messages')
+      .select(['idem_key', 'id'])
+      .where('session_id', '=', sessionId)
+      .orderBy('id')
+      .execute();
     const flushIndex = stored.findIndex((m) => m.idem_key === MEMORY_FLUSH_MESSAGE_KEY);
     expect(stored.filter((m) => m.idem_key === MEMORY_FLUSH_MESSAGE_KEY)).toHaveLength(1);
-    expect(flushIndex).toBeGreaterThanOrEqual(Math.max(MEMORY_FLUSH_MIN_MESSAGES, STAGE1_TRIGGER_MESSAGES - MEMORY_FLUSH_LEAD_MESSAGES) - 1);
+    expect(flushIndex).toBeGreaterThanOrEqual(
+      Math.max(MEMORY_FLUSH_MIN_MESSAGES, STAGE1_TRIGGER_MESSAGES - MEMORY_FLUSH_LEAD_MESSAGES) - 1,
+    );
     // The request that carried it still had every message verbatim: nothing was folded yet.
     const flushRequest = requests[flushedAt]!;
     expect(bodyText(flushRequest)).not.toContain(SUMMARY_MESSAGE_PREFIX);
     expect(bodyText(flushRequest).split('the build needs node 24').length - 1).toBe(flushedAt);
     expect(bodyText(flushRequest).split(FLUSH_MARKER)).toHaveLength(2);
-    const saved = await h.db.db.selectFrom('memory_observations').select('content').where('agent_id', '=', agentId).execute();
+    const saved = await h.db.db
+      .selectFrom('memory_observations')
+      .select('content')
+      .where('agent_id', '=', agentId)
+      .execute();
     expect(saved.map((o) => o.content)).toEqual(['The build needs node 24.']);
   }, 150_000);
 

@@ -14,12 +14,19 @@ describe('edit_agent_file', () => {
   const h = useHarness();
 
   let turn = 0;
-  async function edit(agentId: string, input: Record<string, unknown>, runId = `run-${randomUUID()}`): Promise<{ text: string; isError: boolean }> {
+  async function edit(
+    agentId: string,
+    input: Record<string, unknown>,
+    runId = `run-${randomUUID()}`,
+  ): Promise<{ text: string; isError: boolean }> {
     const db = h.db.db;
     const toolCallId = `call_${randomUUID().slice(0, 8)}`;
     turn += 1;
     await ensureSession(db, { id: runId, agentId, kind: 'heartbeat' });
-    await appendMessage(db, runId, assistantMessageKey(1, turn), { role: 'assistant', content: [{ type: 'tool_use', id: toolCallId, name: 'edit_agent_file', input }] });
+    await appendMessage(db, runId, assistantMessageKey(1, turn), {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: toolCallId, name: 'edit_agent_file', input }],
+    });
     await executeToolCall({ agentId, sessionId: runId, attempt: 1, turn, toolCallId }, toolsForScenario('heartbeat'), {
       db,
       agentId,
@@ -29,7 +36,12 @@ describe('edit_agent_file', () => {
       agentConfig: {},
       heartbeat: () => undefined,
     });
-    const row = await db.selectFrom('tool_calls').select(['result', 'is_error']).where('session_id', '=', runId).where('tool_call_id', '=', toolCallId).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('tool_calls')
+      .select(['result', 'is_error'])
+      .where('session_id', '=', runId)
+      .where('tool_call_id', '=', toolCallId)
+      .executeTakeFirstOrThrow();
     return { text: row.result ?? '', isError: row.is_error };
   }
 
@@ -40,7 +52,12 @@ describe('edit_agent_file', () => {
   async function expectUnchanged(agentId: string, before: Awaited<ReturnType<typeof agentRow>>): Promise<void> {
     const after = await agentRow(agentId);
     expect(after.content_hash).toBe(before.content_hash);
-    expect([after.soul_md, after.agents_md, after.heartbeat_md, after.tools_md]).toEqual([before.soul_md, before.agents_md, before.heartbeat_md, before.tools_md]);
+    expect([after.soul_md, after.agents_md, after.heartbeat_md, after.tools_md]).toEqual([
+      before.soul_md,
+      before.agents_md,
+      before.heartbeat_md,
+      before.tools_md,
+    ]);
     const edits = await h.db.db.selectFrom('agent_file_edits').select('id').where('agent_id', '=', agentId).execute();
     expect(edits).toHaveLength(0);
   }
@@ -54,11 +71,18 @@ describe('edit_agent_file', () => {
     expect(result.isError).toBe(false);
     const after = await agentRow(agentId);
     expect(after.heartbeat_md).toBe(body);
-    expect(after.content_hash).toBe(identityContentHash({ soul: after.soul_md, agents: after.agents_md, heartbeat: body, tools: after.tools_md }));
+    expect(after.content_hash).toBe(
+      identityContentHash({ soul: after.soul_md, agents: after.agents_md, heartbeat: body, tools: after.tools_md }),
+    );
     expect(result.text).toContain(`New etag: ${after.content_hash}`);
     const audit = await h.db.db.selectFrom('agent_file_edits').selectAll().where('agent_id', '=', agentId).execute();
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ run_id: runId, file: 'HEARTBEAT.md', before_hash: before.content_hash, after_hash: after.content_hash });
+    expect(audit[0]).toMatchObject({
+      run_id: runId,
+      file: 'HEARTBEAT.md',
+      before_hash: before.content_hash,
+      after_hash: after.content_hash,
+    });
     expect(audit[0]!.diff).toContain('+- review open pull requests every morning');
   });
 
@@ -108,7 +132,11 @@ describe('edit_agent_file', () => {
     await expectUnchanged(agentId, before);
     const exact = await edit(agentId, { name: 'AGENTS.md', body: 'a'.repeat(AGENT_FILE_MAX_BYTES) });
     expect(exact.isError).toBe(false);
-    const audit = await h.db.db.selectFrom('agent_file_edits').select('diff').where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const audit = await h.db.db
+      .selectFrom('agent_file_edits')
+      .select('diff')
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(Buffer.byteLength(audit.diff)).toBeLessThanOrEqual(AGENT_FILE_DIFF_MAX_BYTES);
     expect(audit.diff).toContain('[… diff truncated]');
   });
@@ -118,7 +146,10 @@ describe('edit_agent_file', () => {
     const [run1, run2] = [`run-${randomUUID()}`, `run-${randomUUID()}`];
     expect((await edit(agentId, { name: 'SOUL.md', body: 'first' }, run1)).isError).toBe(false);
     const second = await edit(agentId, { name: 'SOUL.md', body: 'second' }, run1);
-    expect(second).toMatchObject({ isError: true, text: expect.stringContaining('already edited SOUL.md in this run') });
+    expect(second).toMatchObject({
+      isError: true,
+      text: expect.stringContaining('already edited SOUL.md in this run'),
+    });
     expect((await agentRow(agentId)).soul_md).toBe('first');
     expect((await edit(agentId, { name: 'TOOLS.md', body: 'other file, same run' }, run1)).isError).toBe(false);
     expect((await edit(agentId, { name: 'SOUL.md', body: 'next run' }, run2)).isError).toBe(false);
@@ -129,7 +160,10 @@ describe('edit_agent_file', () => {
     const agentId = await h.createAgent({ canEditOwnFiles: true });
     const before = await agentRow(agentId);
     const stale = await edit(agentId, { name: 'SOUL.md', body: 'x', etag: 'not-the-hash' });
-    expect(stale).toMatchObject({ isError: true, text: expect.stringContaining(`current etag ${before.content_hash}`) });
+    expect(stale).toMatchObject({
+      isError: true,
+      text: expect.stringContaining(`current etag ${before.content_hash}`),
+    });
     await expectUnchanged(agentId, before);
   });
 });

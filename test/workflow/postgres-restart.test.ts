@@ -32,28 +32,46 @@ describe('the worker survives a PostgreSQL restart', () => {
   });
 
   test(`${TASKS} running tasks, PostgreSQL stopped in immediate mode and started again`, async () => {
-    worker = await startProductWorker({ DATABASE_URL: postgres.url, TEMPORAL_TASK_QUEUE: h.taskQueue, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: h.llm.url });
+    worker = await startProductWorker({
+      DATABASE_URL: postgres.url,
+      TEMPORAL_TASK_QUEUE: h.taskQueue,
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: h.llm.url,
+    });
     const pid = worker.child.pid;
     // A LISTEN connection of its own, like a progress stream's: it must be back after the restart.
     const heard: string[] = [];
     let connects = 0;
-    const listener = listen(postgres.url, ['ops_restart'], (_channel, payload) => heard.push(payload), { onConnect: () => (connects += 1) });
+    const listener = listen(postgres.url, ['ops_restart'], (_channel, payload) => heard.push(payload), {
+      onConnect: () => (connects += 1),
+    });
     await listener.ready;
     const agentId = await h.createAgent();
     const taskIds: string[] = [];
-    for (let i = 0; i < TASKS; i++) taskIds.push((await h.client.startTask({ agentId, title: `Survive ${i}`, description: 'write steps' })).taskId);
+    for (let i = 0; i < TASKS; i++)
+      taskIds.push((await h.client.startTask({ agentId, title: `Survive ${i}`, description: 'write steps' })).taskId);
     // Down while the tasks are mid-way: some LLM calls made, most not.
     await worker.waitForLog(() => h.llm.requests.length >= TASKS, 'the first LLM calls');
     postgres.stopImmediately();
     await worker.waitForLog((l) => l.msg === 'postgres is down', 'the worker to log that PostgreSQL is down');
     await new Promise((r) => setTimeout(r, POSTGRES_DOWN_MS));
     postgres.start();
-    await worker.waitForLog((l) => l.msg === 'postgres is up' && worker!.logs.indexOf(l) > worker!.logs.findIndex((d) => d.msg === 'postgres is down'), 'the worker to log that PostgreSQL is back');
+    await worker.waitForLog(
+      (l) =>
+        l.msg === 'postgres is up' &&
+        worker!.logs.indexOf(l) > worker!.logs.findIndex((d) => d.msg === 'postgres is down'),
+      'the worker to log that PostgreSQL is back',
+    );
 
-    await eventually(async () => {
-      await sql`select pg_notify('ops_restart', 'after the restart')`.execute(h.db.db);
-      return heard.includes('after the restart');
-    }, 'a notification on the re-opened LISTEN connection', 30_000, 250);
+    await eventually(
+      async () => {
+        await sql`select pg_notify('ops_restart', 'after the restart')`.execute(h.db.db);
+        return heard.includes('after the restart');
+      },
+      'a notification on the re-opened LISTEN connection',
+      30_000,
+      250,
+    );
     expect(connects).toBeGreaterThanOrEqual(2);
     await listener.close();
 

@@ -13,10 +13,13 @@ import { installQuietRuntime } from '../support/quiet-runtime';
  */
 const ROOT = path.resolve(__dirname, '..', '..');
 const HISTORIES_DIR = path.join(ROOT, 'test', 'histories');
-const CURRENT_VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const CURRENT_VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string })
+  .version;
 const TASK_SCENARIOS = ['approval', 'revision', 'cancel', 'pause-resume', 'continue-as-new', 'task-continue-as-new'];
 /** Every workflow type the worker registers (the bundle's entry point) must have a history in the current release. */
-const WORKFLOW_TYPES = [...readFileSync(path.join(ROOT, 'workflows', 'index.ts'), 'utf8').matchAll(/^export \{ (\w+) \}/gm)].map((m) => m[1]!);
+const WORKFLOW_TYPES = [
+  ...readFileSync(path.join(ROOT, 'workflows', 'index.ts'), 'utf8').matchAll(/^export \{ (\w+) \}/gm),
+].map((m) => m[1]!);
 
 interface RecordedHistory {
   /** `<version>/<scenario>--<run>` */
@@ -41,9 +44,13 @@ function recordedHistories(): RecordedHistory[] {
 }
 
 const workflowType = (h: RecordedHistory): string =>
-  (h.history.events[0]!.workflowExecutionStartedEventAttributes as { workflowType: { name: string } }).workflowType.name;
+  (h.history.events[0]!.workflowExecutionStartedEventAttributes as { workflowType: { name: string } }).workflowType
+    .name;
 
-async function replay(histories: RecordedHistory[], codePath = process.env.TEST_WORKFLOW_BUNDLE!): Promise<ReplayResult[]> {
+async function replay(
+  histories: RecordedHistory[],
+  codePath = process.env.TEST_WORKFLOW_BUNDLE!,
+): Promise<ReplayResult[]> {
   const results: ReplayResult[] = [];
   const replays = Worker.runReplayHistories(
     { workflowBundle: { codePath }, replayName: 'determinism-gate' },
@@ -60,22 +67,37 @@ describe('recorded workflow histories replay on the current code', () => {
   const current = histories.filter((h) => h.version === CURRENT_VERSION);
 
   test('the workflow types are read from the bundle entry point', () => {
-    expect(WORKFLOW_TYPES).toEqual(expect.arrayContaining(['taskWorkflow', 'taskRoundWorkflow', 'agentWorkflow', 'chatRunWorkflow']));
+    expect(WORKFLOW_TYPES).toEqual(
+      expect.arrayContaining(['taskWorkflow', 'taskRoundWorkflow', 'agentWorkflow', 'chatRunWorkflow']),
+    );
   });
 
-  test('the current release is recorded: every workflow type, every task scenario (approvals, revision, cancel, pause/resume, continue-as-new) and the agent\'s preemption', () => {
+  test("the current release is recorded: every workflow type, every task scenario (approvals, revision, cancel, pause/resume, continue-as-new) and the agent's preemption", () => {
     expect([...new Set(current.map(workflowType))].sort()).toEqual([...WORKFLOW_TYPES].sort());
-    for (const scenario of TASK_SCENARIOS) expect(current.some((h) => h.name.startsWith(`${CURRENT_VERSION}/${scenario}--`))).toBe(true);
-    const endings = (name: string) => current.filter((h) => h.name.startsWith(`${CURRENT_VERSION}/${name}`)).map((h) => h.history.events.at(-1)!.eventType);
+    for (const scenario of TASK_SCENARIOS)
+      expect(current.some((h) => h.name.startsWith(`${CURRENT_VERSION}/${scenario}--`))).toBe(true);
+    const endings = (name: string) =>
+      current
+        .filter((h) => h.name.startsWith(`${CURRENT_VERSION}/${name}`))
+        .map((h) => h.history.events.at(-1)!.eventType);
     expect(endings('cancel--task')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED']);
     expect(endings('continue-as-new--round-1-run-1')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW']);
     expect(endings('revision--round-2')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
-    const approvalTask = current.find((h) => h.name === `${CURRENT_VERSION}/approval--task`)!.history.events.map((e) => e.eventType);
+    const approvalTask = current
+      .find((h) => h.name === `${CURRENT_VERSION}/approval--task`)!
+      .history.events.map((e) => e.eventType);
     expect(approvalTask).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
     // The agent entity's preemption path: a running scenario run cancelled for a more urgent item, the
     // item picked again later (a second run under the same workflow id).
-    const preempt = current.find((h) => h.name === `${CURRENT_VERSION}/preempt--agent`)!.history.events.map((e) => e.eventType);
-    expect(preempt).toEqual(expect.arrayContaining(['EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED', 'EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED']));
+    const preempt = current
+      .find((h) => h.name === `${CURRENT_VERSION}/preempt--agent`)!
+      .history.events.map((e) => e.eventType);
+    expect(preempt).toEqual(
+      expect.arrayContaining([
+        'EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
+        'EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED',
+      ]),
+    );
     expect(endings('preempt--chat-run-1-run-1')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED']);
     expect(endings('preempt--chat-run-1-run-2')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED']);
   });
@@ -111,24 +133,42 @@ describe('recorded workflow histories replay on the current code', () => {
       const edited = edit(source);
       expect(edited).not.toBe(source);
       writeFileSync(file, edited);
-      const { code } = await bundleWorkflowCode({ workflowsPath: path.join(scratch, 'workflows', 'index.ts'), logger: quietLogger });
+      const { code } = await bundleWorkflowCode({
+        workflowsPath: path.join(scratch, 'workflows', 'index.ts'),
+        logger: quietLogger,
+      });
       const codePath = path.join(scratch, `bundle-${Math.random().toString(36).slice(2)}.js`);
       mkdirSync(scratch, { recursive: true });
       writeFileSync(codePath, code);
       return codePath;
     };
     // The line before the task workflow's first activity (recordTask, or openTask on a fresh run).
-    const firstActivity = "    const fresh = run.carry === undefined && run.state === 'pending' && patched(OPEN_TASK_PATCH);";
-    const taskHistories = histories.filter((h) => workflowType(h) === 'taskWorkflow' && h.history.events.some((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED'));
+    const firstActivity =
+      "    const fresh = run.carry === undefined && run.state === 'pending' && patched(OPEN_TASK_PATCH);";
+    const taskHistories = histories.filter(
+      (h) =>
+        workflowType(h) === 'taskWorkflow' &&
+        h.history.events.some((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED'),
+    );
     const versions = [...new Set(taskHistories.map((h) => h.version))];
     expect(versions.length).toBeGreaterThan(1);
     try {
-      const unpatched = await bundleWith((s) => s.replace(firstActivity, `    await condition(() => false, 1);\n${firstActivity}`));
+      const unpatched = await bundleWith((s) =>
+        s.replace(firstActivity, `    await condition(() => false, 1);\n${firstActivity}`),
+      );
       for (const version of versions) {
         const [result] = await replay([taskHistories.find((h) => h.version === version)!], unpatched);
-        expect([version, result!.error?.name]).toEqual([version, expect.stringMatching(/DeterminismViolationError|ReplayError/)]);
+        expect([version, result!.error?.name]).toEqual([
+          version,
+          expect.stringMatching(/DeterminismViolationError|ReplayError/),
+        ]);
       }
-      const guarded = await bundleWith((s) => s.replace(firstActivity, `    if (patched('gate-test-timer')) await condition(() => false, 1);\n${firstActivity}`));
+      const guarded = await bundleWith((s) =>
+        s.replace(
+          firstActivity,
+          `    if (patched('gate-test-timer')) await condition(() => false, 1);\n${firstActivity}`,
+        ),
+      );
       const results = await replay(taskHistories, guarded);
       expect(results.filter((r) => r.error)).toEqual([]);
     } finally {

@@ -8,7 +8,16 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -17,7 +26,6 @@ import { createHarness, submitTurn, toolTurn, type Harness } from '../support/ha
 import { historiesOfAllRuns, lastToolResults, ScriptedAgents } from './task-support';
 import type { ScriptedResponse } from '../fake-llm';
 import { findLeakedPieces, git, GIT_ENV, snapshot } from '../support/canaries';
-
 
 /** Short, so every approval-tier call times out unapproved quickly: nothing runs without a human. */
 const APPROVAL_TIMEOUT_MS = 400;
@@ -29,12 +37,12 @@ const ENV_FILE_SECRET = `dotenv${randomUUID().replaceAll('-', '')}`;
 const SECRETS = [KEY_SECRET, DB_PASSWORD, FILE_SECRET, ENV_FILE_SECRET];
 const leakedPieces = (text: string): string[] => findLeakedPieces(text, SECRETS);
 /** The canaries, in the worker process's own environment from its start. */
-const CANARY_ENV = { SBX_CANARY_ANTHROPIC_API_KEY: KEY_SECRET, SBX_CANARY_DATABASE_URL: `postgres://agent:${DB_PASSWORD}@127.0.0.1:5439/x` };
+const CANARY_ENV = {
+  SBX_CANARY_ANTHROPIC_API_KEY: KEY_SECRET,
+  SBX_CANARY_DATABASE_URL: `postgres://agent:${DB_PASSWORD}@127.0.0.1:5439/x`,
+};
 
 const TIMED_OUT = /^Not run: the approval request .* timed out/;
-
-
-
 
 describe('the kernel sandbox against issue 18 (real worker process with canary secrets in its environment)', () => {
   let h: Harness;
@@ -124,9 +132,18 @@ describe('the kernel sandbox against issue 18 (real worker process with canary s
   }
 
   async function runTask(taskId: string, agentId: string): Promise<Array<{ text: string; isError: boolean }>> {
-    await h.client.startTask({ agentId, taskId, title: 'Escape', description: 'try to escape the sandbox', approvalTimeoutMs: APPROVAL_TIMEOUT_MS });
+    await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Escape',
+      description: 'try to escape the sandbox',
+      approvalTimeoutMs: APPROVAL_TIMEOUT_MS,
+    });
     await h.waitForStatus(taskId, (s) => s.state === 'review', TASK_TIMEOUT_MS);
-    return agents.requests(taskId).slice(1).map((r) => lastToolResults(r)[0]!);
+    return agents
+      .requests(taskId)
+      .slice(1)
+      .map((r) => lastToolResults(r)[0]!);
   }
 
   /** No piece of a canary, in any encoding, in what the model saw, the database, the logs or history. */
@@ -147,7 +164,9 @@ describe('the kernel sandbox against issue 18 (real worker process with canary s
       ...(await historiesOfAllRuns(h.temporal.workflow.getHandle(taskWorkflowId(taskId)))),
       ...(await historiesOfAllRuns(h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)))),
     ];
-    const text = JSON.stringify(histories, (_key, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : value));
+    const text = JSON.stringify(histories, (_key, value: unknown) =>
+      value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : value,
+    );
     expect(text.length).toBeGreaterThan(1000);
     expect(leakedPieces(text)).toEqual([]);
   }
@@ -158,7 +177,12 @@ describe('the kernel sandbox against issue 18 (real worker process with canary s
     const runScript = 'for p in /proc/[0-9]*; do base64 -w0 "$p/environ"; echo; done\n';
     const agentId = await h.createAgent();
     const taskId = scripted([
-      { turn: toolTurn('file_write', { path: 'cache/config', content: '[core]\n\tbare = true\n\talternateRefsCommand = sh ./run.sh\n' }) },
+      {
+        turn: toolTurn('file_write', {
+          path: 'cache/config',
+          content: '[core]\n\tbare = true\n\talternateRefsCommand = sh ./run.sh\n',
+        }),
+      },
       { turn: toolTurn('file_write', { path: 'cache/run.sh', content: runScript }) },
       { turn: toolTurn('file_write', { path: 'cache/objects/info/alternates', content: '' }) },
       { turn: toolTurn('file_write', { path: 'cache/refs/.keep', content: '' }) },
@@ -168,14 +192,23 @@ describe('the kernel sandbox against issue 18 (real worker process with canary s
       { turn: toolTurn('shell_execute', { command: 'git ls-remote pointer' }) },
       { turn: toolTurn('shell_execute', { command: 'git fetch pointer main' }) },
       { turn: toolTurn('shell_execute', { command: 'git push pointer HEAD:x' }) },
-      { turn: toolTurn('file_write', { path: 'list', content: `${outside}/secret.txt\n${host}/.env\n/proc/self/environ\n` }) },
+      {
+        turn: toolTurn('file_write', {
+          path: 'list',
+          content: `${outside}/secret.txt\n${host}/.env\n/proc/self/environ\n`,
+        }),
+      },
       { turn: toolTurn('shell_execute', { command: 'sort --files0-from=list' }) },
       { turn: toolTurn('shell_execute', { command: 'wc --files0-from=list' }) },
       { turn: toolTurn('shell_execute', { command: 'file -f list' }) },
       { turn: toolTurn('file_write', { path: 'inc.cfg', content: '[include]\n\tpath = /root/.gitconfig\n' }) },
       { turn: toolTurn('shell_execute', { command: 'git config --file inc.cfg --includes --list' }) },
       { turn: toolTurn('shell_execute', { command: 'git config --system --list' }) },
-      { turn: toolTurn('shell_execute', { command: 'git fetch origin && git checkout -b s origin/withlink && cat link' }) },
+      {
+        turn: toolTurn('shell_execute', {
+          command: 'git fetch origin && git checkout -b s origin/withlink && cat link',
+        }),
+      },
       { turn: toolTurn('shell_execute', { command: 'cat a.txt' }) },
       { turn: submitTurn('tried') },
     ]);
@@ -228,11 +261,14 @@ describe('the kernel sandbox against issue 18 (real worker process with canary s
     const results = await runTask(taskId, agentId);
 
     expect(results[0]!.isError).toBe(false);
-    for (const i of [1, 2, 3, 4, 5, 6, 7, 8]) expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(TIMED_OUT)]);
+    for (const i of [1, 2, 3, 4, 5, 6, 7, 8])
+      expect([i, results[i]!.text]).toEqual([i, expect.stringMatching(TIMED_OUT)]);
     expect(results[9]!.isError).toBe(false);
 
     const refsAfter = remoteRefs();
-    expect(refsAfter.split('\n').filter((line) => !line.startsWith('refs/heads/topic-ok '))).toEqual(refsBefore.split('\n'));
+    expect(refsAfter.split('\n').filter((line) => !line.startsWith('refs/heads/topic-ok '))).toEqual(
+      refsBefore.split('\n'),
+    );
     expect(refsAfter).toMatch(/refs\/heads\/topic-ok /);
     expect(git(workspace, 'tag', '--list')).toContain('keep-me');
     expect(git(workspace, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('feature');
@@ -250,7 +286,12 @@ describe('the kernel sandbox against issue 18 (real worker process with canary s
     await h.client.upsertAgent({
       id: agentId,
       name: 'inner',
-      files: { soul: 'You are careful.', agents: 'You complete tasks with tools.', heartbeat: '- check tasks', tools: 'Use tools.' },
+      files: {
+        soul: 'You are careful.',
+        agents: 'You complete tasks with tools.',
+        heartbeat: '- check tasks',
+        tools: 'Use tools.',
+      },
       config: {},
       workspaceDir: inner,
     });

@@ -17,18 +17,38 @@ describe('status while things change', () => {
 
   test("a blocked task's lastError follows its dependency's state at once (not at the 15-minute recheck)", async () => {
     const agentId = await h.createAgent();
-    const { taskId: dependency, handle } = await h.client.startTask({ agentId, title: 'Dependency', description: 'runs first' });
+    const { taskId: dependency, handle } = await h.client.startTask({
+      agentId,
+      title: 'Dependency',
+      description: 'runs first',
+    });
     await h.waitForStatus(dependency, (s) => s.state === 'in_progress');
-    const { taskId: dependant } = await h.client.startTask({ agentId, title: 'Dependant', description: 'waits', dependsOn: [dependency] });
+    const { taskId: dependant } = await h.client.startTask({
+      agentId,
+      title: 'Dependant',
+      description: 'waits',
+      dependsOn: [dependency],
+    });
     const blocked = await h.waitForStatus(dependant, (s) => s.state === 'blocked');
     expect(blocked.lastError).toBe(`waiting for ${dependency} (in_progress)`);
 
     await handle.signal(pauseSignal, { reason: 'lunch' });
     await h.waitForStatus(dependency, (s) => s.state === 'blocked');
-    const updated = await h.waitForStatus(dependant, (s) => s.lastError === `waiting for ${dependency} (blocked)`, 20_000);
+    const updated = await h.waitForStatus(
+      dependant,
+      (s) => s.lastError === `waiting for ${dependency} (blocked)`,
+      20_000,
+    );
     expect(updated.state).toBe('blocked');
     // The stored row says the same (the CLI and the API read it once the workflow is gone).
-    await eventually(async () => (await h.client.getTaskRow(dependant)).last_error === `waiting for ${dependency} (blocked)`, 'the stored blocker');
-    for (const id of [dependant, dependency]) await h.client.handle(id).terminate('test finished').catch(() => undefined);
+    await eventually(
+      async () => (await h.client.getTaskRow(dependant)).last_error === `waiting for ${dependency} (blocked)`,
+      'the stored blocker',
+    );
+    for (const id of [dependant, dependency])
+      await h.client
+        .handle(id)
+        .terminate('test finished')
+        .catch(() => undefined);
   }, 60_000);
 });

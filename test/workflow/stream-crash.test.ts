@@ -4,7 +4,6 @@ import { agentWorkflowId, ConversationClient, type ChatEvent } from '../../clien
 import { useHarness } from '../support/harness';
 import { killWorkerProcess, spawnWorkerProcess } from '../support/spawn-worker';
 
-
 const ANSWER = Array.from({ length: 12 }, (_, i) => `Sentence ${i + 1} of the answer, streamed slowly.`).join(' ');
 /** ~12 characters per streamed chunk: the answer takes a few seconds, so the kill lands mid-stream. */
 const CHUNK_DELAY_MS = 40;
@@ -24,7 +23,10 @@ describe('a worker SIGKILLed while an LLM call streams', () => {
       kind: 'message',
       content: JSON.stringify(r.body.messages).includes('tell me a long story')
         ? [{ type: 'text', text: ANSWER }]
-        : [{ type: 'text', text: ANSWER }, { type: 'tool_use', name: 'task_submit_review', input: { summary: 'answered' } }],
+        : [
+            { type: 'text', text: ANSWER },
+            { type: 'tool_use', name: 'task_submit_review', input: { summary: 'answered' } },
+          ],
       stopReason: JSON.stringify(r.body.messages).includes('tell me a long story') ? 'end_turn' : 'tool_use',
       usage: { inputTokens: 100, outputTokens: 80 },
       chunkDelayMs: CHUNK_DELAY_MS,
@@ -34,7 +36,11 @@ describe('a worker SIGKILLed while an LLM call streams', () => {
   test('the follower gets a rewind for the cut-off text, resumes from its last sequence number, and the transcript holds the answer once', async () => {
     workers.push(await spawnWorkerProcess({ taskQueue: h.taskQueue, fakeLlmUrl: h.llm.url }));
     const agentId = await h.createAgent();
-    const { taskId, workflowId } = await h.client.startTask({ agentId, title: 'Answer slowly', description: 'stream a long answer' });
+    const { taskId, workflowId } = await h.client.startTask({
+      agentId,
+      title: 'Answer slowly',
+      description: 'stream a long answer',
+    });
     const source = { db: h.db.db, connectionString: h.db.url };
     const seen: StreamEvent[] = [];
 
@@ -49,15 +55,26 @@ describe('a worker SIGKILLed while an LLM call streams', () => {
 
     // Second follower: resumes after the last sequence number it saw, until the retried step ends.
     const resumeAfter = seen.at(-1)!.seq;
-    for await (const e of tailStream(source, workflowId, { afterSeq: resumeAfter, until: (x) => x.kind === 'step-end' })) seen.push(e);
+    for await (const e of tailStream(source, workflowId, {
+      afterSeq: resumeAfter,
+      until: (x) => x.kind === 'step-end',
+    }))
+      seen.push(e);
 
     expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
-    const cutOff = seen.filter((e) => e.kind === 'delta' && e.attempt === 1).map((e) => e.text).join('');
+    const cutOff = seen
+      .filter((e) => e.kind === 'delta' && e.attempt === 1)
+      .map((e) => e.text)
+      .join('');
     expect(cutOff.length).toBeGreaterThan(0);
     expect(ANSWER.startsWith(cutOff) && cutOff.length < ANSWER.length).toBe(true);
     const rewinds = seen.filter((e) => e.kind === 'rewind');
     expect(rewinds).toHaveLength(1);
-    expect(rewinds[0]).toMatchObject({ attempt: 2, stepKey: `task_${taskId}_r1/assistant-a1-t0`, data: { supersededChars: cutOff.length } });
+    expect(rewinds[0]).toMatchObject({
+      attempt: 2,
+      stepKey: `task_${taskId}_r1/assistant-a1-t0`,
+      data: { supersededChars: cutOff.length },
+    });
     const retried = seen.filter((e) => e.kind === 'delta' && e.attempt === 2);
     expect(retried.every((e) => e.seq > rewinds[0]!.seq)).toBe(true);
     expect(retried.map((e) => e.text).join('')).toBe(ANSWER);

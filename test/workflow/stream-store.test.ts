@@ -21,7 +21,14 @@ describe('run streams in PostgreSQL', () => {
 
   test('concurrent writers get gap-free, ordered sequence numbers', async () => {
     const streamId = newStream();
-    await Promise.all(Array.from({ length: 10 }, (_, i) => appendStreamEvents(h.db, { streamId }, [{ kind: 'event', data: { i } }, { kind: 'event', data: { i } }])));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        appendStreamEvents(h.db, { streamId }, [
+          { kind: 'event', data: { i } },
+          { kind: 'event', data: { i } },
+        ]),
+      ),
+    );
     const events = await readStreamEvents(h.db, streamId);
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     // Each writer's two events are adjacent: a batch is reserved as a block.
@@ -30,14 +37,25 @@ describe('run streams in PostgreSQL', () => {
 
   test('a follower resumes after any sequence number and is woken by NOTIFY', async () => {
     const streamId = newStream();
-    await appendStreamEvents(h.db, { streamId }, ['a', 'b', 'c'].map((text) => ({ kind: 'delta' as const, stepKey: 's/1', text })));
+    await appendStreamEvents(
+      h.db,
+      { streamId },
+      ['a', 'b', 'c'].map((text) => ({ kind: 'delta' as const, stepKey: 's/1', text })),
+    );
     const seen: StreamEvent[] = [];
     const follow = (async () => {
-      for await (const e of tailStream({ db: h.db, connectionString: h.url }, streamId, { afterSeq: 1, pollIntervalMs: NO_POLL_MS })) seen.push(e);
+      for await (const e of tailStream({ db: h.db, connectionString: h.url }, streamId, {
+        afterSeq: 1,
+        pollIntervalMs: NO_POLL_MS,
+      }))
+        seen.push(e);
     })();
     await eventually(() => seen.length === 2, 'two events seen', 10_000);
     const writtenAt = Date.now();
-    await appendStreamEvents(h.db, { streamId }, [{ kind: 'delta', stepKey: 's/1', text: 'd' }, { kind: 'end', data: {} }]);
+    await appendStreamEvents(h.db, { streamId }, [
+      { kind: 'delta', stepKey: 's/1', text: 'd' },
+      { kind: 'end', data: {} },
+    ]);
     await follow;
     expect(seen.map((e) => e.text ?? e.kind)).toEqual(['b', 'c', 'd', 'end']);
     expect(Date.now() - writtenAt).toBeLessThan(5_000);
@@ -47,14 +65,20 @@ describe('run streams in PostgreSQL', () => {
     const streamId = newStream();
     const seen: string[] = [];
     const follow = (async () => {
-      for await (const e of tailStream({ db: h.db, connectionString: h.url }, streamId, { pollIntervalMs: NO_POLL_MS })) seen.push(e.text ?? e.kind);
+      for await (const e of tailStream({ db: h.db, connectionString: h.url }, streamId, { pollIntervalMs: NO_POLL_MS }))
+        seen.push(e.text ?? e.kind);
     })();
     await appendStreamEvents(h.db, { streamId }, [{ kind: 'delta', stepKey: 's/1', text: 'before' }]);
     await eventually(() => seen.length === 1, 'one event seen', 10_000);
     const killed = await sql<{ n: number }>`
-      select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where query ilike 'LISTEN agent_progress%' and pid <> pg_backend_pid()`.execute(h.db);
+      select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where query ilike 'LISTEN agent_progress%' and pid <> pg_backend_pid()`.execute(
+      h.db,
+    );
     expect(killed.rows[0]!.n).toBeGreaterThan(0);
-    await appendStreamEvents(h.db, { streamId }, [{ kind: 'delta', stepKey: 's/1', text: 'after' }, { kind: 'end', data: {} }]);
+    await appendStreamEvents(h.db, { streamId }, [
+      { kind: 'delta', stepKey: 's/1', text: 'after' },
+      { kind: 'end', data: {} },
+    ]);
     await follow;
     expect(seen).toEqual(['before', 'after', 'end']);
   });
@@ -88,7 +112,11 @@ describe('run streams in PostgreSQL', () => {
     const freshStream = newStream();
     await appendStreamEvents(h.db, { streamId: oldStream }, [{ kind: 'event', data: {} }]);
     await appendStreamEvents(h.db, { streamId: freshStream }, [{ kind: 'event', data: {} }]);
-    await h.db.updateTable('stream_events').set({ created_at: sql`now() - interval '2 days'` } as never).where('stream_id', '=', oldStream).execute();
+    await h.db
+      .updateTable('stream_events')
+      .set({ created_at: sql`now() - interval '2 days'` } as never)
+      .where('stream_id', '=', oldStream)
+      .execute();
     const { pruneStreamEvents } = createStreamActivities({ db: h.db });
     const result = await pruneStreamEvents({});
     expect(result.events).toBeGreaterThanOrEqual(1);

@@ -10,16 +10,28 @@ describe('bad input gets a clear error and loses nothing', () => {
   beforeEach(() => h.llm.reset());
 
   test('a task for an unknown agent is refused before any workflow runs', async () => {
-    await expect(h.client.startTask({ agentId: 'no-such-agent', title: 't', description: 'd', taskId: 'unknown-agent-task' })).rejects.toThrow(UnknownAgentError);
-    await expect(h.client.startTask({ agentId: 'no-such-agent', title: 't', description: 'd' })).rejects.toThrow(/unknown agent "no-such-agent"/);
-    const row = await h.db.db.selectFrom('tasks').select('id').where('id', '=', 'unknown-agent-task').executeTakeFirst();
+    await expect(
+      h.client.startTask({ agentId: 'no-such-agent', title: 't', description: 'd', taskId: 'unknown-agent-task' }),
+    ).rejects.toThrow(UnknownAgentError);
+    await expect(h.client.startTask({ agentId: 'no-such-agent', title: 't', description: 'd' })).rejects.toThrow(
+      /unknown agent "no-such-agent"/,
+    );
+    const row = await h.db.db
+      .selectFrom('tasks')
+      .select('id')
+      .where('id', '=', 'unknown-agent-task')
+      .executeTakeFirst();
     expect(row).toBeUndefined();
     await expect(h.temporal.workflow.getHandle('task-unknown-agent-task').describe()).rejects.toThrow(/not found/i);
   });
 
   test('malformed, schema-violating, unknown-tool and out-of-workspace calls become error results and the loop goes on', async () => {
     h.llm.enqueue(
-      { kind: 'message', content: [{ type: 'tool_use', name: 'file_write', rawArguments: '{"path": "a.txt", "content": ' }], stopReason: 'tool_use' },
+      {
+        kind: 'message',
+        content: [{ type: 'tool_use', name: 'file_write', rawArguments: '{"path": "a.txt", "content": ' }],
+        stopReason: 'tool_use',
+      },
       toolTurn('file_write', { path: 'a.txt', content: 42, extra: true }),
       toolTurn('rm_everything', { now: true }),
       toolTurn('file_write', { path: '../../etc/escape.txt', content: 'x' }),
@@ -34,7 +46,11 @@ describe('bad input gets a clear error and loses nothing', () => {
     expect(results[1]).toMatch(/Invalid arguments for file_write/);
     expect(results[2]).toMatch(/Unknown tool \\"rm_everything\\"/);
     expect(results[3]).toMatch(/outside the agent's workspace/);
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'status', 'executions']).where('task_id', '=', taskId).execute();
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['tool', 'status', 'executions'])
+      .where('task_id', '=', taskId)
+      .execute();
     const failed = ledger.filter((l) => l.status === 'failed');
     expect(failed).toHaveLength(4);
     // Invalid calls never reach the tool; the escaping write runs and is refused by the workspace check.
@@ -44,7 +60,11 @@ describe('bad input gets a clear error and loses nothing', () => {
 
   test('a reply carrying NUL and lone surrogates is stored, streamed and run once (PostgreSQL cannot hold them as sent)', async () => {
     h.llm.enqueue(
-      toolTurn('file_write', { path: 'odd.txt', 'k\u0000ey': 1, content: 'nul:\u0000 lone:\ud800 pair:\ud83d\ude00' }, 'text with nul \u0000 and \udc00'),
+      toolTurn(
+        'file_write',
+        { path: 'odd.txt', 'k\u0000ey': 1, content: 'nul:\u0000 lone:\ud800 pair:\ud83d\ude00' },
+        'text with nul \u0000 and \udc00',
+      ),
       submitTurn('wrote odd.txt'),
     );
     const agentId = await h.createAgent();
@@ -52,17 +72,36 @@ describe('bad input gets a clear error and loses nothing', () => {
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     // One request per turn: the first reply was stored at once, not failed and asked again.
     expect(h.llm.requests).toHaveLength(2);
-    const [reply] = await h.db.db.selectFrom('messages').select('content').where('session_id', '=', `task_${taskId}_r1`).where('role', '=', 'assistant').orderBy('id').execute();
+    const [reply] = await h.db.db
+      .selectFrom('messages')
+      .select('content')
+      .where('session_id', '=', `task_${taskId}_r1`)
+      .where('role', '=', 'assistant')
+      .orderBy('id')
+      .execute();
     expect(JSON.stringify(reply!.content)).toContain('text with nul \\\\0 and \uFFFD');
     // The extra key made the call invalid for the schema: an error result, and the loop went on.
-    const [first] = await h.db.db.selectFrom('tool_calls').select(['tool', 'is_error', 'result']).where('task_id', '=', taskId).orderBy('started_at').execute();
+    const [first] = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['tool', 'is_error', 'result'])
+      .where('task_id', '=', taskId)
+      .orderBy('started_at')
+      .execute();
     expect(first).toMatchObject({ tool: 'file_write', is_error: true });
-    const deltas = await h.db.db.selectFrom('stream_events').select('text').where('task_id', '=', taskId).where('kind', '=', 'delta').execute();
+    const deltas = await h.db.db
+      .selectFrom('stream_events')
+      .select('text')
+      .where('task_id', '=', taskId)
+      .where('kind', '=', 'delta')
+      .execute();
     expect(deltas.map((d) => d.text).join('')).toContain('text with nul \\0 and \uFFFD');
   });
 
   test('a NUL and a lone surrogate in tool arguments reach the tool as storable text', async () => {
-    h.llm.enqueue(toolTurn('file_write', { path: 'odd.txt', content: 'nul:\u0000 lone:\ud800 pair:\ud83d\ude00' }), submitTurn('wrote odd.txt'));
+    h.llm.enqueue(
+      toolTurn('file_write', { path: 'odd.txt', content: 'nul:\u0000 lone:\ud800 pair:\ud83d\ude00' }),
+      submitTurn('wrote odd.txt'),
+    );
     const agentId = await h.createAgent();
     const { taskId } = await h.client.startTask({ agentId, title: 'Odd args', description: 'write odd.txt' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
@@ -71,7 +110,9 @@ describe('bad input gets a clear error and loses nothing', () => {
   });
 
   test('a comment carrying a NUL reaches the running round escaped instead of failing its every step; a NUL title is refused', async () => {
-    await expect(h.client.startTask({ agentId: await h.createAgent(), title: 'a\u0000b', description: 'd' })).rejects.toThrow(/title contains a NUL character/);
+    await expect(
+      h.client.startTask({ agentId: await h.createAgent(), title: 'a\u0000b', description: 'd' }),
+    ).rejects.toThrow(/title contains a NUL character/);
     h.llm.enqueue({ ...toolTurn('task_note', { note: 'working' }), chunkDelayMs: 300 }, submitTurn('read the comment'));
     const agentId = await h.createAgent();
     const { taskId } = await h.client.startTask({ agentId, title: 'Comment me', description: 'wait for a comment' });

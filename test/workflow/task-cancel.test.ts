@@ -9,7 +9,11 @@ describe('cancellation', () => {
   test('handle.cancel() during a streaming LLM call stops the stream and leaves the task cancelled within 5 s', async () => {
     h.llm.enqueue({ kind: 'hang' });
     const agentId = await h.createAgent();
-    const { taskId, handle } = await h.client.startTask({ agentId, title: 'Long think', description: 'never finishes' });
+    const { taskId, handle } = await h.client.startTask({
+      agentId,
+      title: 'Long think',
+      description: 'never finishes',
+    });
     await eventually(() => h.llm.requests.length > 0, 'the LLM call to start', 20_000);
     expect(h.llm.requests).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 500));
@@ -18,7 +22,12 @@ describe('cancellation', () => {
     await handle.cancel();
     await h.llm.waitForAbortedRequests(1, 5_000);
     const streamStoppedMs = Date.now() - cancelledAt;
-    await eventually(async () => (await h.client.getTaskRow(taskId)).state === 'cancelled', 'the task row to say cancelled', Math.max(0, cancelledAt + 5_000 - Date.now()), 50);
+    await eventually(
+      async () => (await h.client.getTaskRow(taskId)).state === 'cancelled',
+      'the task row to say cancelled',
+      Math.max(0, cancelledAt + 5_000 - Date.now()),
+      50,
+    );
     const cancelledMs = Date.now() - cancelledAt;
     expect(streamStoppedMs).toBeLessThan(5_000);
     expect(cancelledMs).toBeLessThan(5_000);
@@ -34,7 +43,11 @@ describe('cancellation', () => {
     const handle = h.client.handle(taskId);
     const cancelledAt = Date.now();
     await handle.cancel();
-    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'cancelled') || undefined, 'the task to be cancelled', 5_000);
+    await eventually(
+      async () => (await h.client.getTaskRow(taskId)).state === 'cancelled' || undefined,
+      'the task to be cancelled',
+      5_000,
+    );
     await expect(handle.result()).rejects.toThrow(/cancel/i);
     const elapsed = Date.now() - cancelledAt;
     const description = await handle.describe();
@@ -50,9 +63,18 @@ describe('cancellation', () => {
   ])('cancelled while %s: the task ends cancelled within 5 s', async (_label, where) => {
     const agentId = await h.createAgent();
     const taskId = agents.task(
-      where === 'awaiting-approval' ? [toolTurn('shell_execute', { command: 'touch never.txt' })] : where === 'review' ? [submitTurn('done')] : [{ kind: 'hang' }],
+      where === 'awaiting-approval'
+        ? [toolTurn('shell_execute', { command: 'touch never.txt' })]
+        : where === 'review'
+          ? [submitTurn('done')]
+          : [{ kind: 'hang' }],
     );
-    const { handle } = await h.client.startTask({ agentId, taskId, title: `Cancel ${where}`, description: 'cancelled' });
+    const { handle } = await h.client.startTask({
+      agentId,
+      taskId,
+      title: `Cancel ${where}`,
+      description: 'cancelled',
+    });
     if (where === 'awaiting-approval') await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
     if (where === 'review') await h.waitForStatus(taskId, (s) => s.state === 'review');
     if (where === 'blocked') {

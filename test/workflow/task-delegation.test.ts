@@ -21,7 +21,10 @@ describe('task delegation', () => {
   let worker: string;
   let gatedLead: string;
   /** A scripted agent per task title (other tasks submit at once); the task prompt names the task, so scripts need no ids up front. */
-  const scripts = new Map<string, (turn: { request: RecordedRequest; index: number; taskId: string }) => ScriptedResponse>();
+  const scripts = new Map<
+    string,
+    (turn: { request: RecordedRequest; index: number; taskId: string }) => ScriptedResponse
+  >();
   const seen = new Map<string, number>();
   const requests: RecordedRequest[] = [];
 
@@ -64,11 +67,26 @@ describe('task delegation', () => {
     scripts.set(`${prefix} export`, ({ request, index, taskId }) => {
       switch (index) {
         case 0:
-          return toolTurn('task_create', { title: `${prefix} design`, assignee: worker, parent_task_id: taskId, priority: 'high' });
+          return toolTurn('task_create', {
+            title: `${prefix} design`,
+            assignee: worker,
+            parent_task_id: taskId,
+            priority: 'high',
+          });
         case 1:
-          return toolTurn('task_create', { title: `${prefix} build`, assignee: worker, parent_task_id: taskId, depends_on: [createdId(request)] });
+          return toolTurn('task_create', {
+            title: `${prefix} build`,
+            assignee: worker,
+            parent_task_id: taskId,
+            depends_on: [createdId(request)],
+          });
         case 2:
-          return toolTurn('task_create', { title: `${prefix} test`, assignee: worker, parent_task_id: taskId, depends_on: [createdId(request)] });
+          return toolTurn('task_create', {
+            title: `${prefix} test`,
+            assignee: worker,
+            parent_task_id: taskId,
+            depends_on: [createdId(request)],
+          });
         case 3:
           return toolTurn('task_list', { scope: 'created' });
         default:
@@ -79,17 +97,28 @@ describe('task delegation', () => {
 
   async function subtasksOf(parentId: string, count = 3) {
     return eventually(async () => {
-      const rows = await h.db.db.selectFrom('tasks').selectAll().where('parent_task_id', '=', parentId).orderBy('created_at').execute();
+      const rows = await h.db.db
+        .selectFrom('tasks')
+        .selectAll()
+        .where('parent_task_id', '=', parentId)
+        .orderBy('created_at')
+        .execute();
       return rows.length === count ? rows : undefined;
     }, `${count} subtasks of ${parentId}`);
   }
 
-  const stateOf = async (taskId: string) => (await h.db.db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirstOrThrow()).state;
+  const stateOf = async (taskId: string) =>
+    (await h.db.db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirstOrThrow()).state;
 
   test('a parent with three subtasks, two dependent: they unblock in order as each completes', async () => {
     planScript('CSV');
     const parent = randomUUID();
-    await h.client.startTask({ agentId: lead, taskId: parent, title: 'CSV export', description: 'Ship the CSV export.' });
+    await h.client.startTask({
+      agentId: lead,
+      taskId: parent,
+      title: 'CSV export',
+      description: 'Ship the CSV export.',
+    });
     const [design, build, check] = await subtasksOf(parent);
     expect([design!.title, build!.title, check!.title]).toEqual(['CSV design', 'CSV build', 'CSV test']);
     expect([design!.agent_id, design!.created_by, design!.priority]).toEqual([worker, `agent:${lead}`, 'high']);
@@ -100,7 +129,8 @@ describe('task delegation', () => {
     expect(blockedBuild.lastError).toContain(`waiting for ${design!.id} (`);
     await h.waitForStatus(check!.id, (s) => s.state === 'blocked');
     // task_list showed the lead what it created, by priority.
-    const listResult = lastToolResults(requests.filter((r) => bodyText(r).includes(`Task ID: ${parent}`)).at(-1)!)[0]!.text;
+    const listResult = lastToolResults(requests.filter((r) => bodyText(r).includes(`Task ID: ${parent}`)).at(-1)!)[0]!
+      .text;
     expect(listResult.split('\n')[0]).toContain('[high] CSV design');
 
     await h.client.review(design!.id, { decision: 'accept' });
@@ -113,7 +143,12 @@ describe('task delegation', () => {
 
     // In order: each dependant started only after its dependency completed.
     const at = async (taskId: string, state: string) => {
-      const events = await h.db.db.selectFrom('task_events').select(['data', 'created_at']).where('task_id', '=', taskId).where('type', '=', 'state-changed').execute();
+      const events = await h.db.db
+        .selectFrom('task_events')
+        .select(['data', 'created_at'])
+        .where('task_id', '=', taskId)
+        .where('type', '=', 'state-changed')
+        .execute();
       return events.find((e) => e.data.state === state)!.created_at.getTime();
     };
     expect(await at(build!.id, 'in_progress')).toBeGreaterThanOrEqual(await at(design!.id, 'completed'));
@@ -122,7 +157,9 @@ describe('task delegation', () => {
     // What a human sees with `agents task tree <parent>`: the subtasks indented, each with what it waits for.
     const tree = await runTaskAdminCommand(admin, { action: 'tree', taskId: parent });
     expect(tree).toHaveLength(4);
-    expect(tree[2]).toMatch(new RegExp(`^  ${build!.id}  \\[medium\\] completed +${worker}  CSV build  \\(after ${design!.id} completed\\)$`));
+    expect(tree[2]).toMatch(
+      new RegExp(`^  ${build!.id}  \\[medium\\] completed +${worker}  CSV build  \\(after ${design!.id} completed\\)$`),
+    );
 
     // Every prompt sent in this delegation named only tools offered in that very call.
     for (const request of requests.filter(offersTools)) {
@@ -137,7 +174,12 @@ describe('task delegation', () => {
   test('cancelling the parent cancels its subtasks, running or blocked', async () => {
     planScript('PDF');
     const parent = randomUUID();
-    await h.client.startTask({ agentId: lead, taskId: parent, title: 'PDF export', description: 'Ship the PDF export.' });
+    await h.client.startTask({
+      agentId: lead,
+      taskId: parent,
+      title: 'PDF export',
+      description: 'Ship the PDF export.',
+    });
     const subtasks = await subtasksOf(parent);
     await h.waitForStatus(subtasks[0]!.id, (s) => s.state === 'review');
     await h.waitForStatus(subtasks[2]!.id, (s) => s.state === 'blocked');
@@ -146,7 +188,10 @@ describe('task delegation', () => {
     await admin.cancel(parent);
     for (const id of [parent, ...subtasks.map((s) => s.id)]) {
       await eventually(async () => ((await stateOf(id)) === 'cancelled' ? true : undefined), `task ${id} cancelled`);
-      await eventually(async () => ((await h.client.handle(id).describe()).status.name === 'RUNNING' ? undefined : true), `workflow task-${id} closed`);
+      await eventually(
+        async () => ((await h.client.handle(id).describe()).status.name === 'RUNNING' ? undefined : true),
+        `workflow task-${id} closed`,
+      );
     }
     await expect(admin.cancel(parent)).rejects.toThrow(/is cancelled: a finished task cannot be cancelled/);
   });
@@ -186,7 +231,11 @@ describe('task delegation', () => {
         case 1:
           return toolTurn('task_create', { title: 'Careful base', assignee: worker, parent_task_id: taskId });
         case 2:
-          return toolTurn('task_create', { title: 'Careful first', assignee: worker, depends_on: [createdId(request)] });
+          return toolTurn('task_create', {
+            title: 'Careful first',
+            assignee: worker,
+            depends_on: [createdId(request)],
+          });
         case 3:
           firstId = createdId(request);
           return toolTurn('task_create', { title: 'Careful second', assignee: worker, depends_on: [firstId] });
@@ -198,14 +247,29 @@ describe('task delegation', () => {
       }
     });
     const parent = randomUUID();
-    await h.client.startTask({ agentId: lead, taskId: parent, title: 'Careful planning', description: 'Plan carefully.' });
+    await h.client.startTask({
+      agentId: lead,
+      taskId: parent,
+      title: 'Careful planning',
+      description: 'Plan carefully.',
+    });
     await h.waitForStatus(parent, (s) => s.state === 'review');
     const told = requests.filter((r) => bodyText(r).includes(`Task ID: ${parent}`)).map((r) => lastToolResults(r)[0]);
-    expect(told[1]).toEqual({ isError: true, text: expect.stringContaining('unknown agent "nobody-here": no task was created. Known agents:') });
+    expect(told[1]).toEqual({
+      isError: true,
+      text: expect.stringContaining('unknown agent "nobody-here": no task was created. Known agents:'),
+    });
     expect(told[1]!.text).toMatch(/Known agents: agent-[0-9a-f]{8}/); // the first 20 by id: a real one to pick
     expect(await h.db.db.selectFrom('tasks').select('id').where('title', '=', 'Nobody').execute()).toEqual([]);
-    expect(told[5]).toEqual({ isError: true, text: `dependency cycle: ${firstId} → ${secondId} → ${firstId}. Each of these tasks would wait for itself forever; nothing was changed` });
-    const deps = await h.db.db.selectFrom('task_dependencies').select(['task_id', 'depends_on']).where('task_id', 'in', [firstId, secondId]).execute();
+    expect(told[5]).toEqual({
+      isError: true,
+      text: `dependency cycle: ${firstId} → ${secondId} → ${firstId}. Each of these tasks would wait for itself forever; nothing was changed`,
+    });
+    const deps = await h.db.db
+      .selectFrom('task_dependencies')
+      .select(['task_id', 'depends_on'])
+      .where('task_id', 'in', [firstId, secondId])
+      .execute();
     expect(deps).toHaveLength(2); // first → base, second → first; no first → second
     expect(deps.some((d) => d.task_id === firstId && d.depends_on === secondId)).toBe(false);
     expect(await stateOf(firstId)).toBe('blocked');
@@ -213,18 +277,32 @@ describe('task delegation', () => {
 
   test('a failed dependency keeps its dependant blocked; retry runs it in a fresh round and the dependant follows; rerun and archive', async () => {
     let failures = 0;
-    scripts.set('Flaky fetch', ({ index }) => (index === 0 && failures++ === 0 ? { kind: 'error', status: 401, message: 'invalid x-api-key' } : submitTurn('fetched')));
+    scripts.set('Flaky fetch', ({ index }) =>
+      index === 0 && failures++ === 0
+        ? { kind: 'error', status: 401, message: 'invalid x-api-key' }
+        : submitTurn('fetched'),
+    );
     const fetch = await admin.createTask({ agentId: worker, title: 'Flaky fetch', description: 'Fetch the data.' });
     const report = await admin.createTask({ agentId: worker, title: 'Report on the data', dependsOn: [fetch.taskId] });
     expect(await h.client.result(fetch.taskId)).toMatchObject({ state: 'failed' });
     // A dead dependency does not release its dependant: it stays blocked and says why.
-    await eventually(async () => ((await h.client.getStatus(report.taskId)).lastError?.includes('(failed)') ? true : undefined), 'the dependant to see the failure');
+    await eventually(
+      async () => ((await h.client.getStatus(report.taskId)).lastError?.includes('(failed)') ? true : undefined),
+      'the dependant to see the failure',
+    );
     expect(await stateOf(report.taskId)).toBe('blocked');
-    await expect(admin.rerun(fetch.taskId)).rejects.toThrow(`cannot rerun task ${fetch.taskId}: it is failed; rerun applies to completed, cancelled tasks`);
+    await expect(admin.rerun(fetch.taskId)).rejects.toThrow(
+      `cannot rerun task ${fetch.taskId}: it is failed; rerun applies to completed, cancelled tasks`,
+    );
 
     expect(await admin.retry(fetch.taskId, { by: 'rita' })).toEqual({ workflowId: `task-${fetch.taskId}`, round: 2 });
     await h.waitForStatus(fetch.taskId, (s) => s.state === 'review' && s.round === 2);
-    const sessions = await h.db.db.selectFrom('sessions').select('id').where('task_id', '=', fetch.taskId).orderBy('id').execute();
+    const sessions = await h.db.db
+      .selectFrom('sessions')
+      .select('id')
+      .where('task_id', '=', fetch.taskId)
+      .orderBy('id')
+      .execute();
     expect(sessions.map((r) => r.id)).toEqual([`task_${fetch.taskId}_r1`, `task_${fetch.taskId}_r2`]);
     await h.client.review(fetch.taskId, { decision: 'accept' });
     await h.waitForStatus(report.taskId, (s) => s.state === 'review');
@@ -238,8 +316,13 @@ describe('task delegation', () => {
     await h.waitForStatus(fetch.taskId, (s) => s.state === 'completed');
     expect((await admin.rerun(fetch.taskId)).round).toBe(3);
     await h.waitForStatus(fetch.taskId, (s) => s.state === 'review' && s.round === 3);
-    await eventually(async () => ((await stateOf(fetch.taskId)) === 'review' ? true : undefined), 'the row to say review');
-    await expect(admin.archive(fetch.taskId)).rejects.toThrow(/it is review; archive applies to completed, failed, rejected, cancelled tasks/);
+    await eventually(
+      async () => ((await stateOf(fetch.taskId)) === 'review' ? true : undefined),
+      'the row to say review',
+    );
+    await expect(admin.archive(fetch.taskId)).rejects.toThrow(
+      /it is review; archive applies to completed, failed, rejected, cancelled tasks/,
+    );
     const events = (await h.client.events(fetch.taskId)).map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(['retry-requested', 'rerun-requested']));
     const tree = await admin.tree(fetch.taskId);
@@ -251,23 +334,45 @@ describe('task delegation', () => {
   test('notify_user and request_user_approval outside a task land in the inbox, listed and marked read', async () => {
     const agentId = await h.createAgent();
     heartbeatScript.push(
-      toolTurn('notify_user', { title: 'Nightly build', message: 'The nightly build is red since 02:00.', priority: 'high' }),
+      toolTurn('notify_user', {
+        title: 'Nightly build',
+        message: 'The nightly build is red since 02:00.',
+        priority: 'high',
+      }),
       toolTurn('request_user_approval', { question: 'May I drop the stale staging database?', options: ['yes', 'no'] }),
       textTurn('Reported the build and asked about staging.'),
     );
-    const result = await h.temporal.workflow.execute('heartbeatWorkflow', { workflowId: `hb-test-${randomUUID()}`, taskQueue: h.taskQueue, args: [{ agentId, force: true }] });
+    const result = await h.temporal.workflow.execute('heartbeatWorkflow', {
+      workflowId: `hb-test-${randomUUID()}`,
+      taskQueue: h.taskQueue,
+      args: [{ agentId, force: true }],
+    });
     expect(result).toMatchObject({ outcome: 'acted', toolIterations: 2 });
     const inbox = await admin.notifications({ agentId, unreadOnly: true });
     expect(inbox.map((n) => [n.kind, n.title, n.priority, n.options])).toEqual([
       ['approval_request', 'May I drop the stale staging database?', 'high', ['yes', 'no']],
       ['notification', 'Nightly build', 'high', null],
     ]);
-    const told = requests.filter((r) => bodyText(r).includes('[HEARTBEAT CHECK-IN]')).slice(1).map((r) => lastToolResults(r)[0]!);
+    const told = requests
+      .filter((r) => bodyText(r).includes('[HEARTBEAT CHECK-IN]'))
+      .slice(1)
+      .map((r) => lastToolResults(r)[0]!);
     expect(told[0]!.text).toBe(`Notification ${inbox[1]!.id} delivered to the humans' inbox.`);
-    expect(told[1]!.text).toContain(`delivered to the humans' inbox as ${inbox[0]!.id}. Nobody can answer within this run`);
+    expect(told[1]!.text).toContain(
+      `delivered to the humans' inbox as ${inbox[0]!.id}. Nobody can answer within this run`,
+    );
     const listed = await runTaskAdminCommand(admin, { action: 'notifications', agentId, unread: true });
-    expect(listed[0]).toMatch(new RegExp(`^\\* ${inbox[0]!.id} .* high +${agentId}  QUESTION: May I drop the stale staging database\\? \\[yes / no\\]$`));
-    expect(await admin.markRead(inbox.map((n) => n.id), 'rita')).toBe(2);
+    expect(listed[0]).toMatch(
+      new RegExp(
+        `^\\* ${inbox[0]!.id} .* high +${agentId}  QUESTION: May I drop the stale staging database\\? \\[yes / no\\]$`,
+      ),
+    );
+    expect(
+      await admin.markRead(
+        inbox.map((n) => n.id),
+        'rita',
+      ),
+    ).toBe(2);
     expect(await admin.notifications({ agentId, unreadOnly: true })).toEqual([]);
     expect((await admin.notifications({ agentId }))[0]).toMatchObject({ read_by: 'rita' });
   });
@@ -281,7 +386,8 @@ function messageTexts(request: RecordedRequest): string[] {
     else
       for (const block of message.content as Array<{ type: string; text?: string; content?: unknown }>) {
         if (block.type === 'text' && block.text) out.push(block.text);
-        if (block.type === 'tool_result') out.push(typeof block.content === 'string' ? block.content : JSON.stringify(block.content));
+        if (block.type === 'tool_result')
+          out.push(typeof block.content === 'string' ? block.content : JSON.stringify(block.content));
       }
   }
   return out;

@@ -21,19 +21,28 @@ describe('task harness rules', () => {
   });
 
   const injections = async (taskId: string, round = 1): Promise<string[]> => {
-    const rows = await h.db.db.selectFrom('messages').select('content').where('session_id', '=', `task_${taskId}_r${round}`).where('kind', '=', 'injection').orderBy('id').execute();
+    const rows = await h.db.db
+      .selectFrom('messages')
+      .select('content')
+      .where('session_id', '=', `task_${taskId}_r${round}`)
+      .where('kind', '=', 'injection')
+      .orderBy('id')
+      .execute();
     return rows.map((r) => (r.content as Array<{ text?: string }>).map((b) => b.text ?? '').join(''));
   };
   const roundRuns = async (taskId: string, round = 1) => {
     const runs = [];
-    for await (const run of h.temporal.workflow.list({ query: `WorkflowId = '${roundWorkflowId(taskId, round)}'` })) runs.push(run);
+    for await (const run of h.temporal.workflow.list({ query: `WorkflowId = '${roundWorkflowId(taskId, round)}'` }))
+      runs.push(run);
     return runs;
   };
 
   test(`a [SYSTEM REMINDER] every ${TASK_REMINDER_EVERY_TOOL_ITERATIONS} tool iterations and a [REFLECTION CHECKPOINT] every ${REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS}`, async () => {
     const ITERATIONS = 31;
     const agentId = await h.createAgent();
-    const taskId = agents.task(({ index }) => (index < ITERATIONS ? toolTurn('file_read', { path: 'readme.txt' }) : submitTurn('read it 31 times')));
+    const taskId = agents.task(({ index }) =>
+      index < ITERATIONS ? toolTurn('file_read', { path: 'readme.txt' }) : submitTurn('read it 31 times'),
+    );
     await h.client.startTask({ agentId, taskId, title: 'Read', description: 'read the readme many times' });
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review', 90_000);
     expect(status.submission).toBe('read it 31 times');
@@ -78,7 +87,9 @@ describe('task harness rules', () => {
     const taskId = agents.task([slowSubmit, submitTurn('v2')]);
     await h.client.startTask({ agentId, taskId, title: 'Late comment', description: 'a comment comes late' });
     await agents.waitForRequests(taskId, 1);
-    await h.client.handle(taskId).signal(commentSignal, { text: 'Mention the migration in the summary', from: 'carol' });
+    await h.client
+      .handle(taskId)
+      .signal(commentSignal, { text: 'Mention the migration in the summary', from: 'carol' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     await h.client.review(taskId, { decision: 'revise', feedback: 'Shorter, please.' });
     await h.waitForStatus(taskId, (s) => s.state === 'review' && s.round === 2);
@@ -148,7 +159,11 @@ describe('task harness rules', () => {
     expect(preview!.text).not.toContain('MIDDLE-MARKER');
     expect(preview!.text).toContain(`[Output truncated: ${SIZE} characters in all.`);
     expect(outputId).toMatch(/^out_/);
-    const stored = await h.db.db.selectFrom('tool_outputs').select(['chars', 'content']).where('id', '=', outputId).executeTakeFirstOrThrow();
+    const stored = await h.db.db
+      .selectFrom('tool_outputs')
+      .select(['chars', 'content'])
+      .where('id', '=', outputId)
+      .executeTakeFirstOrThrow();
     expect(stored.chars).toBe(SIZE);
     expect(stored.content).toBe(big);
     const [expanded] = lastToolResults(agents.requests(taskId)[2]!);
@@ -172,17 +187,24 @@ describe('task harness rules', () => {
     const { handle } = await h.client.startTask({ agentId, taskId, title: 'Lazy', description: 'never submits' });
     const result = await handle.result();
     expect(result.state).toBe('failed');
-    expect(result.error).toBe(`the agent stopped ${TASK_MAX_NO_SUBMIT_RETRIES + 1} times without calling task_submit_review`);
+    expect(result.error).toBe(
+      `the agent stopped ${TASK_MAX_NO_SUBMIT_RETRIES + 1} times without calling task_submit_review`,
+    );
 
     const attempts = TASK_MAX_NO_SUBMIT_RETRIES + 1;
     // Each attempt: the model stops, gets the reminder once, stops again.
     expect(agents.requests(taskId)).toHaveLength(2 * attempts);
     const injected = await injections(taskId);
     const reminders = injected.filter((t) => t.startsWith(`[SYSTEM — CRITICAL REMINDER — Task ${taskId}]`));
-    const interrupted = injected.filter((t) => t.startsWith('[SYSTEM: Your previous execution attempt was interrupted'));
+    const interrupted = injected.filter((t) =>
+      t.startsWith('[SYSTEM: Your previous execution attempt was interrupted'),
+    );
     expect(reminders).toHaveLength(attempts);
     expect(interrupted).toHaveLength(attempts - 1);
-    expect(injected).toEqual([reminders[0], ...Array.from({ length: attempts - 1 }, () => [interrupted[0], reminders[0]]).flat()]);
+    expect(injected).toEqual([
+      reminders[0],
+      ...Array.from({ length: attempts - 1 }, () => [interrupted[0], reminders[0]]).flat(),
+    ]);
     const runs = await roundRuns(taskId);
     expect(runs).toHaveLength(attempts);
     expect((await h.client.getTaskRow(taskId)).state).toBe('failed');

@@ -1,6 +1,20 @@
-import { reflectionWorkflowId, roundWorkflowId, statusQuery, taskWorkflowId, type ReflectionWorkflowResult } from '../../workflows/contract';
+import {
+  reflectionWorkflowId,
+  roundWorkflowId,
+  statusQuery,
+  taskWorkflowId,
+  type ReflectionWorkflowResult,
+} from '../../workflows/contract';
 import { submitTurn, toolTurn } from '../support/harness';
-import { activitySummaries, toolCallSummaries, bodyText, currentDetails, historiesOfAllRuns, isReflection, useScriptedHarness } from './task-support';
+import {
+  activitySummaries,
+  toolCallSummaries,
+  bodyText,
+  currentDetails,
+  historiesOfAllRuns,
+  isReflection,
+  useScriptedHarness,
+} from './task-support';
 
 /**
  * The task lifecycle on the real Temporal server and PostgreSQL: a revision round with a fresh session,
@@ -19,7 +33,12 @@ describe('task lifecycle', () => {
       toolTurn('file_write', { path: 'parser.test.txt', content: 'case: no trailing newline' }),
       submitTurn('Fixed the parser and added a test (v2)'),
     ]);
-    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Fix the parser', description: 'The CSV parser loses data.' });
+    const { handle } = await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Fix the parser',
+      description: 'The CSV parser loses data.',
+    });
 
     const inReview = await h.waitForStatus(taskId, (s) => s.state === 'review');
     expect(inReview).toMatchObject({ round: 1, submission: 'Fixed the parser (v1)', phase: 'awaiting-review' });
@@ -30,7 +49,9 @@ describe('task lifecycle', () => {
     const [round1] = await historiesOfAllRuns(h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)));
     const summaries = activitySummaries(round1!);
     expect(summaries[0]).toMatch(/^llm .+ · round 1 turn 0$/);
-    expect(toolCallSummaries(round1!)).toContain('task_note: The parser drops the last line when there is no trailing newline');
+    expect(toolCallSummaries(round1!)).toContain(
+      'task_note: The parser drops the last line when there is no trailing newline',
+    );
     expect(summaries.every((s) => s.length > 0)).toBe(true);
 
     await h.client.review(taskId, { decision: 'revise', feedback: 'Please add a regression test.', decidedBy: 'rita' });
@@ -44,26 +65,48 @@ describe('task lifecycle', () => {
     expect(r2.raw.workflowExecutionInfo?.parentExecution?.workflowId).toBe(taskWorkflowId(taskId));
     const opening = agents.requests(taskId)[2]!;
     const openingText = JSON.stringify(opening.body.messages);
-    for (const part of ['🔴 REVISION REQUIRED', 'Please add a regression test.', 'The CSV parser loses data.', 'The parser drops the last line when there is no trailing newline']) {
+    for (const part of [
+      '🔴 REVISION REQUIRED',
+      'Please add a regression test.',
+      'The CSV parser loses data.',
+      'The parser drops the last line when there is no trailing newline',
+    ]) {
       expect(openingText).toContain(part);
     }
     expect(openingText).not.toContain('Fixed the parser (v1)');
-    const sessions = await h.db.db.selectFrom('sessions').select('id').where('task_id', '=', taskId).orderBy('id').execute();
+    const sessions = await h.db.db
+      .selectFrom('sessions')
+      .select('id')
+      .where('task_id', '=', taskId)
+      .orderBy('id')
+      .execute();
     expect(sessions.map((s) => s.id)).toEqual([`task_${taskId}_r1`, `task_${taskId}_r2`]);
-    const firstOfR2 = await h.db.db.selectFrom('messages').select(['kind', 'content']).where('session_id', '=', `task_${taskId}_r2`).orderBy('id').executeTakeFirstOrThrow();
+    const firstOfR2 = await h.db.db
+      .selectFrom('messages')
+      .select(['kind', 'content'])
+      .where('session_id', '=', `task_${taskId}_r2`)
+      .orderBy('id')
+      .executeTakeFirstOrThrow();
     expect(firstOfR2.kind).toBe('task_prompt');
     expect(JSON.stringify(firstOfR2.content)).toContain(`[TASK EXECUTION — Task ID: ${taskId}]`);
 
     await h.client.review(taskId, { decision: 'accept', decidedBy: 'rita' });
     const result = await handle.result();
-    expect(result).toMatchObject({ taskId, state: 'completed', rounds: 2, submission: 'Fixed the parser and added a test (v2)' });
+    expect(result).toMatchObject({
+      taskId,
+      state: 'completed',
+      rounds: 2,
+      submission: 'Fixed the parser and added a test (v2)',
+    });
     expect(result.usage.inputTokens).toBeGreaterThan(0);
 
     const task = await handle.describe();
     expect(task.searchAttributes.TaskState).toEqual(['completed']);
     const row = await h.client.getTaskRow(taskId);
     expect(row).toMatchObject({ state: 'completed', round: 2 });
-    const states = (await h.client.events(taskId)).filter((e) => e.type === 'state-changed').map((e) => `${String(e.data.state)}@${String(e.data.round)}`);
+    const states = (await h.client.events(taskId))
+      .filter((e) => e.type === 'state-changed')
+      .map((e) => `${String(e.data.state)}@${String(e.data.round)}`);
     expect(states).toEqual(['in_progress@1', 'review@1', 'in_progress@2', 'review@2', 'completed@2']);
 
     // The reflection was started by the task workflow and ran on after it had closed (ABANDON).
@@ -96,7 +139,12 @@ describe('task lifecycle', () => {
     const agentId = await h.createAgent();
     const notes = [0, 1, 2].map((i) => toolTurn('task_note', { note: `step ${i}` }));
     const taskId = agents.task([...notes, { kind: 'hang' }]);
-    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Steps', description: 'three notes, then think' });
+    const { handle } = await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Steps',
+      description: 'three notes, then think',
+    });
     await agents.waitForRequests(taskId, 4);
     // The fused loop tells the task workflow nothing while no human is needed: its own answer lags.
     const reported = await handle.query(statusQuery);
@@ -117,7 +165,12 @@ describe('task lifecycle', () => {
     const agentId = await h.createAgent();
     const notes = [0, 1].map((i) => toolTurn('task_note', { note: `step ${i}` }));
     const taskId = agents.task([...notes, { kind: 'hang' }, submitTurn('done after the pause')]);
-    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Pause me', description: 'two notes, then wait' });
+    const { handle } = await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Pause me',
+      description: 'two notes, then wait',
+    });
     await agents.waitForRequests(taskId, 3);
     await h.client.pause(taskId);
     const blocked = await h.waitForStatus(taskId, (s) => s.state === 'blocked');
@@ -135,4 +188,3 @@ describe('task lifecycle', () => {
     await handle.cancel();
   });
 });
-

@@ -25,9 +25,16 @@ describe(`a ${ITERATIONS}-iteration task`, () => {
 
   test(`completes with every run's history under ${MAX_EVENTS_PER_RUN} events, continuing as new`, async () => {
     const agentId = await h.createAgent();
-    const taskId = agents.task(({ index }) => (index < ITERATIONS ? toolTurn('file_read', { path: 'readme.txt' }) : submitTurn(`${ITERATIONS} reads`)));
+    const taskId = agents.task(({ index }) =>
+      index < ITERATIONS ? toolTurn('file_read', { path: 'readme.txt' }) : submitTurn(`${ITERATIONS} reads`),
+    );
     const started = Date.now();
-    const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: `read the readme ${ITERATIONS} times` });
+    const { handle } = await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Long',
+      description: `read the readme ${ITERATIONS} times`,
+    });
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review', 300_000);
     const elapsedMs = Date.now() - started;
     expect(status).toMatchObject({ round: 1, submission: `${ITERATIONS} reads` });
@@ -35,12 +42,20 @@ describe(`a ${ITERATIONS}-iteration task`, () => {
     expect((await handle.result()).state).toBe('completed');
 
     expect(agents.requests(taskId)).toHaveLength(ITERATIONS + 1);
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['status', 'executions']).where('task_id', '=', taskId).execute();
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['status', 'executions'])
+      .where('task_id', '=', taskId)
+      .execute();
     expect(ledger).toHaveLength(ITERATIONS + 1);
     expect(ledger.every((l) => l.status === 'completed' && l.executions === 1)).toBe(true);
 
     // The conversation was compressed for the provider, and the task prompt stayed first.
-    const stored = await h.db.db.selectFrom('messages').select('id').where('session_id', '=', `task_${taskId}_r1`).execute();
+    const stored = await h.db.db
+      .selectFrom('messages')
+      .select('id')
+      .where('session_id', '=', `task_${taskId}_r1`)
+      .execute();
     const last = agents.requests(taskId).at(-1)!.body.messages as Array<{ role: string; content: unknown }>;
     expect(last.length).toBeLessThan(stored.length / 2);
     expect(JSON.stringify(last[0])).toContain(`[TASK EXECUTION — Task ID: ${taskId}]`);

@@ -11,7 +11,9 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 /** The patch ids a `core_patch` marker carries (its details are JSON payloads). */
 function markerPatchIds(event: HistoryEvent): string[] {
   const details = event.markerRecordedEventAttributes?.details ?? {};
-  return Object.values(details).flatMap((payloads) => (payloads.payloads ?? []).map((p) => JSON.stringify(defaultPayloadConverter.fromPayload(p as never))));
+  return Object.values(details).flatMap((payloads) =>
+    (payloads.payloads ?? []).map((p) => JSON.stringify(defaultPayloadConverter.fromPayload(p as never))),
+  );
 }
 
 /** Auto-allowed tool iterations before the submission. */
@@ -22,19 +24,30 @@ describe('what a loop iteration costs', () => {
 
   test('one activity and one workflow task per iteration; every LLM and tool call named in history; no signals to the task workflow', async () => {
     h.llm.enqueue(
-      ...Array.from({ length: ITERATIONS }, (_, i) => toolTurn('file_write', { path: `cost/${i}.txt`, content: `part ${i}` })),
+      ...Array.from({ length: ITERATIONS }, (_, i) =>
+        toolTurn('file_write', { path: `cost/${i}.txt`, content: `part ${i}` }),
+      ),
       submitTurn('wrote the parts'),
     );
     const agentId = await h.createAgent();
-    const { taskId } = await h.client.startTask({ agentId, title: 'Write parts', description: 'Write the parts, then submit.' });
+    const { taskId } = await h.client.startTask({
+      agentId,
+      title: 'Write parts',
+      description: 'Write the parts, then submit.',
+    });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
 
     const [round] = await historiesOfAllRuns(h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)));
     const calls = ITERATIONS + 1;
     const activities = round!.filter((e) => e.activityTaskScheduledEventAttributes);
-    expect(activities.map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name)).toEqual(Array(calls).fill('llmStepWithTools'));
+    expect(activities.map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name)).toEqual(
+      Array(calls).fill('llmStepWithTools'),
+    );
     expect(activitySummaries(round!).every((s) => /^llm .+ \+ tools · round 1 turn \d+$/.test(s))).toBe(true);
-    expect(toolCallSummaries(round!)).toEqual([...Array.from({ length: ITERATIONS }, (_, i) => `file_write cost/${i}.txt (${`part ${i}`.length} chars)`), 'task_submit_review: wrote the parts']);
+    expect(toolCallSummaries(round!)).toEqual([
+      ...Array.from({ length: ITERATIONS }, (_, i) => `file_write cost/${i}.txt (${`part ${i}`.length} chars)`),
+      'task_submit_review: wrote the parts',
+    ]);
     const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
     // One per iteration, plus the first (start): the last step's completion completes the round.
     expect(workflowTasks).toBe(calls + 1);
@@ -46,9 +59,15 @@ describe('what a loop iteration costs', () => {
 
     // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.
     const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
-    expect(task.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'roundProgress')).toHaveLength(0);
+    expect(task.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'roundProgress')).toHaveLength(
+      0,
+    );
     // Exactly once: one ledger row per call, each run once.
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['tool', 'executions']).where('task_id', '=', taskId).execute();
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['tool', 'executions'])
+      .where('task_id', '=', taskId)
+      .execute();
     expect(ledger).toHaveLength(calls);
     expect(ledger.every((l) => l.executions === 1)).toBe(true);
   });
@@ -69,7 +88,11 @@ describe('what a loop iteration costs', () => {
     await h.db.db.transaction().execute(async (slow) => {
       await appendMessage(slow, sessionId, 'm3-late', { role: 'user', content: [{ type: 'text', text: 'late' }] });
       await appendMessage(h.db.db, sessionId, 'm4', { role: 'user', content: [{ type: 'text', text: 'four' }] });
-      expect((await cache.load(h.db.db, sessionId)).map((m) => (m.content[0] as { text: string }).text)).toEqual(['one', 'two', 'four']);
+      expect((await cache.load(h.db.db, sessionId)).map((m) => (m.content[0] as { text: string }).text)).toEqual([
+        'one',
+        'two',
+        'four',
+      ]);
     });
     const after = await cache.load(h.db.db, sessionId);
     expect(after.map((m) => (m.content[0] as { text: string }).text)).toEqual(['one', 'two', 'late', 'four']);

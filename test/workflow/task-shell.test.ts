@@ -7,9 +7,18 @@ import { submitTurn, toolTurn, useHarness } from '../support/harness';
 import { historiesOfAllRuns, toolCallSummaries, lastToolResults, ScriptedAgents } from './task-support';
 import { eventually } from '../support/eventually';
 
-const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: os.tmpdir() };
+const GIT_ENV = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  HOME: os.tmpdir(),
+};
 const git = (cwd: string, ...args: string[]): string =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], { cwd, env: GIT_ENV, encoding: 'utf8' }).trim();
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', ...args], {
+    cwd,
+    env: GIT_ENV,
+    encoding: 'utf8',
+  }).trim();
 
 /**
  * `shell_execute` driven by the model through the workflow, against a real git repository in the
@@ -72,7 +81,12 @@ describe('shell_execute through the task workflow', () => {
     }
     expect(remoteMain()).toBe(published);
     expect(git(h.workspaceDir, 'rev-parse', 'main')).toBe(rewritten);
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['executions', 'status']).where('task_id', '=', taskId).where('tool', '=', 'shell_execute').execute();
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['executions', 'status'])
+      .where('task_id', '=', taskId)
+      .where('tool', '=', 'shell_execute')
+      .execute();
     expect(ledger.filter((l) => l.executions === 0)).toHaveLength(attempts.length);
     const approvals = await h.db.db.selectFrom('approvals').select('id').where('task_id', '=', taskId).execute();
     expect(approvals).toEqual([]);
@@ -132,7 +146,13 @@ describe('shell_execute through the task workflow', () => {
       submitTurn('tried everything'),
     ]);
     const APPROVAL_TIMEOUT_MS = 500;
-    await h.client.startTask({ agentId, taskId, title: 'Hostile', description: 'try to escape', approvalTimeoutMs: APPROVAL_TIMEOUT_MS });
+    await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Hostile',
+      description: 'try to escape',
+      approvalTimeoutMs: APPROVAL_TIMEOUT_MS,
+    });
     await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
 
     const requests = agents.requests(taskId);
@@ -141,7 +161,10 @@ describe('shell_execute through the task workflow', () => {
       const result = results[i]!;
       expect(result.isError).toBe(true);
       // Either refused outright or never approved: nothing ran.
-      expect([command, result.text]).toEqual([command, expect.stringMatching(/^Denied by policy|^Not run: the approval request .* timed out/)]);
+      expect([command, result.text]).toEqual([
+        command,
+        expect.stringMatching(/^Denied by policy|^Not run: the approval request .* timed out/),
+      ]);
     }
     expect(results[hostile.length]!.text).toMatch(/^Refused: .*inside a git directory/);
     // Git never runs under configuration that can name a program: every read-only command is refused.
@@ -151,12 +174,20 @@ describe('shell_execute through the task workflow', () => {
     expect(gitResults[0]!.text).toMatch(/core\.fsmonitor/);
 
     // Every marker path lives in `outside`; none may exist.
-    const planted = execFileSync('ls', ['-A', outside], { encoding: 'utf8' }).split('\n').filter((f) => f.startsWith('pwned-'));
+    const planted = execFileSync('ls', ['-A', outside], { encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => f.startsWith('pwned-'));
     expect(planted).toEqual([]);
     // Nothing ran without a human: every approval-tier call timed out unapproved.
-    const approvals = await h.db.db.selectFrom('approvals').select(['status', 'summary']).where('task_id', '=', taskId).execute();
+    const approvals = await h.db.db
+      .selectFrom('approvals')
+      .select(['status', 'summary'])
+      .where('task_id', '=', taskId)
+      .execute();
     expect(approvals.every((a) => a.status === 'timed_out')).toBe(true);
-    expect(approvals.map((a) => a.summary)).toEqual(expect.arrayContaining([`shell_execute: touch ${M('plain-touch')}`]));
+    expect(approvals.map((a) => a.summary)).toEqual(
+      expect.arrayContaining([`shell_execute: touch ${M('plain-touch')}`]),
+    );
     // Control: the planted config is live. Plain, unhardened git runs it on a "read-only" status.
     git(h.workspaceDir, 'status');
     expect(existsSync(M('fsmonitor-config'))).toBe(true);
@@ -169,7 +200,11 @@ describe('shell_execute through the task workflow', () => {
     const taskId = agents.task([toolTurn('shell_execute', { command: `sleep ${SLEEP_SECONDS}` }), submitTurn('slept')]);
     const { handle } = await h.client.startTask({ agentId, taskId, title: 'Sleep', description: 'sleep a long time' });
     const waiting = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
-    await h.client.decideApproval(taskId, { requestId: waiting.pendingApprovals[0]!.requestId, decision: 'approved', decidedBy: 'dan' });
+    await h.client.decideApproval(taskId, {
+      requestId: waiting.pendingApprovals[0]!.requestId,
+      decision: 'approved',
+      decidedBy: 'dan',
+    });
     const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(`sleep ${SLEEP_SECONDS}`);
     await eventually(() => sleeping() || undefined, 'the command to start');
 
@@ -177,7 +212,11 @@ describe('shell_execute through the task workflow', () => {
     await handle.cancel();
     await eventually(() => !sleeping() || undefined, 'the command to stop', 5_000);
     const stoppedMs = Date.now() - cancelledAt;
-    await eventually(async () => ((await h.client.getTaskRow(taskId)).state === 'cancelled') || undefined, 'the task to be cancelled', 5_000);
+    await eventually(
+      async () => (await h.client.getTaskRow(taskId)).state === 'cancelled' || undefined,
+      'the task to be cancelled',
+      5_000,
+    );
     const cancelledMs = Date.now() - cancelledAt;
     expect(stoppedMs).toBeLessThan(5_000);
     expect(cancelledMs).toBeLessThan(5_000);

@@ -24,7 +24,8 @@ export type AgentScript = ScriptedResponse[] | ((turn: AgentTurn) => ScriptedRes
 const TASK_ID_PATTERN = /\[TASK EXECUTION — Task ID: ([^\]\s]+)\]/;
 
 /** True for requests that offer tools: the task harness; the context summariser sends none. */
-export const offersTools = (r: RecordedRequest): boolean => Array.isArray(r.body.tools) && (r.body.tools as unknown[]).length > 0;
+export const offersTools = (r: RecordedRequest): boolean =>
+  Array.isArray(r.body.tools) && (r.body.tools as unknown[]).length > 0;
 export const bodyText = (r: RecordedRequest): string => JSON.stringify(r.body);
 export const isReflection = (r: RecordedRequest): boolean => bodyText(r).includes('[POST-TASK REFLECTION');
 
@@ -55,7 +56,12 @@ export class ScriptedAgents {
 
   /** Resolves once the task has made `count` tool-offering requests. */
   async waitForRequests(taskId: string, count: number, timeoutMs = 30_000): Promise<RecordedRequest[]> {
-    return eventually(() => this.requests(taskId).length >= count && this.requests(taskId), `task ${taskId} to make ${count} requests`, timeoutMs, 25);
+    return eventually(
+      () => this.requests(taskId).length >= count && this.requests(taskId),
+      `task ${taskId} to make ${count} requests`,
+      timeoutMs,
+      25,
+    );
   }
 
   private respond(request: RecordedRequest): ScriptedResponse {
@@ -64,7 +70,8 @@ export class ScriptedAgents {
     const text = bodyText(request);
     const taskId = TASK_ID_PATTERN.exec(JSON.stringify(request.body.messages ?? ''))?.[1];
     const script = taskId ? this.scripts.get(taskId) : undefined;
-    if (!taskId || !script) return { kind: 'error', status: 400, message: `no script for this request (task ${taskId ?? 'unknown'})` };
+    if (!taskId || !script)
+      return { kind: 'error', status: 400, message: `no script for this request (task ${taskId ?? 'unknown'})` };
     const seen = this.seen.get(taskId) ?? [];
     seen.push(request);
     this.seen.set(taskId, seen);
@@ -98,7 +105,9 @@ export async function historiesOfAllRuns(handle: WorkflowHandle): Promise<Histor
 export function activitySummaries(events: HistoryEvent[]): string[] {
   return events
     .filter((e) => e.activityTaskScheduledEventAttributes)
-    .map((e) => (e.userMetadata?.summary ? String(defaultPayloadConverter.fromPayload(e.userMetadata.summary as never)) : ''));
+    .map((e) =>
+      e.userMetadata?.summary ? String(defaultPayloadConverter.fromPayload(e.userMetadata.summary as never)) : '',
+    );
 }
 
 /**
@@ -113,9 +122,13 @@ export function toolCallSummaries(events: HistoryEvent[]): string[] {
     const schedule = e.activityTaskScheduledEventAttributes;
     if (schedule && schedule.activityType?.name === 'executeTool') out.push(activitySummaries([e])[0]!);
     const completed = e.activityTaskCompletedEventAttributes;
-    const type = completed ? scheduled.get(String(completed.scheduledEventId))?.activityTaskScheduledEventAttributes?.activityType?.name : undefined;
+    const type = completed
+      ? scheduled.get(String(completed.scheduledEventId))?.activityTaskScheduledEventAttributes?.activityType?.name
+      : undefined;
     if (completed && type === 'llmStepWithTools') {
-      const result = defaultPayloadConverter.fromPayload(completed.result!.payloads![0] as never) as { toolResults: Array<{ summary: string }> };
+      const result = defaultPayloadConverter.fromPayload(completed.result!.payloads![0] as never) as {
+        toolResults: Array<{ summary: string }>;
+      };
       out.push(...result.toolResults.map((r) => r.summary));
     }
   }
@@ -134,10 +147,16 @@ export function lastToolResults(request: RecordedRequest): Array<{ text: string;
   for (let i = messages.length - 1; i >= 0; i--) {
     const content = messages[i]!.content;
     if (messages[i]!.role !== 'user' || !Array.isArray(content)) continue;
-    const results = content.filter((b: { type?: string }) => b.type === 'tool_result') as Array<{ content: unknown; is_error?: boolean }>;
+    const results = content.filter((b: { type?: string }) => b.type === 'tool_result') as Array<{
+      content: unknown;
+      is_error?: boolean;
+    }>;
     if (results.length === 0) continue;
     return results.map((r) => ({
-      text: typeof r.content === 'string' ? r.content : (r.content as Array<{ text?: string }>).map((b) => b.text ?? '').join(''),
+      text:
+        typeof r.content === 'string'
+          ? r.content
+          : (r.content as Array<{ text?: string }>).map((b) => b.text ?? '').join(''),
       isError: r.is_error === true,
     }));
   }

@@ -28,17 +28,28 @@ describe('the worker survives a Temporal server restart', () => {
   });
 
   test(`${TASKS} running tasks, the Temporal dev server stopped and started again on the same state file`, async () => {
-    worker = await startProductWorker({ TEMPORAL_ADDRESS: temporal.address, TEMPORAL_TASK_QUEUE: h.taskQueue, ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: h.llm.url });
+    worker = await startProductWorker({
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_TASK_QUEUE: h.taskQueue,
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: h.llm.url,
+    });
     const pid = worker.child.pid;
     const agentId = await h.createAgent();
     const taskIds: string[] = [];
-    for (let i = 0; i < TASKS; i++) taskIds.push((await h.client.startTask({ agentId, title: `Survive ${i}`, description: 'write steps' })).taskId);
+    for (let i = 0; i < TASKS; i++)
+      taskIds.push((await h.client.startTask({ agentId, title: `Survive ${i}`, description: 'write steps' })).taskId);
     await worker.waitForLog(() => h.llm.requests.length >= TASKS, 'the first LLM calls');
     await temporal.stop();
     await worker.waitForLog((l) => l.msg === 'temporal is down', 'the worker to log that Temporal is down');
     await new Promise((r) => setTimeout(r, TEMPORAL_DOWN_MS));
     await temporal.start();
-    await worker.waitForLog((l) => l.msg === 'temporal is up' && worker!.logs.indexOf(l) > worker!.logs.findIndex((d) => d.msg === 'temporal is down'), 'the worker to log that Temporal is back');
+    await worker.waitForLog(
+      (l) =>
+        l.msg === 'temporal is up' &&
+        worker!.logs.indexOf(l) > worker!.logs.findIndex((d) => d.msg === 'temporal is down'),
+      'the worker to log that Temporal is back',
+    );
 
     for (const taskId of taskIds) await h.waitForStatus(taskId, (s) => s.state === 'review', 180_000);
     expect(worker.child.exitCode).toBeNull();

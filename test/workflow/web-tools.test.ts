@@ -11,7 +11,10 @@ import { submitTurn, toolTurn } from '../support/harness';
 import { lastToolResults, useScriptedHarness } from './task-support';
 
 /** A loopback server that records every request it gets. */
-async function serve(host: string, handler: http.RequestListener): Promise<{ origin: string; port: number; requests: string[]; close(): Promise<void> }> {
+async function serve(
+  host: string,
+  handler: http.RequestListener,
+): Promise<{ origin: string; port: number; requests: string[]; close(): Promise<void> }> {
   const requests: string[] = [];
   const server = http.createServer((req, res) => {
     requests.push(`${req.headers.host} ${req.url}`);
@@ -19,7 +22,12 @@ async function serve(host: string, handler: http.RequestListener): Promise<{ ori
   });
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
-  return { origin: `http://${host}:${port}`, port, requests, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    origin: `http://${host}:${port}`,
+    port,
+    requests,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 const ARTICLE = `<!doctype html><html><head><title>Durable retries</title></head><body>
@@ -49,31 +57,57 @@ describe('web tools through the task workflow', () => {
     return answers.length > 1 ? answers.shift()! : answers[0]!;
   };
   const v4 = (address: string): ResolvedAddress => ({ address, family: 4 });
-  const configure = (allow: string[], extra: Partial<WebToolsConfig> = {}) => configureWebTools({ fetchEnabled: true, policy: addressPolicy(allow), resolve, ...extra });
+  const configure = (allow: string[], extra: Partial<WebToolsConfig> = {}) =>
+    configureWebTools({ fetchEnabled: true, policy: addressPolicy(allow), resolve, ...extra });
 
   /** 50 MB of zeros in about 50 KB of gzip: decompression must stop at the cap. */
   const bomb = zlib.gzipSync(Buffer.alloc(50 * 1024 * 1024));
   beforeAll(async () => {
-    canary = await serve('127.0.0.2', (_req, res) => res.end('<html><body><p>CANARY-INTERNAL-SECRET</p></body></html>'));
+    canary = await serve('127.0.0.2', (_req, res) =>
+      res.end('<html><body><p>CANARY-INTERNAL-SECRET</p></body></html>'),
+    );
     pages = await serve('127.0.0.1', (req, res) => {
       const url = new URL(req.url!, 'http://x');
-      if (url.pathname === '/article') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
+      if (url.pathname === '/article')
+        return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
       if (url.pathname === '/moved') return void res.writeHead(302, { location: '/article' }).end();
-      if (url.pathname === '/to-metadata') return void res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/iam/' }).end();
-      if (url.pathname === '/to-internal') return void res.writeHead(301, { location: `http://internal.test:${canary.port}/secret` }).end();
-      if (url.pathname === '/to-mapped') return void res.writeHead(307, { location: `http://[::ffff:127.0.0.2]:${canary.port}/secret` }).end();
-      if (url.pathname === '/bomb') return void res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(bomb);
-      if (url.pathname === '/hang') return void res.writeHead(200, { 'content-type': 'text/plain' }).write('the first bytes, then nothing');
+      if (url.pathname === '/to-metadata')
+        return void res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/iam/' }).end();
+      if (url.pathname === '/to-internal')
+        return void res.writeHead(301, { location: `http://internal.test:${canary.port}/secret` }).end();
+      if (url.pathname === '/to-mapped')
+        return void res.writeHead(307, { location: `http://[::ffff:127.0.0.2]:${canary.port}/secret` }).end();
+      if (url.pathname === '/bomb')
+        return void res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(bomb);
+      if (url.pathname === '/hang')
+        return void res.writeHead(200, { 'content-type': 'text/plain' }).write('the first bytes, then nothing');
       if (url.pathname === '/brave') {
-        if (req.headers['x-subscription-token'] !== 'bsa-test-token') return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"bad token"}');
+        if (req.headers['x-subscription-token'] !== 'bsa-test-token')
+          return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"bad token"}');
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ web: { results: [{ title: 'Temporal docs', url: 'https://docs.temporal.io/retry-policies', description: 'How <strong>retries</strong> &amp; backoff work' }] } }),
+          JSON.stringify({
+            web: {
+              results: [
+                {
+                  title: 'Temporal docs',
+                  url: 'https://docs.temporal.io/retry-policies',
+                  description: 'How <strong>retries</strong> &amp; backoff work',
+                },
+              ],
+            },
+          }),
         );
       }
       if (url.pathname === '/search') {
         const q = url.searchParams.get('q');
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ query: q, results: [{ title: 'Retry policies', url: `${pages.origin}/article`, content: `About <b>${q}</b>` }, { title: 'Not a web page', url: 'file:///etc/passwd', content: 'x' }] }),
+          JSON.stringify({
+            query: q,
+            results: [
+              { title: 'Retry policies', url: `${pages.origin}/article`, content: `About <b>${q}</b>` },
+              { title: 'Not a web page', url: 'file:///etc/passwd', content: 'x' },
+            ],
+          }),
         );
       }
       res.writeHead(404, { 'content-type': 'text/plain' }).end('no such page');
@@ -90,13 +124,22 @@ describe('web tools through the task workflow', () => {
     canary.requests.length = 0;
   });
 
-  const offeredTools = (request: RecordedRequest) => ((request.body.tools ?? []) as Array<{ name: string }>).map((t) => t.name);
+  const offeredTools = (request: RecordedRequest) =>
+    ((request.body.tools ?? []) as Array<{ name: string }>).map((t) => t.name);
 
   /** Runs a task whose model calls the given tools in order, then submits; answers the tool results in order and the requests. */
-  async function runCalls(calls: Array<[string, unknown]>, config: Record<string, unknown> = { permissions: { canCallExternalTools: true } }) {
+  async function runCalls(
+    calls: Array<[string, unknown]>,
+    config: Record<string, unknown> = { permissions: { canCallExternalTools: true } },
+  ) {
     const agentId = await h.createAgent(config);
     const taskId = agents.task([...calls.map(([name, input]) => toolTurn(name, input)), submitTurn('read the pages')]);
-    await h.client.startTask({ agentId, taskId, title: 'Research retries', description: 'Read about retries on the web' });
+    await h.client.startTask({
+      agentId,
+      taskId,
+      title: 'Research retries',
+      description: 'Read about retries on the web',
+    });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     const requests = agents.requests(taskId);
     return { results: calls.map((_, i) => lastToolResults(requests[i + 1]!)[0]!), requests };
@@ -148,7 +191,9 @@ describe('web tools through the task workflow', () => {
     const { results } = await runCalls(spellings.map((url) => ['web_fetch', { url }]));
     for (const [i, result] of results.entries()) {
       expect([spellings[i], result.isError]).toEqual([spellings[i], true]);
-      expect(result.text).toMatch(/^web_fetch refused: blocked: .* is a loopback address .*Nothing was sent there\. An operator can allow a range with WEB_FETCH_ALLOW\./);
+      expect(result.text).toMatch(
+        /^web_fetch refused: blocked: .* is a loopback address .*Nothing was sent there\. An operator can allow a range with WEB_FETCH_ALLOW\./,
+      );
     }
     expect(results[7]!.text).toContain('(localhost resolves to 127.0.0.1)');
     expect(pages.requests.length).toBe(before);
@@ -163,9 +208,13 @@ describe('web tools through the task workflow', () => {
       ['web_fetch', { url: `${pages.origin}/to-mapped` }],
     ]);
     expect(results[0]!.isError).toBe(true);
-    expect(results[0]!.text).toContain('blocked: http://169.254.169.254 is a link-local address (cloud metadata lives here)');
+    expect(results[0]!.text).toContain(
+      'blocked: http://169.254.169.254 is a link-local address (cloud metadata lives here)',
+    );
     expect(results[1]!.isError).toBe(true);
-    expect(results[1]!.text).toContain(`blocked: http://internal.test:${canary.port} is a loopback address (127.0.0.2) (internal.test resolves to 127.0.0.2)`);
+    expect(results[1]!.text).toContain(
+      `blocked: http://internal.test:${canary.port} is a loopback address (127.0.0.2) (internal.test resolves to 127.0.0.2)`,
+    );
     expect(results[2]!.isError).toBe(true);
     expect(results[2]!.text).toMatch(/blocked: .* is a loopback address \(127\.0\.0\.2, written as ::ffff:7f00:2\)/);
     expect(results.map((r) => r.text).join('\n')).not.toContain('CANARY');
@@ -198,12 +247,18 @@ describe('web tools through the task workflow', () => {
     // The first hop passes, the redirect's hop re-resolves the same name and gets the internal address.
     dns.set('hop.test', [[v4('127.0.0.1')], [v4('127.0.0.2')]]);
     const policy = addressPolicy(['127.0.0.1/32']);
-    await expect(fetchPage(`http://hop.test:${pages.port}/moved`, { policy, resolve, signal: new AbortController().signal })).rejects.toThrow(
+    await expect(
+      fetchPage(`http://hop.test:${pages.port}/moved`, { policy, resolve, signal: new AbortController().signal }),
+    ).rejects.toThrow(
       /blocked: http:\/\/hop\.test:\d+ is a loopback address \(127\.0\.0\.2\) \(hop\.test resolves to 127\.0\.0\.2\)/,
     );
     expect(asked).toEqual(['hop.test', 'hop.test']);
-    await expect(fetchPage('file:///etc/passwd', { policy, resolve, signal: new AbortController().signal })).rejects.toThrow('file: URLs are not fetched: only http and https');
-    await expect(fetchPage(`http://user:pw@127.0.0.1:${pages.port}/`, { policy, resolve, signal: new AbortController().signal })).rejects.toThrow('credentials');
+    await expect(
+      fetchPage('file:///etc/passwd', { policy, resolve, signal: new AbortController().signal }),
+    ).rejects.toThrow('file: URLs are not fetched: only http and https');
+    await expect(
+      fetchPage(`http://user:pw@127.0.0.1:${pages.port}/`, { policy, resolve, signal: new AbortController().signal }),
+    ).rejects.toThrow('credentials');
     expect(canary.requests).toEqual([]);
   });
 
@@ -222,7 +277,9 @@ describe('web tools through the task workflow', () => {
     expect([...toolsForAgent('task', {}).keys()]).not.toContain('web_fetch');
     const withheld = toolsForAgent('task', { permissions: { canCallExternalTools: false } });
     expect([...withheld.keys()].filter((n) => n.startsWith('web_'))).toEqual([]);
-    const denied = await runCalls([['web_fetch', { url: `${pages.origin}/article` }]], { permissions: { canCallExternalTools: false } });
+    const denied = await runCalls([['web_fetch', { url: `${pages.origin}/article` }]], {
+      permissions: { canCallExternalTools: false },
+    });
     expect(offeredTools(denied.requests[0]!).filter((n) => n.startsWith('web_'))).toEqual([]);
     expect(denied.results[0]!.isError).toBe(true);
     expect(denied.results[0]!.text).toMatch(/Unknown tool/);
@@ -234,17 +291,25 @@ describe('web tools through the task workflow', () => {
     const cut = await fetchPage(`${pages.origin}/bomb`, { policy, resolve, signal });
     expect([cut.truncated, cut.body.length]).toEqual([true, WEB_FETCH_MAX_BYTES]);
     const started = Date.now();
-    await expect(fetchPage(`${pages.origin}/hang`, { policy, resolve, signal, timeoutMs: 500 })).rejects.toThrow(`${pages.origin} did not answer within 0.5 s`);
+    await expect(fetchPage(`${pages.origin}/hang`, { policy, resolve, signal, timeoutMs: 500 })).rejects.toThrow(
+      `${pages.origin} did not answer within 0.5 s`,
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   test('the Brave provider: its token header, its answer shape, and a refusal reported with the status', async () => {
     const signal = new AbortController().signal;
     const brave = { kind: 'brave' as const, url: `${pages.origin}/brave`, apiKey: 'bsa-test-token' };
-    expect(await searchWeb(brave, 'retries', 5, signal)).toEqual([{ title: 'Temporal docs', url: 'https://docs.temporal.io/retry-policies', snippet: 'How retries & backoff work' }]);
+    expect(await searchWeb(brave, 'retries', 5, signal)).toEqual([
+      { title: 'Temporal docs', url: 'https://docs.temporal.io/retry-policies', snippet: 'How retries & backoff work' },
+    ]);
     expect(pages.requests).toContain(`${pages.origin.slice(7)} /brave?q=retries&count=5`);
-    await expect(searchWeb({ ...brave, apiKey: 'wrong' }, 'retries', 5, signal)).rejects.toThrow('the brave search provider answered HTTP 401: {"error":"bad token"}');
-    await expect(searchWeb({ kind: 'searxng', url: `${pages.origin}/missing` }, 'x', 5, signal)).rejects.toThrow('the searxng search provider answered HTTP 404');
+    await expect(searchWeb({ ...brave, apiKey: 'wrong' }, 'retries', 5, signal)).rejects.toThrow(
+      'the brave search provider answered HTTP 401: {"error":"bad token"}',
+    );
+    await expect(searchWeb({ kind: 'searxng', url: `${pages.origin}/missing` }, 'x', 5, signal)).rejects.toThrow(
+      'the searxng search provider answered HTTP 404',
+    );
   });
 
   test('a URL carrying a worker secret is denied before anything is sent', async () => {

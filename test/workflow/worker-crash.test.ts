@@ -5,7 +5,6 @@ import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
 import { useHarness } from '../support/harness';
 import { eventually } from '../support/eventually';
 
-
 /** Steps each scripted task takes before submitting: one file_write per step. */
 const STEPS = 4;
 /** Delay between streamed events, so kills land mid-stream as well as between calls. */
@@ -24,7 +23,14 @@ function scriptedAgent(request: RecordedRequest): ScriptedResponse {
   if (done < STEPS) {
     return {
       kind: 'message',
-      content: [{ type: 'text', text: `writing step ${done}` }, { type: 'tool_use', name: 'file_write', input: { path: `${taskId}/step-${done}.txt`, content: `step ${done} of ${taskId}` } }],
+      content: [
+        { type: 'text', text: `writing step ${done}` },
+        {
+          type: 'tool_use',
+          name: 'file_write',
+          input: { path: `${taskId}/step-${done}.txt`, content: `step ${done} of ${taskId}` },
+        },
+      ],
       stopReason: 'tool_use',
       usage,
       chunkDelayMs: CHUNK_DELAY_MS,
@@ -72,7 +78,11 @@ describe('a worker killed with SIGKILL mid-task', () => {
   }
 
   async function assertNothingRedone(taskIds: string[]): Promise<void> {
-    const ledger = await h.db.db.selectFrom('tool_calls').select(['task_id', 'tool', 'status', 'executions', 'result', 'args']).where('task_id', 'in', taskIds).execute();
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['task_id', 'tool', 'status', 'executions', 'result', 'args'])
+      .where('task_id', 'in', taskIds)
+      .execute();
     for (const taskId of taskIds) {
       const files = (await readdir(path.join(h.workspaceDir, taskId))).sort();
       // A write killed between its ledger row and the file is reported to the model as interrupted (its
@@ -81,9 +91,12 @@ describe('a worker killed with SIGKILL mid-task', () => {
         .filter((l) => l.task_id === taskId && /was interrupted/.test(l.result ?? ''))
         .map((l) => path.basename((l.args as { path?: string }).path ?? ''));
       const expected = Array.from({ length: STEPS }, (_, i) => `step-${i}.txt`);
-      expect(files.filter((f) => !interruptedPaths.includes(f))).toEqual(expected.filter((f) => !interruptedPaths.includes(f)));
+      expect(files.filter((f) => !interruptedPaths.includes(f))).toEqual(
+        expected.filter((f) => !interruptedPaths.includes(f)),
+      );
       expect(files.every((f) => expected.includes(f))).toBe(true);
-      for (const f of files) expect(await readFile(path.join(h.workspaceDir, taskId, f), 'utf8')).toBe(`step ${f.slice(5, 6)} of ${taskId}`);
+      for (const f of files)
+        expect(await readFile(path.join(h.workspaceDir, taskId, f), 'utf8')).toBe(`step ${f.slice(5, 6)} of ${taskId}`);
     }
     // Every side-effecting call ran at most once; a call cut off mid-run is reported, not re-run.
     expect(ledger.filter((l) => l.executions > 1)).toEqual([]);
@@ -93,7 +106,11 @@ describe('a worker killed with SIGKILL mid-task', () => {
       expect(writes.length + interrupted.length).toBeGreaterThanOrEqual(STEPS);
     }
     // Every completed LLM call is stored once; the provider saw each at most once more (a call cut off mid-stream).
-    const calls = await h.db.db.selectFrom('llm_calls').select(['task_id', 'idem_key', 'session_id']).where('task_id', 'in', taskIds).execute();
+    const calls = await h.db.db
+      .selectFrom('llm_calls')
+      .select(['task_id', 'idem_key', 'session_id'])
+      .where('task_id', 'in', taskIds)
+      .execute();
     expect(new Set(calls.map((c) => `${c.session_id}/${c.idem_key}`)).size).toBe(calls.length);
   }
 
@@ -123,7 +140,8 @@ describe('a worker killed with SIGKILL mid-task', () => {
     let worker = await startWorkerProcess();
     const agentId = await h.createAgent();
     const taskIds: string[] = [];
-    for (let i = 0; i < TASKS; i++) taskIds.push((await h.client.startTask({ agentId, title: `Crash ${i}`, description: 'write steps' })).taskId);
+    for (let i = 0; i < TASKS; i++)
+      taskIds.push((await h.client.startTask({ agentId, title: `Crash ${i}`, description: 'write steps' })).taskId);
     for (let k = 0; k < KILLS; k++) {
       await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 1_500)));
       await kill(worker);

@@ -16,18 +16,35 @@ describe('workflow failures have stable types and never hang', () => {
   const h = useHarness();
 
   test('an invalid task transition fails the workflow with type InvalidTaskTransition; a plain Error (the control) leaves it running', async () => {
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./fixtures/failing-workflows'), logger: quietLogger });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: require.resolve('./fixtures/failing-workflows'),
+      logger: quietLogger,
+    });
     const taskQueue = `failures-${randomUUID()}`;
     const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
     const worker = await Worker.create({ connection, taskQueue, workflowBundle: { code } });
     const running = worker.run();
     try {
-      const illegal = await h.temporal.workflow.start('illegalTransitionWorkflow', { taskQueue, workflowId: `illegal-${randomUUID()}`, workflowTaskTimeout: '5 seconds' });
-      const error = await illegal.result().then(() => undefined, (e: unknown) => e);
+      const illegal = await h.temporal.workflow.start('illegalTransitionWorkflow', {
+        taskQueue,
+        workflowId: `illegal-${randomUUID()}`,
+        workflowTaskTimeout: '5 seconds',
+      });
+      const error = await illegal.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(WorkflowFailedError);
-      expect((error as WorkflowFailedError).cause).toMatchObject({ type: INVALID_TRANSITION_ERROR, nonRetryable: true, message: expect.stringContaining('illegal task transition completed → in_progress') });
+      expect((error as WorkflowFailedError).cause).toMatchObject({
+        type: INVALID_TRANSITION_ERROR,
+        nonRetryable: true,
+        message: expect.stringContaining('illegal task transition completed → in_progress'),
+      });
 
-      const plain = await h.temporal.workflow.start('plainErrorWorkflow', { taskQueue, workflowId: `plain-${randomUUID()}` });
+      const plain = await h.temporal.workflow.start('plainErrorWorkflow', {
+        taskQueue,
+        workflowId: `plain-${randomUUID()}`,
+      });
       const failedTask = await eventually(async () => {
         const { events } = await plain.fetchHistory();
         return events?.find((e) => e.workflowTaskFailedEventAttributes);
@@ -49,9 +66,17 @@ describe('workflow failures have stable types and never hang', () => {
     const taskId = agents.task([{ kind: 'hang' }]);
     const { handle } = await h.client.startTask({ agentId, taskId, title: 'Hang', description: 'waits' });
     await agents.waitForRequests(taskId, 1);
-    const rejection = await h.client.decideApproval(taskId, { requestId: 'no-such-request', decision: 'approved' }).then(() => undefined, (e: unknown) => e);
+    const rejection = await h.client
+      .decideApproval(taskId, { requestId: 'no-such-request', decision: 'approved' })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(rejection).toBeInstanceOf(WorkflowUpdateFailedError);
-    expect((rejection as WorkflowUpdateFailedError).cause).toMatchObject({ type: TaskFailureType.invalidDecision, message: expect.stringContaining('no pending approval request no-such-request') });
+    expect((rejection as WorkflowUpdateFailedError).cause).toMatchObject({
+      type: TaskFailureType.invalidDecision,
+      message: expect.stringContaining('no pending approval request no-such-request'),
+    });
     expect((await h.client.getStatus(taskId)).state).toBe('in_progress');
     await handle.cancel();
     await h.waitForStatus(taskId, (s) => s.state === 'cancelled');

@@ -33,7 +33,8 @@ export interface ResolvedApprovalPolicy {
   escalateToLabel: string;
   expireAfterMs: number;
   /** What happens when nobody decided in time. */
-  onExpiry: { then: 'ask-again' } | { then: 'block' } | { then: 'escalate'; to: string[]; toLabel: string; extendMs: number };
+  onExpiry:
+    { then: 'ask-again' } | { then: 'block' } | { then: 'escalate'; to: string[]; toLabel: string; extendMs: number };
 }
 
 export interface ApprovalVote {
@@ -69,14 +70,33 @@ export interface ApprovalWaitState {
   outcome?: PolicyApprovalOutcome;
 }
 
-export type ApprovalWaitAction = { kind: 'remind'; n: number } | { kind: 'escalate' } | { kind: 'extend' } | { kind: 'expire' };
+export type ApprovalWaitAction =
+  { kind: 'remind'; n: number } | { kind: 'escalate' } | { kind: 'extend' } | { kind: 'expire' };
 
-export function initialWaitState(requestId: string, policy: ResolvedApprovalPolicy, requestedAtMs: number, creator?: string): ApprovalWaitState {
-  return { requestId, policy, ...(creator ? { creator } : {}), requestedAtMs, approvals: [], rejections: [], delegations: [], remindersSent: 0, escalated: false, extended: false };
+export function initialWaitState(
+  requestId: string,
+  policy: ResolvedApprovalPolicy,
+  requestedAtMs: number,
+  creator?: string,
+): ApprovalWaitState {
+  return {
+    requestId,
+    policy,
+    ...(creator ? { creator } : {}),
+    requestedAtMs,
+    approvals: [],
+    rejections: [],
+    delegations: [],
+    remindersSent: 0,
+    escalated: false,
+    extended: false,
+  };
 }
 
 const escalatesAtMs = (s: ApprovalWaitState): number | undefined =>
-  s.policy.escalateAfterMs !== undefined && s.policy.escalateTo.length > 0 ? s.requestedAtMs + s.policy.escalateAfterMs : undefined;
+  s.policy.escalateAfterMs !== undefined && s.policy.escalateTo.length > 0
+    ? s.requestedAtMs + s.policy.escalateAfterMs
+    : undefined;
 
 /** When the request expires (later once `onExpiry: escalate` extended it). */
 export function expiresAtMs(s: ApprovalWaitState): number {
@@ -85,7 +105,8 @@ export function expiresAtMs(s: ApprovalWaitState): number {
 }
 
 /** Whether the escalation applies at `nowMs` (by the clock, so a validator does not wait for the round's timer). */
-const escalatedAt = (s: ApprovalWaitState, nowMs: number): boolean => s.escalated || (escalatesAtMs(s) !== undefined && nowMs >= escalatesAtMs(s)!);
+const escalatedAt = (s: ApprovalWaitState, nowMs: number): boolean =>
+  s.escalated || (escalatesAtMs(s) !== undefined && nowMs >= escalatesAtMs(s)!);
 
 /** The people who may decide at `nowMs`: the approvers, the escalation's people once due, with delegations applied in order. */
 export function allowedApprovers(s: ApprovalWaitState, nowMs: number): string[] {
@@ -107,24 +128,33 @@ export interface PolicyDecision {
 
 /** Why a decision cannot be counted (undefined: it can). Each failure names what would fix it. */
 export function policyDecisionProblem(s: ApprovalWaitState, d: PolicyDecision, nowMs: number): string | undefined {
-  if (s.outcome === 'expired' || nowMs >= expiresAtMs(s)) return `approval request ${s.requestId} expired at ${new Date(expiresAtMs(s)).toISOString()}: nobody decided in time, so it can no longer be decided`;
+  if (s.outcome === 'expired' || nowMs >= expiresAtMs(s))
+    return `approval request ${s.requestId} expired at ${new Date(expiresAtMs(s)).toISOString()}: nobody decided in time, so it can no longer be decided`;
   if (s.outcome) return `approval request ${s.requestId} was already decided (${s.outcome})`;
   const who = d.decidedBy?.trim();
-  if (!who) return `approval request ${s.requestId} follows the policy ${s.policy.name}: a decision must name its approver (decidedBy)`;
+  if (!who)
+    return `approval request ${s.requestId} follows the policy ${s.policy.name}: a decision must name its approver (decidedBy)`;
   const handed = [...s.delegations].reverse().find((x) => x.from === who);
   const allowed = allowedApprovers(s, nowMs);
-  if (handed && !allowed.includes(who)) return `${who} handed approval request ${s.requestId} to ${handed.to}, who decides instead`;
-  if (!allowed.includes(who)) return `${who} is not an allowed approver of approval request ${s.requestId} (policy ${s.policy.name}); allowed now: ${allowed.join(', ') || 'nobody'}`;
-  if (!s.policy.creatorCounts && s.creator === who) return `${who} created the task, and the policy ${s.policy.name} does not count the task's creator as an approver`;
+  if (handed && !allowed.includes(who))
+    return `${who} handed approval request ${s.requestId} to ${handed.to}, who decides instead`;
+  if (!allowed.includes(who))
+    return `${who} is not an allowed approver of approval request ${s.requestId} (policy ${s.policy.name}); allowed now: ${allowed.join(', ') || 'nobody'}`;
+  if (!s.policy.creatorCounts && s.creator === who)
+    return `${who} created the task, and the policy ${s.policy.name} does not count the task's creator as an approver`;
   const voted = [...s.approvals, ...s.rejections].find((v) => v.by === who);
-  if (voted) return `duplicate approver: ${who} already ${s.approvals.includes(voted) ? 'approved' : 'rejected'} approval request ${s.requestId}; it needs ${s.policy.quorum} distinct approvers`;
+  if (voted)
+    return `duplicate approver: ${who} already ${s.approvals.includes(voted) ? 'approved' : 'rejected'} approval request ${s.requestId}; it needs ${s.policy.quorum} distinct approvers`;
   return undefined;
 }
 
 /** The state after an accepted decision (check `policyDecisionProblem` first); sets the outcome when it ends the request. */
 export function applyPolicyDecision(s: ApprovalWaitState, d: PolicyDecision, nowMs: number): ApprovalWaitState {
   const vote: ApprovalVote = { by: d.decidedBy!.trim(), atMs: nowMs, ...(d.comment ? { comment: d.comment } : {}) };
-  const next = d.decision === 'approved' ? { ...s, approvals: [...s.approvals, vote] } : { ...s, rejections: [...s.rejections, vote] };
+  const next =
+    d.decision === 'approved'
+      ? { ...s, approvals: [...s.approvals, vote] }
+      : { ...s, rejections: [...s.rejections, vote] };
   const rejectionsNeeded = s.policy.rejection === 'any' ? 1 : s.policy.quorum;
   if (next.rejections.length >= rejectionsNeeded) return { ...next, outcome: 'rejected' };
   if (next.approvals.length >= s.policy.quorum) return { ...next, outcome: 'approved' };
@@ -140,22 +170,33 @@ export interface PolicyDelegation {
 /** Why a delegation cannot be applied (undefined: it can). */
 export function delegationProblem(s: ApprovalWaitState, d: PolicyDelegation, nowMs: number): string | undefined {
   if (s.outcome) return `approval request ${s.requestId} was already decided (${s.outcome})`;
-  if (nowMs >= expiresAtMs(s)) return `approval request ${s.requestId} expired: nobody decided in time, so it can no longer be handed on`;
+  if (nowMs >= expiresAtMs(s))
+    return `approval request ${s.requestId} expired: nobody decided in time, so it can no longer be handed on`;
   const from = d.from?.trim();
   const to = d.to?.trim();
   if (!from || !to) return 'a delegation names who hands the request on (from) and the colleague who gets it (to)';
-  if (to.length > APPROVER_NAME_MAX_CHARS) return `the delegate's name is longer than ${APPROVER_NAME_MAX_CHARS} characters`;
+  if (to.length > APPROVER_NAME_MAX_CHARS)
+    return `the delegate's name is longer than ${APPROVER_NAME_MAX_CHARS} characters`;
   const allowed = allowedApprovers(s, nowMs);
-  if (!allowed.includes(from)) return `${from} is not an allowed approver of approval request ${s.requestId}, so they cannot hand it on; allowed now: ${allowed.join(', ') || 'nobody'}`;
-  if ([...s.approvals, ...s.rejections].some((v) => v.by === from)) return `${from} already decided approval request ${s.requestId}; a decision cannot be handed on`;
+  if (!allowed.includes(from))
+    return `${from} is not an allowed approver of approval request ${s.requestId}, so they cannot hand it on; allowed now: ${allowed.join(', ') || 'nobody'}`;
+  if ([...s.approvals, ...s.rejections].some((v) => v.by === from))
+    return `${from} already decided approval request ${s.requestId}; a decision cannot be handed on`;
   if (from === to) return `${from} cannot hand a request to themselves`;
   if (allowed.includes(to)) return `${to} may already decide approval request ${s.requestId}`;
-  if ([...s.approvals, ...s.rejections].some((v) => v.by === to)) return `${to} already decided approval request ${s.requestId}`;
+  if ([...s.approvals, ...s.rejections].some((v) => v.by === to))
+    return `${to} already decided approval request ${s.requestId}`;
   return undefined;
 }
 
 export function applyDelegation(s: ApprovalWaitState, d: PolicyDelegation, nowMs: number): ApprovalWaitState {
-  return { ...s, delegations: [...s.delegations, { from: d.from!.trim(), to: d.to!.trim(), atMs: nowMs, ...(d.comment ? { comment: d.comment } : {}) }] };
+  return {
+    ...s,
+    delegations: [
+      ...s.delegations,
+      { from: d.from!.trim(), to: d.to!.trim(), atMs: nowMs, ...(d.comment ? { comment: d.comment } : {}) },
+    ],
+  };
 }
 
 /** A person's name is shown in lists and lines: a name, not a paragraph. */
@@ -174,7 +215,8 @@ function nextReminderAtMs(s: ApprovalWaitState): number | undefined {
 export function dueActions(s: ApprovalWaitState, nowMs: number): ApprovalWaitAction[] {
   if (s.outcome) return [];
   // Past expiry nobody is reminded or escalated to: the request ends (or gets its one last window).
-  if (nowMs >= expiresAtMs(s)) return [s.policy.onExpiry.then === 'escalate' && !s.extended ? { kind: 'extend' } : { kind: 'expire' }];
+  if (nowMs >= expiresAtMs(s))
+    return [s.policy.onExpiry.then === 'escalate' && !s.extended ? { kind: 'extend' } : { kind: 'expire' }];
   const due: ApprovalWaitAction[] = [];
   const reminder = nextReminderAtMs(s);
   if (reminder !== undefined && nowMs >= reminder) due.push({ kind: 'remind', n: s.remindersSent + 1 });
@@ -208,7 +250,8 @@ export function nextDueAtMs(s: ApprovalWaitState): number | undefined {
 export function actionRecipients(s: ApprovalWaitState, action: ApprovalWaitAction, nowMs: number): string[] {
   const voted = new Set([...s.approvals, ...s.rejections].map((v) => v.by));
   if (action.kind === 'escalate') return s.policy.escalateTo.filter((w) => !voted.has(w));
-  if (action.kind === 'extend') return s.policy.onExpiry.then === 'escalate' ? s.policy.onExpiry.to.filter((w) => !voted.has(w)) : [];
+  if (action.kind === 'extend')
+    return s.policy.onExpiry.then === 'escalate' ? s.policy.onExpiry.to.filter((w) => !voted.has(w)) : [];
   if (action.kind === 'expire') return [];
   return allowedApprovers(s, nowMs).filter((w) => !voted.has(w));
 }
@@ -231,7 +274,8 @@ export function waitingForLine(s: ApprovalWaitState, nowMs: number): string {
   const delegated = s.delegations.at(-1);
   if (delegated) parts.push(`handed by ${delegated.from} to ${delegated.to}`);
   const escalation = escalatesAtMs(s);
-  if (escalation !== undefined && !escalatedAt(s, nowMs)) parts.push(`escalates to ${s.policy.escalateToLabel} ${formatIn(escalation - nowMs)}`);
+  if (escalation !== undefined && !escalatedAt(s, nowMs))
+    parts.push(`escalates to ${s.policy.escalateToLabel} ${formatIn(escalation - nowMs)}`);
   else if (escalation !== undefined) parts.push(`escalated to ${s.policy.escalateToLabel}`);
   parts.push(`expires ${formatIn(expiresAtMs(s) - nowMs)}`);
   return parts.join('; ');
@@ -246,13 +290,21 @@ export function inQueueOf(s: ApprovalWaitState, who: string, nowMs: number): boo
 }
 
 /** Merges the votes and delegations the task workflow accepted but the round has not reported yet into its report. */
-export function withUnreported(reported: ApprovalWaitState, accepted: { votes: Array<ApprovalVote & { decision: 'approved' | 'rejected' }>; delegations: ApprovalDelegation[] }): ApprovalWaitState {
+export function withUnreported(
+  reported: ApprovalWaitState,
+  accepted: { votes: Array<ApprovalVote & { decision: 'approved' | 'rejected' }>; delegations: ApprovalDelegation[] },
+): ApprovalWaitState {
   let s = reported;
   for (const v of accepted.votes) {
     if ([...s.approvals, ...s.rejections].some((x) => x.by === v.by)) continue;
-    s = v.decision === 'approved' ? { ...s, approvals: [...s.approvals, { by: v.by, atMs: v.atMs }] } : { ...s, rejections: [...s.rejections, { by: v.by, atMs: v.atMs }] };
+    s =
+      v.decision === 'approved'
+        ? { ...s, approvals: [...s.approvals, { by: v.by, atMs: v.atMs }] }
+        : { ...s, rejections: [...s.rejections, { by: v.by, atMs: v.atMs }] };
   }
-  for (const d of accepted.delegations) if (!s.delegations.some((x) => x.from === d.from && x.to === d.to)) s = { ...s, delegations: [...s.delegations, d] };
+  for (const d of accepted.delegations)
+    if (!s.delegations.some((x) => x.from === d.from && x.to === d.to))
+      s = { ...s, delegations: [...s.delegations, d] };
   return s;
 }
 

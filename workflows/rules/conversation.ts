@@ -16,7 +16,12 @@ import { CHAT_MAX_TOOL_ITERATIONS } from './harness';
 export type ConversationScenario = 'chat' | 'a2a' | 'comment_response' | 'group_chat';
 
 /** Every conversation scenario, for code and tests that must cover them all. */
-export const CONVERSATION_SCENARIOS: readonly ConversationScenario[] = ['chat', 'a2a', 'comment_response', 'group_chat'];
+export const CONVERSATION_SCENARIOS: readonly ConversationScenario[] = [
+  'chat',
+  'a2a',
+  'comment_response',
+  'group_chat',
+];
 
 /**
  * Safety cap on tool iterations per run. The design gives every message-driven scenario the chat's cap
@@ -36,9 +41,18 @@ export const CONVERSATION_MAX_TOOL_ITERATIONS: Readonly<Record<ConversationScena
  * rules already bound chains, and the model must know its answer is seen by every member). Then a task
  * comment or a mention in one, then an agent's message; everything else is a chat.
  */
-export function conversationScenario(item: { kind: string; from: { type: string }; channel: string; taskId?: string }): ConversationScenario {
+export function conversationScenario(item: {
+  kind: string;
+  from: { type: string };
+  channel: string;
+  taskId?: string;
+}): ConversationScenario {
   if (groupNameOf(item.channel) !== undefined) return 'group_chat';
-  if (item.kind === 'comment' || (item.kind === 'mention' && (item.taskId !== undefined || item.channel.startsWith('task:')))) return 'comment_response';
+  if (
+    item.kind === 'comment' ||
+    (item.kind === 'mention' && (item.taskId !== undefined || item.channel.startsWith('task:')))
+  )
+    return 'comment_response';
   if (item.from.type === 'agent') return 'a2a';
   return 'chat';
 }
@@ -57,6 +71,8 @@ export function taskCommentText(taskId: string, from: string, itemId: string, te
 export const CONVERSATION_APPROVAL_REFUSAL: Readonly<Record<ConversationScenario, string>> = {
   chat: 'Risky actions need a human approval, which chat cannot ask for: create a task for this work instead, or tell the human what you would run.',
   a2a: 'Risky actions need a human approval, which an agent-to-agent message cannot ask for: create a task for this work instead, or tell the agent what you would run.',
-  comment_response: 'Risky actions need a human approval, which a comment answer cannot ask for: create a task for this work instead, or say in your answer what you would run.',
-  group_chat: 'Risky actions need a human approval, which a group chat cannot ask for: create a task for this work instead, or say in the group what you would run.',
+  comment_response:
+    'Risky actions need a human approval, which a comment answer cannot ask for: create a task for this work instead, or say in your answer what you would run.',
+  group_chat:
+    'Risky actions need a human approval, which a group chat cannot ask for: create a task for this work instead, or say in the group what you would run.',
 };

@@ -7,7 +7,11 @@ import { ApplicationFailure } from '@temporalio/common';
 /** The failure chain, outermost first (ChildWorkflowFailure → ActivityFailure → ApplicationFailure → …). */
 export function failureChain(error: unknown): unknown[] {
   const chain: unknown[] = [];
-  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as { cause?: unknown }).cause) {
+  for (
+    let current = error;
+    current !== undefined && current !== null && chain.length < 10;
+    current = (current as { cause?: unknown }).cause
+  ) {
     chain.push(current);
     if (!(current instanceof Error)) break;
   }

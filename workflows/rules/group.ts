@@ -19,7 +19,8 @@
 export const GROUP_NAME_PATTERN = /^[A-Za-z0-9._-]{1,100}$/;
 export const GROUP_CHANNEL_PREFIX = 'group:';
 export const groupChannel = (name: string): string => `${GROUP_CHANNEL_PREFIX}${name}`;
-export const groupNameOf = (channel: string): string | undefined => (channel.startsWith(GROUP_CHANNEL_PREFIX) ? channel.slice(GROUP_CHANNEL_PREFIX.length) : undefined);
+export const groupNameOf = (channel: string): string | undefined =>
+  channel.startsWith(GROUP_CHANNEL_PREFIX) ? channel.slice(GROUP_CHANNEL_PREFIX.length) : undefined;
 
 /** Members of one group: enough for a team (teams are a handful of agents) and its humans. */
 export const GROUP_MAX_MEMBERS = 20;
@@ -44,7 +45,9 @@ export interface GroupMember {
 
 /** The `@name` tokens of a text (word-bounded; a trailing full stop is not part of the name), in order. */
 export function mentionTokens(text: string): string[] {
-  return [...new Set([...text.matchAll(/(^|[^A-Za-z0-9._-])@([A-Za-z0-9._-]+)/g)].map((m) => m[2]!.replace(/[.]+$/, '')))];
+  return [
+    ...new Set([...text.matchAll(/(^|[^A-Za-z0-9._-])@([A-Za-z0-9._-]+)/g)].map((m) => m[2]!.replace(/[.]+$/, ''))),
+  ];
 }
 
 /** The member agents a text @mentions (`@id`, word-bounded), in roster order. */
@@ -64,7 +67,13 @@ export interface GroupRecipient {
  * Who receives a group message (G1–G4). `deliveriesSoFar` counts the turn's earlier deliveries;
  * `depth` is 0 for a human's message. Returns the recipients and a one-line reason.
  */
-export function groupRecipients(input: { from: GroupMember; text: string; depth: number; members: GroupMember[]; deliveriesSoFar: number }): { recipients: GroupRecipient[]; routing: string } {
+export function groupRecipients(input: {
+  from: GroupMember;
+  text: string;
+  depth: number;
+  members: GroupMember[];
+  deliveriesSoFar: number;
+}): { recipients: GroupRecipient[]; routing: string } {
   const { from, members } = input;
   const others = members.filter((m) => m.type === 'agent' && !(from.type === 'agent' && m.id === from.id));
   const mentioned = mentionedAgents(input.text, others);
@@ -81,7 +90,10 @@ export function groupRecipients(input: { from: GroupMember; text: string; depth:
   } else if (mentioned.length === 0) {
     return { recipients: [], routing: 'G3: an agent message with no mention is delivered to no agent' };
   } else if (input.depth >= GROUP_MAX_AGENT_DEPTH) {
-    return { recipients: [], routing: `G3: depth ${input.depth} reached the limit of ${GROUP_MAX_AGENT_DEPTH} agent hops; mentions not delivered` };
+    return {
+      recipients: [],
+      routing: `G3: depth ${input.depth} reached the limit of ${GROUP_MAX_AGENT_DEPTH} agent hops; mentions not delivered`,
+    };
   } else {
     recipients = mentioned.map((agentId) => ({ agentId, kind: 'mention', targeted: true }));
     routing = `G3: to the mentioned agents (${mentioned.join(', ')})`;
@@ -117,7 +129,8 @@ export function groupPrompt(input: {
   ];
   if (input.recent.length > 0) {
     lines.push('Recent messages:');
-    for (const r of input.recent) lines.push(`- ${r.from.id}: ${r.text.replace(/\s+/g, ' ').slice(0, GROUP_CONTEXT_LINE_CHARS)}`);
+    for (const r of input.recent)
+      lines.push(`- ${r.from.id}: ${r.text.replace(/\s+/g, ' ').slice(0, GROUP_CONTEXT_LINE_CHARS)}`);
   }
   lines.push('---', input.message.text);
   return lines.join('\n');

@@ -86,21 +86,34 @@ export function phaseReportDue(lastReportedIteration: number | undefined, force 
 }
 
 /** Whether a run with this history should continue as new (Temporal's suggestion or our own bound). */
-export function shouldContinueAsNew(info: { continueAsNewSuggested: boolean; historyLength: number }, maxEvents: number): boolean {
+export function shouldContinueAsNew(
+  info: { continueAsNewSuggested: boolean; historyLength: number },
+  maxEvents: number,
+): boolean {
   return info.continueAsNewSuggested || info.historyLength >= maxEvents;
 }
 
 /** Delay before the n-th (1-based) transient round retry: 30 s doubling, capped at 10 min. */
 export function transientRetryDelayMs(attempt: number): number {
-  return Math.min(TASK_TRANSIENT_RETRY_FIRST_DELAY_MS * 2 ** Math.max(0, attempt - 1), TASK_TRANSIENT_RETRY_MAX_DELAY_MS);
+  return Math.min(
+    TASK_TRANSIENT_RETRY_FIRST_DELAY_MS * 2 ** Math.max(0, attempt - 1),
+    TASK_TRANSIENT_RETRY_MAX_DELAY_MS,
+  );
 }
 
 /** The first user message of a task session. Carries the marker compression protects. */
-export function taskPromptText(task: { id: string; title: string; description: string; notes?: string[] }, revisionFeedback?: string): string {
+export function taskPromptText(
+  task: { id: string; title: string; description: string; notes?: string[] },
+  revisionFeedback?: string,
+): string {
   const parts = [`[TASK EXECUTION — Task ID: ${task.id}]`, `# ${task.title}`, task.description];
   if (task.notes?.length) parts.push('## Notes from earlier rounds', ...task.notes.map((n) => `- ${n}`));
   if (revisionFeedback) {
-    parts.push('## 🔴 REVISION REQUIRED — reviewer feedback', revisionFeedback, 'Your earlier submission was not accepted. Address every point of the feedback, then submit again.');
+    parts.push(
+      '## 🔴 REVISION REQUIRED — reviewer feedback',
+      revisionFeedback,
+      'Your earlier submission was not accepted. Address every point of the feedback, then submit again.',
+    );
   }
   parts.push(
     '## Completion Requirements — MANDATORY',

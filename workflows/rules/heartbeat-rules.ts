@@ -27,13 +27,29 @@ export const DEFAULT_CONSOLIDATION_HOUR = 23;
  * its identity files are updated by the agent in its own check-ins ("1 file edit per idle tick").
  */
 export const HEARTBEAT_TOOL_WHITELIST: readonly string[] = [
-  'task_list', 'task_update', 'task_get', 'task_note', 'task_create',
-  'file_read', 'agent_send_message',
-  'requirement_propose', 'requirement_list',
-  'memory_save', 'memory_search', 'memory_update', 'update_notebook', 'update_working_memory',
-  'goal_create', 'goal_update', 'goal_status',
-  'discover_tools', 'notify_user', 'request_user_approval', 'recall_activity',
-  'package_list', 'package_install',
+  'task_list',
+  'task_update',
+  'task_get',
+  'task_note',
+  'task_create',
+  'file_read',
+  'agent_send_message',
+  'requirement_propose',
+  'requirement_list',
+  'memory_save',
+  'memory_search',
+  'memory_update',
+  'update_notebook',
+  'update_working_memory',
+  'goal_create',
+  'goal_update',
+  'goal_status',
+  'discover_tools',
+  'notify_user',
+  'request_user_approval',
+  'recall_activity',
+  'package_list',
+  'package_install',
   'edit_agent_file',
   // The reference code adds task_comment: a check-in discusses a task in its thread.
   'task_comment',
@@ -41,11 +57,18 @@ export const HEARTBEAT_TOOL_WHITELIST: readonly string[] = [
 
 /** Managers additionally get these in their heartbeat. */
 export const HEARTBEAT_MANAGER_TOOLS: readonly string[] = [
-  'task_board_health', 'task_cleanup_duplicates', 'task_assign', 'team_status', 'deliverable_create', 'deliverable_search',
+  'task_board_health',
+  'task_cleanup_duplicates',
+  'task_assign',
+  'team_status',
+  'deliverable_create',
+  'deliverable_search',
 ];
 
 export function isHeartbeatTool(name: string, options: { manager?: boolean } = {}): boolean {
-  return HEARTBEAT_TOOL_WHITELIST.includes(name) || (options.manager === true && HEARTBEAT_MANAGER_TOOLS.includes(name));
+  return (
+    HEARTBEAT_TOOL_WHITELIST.includes(name) || (options.manager === true && HEARTBEAT_MANAGER_TOOLS.includes(name))
+  );
 }
 
 export interface IdleState {
@@ -59,7 +82,10 @@ export interface IdleState {
  * When the fingerprint is unchanged since the last heartbeat, skip the LLM call,
  * at most `HEARTBEAT_MAX_IDLE_SKIPS` times in a row; the next one patrols anyway.
  */
-export function idleSkipDecision(previous: IdleState | undefined, fingerprint: string): { skip: boolean; skippedInRow: number } {
+export function idleSkipDecision(
+  previous: IdleState | undefined,
+  fingerprint: string,
+): { skip: boolean; skippedInRow: number } {
   if (!previous?.fingerprint || previous.fingerprint !== fingerprint) return { skip: false, skippedInRow: 0 };
   if (previous.skippedInRow >= HEARTBEAT_MAX_IDLE_SKIPS) return { skip: false, skippedInRow: 0 };
   return { skip: true, skippedInRow: previous.skippedInRow + 1 };
@@ -74,7 +100,9 @@ export function isHeartbeatOk(text: string): boolean {
 export function clampHeartbeatInterval(ms: number): number {
   if (!Number.isFinite(ms)) throw new Error(`heartbeat interval must be a number of milliseconds, got ${ms}`);
   if (ms < MIN_HEARTBEAT_INTERVAL_MS || ms > MAX_HEARTBEAT_INTERVAL_MS) {
-    throw new Error(`heartbeat interval must be between ${MIN_HEARTBEAT_INTERVAL_MS / 60_000} minutes and ${MAX_HEARTBEAT_INTERVAL_MS / 3_600_000} hours, got ${ms} ms`);
+    throw new Error(
+      `heartbeat interval must be between ${MIN_HEARTBEAT_INTERVAL_MS / 60_000} minutes and ${MAX_HEARTBEAT_INTERVAL_MS / 3_600_000} hours, got ${ms} ms`,
+    );
   }
   return ms;
 }
@@ -86,5 +114,5 @@ export function clampHeartbeatInterval(ms: number): number {
 export function heartbeatPhaseMs(agentId: string, intervalMs: number): number {
   let h = 2166136261;
   for (let i = 0; i < agentId.length; i++) h = Math.imul(h ^ agentId.charCodeAt(i), 16777619) >>> 0;
-  return Math.floor((h / 2 ** 32) * intervalMs / 1000) * 1000;
+  return Math.floor(((h / 2 ** 32) * intervalMs) / 1000) * 1000;
 }

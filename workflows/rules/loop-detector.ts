@@ -26,7 +26,13 @@ export interface ToolCallSignature {
   result?: string;
 }
 
-export type LoopVerdict = { level: 'ok' } | { level: 'warning' | 'critical'; detector: 'genericRepeat' | 'noProgress' | 'pingPong' | 'sameToolBurst'; count: number };
+export type LoopVerdict =
+  | { level: 'ok' }
+  | {
+      level: 'warning' | 'critical';
+      detector: 'genericRepeat' | 'noProgress' | 'pingPong' | 'sameToolBurst';
+      count: number;
+    };
 
 /** Records a call into `history` (mutated, bounded) and judges the history. */
 export function recordToolCall(history: ToolCallSignature[], call: ToolCallSignature): LoopVerdict {
@@ -62,7 +68,12 @@ export function recordToolCall(history: ToolCallSignature[], call: ToolCallSigna
   return verdicts.find((v) => v.level === 'critical') ?? verdicts.find((v) => v.level === 'warning') ?? { level: 'ok' };
 }
 
-function level(detector: 'genericRepeat' | 'noProgress' | 'pingPong' | 'sameToolBurst', count: number, warning: number, critical: number): LoopVerdict {
+function level(
+  detector: 'genericRepeat' | 'noProgress' | 'pingPong' | 'sameToolBurst',
+  count: number,
+  warning: number,
+  critical: number,
+): LoopVerdict {
   if (count >= critical) return { level: 'critical', detector, count };
   if (count >= warning) return { level: 'warning', detector, count };
   return { level: 'ok' };

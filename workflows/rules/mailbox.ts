@@ -4,7 +4,12 @@
  */
 import { MAILBOX_PRIORITIES, type DeliverInput, type MailboxItemKind } from '../agent-contract';
 
-export { MAILBOX_PRIORITIES, type MailboxItemStatus, type MailboxPriorityName, type MailboxTriageDecision } from '../agent-contract';
+export {
+  MAILBOX_PRIORITIES,
+  type MailboxItemStatus,
+  type MailboxPriorityName,
+  type MailboxTriageDecision,
+} from '../agent-contract';
 
 /** A delivery's text is capped: larger content belongs in a file or a task description. */
 export const MAILBOX_TEXT_MAX_CHARS = 32_000;
@@ -36,8 +41,22 @@ export const MAILBOX_KIND_RULES: Record<MailboxItemKind, KindRule> = {
   message: { seedType: 'a2a_message', priority: 2, invokesLlm: true, preemptable: true, user: false, system: false },
   // Ours: the design only live-injects a comment; here it also gets a threaded answer, so it runs the LLM.
   comment: { seedType: 'task_comment', priority: 2, invokesLlm: true, preemptable: true, user: false, system: false },
-  task: { seedType: 'task_status_update', priority: 1, invokesLlm: false, preemptable: true, user: false, system: true },
-  notification: { seedType: 'system_event', priority: 1, invokesLlm: false, preemptable: true, user: false, system: true },
+  task: {
+    seedType: 'task_status_update',
+    priority: 1,
+    invokesLlm: false,
+    preemptable: true,
+    user: false,
+    system: true,
+  },
+  notification: {
+    seedType: 'system_event',
+    priority: 1,
+    invokesLlm: false,
+    preemptable: true,
+    user: false,
+    system: true,
+  },
 };
 
 export interface TriageItem {
@@ -64,20 +83,34 @@ const isUser = (i: TriageItem): boolean => MAILBOX_KIND_RULES[i.kind].user && i.
  * priority over a system item → preempt; R9 mention over normal-or-lower work → preempt; otherwise
  * continue. A chat run honours merge only, so a preempt of a chat becomes `continue`.
  */
-export function interruptDecision(current: TriageItem, incoming: TriageItem): { decision: 'merge' | 'preempt' | 'continue'; rule: string } {
+export function interruptDecision(
+  current: TriageItem,
+  incoming: TriageItem,
+): { decision: 'merge' | 'preempt' | 'continue'; rule: string } {
   const decide = (): { decision: 'merge' | 'preempt' | 'continue'; rule: string } => {
-    if (current.kind === 'chat' && incoming.kind === 'chat' && current.from.id === incoming.from.id && current.channel === incoming.channel) return { decision: 'merge', rule: 'R0' };
+    if (
+      current.kind === 'chat' &&
+      incoming.kind === 'chat' &&
+      current.from.id === incoming.from.id &&
+      current.channel === incoming.channel
+    )
+      return { decision: 'merge', rule: 'R0' };
     if (isUser(incoming) && !isUser(current)) return { decision: 'preempt', rule: 'R1' };
-    if (incoming.kind === 'message' && current.priority >= MAILBOX_PRIORITIES.background) return { decision: 'preempt', rule: 'R1.5' };
-    if (incoming.kind === 'comment' && incoming.taskId !== undefined && incoming.taskId === current.taskId) return { decision: 'merge', rule: 'R2' };
+    if (incoming.kind === 'message' && current.priority >= MAILBOX_PRIORITIES.background)
+      return { decision: 'preempt', rule: 'R1.5' };
+    if (incoming.kind === 'comment' && incoming.taskId !== undefined && incoming.taskId === current.taskId)
+      return { decision: 'merge', rule: 'R2' };
     if (incoming.priority === 0 && current.priority !== 0) return { decision: 'preempt', rule: 'R4' };
     if (incoming.priority < current.priority) return { decision: 'preempt', rule: 'R6' };
-    if (incoming.priority === current.priority && MAILBOX_KIND_RULES[current.kind].system) return { decision: 'preempt', rule: 'R8' };
-    if (incoming.kind === 'mention' && current.priority >= MAILBOX_PRIORITIES.normal) return { decision: 'preempt', rule: 'R9' };
+    if (incoming.priority === current.priority && MAILBOX_KIND_RULES[current.kind].system)
+      return { decision: 'preempt', rule: 'R8' };
+    if (incoming.kind === 'mention' && current.priority >= MAILBOX_PRIORITIES.normal)
+      return { decision: 'preempt', rule: 'R9' };
     return { decision: 'continue', rule: 'none' };
   };
   const result = decide();
-  if (result.decision === 'preempt' && !MAILBOX_KIND_RULES[current.kind].preemptable) return { decision: 'continue', rule: `${result.rule} (chat honours merge only)` };
+  if (result.decision === 'preempt' && !MAILBOX_KIND_RULES[current.kind].preemptable)
+    return { decision: 'continue', rule: `${result.rule} (chat honours merge only)` };
   return result;
 }
 
@@ -117,17 +150,25 @@ export const CHANNEL_PATTERN = /^(dm|task):[A-Za-z0-9._:@-]{1,200}$|^group:[A-Za
 /** Why a delivery is refused, in words the sender can act on; undefined when it is valid. */
 export function deliveryProblem(input: DeliverInput): string | undefined {
   if (typeof input !== 'object' || input === null) return 'deliver expects an object { kind, from, text, ... }';
-  if (!(input.kind in MAILBOX_KIND_RULES)) return `unknown kind ${JSON.stringify(input.kind)}: use one of ${Object.keys(MAILBOX_KIND_RULES).join(', ')}`;
-  if (!input.from || !['human', 'agent', 'system'].includes(input.from.type) || typeof input.from.id !== 'string' || !input.from.id.trim()) {
+  if (!(input.kind in MAILBOX_KIND_RULES))
+    return `unknown kind ${JSON.stringify(input.kind)}: use one of ${Object.keys(MAILBOX_KIND_RULES).join(', ')}`;
+  if (
+    !input.from ||
+    !['human', 'agent', 'system'].includes(input.from.type) ||
+    typeof input.from.id !== 'string' ||
+    !input.from.id.trim()
+  ) {
     return 'from must be { type: "human" | "agent" | "system", id: <non-empty string> }';
   }
   if (typeof input.text !== 'string' || !input.text.trim()) return 'text is empty: there is nothing to deliver';
-  if (input.text.length > MAILBOX_TEXT_MAX_CHARS) return `text is ${input.text.length} characters; the limit is ${MAILBOX_TEXT_MAX_CHARS} (put long content in a file or a task)`;
+  if (input.text.length > MAILBOX_TEXT_MAX_CHARS)
+    return `text is ${input.text.length} characters; the limit is ${MAILBOX_TEXT_MAX_CHARS} (put long content in a file or a task)`;
   if (input.text.includes('\u0000')) return 'text contains a NUL character (U+0000), which cannot be stored: remove it';
   if (input.channel !== undefined && !CHANNEL_PATTERN.test(input.channel)) {
     return `unknown channel ${JSON.stringify(input.channel)}: use "dm:<key>", "task:<taskId>" or "group:<name>"`;
   }
-  if (input.priority !== undefined && !(input.priority in MAILBOX_PRIORITIES)) return `unknown priority ${JSON.stringify(input.priority)}: use one of ${Object.keys(MAILBOX_PRIORITIES).join(', ')}`;
+  if (input.priority !== undefined && !(input.priority in MAILBOX_PRIORITIES))
+    return `unknown priority ${JSON.stringify(input.priority)}: use one of ${Object.keys(MAILBOX_PRIORITIES).join(', ')}`;
   // A task item with a taskId reports on that task; without one it asks the agent to start a task.
   if (input.kind === 'comment' && !input.taskId) return 'a comment item needs taskId';
   return undefined;

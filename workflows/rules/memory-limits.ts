@@ -117,21 +117,30 @@ export function checkDreamPlan(raw: string, offeredIds: ReadonlySet<string>): Dr
   if (!isStringArray(remove)) return { ok: false, reason: '`remove` must be an array of entry ids' };
   if (!Array.isArray(merge)) return { ok: false, reason: '`merge` must be an array' };
   if (!Array.isArray(promote)) return { ok: false, reason: '`promote` must be an array' };
-  if (remove.length > DREAM_MAX_REMOVALS) return { ok: false, reason: `${remove.length} removals exceed the cap of ${DREAM_MAX_REMOVALS}` };
-  if (merge.length > DREAM_MAX_MERGES) return { ok: false, reason: `${merge.length} merges exceed the cap of ${DREAM_MAX_MERGES}` };
-  if (promote.length > DREAM_MAX_PROMOTIONS) return { ok: false, reason: `${promote.length} promotions exceed the cap of ${DREAM_MAX_PROMOTIONS}` };
+  if (remove.length > DREAM_MAX_REMOVALS)
+    return { ok: false, reason: `${remove.length} removals exceed the cap of ${DREAM_MAX_REMOVALS}` };
+  if (merge.length > DREAM_MAX_MERGES)
+    return { ok: false, reason: `${merge.length} merges exceed the cap of ${DREAM_MAX_MERGES}` };
+  if (promote.length > DREAM_MAX_PROMOTIONS)
+    return { ok: false, reason: `${promote.length} promotions exceed the cap of ${DREAM_MAX_PROMOTIONS}` };
 
   const merges: DreamMerge[] = [];
   for (const [i, m] of merge.entries()) {
     if (!isRecord(m) || !isStringArray(m.removeIds) || typeof m.mergedContent !== 'string') {
       return { ok: false, reason: `merge ${i} needs removeIds (string[]) and mergedContent (string)` };
     }
-    if (m.removeIds.length < DREAM_MERGE_MIN_SOURCES) return { ok: false, reason: `merge ${i} combines fewer than ${DREAM_MERGE_MIN_SOURCES} entries` };
+    if (m.removeIds.length < DREAM_MERGE_MIN_SOURCES)
+      return { ok: false, reason: `merge ${i} combines fewer than ${DREAM_MERGE_MIN_SOURCES} entries` };
     if (!m.mergedContent.trim() || m.mergedContent.length > OBSERVATION_MAX_CHARS) {
       return { ok: false, reason: `merge ${i} has empty content or more than ${OBSERVATION_MAX_CHARS} characters` };
     }
-    if (m.tags !== undefined && !isStringArray(m.tags)) return { ok: false, reason: `merge ${i}: tags must be strings` };
-    merges.push({ removeIds: m.removeIds, mergedContent: m.mergedContent.trim(), ...(m.tags ? { tags: m.tags.slice(0, OBSERVATION_MAX_TAGS) } : {}) });
+    if (m.tags !== undefined && !isStringArray(m.tags))
+      return { ok: false, reason: `merge ${i}: tags must be strings` };
+    merges.push({
+      removeIds: m.removeIds,
+      mergedContent: m.mergedContent.trim(),
+      ...(m.tags ? { tags: m.tags.slice(0, OBSERVATION_MAX_TAGS) } : {}),
+    });
   }
   const promotions: DreamPromotion[] = [];
   for (const [i, p] of promote.entries()) {
@@ -139,14 +148,20 @@ export function checkDreamPlan(raw: string, offeredIds: ReadonlySet<string>): Dr
       return { ok: false, reason: `promotion ${i} needs sourceIds (string[]), section and content (strings)` };
     }
     if (p.sourceIds.length < DREAM_PROMOTION_MIN_SOURCES) {
-      return { ok: false, reason: `promotion ${i} has ${p.sourceIds.length} sources; a promotion needs at least ${DREAM_PROMOTION_MIN_SOURCES}` };
+      return {
+        ok: false,
+        reason: `promotion ${i} has ${p.sourceIds.length} sources; a promotion needs at least ${DREAM_PROMOTION_MIN_SOURCES}`,
+      };
     }
     const section = p.section.trim().replace(/^#+\s*/, '');
     if (!section || section.length > KNOWLEDGE_TITLE_MAX_CHARS || section === '_observations') {
       return { ok: false, reason: `promotion ${i} has an invalid section title` };
     }
     if (!p.content.trim() || p.content.length > KNOWLEDGE_SECTION_MAX_CHARS) {
-      return { ok: false, reason: `promotion ${i} has empty content or more than ${KNOWLEDGE_SECTION_MAX_CHARS} characters` };
+      return {
+        ok: false,
+        reason: `promotion ${i} has empty content or more than ${KNOWLEDGE_SECTION_MAX_CHARS} characters`,
+      };
     }
     promotions.push({ sourceIds: p.sourceIds, section, content: p.content.trim() });
   }
@@ -190,7 +205,11 @@ export function extractJsonObject(text: string): string | undefined {
  * the session has more than 30 messages, a compaction is about to drop some, and this session has not
  * been flushed yet (one flush per session, as the reference code plans it).
  */
-export function shouldFlushMemory(session: { messageCount: number; aboutToCompact: boolean; alreadyFlushed?: boolean }): boolean {
+export function shouldFlushMemory(session: {
+  messageCount: number;
+  aboutToCompact: boolean;
+  alreadyFlushed?: boolean;
+}): boolean {
   return session.aboutToCompact && !session.alreadyFlushed && session.messageCount > MEMORY_FLUSH_MIN_MESSAGES;
 }
 

@@ -32,7 +32,10 @@ export const SUBAGENT_BRIEF_MAX_CHARS = 10_000;
 
 /** Each child's share of the aggregate iteration allowance (at least 1, at most the single cap). */
 export function subagentIterationCap(children: number): number {
-  return Math.max(1, Math.min(SUBAGENT_MAX_TOOL_ITERATIONS, Math.floor(SUBAGENT_MAX_AGGREGATE_ITERATIONS / Math.max(1, children))));
+  return Math.max(
+    1,
+    Math.min(SUBAGENT_MAX_TOOL_ITERATIONS, Math.floor(SUBAGENT_MAX_AGGREGATE_ITERATIONS / Math.max(1, children))),
+  );
 }
 
 /** What one sub-agent is asked to do. */
@@ -43,13 +46,22 @@ export interface SubagentBrief {
 
 /** The briefs of a validated spawn call (`spawn_subagent` or `spawn_subagents`), in order. */
 export function subagentBriefs(tool: string, args: unknown): SubagentBrief[] {
-  const list = tool === 'spawn_subagents' ? (args as { subagents: SubagentBrief[] }).subagents : [args as SubagentBrief];
+  const list =
+    tool === 'spawn_subagents' ? (args as { subagents: SubagentBrief[] }).subagents : [args as SubagentBrief];
   return list.map((b) => ({ task: b.task, ...(b.context?.trim() ? { context: b.context } : {}) }));
 }
 
 /** One child's outcome as the parent's tool result reports it. */
 export type SubagentReport =
-  | { workflowId: string; task: string; status: 'completed'; result: string; iterations: number; capped: boolean; costUsd: number }
+  | {
+      workflowId: string;
+      task: string;
+      status: 'completed';
+      result: string;
+      iterations: number;
+      capped: boolean;
+      costUsd: number;
+    }
   | { workflowId: string; task: string; status: 'failed' | 'stopped'; error: string; costUsd: number };
 
 /** The opening user message of a sub-agent's session. */
@@ -69,11 +81,19 @@ export function subagentOpeningText(brief: SubagentBrief, parent: { workflowId: 
  */
 export function formatSubagentReports(reports: SubagentReport[]): string {
   const failed = reports.filter((r) => r.status !== 'completed').length;
-  const lines = [`${reports.length} sub-agent${reports.length === 1 ? '' : 's'} finished: ${reports.length - failed} completed, ${failed} failed.`];
+  const lines = [
+    `${reports.length} sub-agent${reports.length === 1 ? '' : 's'} finished: ${reports.length - failed} completed, ${failed} failed.`,
+  ];
   reports.forEach((r, i) => {
-    lines.push('', `### Sub-agent ${i + 1} (${r.workflowId}): ${r.status}`, `Task: ${preview(r.task, SUBAGENT_TASK_PREVIEW_CHARS)}`);
+    lines.push(
+      '',
+      `### Sub-agent ${i + 1} (${r.workflowId}): ${r.status}`,
+      `Task: ${preview(r.task, SUBAGENT_TASK_PREVIEW_CHARS)}`,
+    );
     if (r.status === 'completed') {
-      lines.push(`Result${r.capped ? ` (stopped at its cap of ${r.iterations} tool iterations)` : ''}: ${preview(r.result, r.capped ? SUBAGENT_THINKING_PREVIEW_CHARS : SUBAGENT_RESULT_PREVIEW_CHARS) || '(no text)'}`);
+      lines.push(
+        `Result${r.capped ? ` (stopped at its cap of ${r.iterations} tool iterations)` : ''}: ${preview(r.result, r.capped ? SUBAGENT_THINKING_PREVIEW_CHARS : SUBAGENT_RESULT_PREVIEW_CHARS) || '(no text)'}`,
+      );
     } else {
       lines.push(`Error: ${preview(r.error, SUBAGENT_ERROR_PREVIEW_CHARS)}`);
     }
@@ -124,8 +144,15 @@ export function budgetReached(limitUsd: number | null, spentUsd: number): boolea
  * A tree report once its round has ended: a node the report still shows running or held ended with the
  * round (`outcome`), so a finished round is never listed as running. The spend is unchanged.
  */
-export function settleBudgetReport<T extends { held: boolean; nodes: readonly BudgetNode[] }>(report: T, outcome: 'completed' | 'failed' | 'stopped'): T {
-  return { ...report, held: false, nodes: report.nodes.map((n) => (n.state === 'running' || n.state === 'held' ? { ...n, state: outcome } : n)) };
+export function settleBudgetReport<T extends { held: boolean; nodes: readonly BudgetNode[] }>(
+  report: T,
+  outcome: 'completed' | 'failed' | 'stopped',
+): T {
+  return {
+    ...report,
+    held: false,
+    nodes: report.nodes.map((n) => (n.state === 'running' || n.state === 'held' ? { ...n, state: outcome } : n)),
+  };
 }
 
 /**
@@ -133,13 +160,23 @@ export function settleBudgetReport<T extends { held: boolean; nodes: readonly Bu
  * own usage counts the sub-agents only once they have all answered). A report with a cost budget also
  * carries the earlier rounds as a node named `earlierNodeId`; that part is not this round's.
  */
-export function roundTreeCostUsd(report: { spentUsd: number; nodes: readonly BudgetNode[] }, earlierNodeId: string): number {
+export function roundTreeCostUsd(
+  report: { spentUsd: number; nodes: readonly BudgetNode[] },
+  earlierNodeId: string,
+): number {
   const earlier = report.nodes.find((n) => n.workflowId === earlierNodeId)?.spentUsd ?? 0;
   return Math.max(0, report.spentUsd - earlier);
 }
 
 /** A round's usage with its cost raised to what its tree has spent so far (see `roundTreeCostUsd`). */
-export function withTreeCost<T extends { costUsd: number }>(usage: T, report: { spentUsd: number; nodes: readonly BudgetNode[] } | undefined, earlierNodeId: string): T {
+export function withTreeCost<T extends { costUsd: number }>(
+  usage: T,
+  report: { spentUsd: number; nodes: readonly BudgetNode[] } | undefined,
+  earlierNodeId: string,
+): T {
   if (!report) return usage;
-  return { ...usage, costUsd: Math.max(usage.costUsd, Math.round(roundTreeCostUsd(report, earlierNodeId) * 1e6) / 1e6) };
+  return {
+    ...usage,
+    costUsd: Math.max(usage.costUsd, Math.round(roundTreeCostUsd(report, earlierNodeId) * 1e6) / 1e6),
+  };
 }

@@ -33,7 +33,11 @@ export function isDependencySatisfied(state: string): boolean {
  * `edges` maps each task to what it already depends on. A cycle would leave every task on it blocked
  * forever, so it is refused before anything is written.
  */
-export function dependencyCycle(edges: ReadonlyMap<string, readonly string[]>, taskId: string, dependsOn: readonly string[]): string[] | undefined {
+export function dependencyCycle(
+  edges: ReadonlyMap<string, readonly string[]>,
+  taskId: string,
+  dependsOn: readonly string[],
+): string[] | undefined {
   for (const start of dependsOn) {
     if (start === taskId) return [taskId, taskId];
     // Depth-first from the new dependency: reaching taskId means taskId (indirectly) depends on itself.

@@ -13,48 +13,73 @@ export const MAX_TASK_DESCRIPTION_LENGTH = 100_000;
 
 /** What is wrong with the input, in words; undefined when it is usable. `taskId` is the resolved id. */
 export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, taskId: string): string | undefined {
-  if (!input || typeof input !== 'object') return 'the input must be an object { taskId, agentId, title, description?, priority?, createdBy? }';
-  if (!TASK_ID_PATTERN.test(taskId)) return `invalid taskId ${JSON.stringify(taskId)}: 1-200 letters, digits or . _ : + -, starting with a letter or digit`;
+  if (!input || typeof input !== 'object')
+    return 'the input must be an object { taskId, agentId, title, description?, priority?, createdBy? }';
+  if (!TASK_ID_PATTERN.test(taskId))
+    return `invalid taskId ${JSON.stringify(taskId)}: 1-200 letters, digits or . _ : + -, starting with a letter or digit`;
   if (typeof input.agentId !== 'string' || !input.agentId) return 'agentId is required: the id of an existing agent';
   if (input.title !== undefined && (typeof input.title !== 'string' || input.title.length > MAX_TASK_TITLE_LENGTH)) {
     return `title must be a string of at most ${MAX_TASK_TITLE_LENGTH} characters`;
   }
-  if (input.description !== undefined && (typeof input.description !== 'string' || input.description.length > MAX_TASK_DESCRIPTION_LENGTH)) {
+  if (
+    input.description !== undefined &&
+    (typeof input.description !== 'string' || input.description.length > MAX_TASK_DESCRIPTION_LENGTH)
+  ) {
     return `description must be a string of at most ${MAX_TASK_DESCRIPTION_LENGTH} characters`;
   }
   for (const field of ['title', 'description', 'createdBy'] as const) {
-    if (typeof input[field] === 'string' && input[field].includes('\u0000')) return `${field} contains a NUL character (U+0000), which cannot be stored: remove it`;
+    if (typeof input[field] === 'string' && input[field].includes('\u0000'))
+      return `${field} contains a NUL character (U+0000), which cannot be stored: remove it`;
   }
   if (input.priority !== undefined && !(TASK_PRIORITIES as readonly unknown[]).includes(input.priority)) {
     return `priority must be one of ${TASK_PRIORITIES.join(', ')}, got ${JSON.stringify(input.priority)}`;
   }
   if (input.createdBy !== undefined && typeof input.createdBy !== 'string') return 'createdBy must be a string';
-  if (input.approvalTimeoutMs !== undefined && !(Number.isFinite(input.approvalTimeoutMs) && input.approvalTimeoutMs > 0)) {
+  if (
+    input.approvalTimeoutMs !== undefined &&
+    !(Number.isFinite(input.approvalTimeoutMs) && input.approvalTimeoutMs > 0)
+  ) {
     return 'approvalTimeoutMs must be a positive number of milliseconds';
   }
-  if (input.costBudgetUsd !== undefined && !(typeof input.costBudgetUsd === 'number' && Number.isFinite(input.costBudgetUsd) && input.costBudgetUsd > 0)) {
+  if (
+    input.costBudgetUsd !== undefined &&
+    !(typeof input.costBudgetUsd === 'number' && Number.isFinite(input.costBudgetUsd) && input.costBudgetUsd > 0)
+  ) {
     return 'costBudgetUsd must be a positive number of US dollars';
   }
   if (input.carry !== undefined) {
     // Only the workflow itself writes a carry, when it continues as new in one of these two states.
     const carry = input.carry as Partial<NonNullable<TaskWorkflowInput['carry']>> | null;
-    if (!carry || (carry.state !== 'in_progress' && carry.state !== 'review') || !Number.isInteger(carry.round) || (carry.round ?? 0) < 1) {
+    if (
+      !carry ||
+      (carry.state !== 'in_progress' && carry.state !== 'review') ||
+      !Number.isInteger(carry.round) ||
+      (carry.round ?? 0) < 1
+    ) {
       return 'carry is written by the workflow when it continues as new; leave it out to start a task';
     }
   }
   if (input.restart !== undefined) {
     const restart = input.restart as Partial<NonNullable<TaskWorkflowInput['restart']>> | null;
-    if (!restart || (restart.kind !== 'retry' && restart.kind !== 'rerun') || !Number.isInteger(restart.afterRound) || (restart.afterRound ?? -1) < 0) {
+    if (
+      !restart ||
+      (restart.kind !== 'retry' && restart.kind !== 'rerun') ||
+      !Number.isInteger(restart.afterRound) ||
+      (restart.afterRound ?? -1) < 0
+    ) {
       return 'restart must be { kind: "retry" | "rerun", afterRound: the task\'s last round }';
     }
     if (input.carry !== undefined) return 'restart and carry cannot be combined';
   }
   if (input.fork !== undefined) {
     const fork = input.fork as Partial<NonNullable<TaskWorkflowInput['fork']>> | null;
-    if (!fork || typeof fork.sourceTaskId !== 'string' || !TASK_ID_PATTERN.test(fork.sourceTaskId)) return 'fork.sourceTaskId must be the id of a recorded task';
-    if (!Number.isInteger(fork.atStep) || (fork.atStep ?? -1) < 0) return 'fork.atStep must be a whole number of steps, 0 or more';
-    if (fork.round !== undefined && !(Number.isInteger(fork.round) && fork.round >= 1)) return 'fork.round must be a round number, 1 or more';
-    if (fork.sourceTaskId === taskId) return 'a fork needs its own task id, not its source\'s';
+    if (!fork || typeof fork.sourceTaskId !== 'string' || !TASK_ID_PATTERN.test(fork.sourceTaskId))
+      return 'fork.sourceTaskId must be the id of a recorded task';
+    if (!Number.isInteger(fork.atStep) || (fork.atStep ?? -1) < 0)
+      return 'fork.atStep must be a whole number of steps, 0 or more';
+    if (fork.round !== undefined && !(Number.isInteger(fork.round) && fork.round >= 1))
+      return 'fork.round must be a round number, 1 or more';
+    if (fork.sourceTaskId === taskId) return "a fork needs its own task id, not its source's";
   }
   return undefined;
 }

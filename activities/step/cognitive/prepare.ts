@@ -24,7 +24,14 @@ import { auxiliaryCallKey, recordLlmCall } from '../../llm/usage';
 import type { ChatResult } from '../../llm/types';
 import { searchMemory, upsertNotebookEntry } from '../../memory';
 import { addTaskEvent } from '../../store/tasks';
-import { phasesForDepth, selectCognitiveDepth, depthLabel, type CognitiveDepth, type CognitivePhases, type CognitiveScenario } from './depth';
+import {
+  phasesForDepth,
+  selectCognitiveDepth,
+  depthLabel,
+  type CognitiveDepth,
+  type CognitivePhases,
+  type CognitiveScenario,
+} from './depth';
 import {
   APPRAISAL_MAX_TOKENS,
   COGNITIVE_NOTEBOOK_KEYS,
@@ -91,7 +98,12 @@ export interface CognitiveOutcome {
 }
 
 /** What decides the depth besides the scenario: recent failures and blockers of the agent. */
-export async function loadDepthSignals(db: Kysely<Database>, agentId: string, taskId: string | undefined, now: Date): Promise<{ hasFailedTasks: boolean; hasBlockers: boolean }> {
+export async function loadDepthSignals(
+  db: Kysely<Database>,
+  agentId: string,
+  taskId: string | undefined,
+  now: Date,
+): Promise<{ hasFailedTasks: boolean; hasBlockers: boolean }> {
   const rows = await db
     .selectFrom('tasks')
     .select(['id', 'state', 'updated_at'])
@@ -109,8 +121,17 @@ export async function loadDepthSignals(db: Kysely<Database>, agentId: string, ta
  * Runs P1–P3 for the depth the situation calls for. Never throws except on the activity's own
  * cancellation. See the module comment for what it writes.
  */
-export async function prepareCognitiveContext(deps: CognitiveDeps, run: CognitiveRun, signals: { hasFailedTasks: boolean; hasBlockers: boolean }): Promise<CognitiveOutcome> {
-  const depth = selectCognitiveDepth({ scenario: run.scenario, stimulusChars: run.situation.stimulus.text.length, ...signals, maxDepth: run.maxDepth });
+export async function prepareCognitiveContext(
+  deps: CognitiveDeps,
+  run: CognitiveRun,
+  signals: { hasFailedTasks: boolean; hasBlockers: boolean },
+): Promise<CognitiveOutcome> {
+  const depth = selectCognitiveDepth({
+    scenario: run.scenario,
+    stimulusChars: run.situation.stimulus.text.length,
+    ...signals,
+    maxDepth: run.maxDepth,
+  });
   const phases = phasesForDepth(depth);
   const outcome: CognitiveOutcome = { depth, phases, completed: [], prepared: '', costUsd: 0 };
   if (!phases.appraisal) return outcome;
@@ -118,12 +139,26 @@ export async function prepareCognitiveContext(deps: CognitiveDeps, run: Cognitiv
   const eventKey = `cpp:${run.sessionId}:${run.stepKey}`;
 
   try {
-    if (await alreadyPrepared(deps.db, run)) return { ...outcome, skipped: 'already prepared by an earlier attempt of this step' };
+    if (await alreadyPrepared(deps.db, run))
+      return { ...outcome, skipped: 'already prepared by an earlier attempt of this step' };
     await withDeadline(run, async (signal) => {
-      await deps.db.deleteFrom('memory_notebook').where('agent_id', '=', run.agentId).where('tag', '=', 'cpp').where('key', 'in', [...COGNITIVE_NOTEBOOK_KEYS]).execute();
+      await deps.db
+        .deleteFrom('memory_notebook')
+        .where('agent_id', '=', run.agentId)
+        .where('tag', '=', 'cpp')
+        .where('key', 'in', [...COGNITIVE_NOTEBOOK_KEYS])
+        .execute();
       const notes: string[] = [];
 
-      const appraisalText = await cheapCall(deps, run, 'appraisal', appraisalPrompt(run.situation), APPRAISAL_MAX_TOKENS, signal, outcome);
+      const appraisalText = await cheapCall(
+        deps,
+        run,
+        'appraisal',
+        appraisalPrompt(run.situation),
+        APPRAISAL_MAX_TOKENS,
+        signal,
+        outcome,
+      );
       const appraisal = parseAppraisal(appraisalText);
       await writeNote(deps, run, NOTEBOOK_KEY_COGNITIVE_CONTEXT, appraisal.note, notes);
       outcome.completed.push('appraisal');
@@ -136,7 +171,15 @@ export async function prepareCognitiveContext(deps: CognitiveDeps, run: Cognitiv
       }
       if (phases.reflection) {
         signal.throwIfAborted();
-        const reflection = await cheapCall(deps, run, 'reflection', reflectionPrompt(run.situation, appraisal.note, retrieved), REFLECTION_MAX_TOKENS, signal, outcome);
+        const reflection = await cheapCall(
+          deps,
+          run,
+          'reflection',
+          reflectionPrompt(run.situation, appraisal.note, retrieved),
+          REFLECTION_MAX_TOKENS,
+          signal,
+          outcome,
+        );
         await writeNote(deps, run, NOTEBOOK_KEY_REFLECTION, reflection, notes);
         outcome.completed.push('reflection');
       }
@@ -148,7 +191,12 @@ export async function prepareCognitiveContext(deps: CognitiveDeps, run: Cognitiv
   }
 
   if (run.taskId) {
-    const data = { depth: depthLabel(depth), completed: outcome.completed, costUsd: outcome.costUsd, durationMs: Date.now() - started };
+    const data = {
+      depth: depthLabel(depth),
+      completed: outcome.completed,
+      costUsd: outcome.costUsd,
+      durationMs: Date.now() - started,
+    };
     await addTaskEvent(
       deps.db,
       run.taskId,
@@ -164,20 +212,47 @@ export async function prepareCognitiveContext(deps: CognitiveDeps, run: Cognitiv
  * P5 (meta-cognitive depth only): after the main call, asks whether the prepared context was adequate and notes what
  * was missing. Best effort, like the preparation: never throws except on cancellation.
  */
-export async function evaluatePreparedContext(deps: CognitiveDeps, run: CognitiveRun, prepared: CognitiveOutcome, response: string): Promise<{ ok: boolean; reason?: string }> {
+export async function evaluatePreparedContext(
+  deps: CognitiveDeps,
+  run: CognitiveRun,
+  prepared: CognitiveOutcome,
+  response: string,
+): Promise<{ ok: boolean; reason?: string }> {
   if (!prepared.phases.evaluation || prepared.skipped !== undefined) return { ok: false, reason: 'not due' };
   const outcome: CognitiveOutcome = { ...prepared, costUsd: 0 };
   try {
     await withDeadline(run, async (signal) => {
-      const text = await cheapCall(deps, run, 'evaluation', evaluationPrompt(run.situation, prepared.prepared, response), EVALUATION_MAX_TOKENS, signal, outcome);
+      const text = await cheapCall(
+        deps,
+        run,
+        'evaluation',
+        evaluationPrompt(run.situation, prepared.prepared, response),
+        EVALUATION_MAX_TOKENS,
+        signal,
+        outcome,
+      );
       await writeNote(deps, run, NOTEBOOK_KEY_EVALUATION, text, []);
     });
   } catch (error) {
     if (run.signal?.aborted) throw error;
-    if (run.taskId) await addTaskEvent(deps.db, run.taskId, 'cognitive-evaluation-skipped', { reason: describe(error) }, `cpp-eval:${run.sessionId}:${run.stepKey}`).catch(() => undefined);
+    if (run.taskId)
+      await addTaskEvent(
+        deps.db,
+        run.taskId,
+        'cognitive-evaluation-skipped',
+        { reason: describe(error) },
+        `cpp-eval:${run.sessionId}:${run.stepKey}`,
+      ).catch(() => undefined);
     return { ok: false, reason: describe(error) };
   }
-  if (run.taskId) await addTaskEvent(deps.db, run.taskId, 'cognitive-evaluation-finished', { costUsd: outcome.costUsd }, `cpp-eval:${run.sessionId}:${run.stepKey}`).catch(() => undefined);
+  if (run.taskId)
+    await addTaskEvent(
+      deps.db,
+      run.taskId,
+      'cognitive-evaluation-finished',
+      { costUsd: outcome.costUsd },
+      `cpp-eval:${run.sessionId}:${run.stepKey}`,
+    ).catch(() => undefined);
   return { ok: true };
 }
 
@@ -221,12 +296,21 @@ async function cheapCall(
     result,
     durationMs: Date.now() - started,
   });
-  const text = result.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n').trim();
+  const text = result.content
+    .flatMap((b) => (b.type === 'text' ? [b.text] : []))
+    .join('\n')
+    .trim();
   if (!text) throw new Error(`the ${phase} call returned no text`);
   return text;
 }
 
-async function writeNote(deps: CognitiveDeps, run: CognitiveRun, key: string, body: string, notes: string[]): Promise<void> {
+async function writeNote(
+  deps: CognitiveDeps,
+  run: CognitiveRun,
+  key: string,
+  body: string,
+  notes: string[],
+): Promise<void> {
   const content = noteFor(run.situation.stimulus, body);
   await upsertNotebookEntry(deps.db, run.agentId, { key, content, tag: 'cpp' });
   notes.push(`## ${key}\n${content}`);
@@ -241,7 +325,11 @@ async function directedRetrieval(deps: CognitiveDeps, agentId: string, queries: 
       const id = hit.kind === 'observation' ? `o:${hit.id}` : `k:${hit.title}`;
       if (seen.has(id)) continue;
       seen.add(id);
-      lines.push(hit.kind === 'observation' ? `- (${hit.type}) ${inline(hit.content, RETRIEVAL_HIT_CHARS)}` : `- [${inline(hit.title, LABEL_CHARS)}] ${inline(hit.content, RETRIEVAL_HIT_CHARS)}`);
+      lines.push(
+        hit.kind === 'observation'
+          ? `- (${hit.type}) ${inline(hit.content, RETRIEVAL_HIT_CHARS)}`
+          : `- [${inline(hit.title, LABEL_CHARS)}] ${inline(hit.content, RETRIEVAL_HIT_CHARS)}`,
+      );
     }
   }
   return lines;
@@ -256,7 +344,10 @@ async function withDeadline(run: CognitiveRun, work: (signal: AbortSignal) => Pr
   const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(run.signal ? [run.signal] : [])]);
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(run.signal?.aborted ? run.signal.reason : new Error(`cognitive preparation timed out after ${timeoutMs} ms`));
+    onAbort = () =>
+      reject(
+        run.signal?.aborted ? run.signal.reason : new Error(`cognitive preparation timed out after ${timeoutMs} ms`),
+      );
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
   });

@@ -83,7 +83,10 @@ export type McpHttpServerConfig = z.infer<typeof McpHttpServerSchema>;
 
 /** Servers by name: the value of `mcpServers`. */
 export const McpServersSchema = z
-  .record(z.string().regex(MCP_SERVER_NAME_PATTERN, 'server names are lowercase letters, digits and "-", at most 32'), McpServerSchema)
+  .record(
+    z.string().regex(MCP_SERVER_NAME_PATTERN, 'server names are lowercase letters, digits and "-", at most 32'),
+    McpServerSchema,
+  )
   .refine((servers) => Object.keys(servers).length <= 32, { message: 'at most 32 MCP servers' });
 export type McpServers = z.infer<typeof McpServersSchema>;
 
@@ -102,7 +105,10 @@ const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
  * The configuration with every `${NAME}` replaced by the worker's environment value (in `env`,
  * `headers`, `args` and `url`), and the values that were substituted (they are secrets from here on).
  */
-export function resolveSecrets(config: McpServerConfig, env: NodeJS.ProcessEnv = process.env): { config: McpServerConfig; secrets: string[] } {
+export function resolveSecrets(
+  config: McpServerConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): { config: McpServerConfig; secrets: string[] } {
   const secrets = new Set<string>();
   const resolve = (text: string): string =>
     text.replace(REFERENCE, (_match, name: string) => {
@@ -111,7 +117,8 @@ export function resolveSecrets(config: McpServerConfig, env: NodeJS.ProcessEnv =
       if (value.length > 0) secrets.add(value);
       return value;
     });
-  const record = (values: Record<string, string> | undefined) => (values ? Object.fromEntries(Object.entries(values).map(([k, v]) => [k, resolve(v)])) : undefined);
+  const record = (values: Record<string, string> | undefined) =>
+    values ? Object.fromEntries(Object.entries(values).map(([k, v]) => [k, resolve(v)])) : undefined;
   const resolved: McpServerConfig = isStdio(config)
     ? { ...config, args: config.args?.map(resolve), ...(config.env ? { env: record(config.env) } : {}) }
     : { ...config, url: resolve(config.url), ...(config.headers ? { headers: record(config.headers) } : {}) };
@@ -135,6 +142,9 @@ export function parseMcpJson(text: string): { servers: McpServers } | { problems
     return { problems: [`${MCP_JSON_FILE} is not JSON: ${error instanceof Error ? error.message : String(error)}`] };
   }
   const parsed = z.object({ mcpServers: McpServersSchema }).strict().safeParse(json);
-  if (!parsed.success) return { problems: parsed.error.issues.map((i) => `${MCP_JSON_FILE} ${i.path.join('.') || '(root)'}: ${i.message}`) };
+  if (!parsed.success)
+    return {
+      problems: parsed.error.issues.map((i) => `${MCP_JSON_FILE} ${i.path.join('.') || '(root)'}: ${i.message}`),
+    };
   return { servers: parsed.data.mcpServers };
 }

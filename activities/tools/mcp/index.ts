@@ -46,7 +46,11 @@ export function mayCallExternalTools(config: Pick<AgentConfig, 'permissions'>): 
  * are left out for this step (recorded as refused, with the reason); so is any tool whose definition
  * is unusable (invalid JSON Schema, a name the providers refuse).
  */
-export async function withMcpTools(db: Kysely<Database>, tools: Map<string, ToolSpec>, step: McpStepContext): Promise<Map<string, ToolSpec>> {
+export async function withMcpTools(
+  db: Kysely<Database>,
+  tools: Map<string, ToolSpec>,
+  step: McpStepContext,
+): Promise<Map<string, ToolSpec>> {
   if (!MCP_SCENARIOS.has(step.scenario) || !mayCallExternalTools(step.config)) return tools;
   const servers = await mcpServersOf(db, step.agent, step.config, step.activations);
   const recorded = await loadSnapshot(db, step.sessionId, step.stepKey);
@@ -60,21 +64,41 @@ export async function withMcpTools(db: Kysely<Database>, tools: Map<string, Tool
 
 /** The refusals recorded for a step (servers that did not answer, tools whose definitions were unusable). */
 export async function loadRefusals(db: Kysely<Database>, sessionId: string, stepKey: string): Promise<McpRefusal[]> {
-  const row = await db.selectFrom('mcp_tool_snapshots').select('refused').where('session_id', '=', sessionId).where('step_key', '=', stepKey).executeTakeFirst();
+  const row = await db
+    .selectFrom('mcp_tool_snapshots')
+    .select('refused')
+    .where('session_id', '=', sessionId)
+    .where('step_key', '=', stepKey)
+    .executeTakeFirst();
   return (row?.refused as McpRefusal[] | undefined) ?? [];
 }
 
-async function loadSnapshot(db: Kysely<Database>, sessionId: string, stepKey: string): Promise<McpToolEntry[] | undefined> {
-  const row = await db.selectFrom('mcp_tool_snapshots').select('tools').where('session_id', '=', sessionId).where('step_key', '=', stepKey).executeTakeFirst();
+async function loadSnapshot(
+  db: Kysely<Database>,
+  sessionId: string,
+  stepKey: string,
+): Promise<McpToolEntry[] | undefined> {
+  const row = await db
+    .selectFrom('mcp_tool_snapshots')
+    .select('tools')
+    .where('session_id', '=', sessionId)
+    .where('step_key', '=', stepKey)
+    .executeTakeFirst();
   return row ? (row.tools as McpToolEntry[]) : undefined;
 }
 
-async function recordSnapshot(db: Kysely<Database>, step: McpStepContext, servers: McpServers): Promise<McpToolEntry[]> {
+async function recordSnapshot(
+  db: Kysely<Database>,
+  step: McpStepContext,
+  servers: McpServers,
+): Promise<McpToolEntry[]> {
   const names = Object.keys(servers).sort();
   const listed = await Promise.all(
     names.map(async (server) => {
       try {
-        const tools = await mcpSessions.session(server, servers[server]!, step.agent.workspace_dir).listTools(step.signal);
+        const tools = await mcpSessions
+          .session(server, servers[server]!, step.agent.workspace_dir)
+          .listTools(step.signal);
         return entriesFromListing(server, tools);
       } catch (error) {
         if (step.signal?.aborted) throw error;
@@ -86,7 +110,12 @@ async function recordSnapshot(db: Kysely<Database>, step: McpStepContext, server
   const refused = listed.flatMap((l) => l.refused);
   await db
     .insertInto('mcp_tool_snapshots')
-    .values({ session_id: step.sessionId, step_key: step.stepKey, tools: JSON.stringify(entries), refused: JSON.stringify(refused) })
+    .values({
+      session_id: step.sessionId,
+      step_key: step.stepKey,
+      tools: JSON.stringify(entries),
+      refused: JSON.stringify(refused),
+    })
     .onConflict((oc) => oc.columns(['session_id', 'step_key']).doNothing())
     .execute();
   // Another attempt of the step may have recorded first: its snapshot is the step's.
@@ -97,10 +126,19 @@ async function recordSnapshot(db: Kysely<Database>, step: McpStepContext, server
  * The agent's servers by name: its organisation's, then its own config's (a name the agent declares
  * replaces the organisation's), then those of skills activated in this session and bound to the agent.
  */
-export async function mcpServersOf(db: Kysely<Database>, agent: AgentRow, config: AgentConfig, activations: Activations): Promise<McpServers> {
+export async function mcpServersOf(
+  db: Kysely<Database>,
+  agent: AgentRow,
+  config: AgentConfig,
+  activations: Activations,
+): Promise<McpServers> {
   const servers: McpServers = {};
   if (config.org) {
-    const org = await db.selectFrom('organisations').select('mcp_servers').where('name', '=', config.org).executeTakeFirst();
+    const org = await db
+      .selectFrom('organisations')
+      .select('mcp_servers')
+      .where('name', '=', config.org)
+      .executeTakeFirst();
     Object.assign(servers, parseStored(org?.mcp_servers));
   }
   Object.assign(servers, config.mcpServers ?? {});
@@ -108,8 +146,15 @@ export async function mcpServersOf(db: Kysely<Database>, agent: AgentRow, config
     const bound = await db.selectFrom('skill_bindings').select('skill_name').where('agent_id', '=', agent.id).execute();
     const active = bound.map((b) => b.skill_name).filter((name) => activations.skills.has(name));
     if (active.length > 0) {
-      const rows = await db.selectFrom('skills').select(['scope', 'name', 'mcp_servers']).where('name', 'in', active).where('scope', 'in', visibleScopes(agent.id, config.org)).execute();
-      for (const skill of pickVisible(rows, visibleScopes(agent.id, config.org)).sort((a, b) => a.name.localeCompare(b.name))) {
+      const rows = await db
+        .selectFrom('skills')
+        .select(['scope', 'name', 'mcp_servers'])
+        .where('name', 'in', active)
+        .where('scope', 'in', visibleScopes(agent.id, config.org))
+        .execute();
+      for (const skill of pickVisible(rows, visibleScopes(agent.id, config.org)).sort((a, b) =>
+        a.name.localeCompare(b.name),
+      )) {
         for (const [name, server] of Object.entries(parseStored(skill.mcp_servers))) servers[name] ??= server;
       }
     }

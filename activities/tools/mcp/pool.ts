@@ -10,10 +10,22 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolResultSchema, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { registerSecretValues } from '../../security/secrets';
 import { prepareCommand } from '../shell/sandbox';
-import { configKey, isStdio, MCP_CONNECT_TIMEOUT_MS, resolveSecrets, type McpServerConfig, type McpStdioServerConfig } from './config';
+import {
+  configKey,
+  isStdio,
+  MCP_CONNECT_TIMEOUT_MS,
+  resolveSecrets,
+  type McpServerConfig,
+  type McpStdioServerConfig,
+} from './config';
 
 /** First wait before reconnecting a server that failed; doubled per failure in a row. */
 export const MCP_RECONNECT_BASE_MS = 500;
@@ -137,7 +149,9 @@ export class McpSession {
     this.stderrTail = '';
     let transport: Transport;
     try {
-      transport = isStdio(config) ? await this.stdioTransport(config) : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers ?? {} } });
+      transport = isStdio(config)
+        ? await this.stdioTransport(config)
+        : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers ?? {} } });
       this.watchSent(transport);
       await client.connect(transport, { signal, timeout: this.answerTimeoutMs() });
     } catch (error) {
@@ -145,7 +159,9 @@ export class McpSession {
       this.failed();
       if (signal?.aborted) throw error;
       const stderr = this.stderrTail.trim() ? ` Its error output: ${this.stderrTail.trim().slice(-500)}` : '';
-      throw new McpServerUnavailableError(`MCP server "${this.server}" did not start or answer: ${errorText(error)}.${stderr}`);
+      throw new McpServerUnavailableError(
+        `MCP server "${this.server}" did not start or answer: ${errorText(error)}.${stderr}`,
+      );
     }
     this.failures = 0;
     this.retryAt = 0;
@@ -187,7 +203,14 @@ export class McpSession {
       workspaceReadOnly: workspace === 'ro',
       network: profile.network === true,
     });
-    const transport = new StdioClientTransport({ command: prepared.file, args: prepared.args, env: prepared.env, cwd: prepared.cwd, stderr: 'pipe', maxBufferSize: MCP_MESSAGE_MAX_BYTES });
+    const transport = new StdioClientTransport({
+      command: prepared.file,
+      args: prepared.args,
+      env: prepared.env,
+      cwd: prepared.cwd,
+      stderr: 'pipe',
+      maxBufferSize: MCP_MESSAGE_MAX_BYTES,
+    });
     transport.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
     });
@@ -246,7 +269,12 @@ export const mcpSessions = new McpSessionPool();
 
 /** The program's absolute path on the host (looked up on the worker's PATH), bound into the sandbox read-only. */
 function resolveProgram(command: string): string {
-  const candidates = command.includes('/') ? [command] : (process.env.PATH ?? '').split(':').filter(Boolean).map((dir) => `${dir}/${command}`);
+  const candidates = command.includes('/')
+    ? [command]
+    : (process.env.PATH ?? '')
+        .split(':')
+        .filter(Boolean)
+        .map((dir) => `${dir}/${command}`);
   for (const candidate of candidates) {
     try {
       return realpathSync(candidate);

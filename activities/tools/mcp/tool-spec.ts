@@ -54,7 +54,10 @@ export function mcpToolName(server: string, tool: string): string {
 const ajv = addFormats(new Ajv({ strict: false, allErrors: false, validateSchema: true }));
 
 /** The server's listing as entries to offer and tools refused with their reason. */
-export function entriesFromListing(server: string, tools: readonly Tool[]): { entries: McpToolEntry[]; refused: McpRefusal[] } {
+export function entriesFromListing(
+  server: string,
+  tools: readonly Tool[],
+): { entries: McpToolEntry[]; refused: McpRefusal[] } {
   const entries: McpToolEntry[] = [];
   const refused: McpRefusal[] = [];
   const seen = new Set<string>();
@@ -80,11 +83,14 @@ export function entriesFromListing(server: string, tools: readonly Tool[]): { en
 }
 
 function definitionProblem(name: string, tool: Tool, seen: ReadonlySet<string>): string | undefined {
-  if (!PROVIDER_TOOL_NAME.test(name)) return `its name ${JSON.stringify(name)} is not 1-64 characters of letters, digits, "_" and "-", which the model providers require`;
+  if (!PROVIDER_TOOL_NAME.test(name))
+    return `its name ${JSON.stringify(name)} is not 1-64 characters of letters, digits, "_" and "-", which the model providers require`;
   if (seen.has(name)) return `the server lists "${tool.name}" twice`;
   const schema = tool.inputSchema as unknown;
-  if (!schema || typeof schema !== 'object' || (schema as { type?: unknown }).type !== 'object') return 'its input schema is not a JSON Schema object with "type": "object"';
-  if (JSON.stringify(schema).length > MCP_SCHEMA_MAX_CHARS) return `its input schema is over ${MCP_SCHEMA_MAX_CHARS} characters`;
+  if (!schema || typeof schema !== 'object' || (schema as { type?: unknown }).type !== 'object')
+    return 'its input schema is not a JSON Schema object with "type": "object"';
+  if (JSON.stringify(schema).length > MCP_SCHEMA_MAX_CHARS)
+    return `its input schema is over ${MCP_SCHEMA_MAX_CHARS} characters`;
   try {
     ajv.compile(schema as object);
   } catch (error) {
@@ -93,8 +99,13 @@ function definitionProblem(name: string, tool: Tool, seen: ReadonlySet<string>):
   return undefined;
 }
 
-function pickBooleans<K extends string>(from: Record<string, unknown>, keys: readonly K[]): Partial<Record<K, boolean>> {
-  return Object.fromEntries(keys.flatMap((k) => (typeof from[k] === 'boolean' ? [[k, from[k]]] : []))) as Partial<Record<K, boolean>>;
+function pickBooleans<K extends string>(
+  from: Record<string, unknown>,
+  keys: readonly K[],
+): Partial<Record<K, boolean>> {
+  return Object.fromEntries(keys.flatMap((k) => (typeof from[k] === 'boolean' ? [[k, from[k]]] : []))) as Partial<
+    Record<K, boolean>
+  >;
 }
 
 /** Where a call finds its server now: the configuration by name (resolved at call time, never recorded). */
@@ -102,10 +113,17 @@ export type ServerLookup = (server: string) => McpServerConfig | undefined;
 
 /** The default tier: read-only tools run without a human; anything else (the spec presumes destructive) asks. */
 export function mcpTier(entry: McpToolEntry, config: McpServerConfig | undefined): GovernanceDecision {
-  const tier = config?.tools?.[entry.tool]?.tier ?? config?.tier ?? (entry.annotations.readOnlyHint === true ? 'allow' : 'approval');
+  const tier =
+    config?.tools?.[entry.tool]?.tier ??
+    config?.tier ??
+    (entry.annotations.readOnlyHint === true ? 'allow' : 'approval');
   if (tier === 'allow') return { tier: 'allow' };
-  if (tier === 'deny') return { tier: 'deny', reason: `the operator does not allow ${entry.server}'s tool "${entry.tool}"` };
-  const why = config?.tools?.[entry.tool]?.tier || config?.tier ? 'the operator requires approval for it' : 'the server does not mark it read-only';
+  if (tier === 'deny')
+    return { tier: 'deny', reason: `the operator does not allow ${entry.server}'s tool "${entry.tool}"` };
+  const why =
+    config?.tools?.[entry.tool]?.tier || config?.tier
+      ? 'the operator requires approval for it'
+      : 'the server does not mark it read-only';
   return { tier: 'approval', reason: `MCP tool "${entry.tool}" of server "${entry.server}": ${why}` };
 }
 
@@ -118,7 +136,8 @@ export function mcpToolSpec(entry: McpToolEntry, lookup: ServerLookup): ToolSpec
   const validate: ValidateFunction = ajv.compile(entry.inputSchema);
   const config = lookup(entry.server);
   const schema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
-    if (!validate(value)) ctx.addIssue({ code: 'custom', message: ajv.errorsText(validate.errors, { dataVar: 'arguments' }) });
+    if (!validate(value))
+      ctx.addIssue({ code: 'custom', message: ajv.errorsText(validate.errors, { dataVar: 'arguments' }) });
   });
   return {
     name: entry.name,
@@ -130,8 +149,14 @@ export function mcpToolSpec(entry: McpToolEntry, lookup: ServerLookup): ToolSpec
     summarize: (args) => `mcp ${entry.server} · ${entry.tool} ${JSON.stringify(args)}`.slice(0, 120),
     run: async (args, ctx) => {
       const current = lookup(entry.server);
-      if (!current) return { content: `MCP server "${entry.server}" is no longer configured for this agent; ${entry.name} cannot run.`, isError: true };
-      trace.getActiveSpan()?.setAttributes({ 'durable_agents.mcp.server': entry.server, 'durable_agents.mcp.tool': entry.tool });
+      if (!current)
+        return {
+          content: `MCP server "${entry.server}" is no longer configured for this agent; ${entry.name} cannot run.`,
+          isError: true,
+        };
+      trace
+        .getActiveSpan()
+        ?.setAttributes({ 'durable_agents.mcp.server': entry.server, 'durable_agents.mcp.tool': entry.tool });
       const session = mcpSessions.session(entry.server, current, ctx.workspaceDir);
       const timeoutMs = current.timeoutMs ?? MCP_DEFAULT_CALL_TIMEOUT_MS;
       let lastEvent = 0;
@@ -144,8 +169,19 @@ export function mcpToolSpec(entry: McpToolEntry, lookup: ServerLookup): ToolSpec
             const now = Date.now();
             if (!ctx.taskId || now - lastEvent < PROGRESS_EVENT_INTERVAL_MS) return;
             lastEvent = now;
-            const data = { tool: entry.name, progress: progress.progress, ...(progress.total !== undefined ? { total: progress.total } : {}), ...(progress.message ? { message: String(progress.message).slice(0, 200) } : {}) };
-            void addTaskEvent(ctx.db, ctx.taskId, 'tool-progress', data, `mcp-progress:${ctx.toolCallId}:${progress.progress}`).catch(() => undefined);
+            const data = {
+              tool: entry.name,
+              progress: progress.progress,
+              ...(progress.total !== undefined ? { total: progress.total } : {}),
+              ...(progress.message ? { message: String(progress.message).slice(0, 200) } : {}),
+            };
+            void addTaskEvent(
+              ctx.db,
+              ctx.taskId,
+              'tool-progress',
+              data,
+              `mcp-progress:${ctx.toolCallId}:${progress.progress}`,
+            ).catch(() => undefined);
           },
         });
         recordMcpCall(entry.server, result.isError ? 'tool_error' : 'ok');
@@ -180,11 +216,17 @@ export function resultText(result: CallToolResult): string {
         parts.push(`[${block.type} content: ${block.mimeType}, ${Math.floor((block.data.length * 3) / 4)} bytes]`);
         break;
       case 'resource_link':
-        parts.push(`[resource link: ${block.name} ${block.uri}${block.mimeType ? ` (${block.mimeType})` : ''}${block.description ? ` - ${block.description}` : ''}]`);
+        parts.push(
+          `[resource link: ${block.name} ${block.uri}${block.mimeType ? ` (${block.mimeType})` : ''}${block.description ? ` - ${block.description}` : ''}]`,
+        );
         break;
       case 'resource': {
         const resource = block.resource as { uri: string; mimeType?: string; text?: string; blob?: string };
-        parts.push(resource.text !== undefined ? `[resource ${resource.uri}]\n${resource.text}` : `[resource ${resource.uri}: ${resource.mimeType ?? 'binary'}, ${Math.floor(((resource.blob ?? '').length * 3) / 4)} bytes]`);
+        parts.push(
+          resource.text !== undefined
+            ? `[resource ${resource.uri}]\n${resource.text}`
+            : `[resource ${resource.uri}: ${resource.mimeType ?? 'binary'}, ${Math.floor(((resource.blob ?? '').length * 3) / 4)} bytes]`,
+        );
         break;
       }
       default:
@@ -193,7 +235,8 @@ export function resultText(result: CallToolResult): string {
   }
   // The spec asks servers to repeat structured content as text; only when none came is it added.
   const hasText = (result.content ?? []).some((block) => block.type === 'text');
-  if (result.structuredContent !== undefined && !hasText) parts.push(`Structured content: ${JSON.stringify(result.structuredContent)}`);
+  if (result.structuredContent !== undefined && !hasText)
+    parts.push(`Structured content: ${JSON.stringify(result.structuredContent)}`);
   const text = parts.join('\n');
   if (text.length <= MCP_RESULT_MAX_CHARS) return text;
   return `${text.slice(0, MCP_RESULT_MAX_CHARS)}\n[MCP result cut at ${MCP_RESULT_MAX_CHARS} of ${text.length} characters.]`;

@@ -22,21 +22,23 @@ export const PLAIN_BRANCH_NAME = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*\.lock$)(?!.*[.
 const CHECKOUT_BENIGN = new Set(['-q', '--quiet', '--track', '-t', '--no-track', '--progress', '--no-progress']);
 const SWITCH_BENIGN = new Set([...CHECKOUT_BENIGN, '--guess', '--no-guess']);
 
-const BRANCH_RESETTING_OPTIONS = new Map(Object.entries({
-  '-B': 'resets an existing branch',
-  '-C': 'resets an existing branch',
-  '--force-create': 'resets an existing branch',
-  '-f': 'discards local changes',
-  '--force': 'discards local changes',
-  '--discard-changes': 'discards local changes',
-  '-m': 'merges local changes into the target',
-  '--merge': 'merges local changes into the target',
-  '--orphan': 'starts a branch without history',
-  '-d': 'detaches HEAD',
-  '--detach': 'detaches HEAD',
-  '-p': 'discards selected changes',
-  '--patch': 'discards selected changes',
-}));
+const BRANCH_RESETTING_OPTIONS = new Map(
+  Object.entries({
+    '-B': 'resets an existing branch',
+    '-C': 'resets an existing branch',
+    '--force-create': 'resets an existing branch',
+    '-f': 'discards local changes',
+    '--force': 'discards local changes',
+    '--discard-changes': 'discards local changes',
+    '-m': 'merges local changes into the target',
+    '--merge': 'merges local changes into the target',
+    '--orphan': 'starts a branch without history',
+    '-d': 'detaches HEAD',
+    '--detach': 'detaches HEAD',
+    '-p': 'discards selected changes',
+    '--patch': 'discards selected changes',
+  }),
+);
 
 /**
  * `checkout -b <new> [<start>]` / `switch -c <new> [<start>]` create a branch and are safe (git refuses
@@ -65,7 +67,8 @@ export function classifyBranchMove(subcommand: 'checkout' | 'switch'): GitHandle
       positionals.push(arg);
     }
     if (newBranch !== undefined) {
-      if (!PLAIN_BRANCH_NAME.test(newBranch)) return approval(`${JSON.stringify(newBranch)} is not a plain branch name`);
+      if (!PLAIN_BRANCH_NAME.test(newBranch))
+        return approval(`${JSON.stringify(newBranch)} is not a plain branch name`);
       if (positionals.length > 1) return approval(`\`git ${subcommand}\` with extra paths may discard changes`);
       return allow(`\`git ${subcommand}\` creates and switches to the new branch ${newBranch}`);
     }
@@ -75,7 +78,9 @@ export function classifyBranchMove(subcommand: 'checkout' | 'switch'): GitHandle
     }
     const existingRef = namedRef(target, ctx.existingRefs);
     if (existingRef !== undefined) {
-      return approval(`\`git ${subcommand} ${target}\` names the existing ref ${existingRef}, which needs approval (git resolves ${JSON.stringify(target)} to it)`);
+      return approval(
+        `\`git ${subcommand} ${target}\` names the existing ref ${existingRef}, which needs approval (git resolves ${JSON.stringify(target)} to it)`,
+      );
     }
     const existing = ctx.existingBranches;
     if (existing?.includes(target)) {
@@ -104,7 +109,9 @@ function namedRef(target: string, refs: readonly string[] | undefined): string |
   const candidates = [target, `refs/${target}`, `refs/tags/${target}`, `refs/heads/${target}`];
   const exact = candidates.find((candidate) => refs.includes(candidate));
   if (exact) return exact;
-  const tracking = [`refs/remotes/${target}`, `refs/remotes/${target}/HEAD`].find((candidate) => refs.includes(candidate));
+  const tracking = [`refs/remotes/${target}`, `refs/remotes/${target}/HEAD`].find((candidate) =>
+    refs.includes(candidate),
+  );
   // `git checkout origin/x` detaches HEAD at a remote-tracking branch.
   return tracking;
 }
@@ -180,16 +187,19 @@ export function classifyPush(args: string[], ctx: ShellPolicyContext): ShellDeci
   if (remote === undefined || refspecs.length === 0) {
     return approval('`git push` without explicit refspecs pushes whatever the repository configuration says');
   }
-  if (!REMOTE_NAME.test(remote)) return approval(`\`git push ${remote}\` pushes to a URL or path rather than a named remote`);
+  if (!REMOTE_NAME.test(remote))
+    return approval(`\`git push ${remote}\` pushes to a URL or path rather than a named remote`);
   const patterns = ctx.protectedBranches ?? DEFAULT_PROTECTED_BRANCHES;
   const destinations: string[] = [];
   for (const refspec of refspecs) {
-    if (refspec.startsWith('^') || refspec.includes('*')) return approval(`refspec ${refspec} is a pattern, not a single branch`);
+    if (refspec.startsWith('^') || refspec.includes('*'))
+      return approval(`refspec ${refspec} is a pattern, not a single branch`);
     const colon = refspec.indexOf(':');
     const source = colon === -1 ? refspec : refspec.slice(0, colon);
     const destination = colon === -1 ? refspec : refspec.slice(colon + 1);
     if (source === '') return approval(`refspec ${refspec} deletes the remote branch ${destination}`);
-    if (destination === '') return approval(`refspec ${refspec} has an empty destination, which git fills in from configuration`);
+    if (destination === '')
+      return approval(`refspec ${refspec} has an empty destination, which git fills in from configuration`);
     if (colon === -1 && !PLAIN_BRANCH_NAME.test(source)) {
       return approval(`refspec ${refspec}: name the destination branch explicitly (for example HEAD:my-branch)`);
     }
@@ -198,7 +208,9 @@ export function classifyPush(args: string[], ctx: ShellPolicyContext): ShellDeci
     if (resolved.kind === 'ask') return approval(`refspec ${refspec}: ${resolved.why}`);
     const hit = resolved.branches.find((branch) => isProtectedBranch(branch, patterns));
     if (hit !== undefined) {
-      return approval(`\`git push\` to the protected branch ${hit} needs approval (${JSON.stringify(destination)} resolves to refs/heads/${hit})`);
+      return approval(
+        `\`git push\` to the protected branch ${hit} needs approval (${JSON.stringify(destination)} resolves to refs/heads/${hit})`,
+      );
     }
     destinations.push(resolved.branches[0] as string);
   }
@@ -212,28 +224,43 @@ export function classifyPush(args: string[], ctx: ShellPolicyContext): ShellDeci
  * is `refs/heads/main`), and otherwise gives it the source's kind. Every branch a rule could produce
  * is returned, so the protected-branch check sees each.
  */
-export function resolvePushDestination(destination: string): { kind: 'branches'; branches: string[] } | { kind: 'ask'; why: string } {
+export function resolvePushDestination(
+  destination: string,
+): { kind: 'branches'; branches: string[] } | { kind: 'ask'; why: string } {
   // `refs/heads/./main`, `refs//heads/main`: git refuses such names, but judge what they would mean.
-  const normalised = destination.split('/').filter((part) => part !== '' && part !== '.').join('/');
-  if (normalised.split('/').includes('..')) return { kind: 'ask', why: `${JSON.stringify(destination)} is not a plain ref name` };
+  const normalised = destination
+    .split('/')
+    .filter((part) => part !== '' && part !== '.')
+    .join('/');
+  if (normalised.split('/').includes('..'))
+    return { kind: 'ask', why: `${JSON.stringify(destination)} is not a plain ref name` };
   if (/(^|\/)HEAD$/.test(normalised) || normalised === '@') {
-    return { kind: 'ask', why: `${JSON.stringify(destination)} names the remote's HEAD, which points at its default branch` };
+    return {
+      kind: 'ask',
+      why: `${JSON.stringify(destination)} names the remote's HEAD, which points at its default branch`,
+    };
   }
   // Lower-cased for the prefixes: a case-folding filesystem on the remote may store `Refs/Heads/x` as `refs/heads/x`.
   const lower = normalised.toLowerCase();
   if (lower.startsWith('refs/')) {
-    if (!lower.startsWith('refs/heads/')) return { kind: 'ask', why: 'it pushes a ref that is not a branch (tag, note, remote-tracking ref …)' };
+    if (!lower.startsWith('refs/heads/'))
+      return { kind: 'ask', why: 'it pushes a ref that is not a branch (tag, note, remote-tracking ref …)' };
     const branch = normalised.slice('refs/heads/'.length);
-    if (!PLAIN_BRANCH_NAME.test(branch)) return { kind: 'ask', why: `${JSON.stringify(branch)} is not a plain branch name` };
+    if (!PLAIN_BRANCH_NAME.test(branch))
+      return { kind: 'ask', why: `${JSON.stringify(branch)} is not a plain branch name` };
     return { kind: 'branches', branches: [branch] };
   }
-  if (!PLAIN_BRANCH_NAME.test(normalised)) return { kind: 'ask', why: `${JSON.stringify(destination)} is not a plain branch name` };
+  if (!PLAIN_BRANCH_NAME.test(normalised))
+    return { kind: 'ask', why: `${JSON.stringify(destination)} is not a plain branch name` };
   const [first = '', ...rest] = normalised.split('/');
   const branches = [normalised];
   // `heads/x` → refs/heads/x; `tags/x`, `remotes/x` are not branches at all.
   if (first.toLowerCase() === 'heads' && rest.length > 0) branches.push(rest.join('/'));
   if ((first.toLowerCase() === 'tags' || first.toLowerCase() === 'remotes') && rest.length > 0) {
-    return { kind: 'ask', why: `${JSON.stringify(destination)} may resolve to refs/${normalised}, which is not a branch` };
+    return {
+      kind: 'ask',
+      why: `${JSON.stringify(destination)} may resolve to refs/${normalised}, which is not a branch`,
+    };
   }
   return { kind: 'branches', branches };
 }
@@ -242,10 +269,16 @@ export function classifyFetch(args: string[]): ShellDecision {
   for (const arg of args) {
     // `--prune` alone only drops remote-tracking refs, which the next fetch rebuilds; pruning tags
     // deletes the repository's own tags.
-    if (isShortCluster(arg, 'P') || (longOptionName(arg) !== undefined && longOptionName(arg) !== 'prune' && isLongOptionFor(arg, ['prune-tags']))) {
+    if (
+      isShortCluster(arg, 'P') ||
+      (longOptionName(arg) !== undefined && longOptionName(arg) !== 'prune' && isLongOptionFor(arg, ['prune-tags']))
+    ) {
       return approval(`\`git fetch ${arg}\` deletes local tags (pruning), which needs approval`);
     }
-    if (isShortCluster(arg, 'fu') || isLongOptionFor(arg, ['force', 'update-head-ok', 'refmap', 'recurse-submodules'])) {
+    if (
+      isShortCluster(arg, 'fu') ||
+      isLongOptionFor(arg, ['force', 'update-head-ok', 'refmap', 'recurse-submodules'])
+    ) {
       return approval(`\`git fetch ${arg}\` can overwrite local branches or fetch into submodules`);
     }
   }

@@ -8,7 +8,13 @@
  * configuration or which program or repository it uses are denied, and only builtin subcommands from
  * explicit lists are accepted, because a repository-local alias can be `!sh …`.
  */
-import { classifyBranchMove, classifyFetch, classifyLsRemote, classifyPush, type GitHandler } from './classify-git-branches';
+import {
+  classifyBranchMove,
+  classifyFetch,
+  classifyLsRemote,
+  classifyPush,
+  type GitHandler,
+} from './classify-git-branches';
 import { splitGitArgv } from './git-argv';
 import { judgeConfigKey } from '../../security/git-config-policy';
 import { hasShortOption, isLongOptionFor, longOptionName, positionalArguments } from './options';
@@ -57,7 +63,15 @@ const DRIVER_OPTIONS = ['ext-diff', 'textconv'];
  * every prefix of these names needs approval, whatever the subcommand. A prefix that would be
  * ambiguous makes git refuse, so treating it as the dangerous option only ever errs towards asking.
  */
-const FILE_WRITING_OPTIONS = ['output', 'output-directory', 'template', 'separate-git-dir', 'index-output', 'lost-found', 'shallow-file'];
+const FILE_WRITING_OPTIONS = [
+  'output',
+  'output-directory',
+  'template',
+  'separate-git-dir',
+  'index-output',
+  'lost-found',
+  'shallow-file',
+];
 
 /** Long options of other commands that are exact names of harmless options, not abbreviations (`--text` is not `--textconv`). */
 const EXACT_HARMLESS_OPTIONS = new Set(['text']);
@@ -272,9 +286,12 @@ function judgeProgramAndDriverOptions(subcommand: string, args: readonly string[
     if (isLongOptionFor(arg, DRIVER_OPTIONS)) {
       return deny(`\`${arg}\` turns on external diff or textconv programs from repository configuration`);
     }
-    if (isLongOptionFor(arg, PROGRAM_RUNNING_OPTIONS)) return deny(`\`${arg}\` runs a program named on the command line or in configuration`);
+    if (isLongOptionFor(arg, PROGRAM_RUNNING_OPTIONS))
+      return deny(`\`${arg}\` runs a program named on the command line or in configuration`);
     if (!writing && isLongOptionFor(arg, FILE_WRITING_OPTIONS)) {
-      writing = approval(`\`git ${subcommand} ${arg}\` writes a file or a repository at a place chosen on the command line`);
+      writing = approval(
+        `\`git ${subcommand} ${arg}\` writes a file or a repository at a place chosen on the command line`,
+      );
     }
   }
   if (writing) return writing;
@@ -310,7 +327,9 @@ function listingOnly(
         continue;
       }
       if (!arg.startsWith('-') && listing) continue;
-      return approval(`\`git ${subcommand}\` with ${JSON.stringify(arg)} creates, deletes or changes a ${subcommand}, which is not a listing`);
+      return approval(
+        `\`git ${subcommand}\` with ${JSON.stringify(arg)} creates, deletes or changes a ${subcommand}, which is not a listing`,
+      );
     }
     return allow(`\`git ${subcommand}\` only lists`);
   };
@@ -323,10 +342,16 @@ function classifyRemote(args: string[]): ShellDecision {
 }
 
 /** `stash`, `reflog`, `worktree`: a few actions only list; `bareIsListing` says what the bare command does. */
-function classifySubcommandList(subcommand: string, readOnlyActions: readonly string[], bareIsListing: boolean, why: string): GitHandler {
+function classifySubcommandList(
+  subcommand: string,
+  readOnlyActions: readonly string[],
+  bareIsListing: boolean,
+  why: string,
+): GitHandler {
   return (args) => {
     const action = args[0];
-    if (action === undefined ? bareIsListing : readOnlyActions.includes(action)) return allow(`\`git ${subcommand}\` only lists`);
+    if (action === undefined ? bareIsListing : readOnlyActions.includes(action))
+      return allow(`\`git ${subcommand}\` only lists`);
     return approval(`\`git ${subcommand}${action === undefined ? '' : ` ${action}`}\` ${why}`);
   };
 }
@@ -335,27 +360,39 @@ function classifySubcommandList(subcommand: string, readOnlyActions: readonly st
 const CONFIG_OUTSIDE_SOURCES = ['system', 'global', 'includes', 'file', 'blob'];
 
 function classifyConfig(args: string[]): ShellDecision {
-  const outside = args.find((arg) => isLongOptionFor(arg, CONFIG_OUTSIDE_SOURCES) && longOptionName(arg) !== 'no-includes') ?? args.find((arg) => arg === '-f');
+  const outside =
+    args.find((arg) => isLongOptionFor(arg, CONFIG_OUTSIDE_SOURCES) && longOptionName(arg) !== 'no-includes') ??
+    args.find((arg) => arg === '-f');
   const positionals = positionalArguments(args);
   const action = positionals[0];
   const writes =
     args.some((arg) => arg === '-e' || isLongOptionFor(arg, CONFIG_WRITE_OPTIONS)) ||
     (action !== undefined && CONFIG_WRITE_ACTIONS.has(action));
   const reads =
-    args.some((arg) => CONFIG_READ_OPTIONS.has(arg)) || action === 'get' || action === 'list' || positionals.length === 1;
+    args.some((arg) => CONFIG_READ_OPTIONS.has(arg)) ||
+    action === 'get' ||
+    action === 'list' ||
+    positionals.length === 1;
   if (reads && !writes) {
-    if (outside) return approval(`\`git config ${outside}\` reads configuration from outside the repository's own config file`);
+    if (outside)
+      return approval(`\`git config ${outside}\` reads configuration from outside the repository's own config file`);
     return allow('`git config` only reads configuration');
   }
   if (args.includes('--rename-section') || action === 'rename-section') {
     return deny('`git config --rename-section` can turn a section into one whose keys run commands (alias, filter …)');
   }
-  const candidates = args.map((arg) => (arg.startsWith('--') && arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : arg));
+  const candidates = args.map((arg) =>
+    arg.startsWith('--') && arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : arg,
+  );
   const dangerous = candidates.find(
-    (candidate) => COMMAND_CONFIG_KEYS.some((pattern) => pattern.test(candidate.toLowerCase())) || judgeConfigKey(candidate).tier === 'deny',
+    (candidate) =>
+      COMMAND_CONFIG_KEYS.some((pattern) => pattern.test(candidate.toLowerCase())) ||
+      judgeConfigKey(candidate).tier === 'deny',
   );
   if (dangerous) {
-    return deny(`\`git config\` must not write \`${dangerous}\`: git would run its value as a command or load code or config from it`);
+    return deny(
+      `\`git config\` must not write \`${dangerous}\`: git would run its value as a command or load code or config from it`,
+    );
   }
   return approval('`git config` changes repository configuration');
 }
@@ -378,11 +415,32 @@ function onlyAbort(subcommand: string, why: string): GitHandler {
 const LISTING_FLAGS = ['-i', '--ignore-case', '--no-color', '--color', '--no-column', '--column', '--omit-empty'];
 const BRANCH_LIST_FLAGS = new Set([
   ...LISTING_FLAGS,
-  ...['-a', '--all', '-r', '--remotes', '-v', '-vv', '--verbose', '-l', '--list', '--show-current', '--abbrev', '--no-abbrev'],
+  ...[
+    '-a',
+    '--all',
+    '-r',
+    '--remotes',
+    '-v',
+    '-vv',
+    '--verbose',
+    '-l',
+    '--list',
+    '--show-current',
+    '--abbrev',
+    '--no-abbrev',
+  ],
 ]);
 const TAG_LIST_FLAGS = new Set([...LISTING_FLAGS, '-l', '--list']);
 /** Listing options that take the next argument as their value (`--contains HEAD`). */
-const TAG_LIST_OPTIONS_WITH_VALUE = ['--contains', '--no-contains', '--merged', '--no-merged', '--points-at', '--sort', '--format'];
+const TAG_LIST_OPTIONS_WITH_VALUE = [
+  '--contains',
+  '--no-contains',
+  '--merged',
+  '--no-merged',
+  '--points-at',
+  '--sort',
+  '--format',
+];
 const BRANCH_LIST_OPTIONS_WITH_VALUE = [...TAG_LIST_OPTIONS_WITH_VALUE, '--color', '--abbrev', '--column'];
 
 const SUBCOMMAND_HANDLERS = new Map<string, GitHandler>([
@@ -410,23 +468,35 @@ const SUBCOMMAND_HANDLERS = new Map<string, GitHandler>([
   [
     'grep',
     readOnly('grep', (args) => {
-      if (hasShortOption(args, 'O') || args.some((arg) => isLongOptionFor(arg, ['open-files-in-pager']))) return 'with -O opens files in a pager program';
+      if (hasShortOption(args, 'O') || args.some((arg) => isLongOptionFor(arg, ['open-files-in-pager'])))
+        return 'with -O opens files in a pager program';
       // Without the index git reads files directly, following symbolic links out of the workspace.
-      if (args.some((arg) => isLongOptionFor(arg, ['no-index']))) return 'with --no-index reads files outside git, following symbolic links';
+      if (args.some((arg) => isLongOptionFor(arg, ['no-index'])))
+        return 'with --no-index reads files outside git, following symbolic links';
       return undefined;
     }),
   ],
   [
     'cat-file',
     // `--filter` is an abbreviation git accepts for `--filters`.
-    readOnly('cat-file', (args) => (args.some((arg) => isLongOptionFor(arg, ['filters'])) ? 'with --filters runs filter programs' : undefined)),
+    readOnly('cat-file', (args) =>
+      args.some((arg) => isLongOptionFor(arg, ['filters'])) ? 'with --filters runs filter programs' : undefined,
+    ),
   ],
   ['branch', listingOnly('branch', BRANCH_LIST_FLAGS, /^-[arvil]+$/, BRANCH_LIST_OPTIONS_WITH_VALUE, ['-l', '--list'])],
   ['tag', listingOnly('tag', TAG_LIST_FLAGS, /^-(l|n\d*)$/, TAG_LIST_OPTIONS_WITH_VALUE, ['-l', '--list'])],
   ['remote', classifyRemote],
   ['stash', classifySubcommandList('stash', ['list', 'show'], false, 'changes the working tree')],
   ['reflog', classifySubcommandList('reflog', ['show', 'exists'], true, 'deletes reflog entries')],
-  ['worktree', classifySubcommandList('worktree', ['list'], false, 'creates, moves or removes working trees, possibly outside the workspace')],
+  [
+    'worktree',
+    classifySubcommandList(
+      'worktree',
+      ['list'],
+      false,
+      'creates, moves or removes working trees, possibly outside the workspace',
+    ),
+  ],
   ['config', classifyConfig],
   ['add', () => allow('`git add` stages files in the workspace repository')],
   ['stage', () => allow('`git stage` stages files in the workspace repository')],
@@ -439,4 +509,3 @@ const SUBCOMMAND_HANDLERS = new Map<string, GitHandler>([
   ['merge', onlyAbort('merge', 'merges another branch into the current one')],
   ['rebase', onlyAbort('rebase', 'rewrites the commits of the current branch')],
 ]);
-

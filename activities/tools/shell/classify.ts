@@ -25,7 +25,13 @@ export type { ShellDecision, ShellPolicyContext, ShellTier } from './tiers';
 
 /** Read-only commands; the check returns why a particular use is not read-only, if it is not. */
 const READ_ONLY_COMMANDS = new Map<string, (args: string[]) => string | undefined>([
-  ['ls', (args) => (hasShortOption(args, 'L') || hasLongOption(args, ['dereference']) ? 'with -L follows symbolic links out of the workspace' : undefined)],
+  [
+    'ls',
+    (args) =>
+      hasShortOption(args, 'L') || hasLongOption(args, ['dereference'])
+        ? 'with -L follows symbolic links out of the workspace'
+        : undefined,
+  ],
   ['cat', () => undefined],
   ['head', () => undefined],
   ['tail', () => undefined],
@@ -33,20 +39,30 @@ const READ_ONLY_COMMANDS = new Map<string, (args: string[]) => string | undefine
   [
     'grep',
     // -R follows every symbolic link it meets, out of the workspace too (-r follows only those named).
-    (args) => (hasShortOption(args, 'R') || hasLongOption(args, ['dereference-recursive']) ? 'with -R follows symbolic links out of the workspace' : undefined),
+    (args) =>
+      hasShortOption(args, 'R') || hasLongOption(args, ['dereference-recursive'])
+        ? 'with -R follows symbolic links out of the workspace'
+        : undefined,
   ],
   ['pwd', () => undefined],
   ['echo', () => undefined],
   ['which', () => undefined],
   ['stat', () => undefined],
   // GNU diff -r follows every symbolic link it meets, out of the workspace too.
-  ['diff', (args) => (hasShortOption(args, 'r') || hasLongOption(args, ['recursive']) ? 'with -r follows symbolic links out of the workspace' : undefined)],
+  [
+    'diff',
+    (args) =>
+      hasShortOption(args, 'r') || hasLongOption(args, ['recursive'])
+        ? 'with -r follows symbolic links out of the workspace'
+        : undefined,
+  ],
   ['du', () => undefined],
   ['df', () => undefined],
   ['find', findProblem],
   [
     'date',
-    (args) => (hasShortOption(args, 's') || hasLongOption(args, ['set']) ? 'with -s/--set changes the system clock' : undefined),
+    (args) =>
+      hasShortOption(args, 's') || hasLongOption(args, ['set']) ? 'with -s/--set changes the system clock' : undefined,
   ],
   [
     'sort',
@@ -56,8 +72,22 @@ const READ_ONLY_COMMANDS = new Map<string, (args: string[]) => string | undefine
         : undefined,
   ],
   ['uniq', (args) => (positionalArguments(args).length > 1 ? 'with a second file name writes that file' : undefined)],
-  ['tree', (args) => (hasShortOption(args, 'oR') ? 'with -o or -R writes files' : hasShortOption(args, 'l') ? 'with -l follows symbolic links out of the workspace' : undefined)],
-  ['file', (args) => (hasShortOption(args, 'C') || hasLongOption(args, ['compile']) ? 'with -C compiles and writes a magic file' : undefined)],
+  [
+    'tree',
+    (args) =>
+      hasShortOption(args, 'oR')
+        ? 'with -o or -R writes files'
+        : hasShortOption(args, 'l')
+          ? 'with -l follows symbolic links out of the workspace'
+          : undefined,
+  ],
+  [
+    'file',
+    (args) =>
+      hasShortOption(args, 'C') || hasLongOption(args, ['compile'])
+        ? 'with -C compiles and writes a magic file'
+        : undefined,
+  ],
 ]);
 
 /** Tools whose `--version` is harmless (anything else they do runs code or installs packages). */
@@ -76,10 +106,47 @@ const FIND_FOLLOWING_OPTIONS = ['-L', '-H', '-follow'];
 
 /** Builtins: without a shell they do nothing (cd, export) or exist to run other code (eval, source). */
 const SHELL_BUILTINS = new Set([
-  'cd', 'pushd', 'popd', 'export', 'unset', 'set', 'shopt', 'alias', 'unalias', 'source', '.', 'eval', 'exec',
-  'builtin', 'declare', 'typeset', 'local', 'readonly', 'let', 'trap', 'ulimit', 'umask', 'hash', 'enable',
-  'history', 'fc', 'jobs', 'fg', 'bg', 'wait', 'disown', 'suspend', 'logout', 'exit', 'return', 'shift',
-  'complete', 'compgen', 'read', 'mapfile', 'readarray',
+  'cd',
+  'pushd',
+  'popd',
+  'export',
+  'unset',
+  'set',
+  'shopt',
+  'alias',
+  'unalias',
+  'source',
+  '.',
+  'eval',
+  'exec',
+  'builtin',
+  'declare',
+  'typeset',
+  'local',
+  'readonly',
+  'let',
+  'trap',
+  'ulimit',
+  'umask',
+  'hash',
+  'enable',
+  'history',
+  'fc',
+  'jobs',
+  'fg',
+  'bg',
+  'wait',
+  'disown',
+  'suspend',
+  'logout',
+  'exit',
+  'return',
+  'shift',
+  'complete',
+  'compgen',
+  'read',
+  'mapfile',
+  'readarray',
 ]);
 
 /** Shells: with `-c` they run an inline script, which would bypass this classifier. */
@@ -97,22 +164,94 @@ const SHELL_STRING_RUNNERS = new Map<string, (args: string[]) => boolean>([
 
 /** Commands that run another command given in their arguments. */
 const WRAPPERS = new Set([
-  'sudo', 'doas', 'env', 'nice', 'nohup', 'timeout', 'time', 'command', 'xargs', 'stdbuf', 'ionice', 'setsid',
-  'chroot', 'flock', 'watch', 'strace', 'ltrace', 'unbuffer', 'taskset', 'chrt', 'runuser', 'busybox', 'npx',
-  'nsenter', 'unshare', 'firejail', 'caffeinate',
+  'sudo',
+  'doas',
+  'env',
+  'nice',
+  'nohup',
+  'timeout',
+  'time',
+  'command',
+  'xargs',
+  'stdbuf',
+  'ionice',
+  'setsid',
+  'chroot',
+  'flock',
+  'watch',
+  'strace',
+  'ltrace',
+  'unbuffer',
+  'taskset',
+  'chrt',
+  'runuser',
+  'busybox',
+  'npx',
+  'nsenter',
+  'unshare',
+  'firejail',
+  'caffeinate',
 ]);
 
 /** Wrapped commands are looked for among the first few non-option arguments (`timeout 10 cmd`, `sudo -u root cmd`). */
 const WRAPPED_COMMAND_CANDIDATES = 4;
 
 const FILE_CHANGING = new Set([
-  'rm', 'rmdir', 'unlink', 'mv', 'cp', 'ln', 'touch', 'mkdir', 'truncate', 'tee', 'install', 'chmod', 'chown',
-  'chgrp', 'shred', 'patch', 'sed', 'awk', 'gawk', 'perl',
+  'rm',
+  'rmdir',
+  'unlink',
+  'mv',
+  'cp',
+  'ln',
+  'touch',
+  'mkdir',
+  'truncate',
+  'tee',
+  'install',
+  'chmod',
+  'chown',
+  'chgrp',
+  'shred',
+  'patch',
+  'sed',
+  'awk',
+  'gawk',
+  'perl',
 ]);
-const NETWORK = new Set(['curl', 'wget', 'ssh', 'scp', 'sftp', 'rsync', 'nc', 'ncat', 'netcat', 'telnet', 'ftp', 'socat']);
+const NETWORK = new Set([
+  'curl',
+  'wget',
+  'ssh',
+  'scp',
+  'sftp',
+  'rsync',
+  'nc',
+  'ncat',
+  'netcat',
+  'telnet',
+  'ftp',
+  'socat',
+]);
 const PACKAGE_MANAGERS = new Set([
-  'npm', 'pnpm', 'yarn', 'bun', 'pip', 'pip3', 'pipx', 'uv', 'poetry', 'conda', 'apt', 'apt-get', 'dpkg', 'brew',
-  'cargo', 'go', 'gem', 'bundle', 'composer',
+  'npm',
+  'pnpm',
+  'yarn',
+  'bun',
+  'pip',
+  'pip3',
+  'pipx',
+  'uv',
+  'poetry',
+  'conda',
+  'apt',
+  'apt-get',
+  'dpkg',
+  'brew',
+  'cargo',
+  'go',
+  'gem',
+  'bundle',
+  'composer',
 ]);
 
 /** Commands that destroy a filesystem or a block device. */
@@ -163,11 +302,15 @@ function classifyAt(argv: readonly string[], ctx: ShellPolicyContext, depth: num
   }
   if (name === 'git') return classifyGit(argv, ctx);
   if (SHELL_BUILTINS.has(name)) {
-    return deny(`\`${name}\` is a shell builtin and there is no shell: use the working-directory option or run the command directly`);
+    return deny(
+      `\`${name}\` is a shell builtin and there is no shell: use the working-directory option or run the command directly`,
+    );
   }
   if (SHELLS.has(name)) {
     if (args.some((arg) => isShortCluster(arg, 'c') || isLongOptionFor(arg, ['command']))) {
-      return deny(`\`${name} -c\` runs an inline shell script, which bypasses command governance: run the commands directly, joined with &&`);
+      return deny(
+        `\`${name} -c\` runs an inline shell script, which bypasses command governance: run the commands directly, joined with &&`,
+      );
     }
     return approval(`\`${name}\` runs a shell script`);
   }
@@ -178,9 +321,16 @@ function classifyAt(argv: readonly string[], ctx: ShellPolicyContext, depth: num
   if (WRAPPERS.has(name)) return classifyWrapper(name, args, ctx, depth);
 
   const readOnlyCheck = READ_ONLY_COMMANDS.get(name);
-  const nameList = args.find((arg) => isLongOptionFor(arg, ['files0-from', 'files-from']) || arg === '-files0-from' || (name === 'file' && isShortCluster(arg, 'f')));
+  const nameList = args.find(
+    (arg) =>
+      isLongOptionFor(arg, ['files0-from', 'files-from']) ||
+      arg === '-files0-from' ||
+      (name === 'file' && isShortCluster(arg, 'f')),
+  );
   if (readOnlyCheck && nameList) {
-    return approval(`\`${name} ${nameList}\` reads the names of the files to open from a file, so they are not judged as paths`);
+    return approval(
+      `\`${name} ${nameList}\` reads the names of the files to open from a file, so they are not judged as paths`,
+    );
   }
   if (readOnlyCheck) {
     if (name === 'find') {
@@ -198,7 +348,8 @@ function classifyAt(argv: readonly string[], ctx: ShellPolicyContext, depth: num
   const destructive = destructiveReason(name, args);
   if (destructive) return deny(destructive);
 
-  if (name === 'rm' || name === 'rmdir' || name === 'unlink' || name === 'shred') return approval(`\`${name}\` deletes files`);
+  if (name === 'rm' || name === 'rmdir' || name === 'unlink' || name === 'shred')
+    return approval(`\`${name}\` deletes files`);
   if (FILE_CHANGING.has(name)) return approval(`\`${name}\` changes files (or can run commands)`);
   if (NETWORK.has(name)) return approval(`\`${name}\` uses the network`);
   if (PACKAGE_MANAGERS.has(name)) return approval(`\`${name}\` installs packages or runs project scripts`);
@@ -213,7 +364,8 @@ function classifyWrapper(name: string, args: string[], ctx: ShellPolicyContext, 
     if (arg.startsWith('-') || /^[A-Za-z_][A-Za-z0-9_]*=/.test(arg)) continue;
     candidates += 1;
     const inner = classifyAt(args.slice(i), ctx, depth + 1);
-    if (inner.tier === 'deny') result = strictest(result, { tier: 'deny', reason: `${displayArgv(args.slice(i))}: ${inner.reason}` });
+    if (inner.tier === 'deny')
+      result = strictest(result, { tier: 'deny', reason: `${displayArgv(args.slice(i))}: ${inner.reason}` });
   }
   return result;
 }
@@ -246,9 +398,13 @@ function destructiveReason(name: string, args: string[]): string | undefined {
   if (name === 'rm') {
     if (hasLongOption(args, ['no-preserve-root'])) return '`rm --no-preserve-root` is always denied';
     const target = recursive ? positionalArguments(args).find(isWipeTarget) : undefined;
-    if (target !== undefined) return `\`rm -r ${target}\` would wipe the root, a top-level or home directory, or the workspace`;
+    if (target !== undefined)
+      return `\`rm -r ${target}\` would wipe the root, a top-level or home directory, or the workspace`;
   }
-  if ((name === 'chmod' || name === 'chown' || name === 'chgrp') && (hasShortOption(args, 'R') || hasLongOption(args, ['recursive']))) {
+  if (
+    (name === 'chmod' || name === 'chown' || name === 'chgrp') &&
+    (hasShortOption(args, 'R') || hasLongOption(args, ['recursive']))
+  ) {
     const target = positionalArguments(args).find(isWipeTarget);
     if (target !== undefined) return `\`${name} -R ${target}\` would change a root, top-level or home directory tree`;
   }

@@ -21,7 +21,10 @@ const ALLOWED_DEVICES = new Set(['/dev/null']);
 const MAX_LINK_HOPS = 16;
 
 /** The strictest decision over every path-like argument of `invocations`, run in `workspaceDir`. */
-export async function confinePaths(invocations: readonly (readonly string[])[], workspaceDir: string): Promise<ShellDecision> {
+export async function confinePaths(
+  invocations: readonly (readonly string[])[],
+  workspaceDir: string,
+): Promise<ShellDecision> {
   const root = await fs.realpath(workspaceDir);
   let result = allow('every path argument is inside the workspace');
   for (const argv of invocations) {
@@ -51,10 +54,16 @@ export function pathCandidates(arg: string): string[] {
 async function judgePath(candidate: string, root: string): Promise<ShellDecision> {
   const absolute = path.resolve(root, candidate);
   const pseudo = pseudoFilesystem(absolute);
-  if (pseudo) return deny(`${JSON.stringify(candidate)} is in ${pseudo}, which exposes the worker's processes, environment and devices`);
+  if (pseudo)
+    return deny(
+      `${JSON.stringify(candidate)} is in ${pseudo}, which exposes the worker's processes, environment and devices`,
+    );
   const real = await resolveFollowingLinks(absolute);
   const realPseudo = pseudoFilesystem(real);
-  if (realPseudo) return deny(`${JSON.stringify(candidate)} leads to ${real} in ${realPseudo}, which exposes the worker's processes, environment and devices`);
+  if (realPseudo)
+    return deny(
+      `${JSON.stringify(candidate)} leads to ${real} in ${realPseudo}, which exposes the worker's processes, environment and devices`,
+    );
   if (ALLOWED_DEVICES.has(real) || isInside(root, real)) return allow('inside the workspace');
   return approval(`${JSON.stringify(candidate)} is outside the workspace (${real})`);
 }

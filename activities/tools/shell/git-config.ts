@@ -24,7 +24,11 @@ export async function readEffectiveGitConfig(cwd: string, signal?: AbortSignal):
   if (git === undefined) return { ok: false, error: 'git is not installed' };
   let command;
   try {
-    command = await prepareCommand(git, [...hardeningPrefix(), 'config', '--list', '--show-origin', '--includes', '--null'], { workspace, cwd: workspace, env });
+    command = await prepareCommand(
+      git,
+      [...hardeningPrefix(), 'config', '--list', '--show-origin', '--includes', '--null'],
+      { workspace, cwd: workspace, env },
+    );
   } catch (error) {
     return { ok: false, error: (error as Error).message };
   }
@@ -41,7 +45,8 @@ export async function readEffectiveGitConfig(cwd: string, signal?: AbortSignal):
         encoding: 'utf8',
       },
       (error, stdout, stderr) => {
-        if (error) resolve({ ok: false, error: (stderr || error.message).trim().split('\n')[0] ?? 'git config failed' });
+        if (error)
+          resolve({ ok: false, error: (stderr || error.message).trim().split('\n')[0] ?? 'git config failed' });
         else resolve({ ok: true, entries: parseConfigListing(stdout) });
       },
     );

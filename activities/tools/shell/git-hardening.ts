@@ -87,7 +87,16 @@ const COMMAND_RUNNING_KEYS: readonly RegExp[] = [
 const UNOVERRIDABLE_COMMAND_KEY = /^remote\..+\.(uploadpack|receivepack)$/;
 
 /** Subcommands that start a transport, and so run `remote.<name>.uploadpack` / `receivepack`. */
-const REMOTE_CONTACTING_SUBCOMMANDS = new Set(['fetch', 'pull', 'push', 'ls-remote', 'remote', 'submodule', 'clone', 'archive']);
+const REMOTE_CONTACTING_SUBCOMMANDS = new Set([
+  'fetch',
+  'pull',
+  'push',
+  'ls-remote',
+  'remote',
+  'submodule',
+  'clone',
+  'archive',
+]);
 
 const SUBMODULE_KEY = /^submodule\.(.+)\.[^.]+$/i;
 
@@ -132,7 +141,14 @@ export async function hardenGitArgv(argv: readonly string[], probe: GitProbeOpti
     // `git fetch`; an explicit (approved) `--prune` after these still wins.
     args = ['--no-prune', '--no-prune-tags', ...args];
   }
-  return ['git', ...fixed, ...overrides.flatMap((setting) => ['-c', setting]), ...line.globals, line.subcommand, ...args];
+  return [
+    'git',
+    ...fixed,
+    ...overrides.flatMap((setting) => ['-c', setting]),
+    ...line.globals,
+    line.subcommand,
+    ...args,
+  ];
 }
 
 /** `git push origin feature` → `git push origin refs/heads/feature:refs/heads/feature`. */
@@ -204,11 +220,13 @@ export async function repositoryOverrides(probe: GitProbeOptions): Promise<Repos
 
   const overrides: string[] = [];
   for (const key of keys) {
-    if (key.includes('=')) throw new GitHardeningError(`repository config key ${JSON.stringify(key)} cannot be overridden safely`);
+    if (key.includes('='))
+      throw new GitHardeningError(`repository config key ${JSON.stringify(key)} cannot be overridden safely`);
     overrides.push(`${key}=`);
   }
   for (const name of submoduleNames) {
-    if (name.includes('=')) throw new GitHardeningError(`submodule name ${JSON.stringify(name)} cannot be overridden safely`);
+    if (name.includes('='))
+      throw new GitHardeningError(`submodule name ${JSON.stringify(name)} cannot be overridden safely`);
     overrides.push(`submodule.${name}.ignore=all`);
   }
   return { overrides, unoverridable: [...unoverridable] };
@@ -223,7 +241,11 @@ function configKeys(listing: string): string[] {
 }
 
 /** Git directories of submodules: everything under `<common-dir>/modules`, plus gitlinks' own `.git` directories. */
-async function submoduleGitDirs(commonDir: string, topLevel: string | undefined, probe: GitProbeOptions): Promise<string[]> {
+async function submoduleGitDirs(
+  commonDir: string,
+  topLevel: string | undefined,
+  probe: GitProbeOptions,
+): Promise<string[]> {
   const found = new Set<string>();
   // `<gitdir>/modules/<name>` holds each submodule's git directory (names may contain '/'), and a
   // submodule's own submodules sit in its `modules/` again.
@@ -260,7 +282,11 @@ async function submoduleGitDirs(commonDir: string, topLevel: string | undefined,
 
 /** Paths of gitlink (mode 160000) index entries, streamed so a large index is not buffered whole. */
 async function gitlinkPaths(probe: GitProbeOptions): Promise<string[]> {
-  const command = await prepareCommand(probe.git, [...hardeningPrefix(), 'ls-files', '--stage', '-z'], { workspace: probe.workspace, cwd: probe.cwd, env: probe.env });
+  const command = await prepareCommand(probe.git, [...hardeningPrefix(), 'ls-files', '--stage', '-z'], {
+    workspace: probe.workspace,
+    cwd: probe.cwd,
+    env: probe.env,
+  });
   return new Promise((resolve) => {
     const child = spawn(command.file, command.args, {
       cwd: command.cwd,
@@ -296,12 +322,22 @@ async function requiredGitOutput(args: readonly string[], probe: GitProbeOptions
 }
 
 async function gitOutput(args: readonly string[], probe: GitProbeOptions): Promise<string | undefined> {
-  const command = await prepareCommand(probe.git, [...hardeningPrefix(), ...args], { workspace: probe.workspace, cwd: probe.cwd, env: probe.env });
+  const command = await prepareCommand(probe.git, [...hardeningPrefix(), ...args], {
+    workspace: probe.workspace,
+    cwd: probe.cwd,
+    env: probe.env,
+  });
   return new Promise((resolve) => {
     execFile(
       command.file,
       command.args,
-      { cwd: command.cwd, env: command.env, signal: probe.signal, timeout: GIT_PROBE_TIMEOUT_MS, maxBuffer: GIT_PROBE_OUTPUT_BYTES },
+      {
+        cwd: command.cwd,
+        env: command.env,
+        signal: probe.signal,
+        timeout: GIT_PROBE_TIMEOUT_MS,
+        maxBuffer: GIT_PROBE_OUTPUT_BYTES,
+      },
       (error, stdout) => resolve(error ? undefined : stdout.replace(/\n$/, '')),
     );
   });

@@ -91,5 +91,14 @@ export async function executeShellCommand(invocations: string[][], opts: Execute
 }
 
 function timedOutBeforeStart(): RunResult {
-  return { exitCode: null, signal: null, stdout: '', stderr: '', truncated: false, durationMs: 0, timedOut: true, cancelled: false };
+  return {
+    exitCode: null,
+    signal: null,
+    stdout: '',
+    stderr: '',
+    truncated: false,
+    durationMs: 0,
+    timedOut: true,
+    cancelled: false,
+  };
 }

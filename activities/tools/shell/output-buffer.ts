@@ -54,8 +54,15 @@ export class HeadTailBuffer {
     this.append(this.decoder.end());
     const sniffed = Buffer.concat(this.sniffed);
     const reason = binaryReason(sniffed);
-    if (reason) return { text: `${summariseBinary('the output', sniffed, this.totalBytes, reason)}\n`, truncated: false, binary: true, redactions: 0 };
-    if (this.totalChars <= this.maxChars) return { text: this.head + this.tail, truncated: false, binary: false, redactions: 0 };
+    if (reason)
+      return {
+        text: `${summariseBinary('the output', sniffed, this.totalBytes, reason)}\n`,
+        truncated: false,
+        binary: true,
+        redactions: 0,
+      };
+    if (this.totalChars <= this.maxChars)
+      return { text: this.head + this.tail, truncated: false, binary: false, redactions: 0 };
     // The head with what follows it, and the tail with what precedes it, redacted whole, then cut.
     const tailWithMargin = lastChars(this.tail, this.tailLimit + REDACTION_MARGIN_CHARS);
     const headSide = redactSecrets(this.head + this.headMargin, this.secrets);

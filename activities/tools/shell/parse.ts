@@ -16,9 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { Language, Parser, type Node } from 'web-tree-sitter';
 import { MAX_COMMAND_CHARS } from './limits';
 
-export type ParsedCommand =
-  | { ok: true; invocations: string[][] }
-  | { ok: false; reason: string };
+export type ParsedCommand = { ok: true; invocations: string[][] } | { ok: false; reason: string };
 
 /** Characters an unquoted word may contain: nothing the shell would expand, split or interpret. */
 const PLAIN_WORD = /^[A-Za-z0-9_\-./:=@%+,^]+$/;
@@ -131,7 +129,7 @@ function reduceProgram(root: Node): ParsedCommand {
   }
   if (statements.length === 0) return refuse('the command is empty');
   if (statements.length > 1) {
-    return refuse('several commands separated by newlines or \';\' are not allowed: join them with \'&&\'');
+    return refuse("several commands separated by newlines or ';' are not allowed: join them with '&&'");
   }
   const invocations: string[][] = [];
   collectStatement(statements[0] as Node, invocations);
@@ -204,7 +202,8 @@ function plainWord(text: string): string {
   if (/[*?[\]]/.test(text)) return refuseWord(text, 'contains a glob pattern (* ? [ ]): quote it or list the files');
   if (/[{}]/.test(text)) return refuseWord(text, 'contains braces, which the shell may expand: quote it');
   // `HEAD~1` is literal; a tilde at the start of a word or after '=' / ':' expands to a home directory.
-  if (/(^|[=:])~/.test(text)) return refuseWord(text, 'contains a tilde, which the shell expands to a home directory: quote it or use a path');
+  if (/(^|[=:])~/.test(text))
+    return refuseWord(text, 'contains a tilde, which the shell expands to a home directory: quote it or use a path');
   if (/^[A-Za-z0-9_\-./:=@%+,^~]+$/.test(text)) return text;
   if (text.includes('$')) return refuseWord(text, 'contains a $ expansion');
   if (text.includes('\\')) return refuseWord(text, 'contains a backslash escape: quote the word instead');
@@ -247,36 +246,38 @@ function doubleQuoted(node: Node): string {
   return value;
 }
 
-const UNSUPPORTED_SYNTAX = new Map(Object.entries({
-  pipeline: "a pipe ('|') is not allowed: run the commands separately",
-  subshell: "a subshell '( … )' is not allowed",
-  compound_statement: "a command group '{ …; }' is not allowed",
-  redirected_statement: "a redirection ('>', '<', '2>&1' …) is not allowed: output is captured for you",
-  file_redirect: "a redirection ('>', '<', '2>&1' …) is not allowed: output is captured for you",
-  heredoc_redirect: "a here-document ('<<') is not allowed",
-  herestring_redirect: "a here-string ('<<<') is not allowed",
-  command_substitution: 'command substitution ($(…) or backticks) is not allowed',
-  process_substitution: 'process substitution (<(…) or >(…)) is not allowed',
-  simple_expansion: 'parameter expansion ($NAME) is not allowed',
-  expansion: 'parameter expansion (${…}) is not allowed',
-  arithmetic_expansion: 'arithmetic expansion ($((…))) is not allowed',
-  brace_expression: 'brace expansion ({a..b}) is not allowed',
-  variable_assignment: 'a variable assignment (NAME=value) is not allowed: commands run with a fixed environment',
-  declaration_command: 'a declaration (export, declare, local …) is not allowed',
-  unset_command: 'unset is not allowed',
-  negated_command: "negation ('!') is not allowed",
-  comment: "a comment ('#') is not allowed: it can hide text from a reader",
-  ansi_c_string: "ANSI-C quoting ($'…') is not allowed",
-  translated_string: 'locale translation ($"…") is not allowed',
-  $: "a '$' expansion or $\"…\" locale string is not allowed",
-  test_command: 'a test expression ([[ … ]]) is not allowed',
-  if_statement: 'an if statement is not allowed',
-  while_statement: 'a loop is not allowed',
-  for_statement: 'a loop is not allowed',
-  c_style_for_statement: 'a loop is not allowed',
-  case_statement: 'a case statement is not allowed',
-  function_definition: 'a function definition is not allowed',
-}));
+const UNSUPPORTED_SYNTAX = new Map(
+  Object.entries({
+    pipeline: "a pipe ('|') is not allowed: run the commands separately",
+    subshell: "a subshell '( … )' is not allowed",
+    compound_statement: "a command group '{ …; }' is not allowed",
+    redirected_statement: "a redirection ('>', '<', '2>&1' …) is not allowed: output is captured for you",
+    file_redirect: "a redirection ('>', '<', '2>&1' …) is not allowed: output is captured for you",
+    heredoc_redirect: "a here-document ('<<') is not allowed",
+    herestring_redirect: "a here-string ('<<<') is not allowed",
+    command_substitution: 'command substitution ($(…) or backticks) is not allowed',
+    process_substitution: 'process substitution (<(…) or >(…)) is not allowed',
+    simple_expansion: 'parameter expansion ($NAME) is not allowed',
+    expansion: 'parameter expansion (${…}) is not allowed',
+    arithmetic_expansion: 'arithmetic expansion ($((…))) is not allowed',
+    brace_expression: 'brace expansion ({a..b}) is not allowed',
+    variable_assignment: 'a variable assignment (NAME=value) is not allowed: commands run with a fixed environment',
+    declaration_command: 'a declaration (export, declare, local …) is not allowed',
+    unset_command: 'unset is not allowed',
+    negated_command: "negation ('!') is not allowed",
+    comment: "a comment ('#') is not allowed: it can hide text from a reader",
+    ansi_c_string: "ANSI-C quoting ($'…') is not allowed",
+    translated_string: 'locale translation ($"…") is not allowed',
+    $: 'a \'$\' expansion or $"…" locale string is not allowed',
+    test_command: 'a test expression ([[ … ]]) is not allowed',
+    if_statement: 'an if statement is not allowed',
+    while_statement: 'a loop is not allowed',
+    for_statement: 'a loop is not allowed',
+    c_style_for_statement: 'a loop is not allowed',
+    case_statement: 'a case statement is not allowed',
+    function_definition: 'a function definition is not allowed',
+  }),
+);
 
 function describeUnsupported(node: Node): string {
   if (node.type === 'redirected_statement' && node.descendantsOfType('heredoc_redirect').length > 0) {

@@ -32,7 +32,12 @@ export function parsePorcelainPush(stdout: string): PushUpdate[] {
     if (!match) continue;
     const refs = match[2] as string;
     const colon = refs.lastIndexOf(':');
-    updates.push({ flag: match[1] as string, source: refs.slice(0, colon), destination: refs.slice(colon + 1), summary: match[3] as string });
+    updates.push({
+      flag: match[1] as string,
+      source: refs.slice(0, colon),
+      destination: refs.slice(colon + 1),
+      summary: match[3] as string,
+    });
   }
   return updates;
 }
@@ -62,20 +67,31 @@ function pushPositionals(args: readonly string[]): string[] {
 }
 
 /** Judges an allowed `git push` by what git says it would do. */
-export async function judgePushByGit(argv: readonly string[], run: GitRunner, protectedBranches: readonly string[] = DEFAULT_PROTECTED_BRANCHES): Promise<ShellDecision> {
+export async function judgePushByGit(
+  argv: readonly string[],
+  run: GitRunner,
+  protectedBranches: readonly string[] = DEFAULT_PROTECTED_BRANCHES,
+): Promise<ShellDecision> {
   const line = splitGitArgv(argv);
   if (line.subcommand !== 'push') return allow('not a push');
   const [remote] = pushPositionals(line.args);
   const dry = await run(['git', ...line.globals, 'push', '--dry-run', '--porcelain', ...line.args]);
   const updates = parsePorcelainPush(dry.stdout);
   if (updates.length === 0) {
-    const why = (dry.stderr || dry.stdout).trim().split('\n').find((l) => l.trim() !== '') ?? `exit code ${dry.exitCode ?? dry.signal}`;
+    const why =
+      (dry.stderr || dry.stdout)
+        .trim()
+        .split('\n')
+        .find((l) => l.trim() !== '') ?? `exit code ${dry.exitCode ?? dry.signal}`;
     return approval(`git could not say what this push would change (${why}), so a human decides`);
   }
   let symrefs = new Map<string, string>();
   if (remote !== undefined) {
     const listing = await run(['git', 'ls-remote', '--symref', remote]);
-    if (listing.exitCode !== 0) return approval(`the remote's symbolic refs could not be listed (${listing.stderr.trim().split('\n')[0] ?? ''}), so a human decides`);
+    if (listing.exitCode !== 0)
+      return approval(
+        `the remote's symbolic refs could not be listed (${listing.stderr.trim().split('\n')[0] ?? ''}), so a human decides`,
+      );
     symrefs = parseSymrefs(listing.stdout);
   }
   const changed: string[] = [];
@@ -85,7 +101,8 @@ export async function judgePushByGit(argv: readonly string[], run: GitRunner, pr
   };
   for (const update of updates) {
     if (update.flag === '=' || update.flag === '!') continue;
-    if (update.flag === '+') return deny(`git reports a forced update of ${update.destination}: force push is always denied`);
+    if (update.flag === '+')
+      return deny(`git reports a forced update of ${update.destination}: force push is always denied`);
     if (update.flag === '-') {
       ask(`the push deletes ${update.destination} on the remote`);
       continue;
@@ -93,7 +110,9 @@ export async function judgePushByGit(argv: readonly string[], run: GitRunner, pr
     const target = symrefs.get(update.destination);
     for (const ref of target ? [update.destination, target] : [update.destination]) {
       if (!ref.startsWith('refs/heads/')) {
-        ask(`the push ${ref === update.destination ? 'updates' : `updates ${update.destination}, an alias of`} ${ref}, which is not a branch (tag, note or other ref)`);
+        ask(
+          `the push ${ref === update.destination ? 'updates' : `updates ${update.destination}, an alias of`} ${ref}, which is not a branch (tag, note or other ref)`,
+        );
         continue;
       }
       const branch = ref.slice('refs/heads/'.length);
@@ -108,5 +127,9 @@ export async function judgePushByGit(argv: readonly string[], run: GitRunner, pr
     changed.push(update.destination);
   }
   if (decision) return decision;
-  return allow(changed.length > 0 ? `git reports the push updates only ${changed.join(', ')}` : 'git reports the push changes nothing');
+  return allow(
+    changed.length > 0
+      ? `git reports the push updates only ${changed.join(', ')}`
+      : 'git reports the push changes nothing',
+  );
 }

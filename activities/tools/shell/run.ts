@@ -31,7 +31,16 @@ import {
   PIPE_DRAIN_MS,
 } from './limits';
 import { HeadTailBuffer } from './output-buffer';
-import { limitVerdict, prepareCommand, SANDBOX_HOME, sandboxMode, watchProcesses, type PreparedCommand, type RemoteAccess, type SandboxLimits } from './sandbox';
+import {
+  limitVerdict,
+  prepareCommand,
+  SANDBOX_HOME,
+  sandboxMode,
+  watchProcesses,
+  type PreparedCommand,
+  type RemoteAccess,
+  type SandboxLimits,
+} from './sandbox';
 
 /**
  * The PATH commands are looked up on: system directories only, so a command name never resolves to
@@ -112,7 +121,11 @@ export async function runProgram(argv: string[], opts: RunOptions): Promise<RunR
     const env = minimalEnvironment(home ?? SANDBOX_HOME, opts.env);
     const program = await resolveExecutable(argv[0] as string, opts.cwd, env.PATH ?? RUNNER_PATH);
     if (program === undefined) {
-      return { ...emptyResult(started, {}), exitCode: COMMAND_NOT_FOUND_EXIT_CODE, stderr: `command not found: ${argv[0]}\n` };
+      return {
+        ...emptyResult(started, {}),
+        exitCode: COMMAND_NOT_FOUND_EXIT_CODE,
+        stderr: `command not found: ${argv[0]}\n`,
+      };
     }
     let finalArgv = argv;
     let remotes: readonly RemoteAccess[] = [];
@@ -121,12 +134,20 @@ export async function runProgram(argv: string[], opts: RunOptions): Promise<RunR
       Object.assign(env, gitEnvironment(workspace));
       const subcommand = splitGitArgv(argv).subcommand;
       if (subcommand !== undefined && GIT_NETWORK_SUBCOMMANDS.has(subcommand)) {
-        remotes = (opts.remotes ?? []).map((remote) => (remote.kind === 'path' ? { ...remote, writable: remote.writable && subcommand === 'push' } : remote));
+        remotes = (opts.remotes ?? []).map((remote) =>
+          remote.kind === 'path' ? { ...remote, writable: remote.writable && subcommand === 'push' } : remote,
+        );
       }
       finalArgv = await hardenGitArgv(argv, { git: program, cwd: opts.cwd, workspace, env, signal: opts.signal });
       if (opts.signal?.aborted) return emptyResult(started, { cancelled: true });
     }
-    return await spawnAndCollect(program, finalArgv, { workspace, cwd: opts.cwd, env, remotes, limits: opts.limits }, opts, started);
+    return await spawnAndCollect(
+      program,
+      finalArgv,
+      { workspace, cwd: opts.cwd, env, remotes, limits: opts.limits },
+      opts,
+      started,
+    );
   } finally {
     if (home) await fs.rm(home, { recursive: true, force: true });
   }
@@ -156,7 +177,13 @@ async function resolveExecutable(name: string, cwd: string, searchPath: string):
   for (const candidate of candidates) {
     const stat = await fs.stat(candidate).catch(() => undefined);
     if (!stat?.isFile()) continue;
-    if (await fs.access(candidate, fsConstants.X_OK).then(() => true, () => false)) return candidate;
+    if (
+      await fs.access(candidate, fsConstants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return candidate;
   }
   return undefined;
 }
@@ -169,8 +196,21 @@ interface SandboxedRun {
   limits?: Partial<SandboxLimits>;
 }
 
-async function spawnAndCollect(program: string, argv: readonly string[], run: SandboxedRun, opts: RunOptions, started: number): Promise<RunResult> {
-  const prepared = await prepareCommand(program, argv.slice(1), { workspace: run.workspace, cwd: run.cwd, env: run.env, remotes: run.remotes, limits: run.limits, pidsCgroup: true });
+async function spawnAndCollect(
+  program: string,
+  argv: readonly string[],
+  run: SandboxedRun,
+  opts: RunOptions,
+  started: number,
+): Promise<RunResult> {
+  const prepared = await prepareCommand(program, argv.slice(1), {
+    workspace: run.workspace,
+    cwd: run.cwd,
+    env: run.env,
+    remotes: run.remotes,
+    limits: run.limits,
+    pidsCgroup: true,
+  });
   try {
     return await collect(prepared, argv, opts, started);
   } finally {
@@ -178,7 +218,12 @@ async function spawnAndCollect(program: string, argv: readonly string[], run: Sa
   }
 }
 
-function collect(prepared: PreparedCommand, argv: readonly string[], opts: RunOptions, started: number): Promise<RunResult> {
+function collect(
+  prepared: PreparedCommand,
+  argv: readonly string[],
+  opts: RunOptions,
+  started: number,
+): Promise<RunResult> {
   const timeoutMs = Math.min(Math.max(opts.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS, 1), MAX_SHELL_TIMEOUT_MS);
   const maxChars = Math.max(opts.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS, 0);
   const stdout = new HeadTailBuffer(maxChars);

@@ -65,7 +65,15 @@ const ETC_FILES = [
 ];
 
 /** Name resolution and TLS roots, bound only when a git network command may reach a network remote. */
-const ETC_NETWORK_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/host.conf', '/etc/gai.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/ca-certificates.conf'];
+const ETC_NETWORK_FILES = [
+  '/etc/resolv.conf',
+  '/etc/hosts',
+  '/etc/host.conf',
+  '/etc/gai.conf',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/ca-certificates.conf',
+];
 
 /** How often the number of processes in a running sandbox is checked. */
 const PROCESS_WATCH_INTERVAL_MS = 50;
@@ -139,7 +147,9 @@ export function sandboxMode(env: NodeJS.ProcessEnv = process.env): SandboxMode {
   const value = (env[SANDBOX_SETTING] ?? '').trim().toLowerCase();
   if (value === '' || value === 'bwrap' || value === 'on') return 'bwrap';
   if (value === 'off') return 'off';
-  throw new SandboxUnavailableError(`${SANDBOX_SETTING}=${JSON.stringify(env[SANDBOX_SETTING])} is not a valid setting: use "bwrap" (the default) or "off"`);
+  throw new SandboxUnavailableError(
+    `${SANDBOX_SETTING}=${JSON.stringify(env[SANDBOX_SETTING])} is not a valid setting: use "bwrap" (the default) or "off"`,
+  );
 }
 
 let warnedOff = false;
@@ -162,21 +172,35 @@ export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { e
     const configured = process.env[BWRAP_PATH_SETTING];
     const candidates = configured ? [configured] : BWRAP_CANDIDATES;
     const bwrap = candidates.find((candidate) => path.isAbsolute(candidate) && existsSync(candidate));
-    if (!bwrap) return { error: `bubblewrap is not installed (looked for ${candidates.join(', ')}; Debian: apt-get install bubblewrap)` };
+    if (!bwrap)
+      return {
+        error: `bubblewrap is not installed (looked for ${candidates.join(', ')}; Debian: apt-get install bubblewrap)`,
+      };
     const prlimit = PRLIMIT_CANDIDATES.find((candidate) => existsSync(candidate));
     if (!prlimit) return { error: 'prlimit (util-linux) is not installed, so resource limits cannot be set' };
     const probeDir = await fs.mkdtemp(path.join('/tmp', 'sandbox-probe-'));
     try {
-      const args = sandboxArgs({ workspace: probeDir, cwd: probeDir, env: { PATH: '/usr/bin:/bin' } }, [prlimit, '--nofile=64', '--', '/bin/true']);
+      const args = sandboxArgs({ workspace: probeDir, cwd: probeDir, env: { PATH: '/usr/bin:/bin' } }, [
+        prlimit,
+        '--nofile=64',
+        '--',
+        '/bin/true',
+      ]);
       const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], env: {}, timeout: SANDBOX_PROBE_TIMEOUT_MS });
+        const child = spawn(bwrap, args, {
+          stdio: ['ignore', 'ignore', 'pipe'],
+          env: {},
+          timeout: SANDBOX_PROBE_TIMEOUT_MS,
+        });
         let stderr = '';
         child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
         child.on('error', (error) => resolve({ code: null, stderr: error.message }));
         child.on('close', (code) => resolve({ code, stderr }));
       });
       if (result.code !== 0) {
-        return { error: `bubblewrap cannot create the sandbox here (${result.stderr.trim().split('\n')[0] || `exit ${result.code}`}); user, PID, mount and network namespaces are needed` };
+        return {
+          error: `bubblewrap cannot create the sandbox here (${result.stderr.trim().split('\n')[0] || `exit ${result.code}`}); user, PID, mount and network namespaces are needed`,
+        };
       }
       return { bwrap, prlimit };
     } finally {
@@ -191,7 +215,10 @@ export async function sandboxStatus(): Promise<{ level: 'info' | 'warn' | 'error
   if (sandboxMode() === 'off') return { level: 'warn', message: SANDBOX_OFF_WARNING };
   const tools = await checkSandbox();
   if ('error' in tools) {
-    return { level: 'error', message: `tool sandbox unavailable: ${tools.error}; shell tools will be refused until it works (or ${SANDBOX_SETTING}=off is set)` };
+    return {
+      level: 'error',
+      message: `tool sandbox unavailable: ${tools.error}; shell tools will be refused until it works (or ${SANDBOX_SETTING}=off is set)`,
+    };
   }
   return { level: 'info', message: `tool processes run in the bubblewrap sandbox (${tools.bwrap})` };
 }
@@ -205,11 +232,23 @@ export function forgetSandboxCheck(): void {
  * The command that runs `program argv…` inside the sandbox (or, with `AGENTS_SANDBOX=off`, as it is).
  * Throws `SandboxUnavailableError` when the sandbox cannot be built and the operator has not opted out.
  */
-export async function prepareCommand(program: string, args: readonly string[], spec: SandboxSpec & { pidsCgroup?: boolean }): Promise<PreparedCommand> {
+export async function prepareCommand(
+  program: string,
+  args: readonly string[],
+  spec: SandboxSpec & { pidsCgroup?: boolean },
+): Promise<PreparedCommand> {
   const limits = { ...DEFAULT_SANDBOX_LIMITS, ...spec.limits };
   if (sandboxMode() === 'off') {
     warnOff();
-    return { file: program, args: [...args], env: spec.env, cwd: spec.cwd, sandboxed: false, limits, release: async () => undefined };
+    return {
+      file: program,
+      args: [...args],
+      env: spec.env,
+      cwd: spec.cwd,
+      sandboxed: false,
+      limits,
+      release: async () => undefined,
+    };
   }
   const tools = await checkSandbox();
   if ('error' in tools) {
@@ -234,12 +273,28 @@ export async function prepareCommand(program: string, args: readonly string[], s
   ];
   const bwrapArgs = sandboxArgs({ ...spec, workspace, cwd }, inner);
   const group = spec.pidsCgroup ? await createPidsCgroup(limits.processes) : undefined;
-  if (!group) return { file: tools.bwrap, args: bwrapArgs, env: {}, cwd: '/', sandboxed: true, limits, release: async () => undefined };
+  if (!group)
+    return {
+      file: tools.bwrap,
+      args: bwrapArgs,
+      env: {},
+      cwd: '/',
+      sandboxed: true,
+      limits,
+      release: async () => undefined,
+    };
   // The trusted host shell joins the group before it becomes bubblewrap, so every process of the
   // command is counted from its first fork.
   return {
     file: '/bin/sh',
-    args: ['-c', 'echo $$ > "$1" || exit 125; shift; exec "$@"', 'sandbox', path.join(group, 'cgroup.procs'), tools.bwrap, ...bwrapArgs],
+    args: [
+      '-c',
+      'echo $$ > "$1" || exit 125; shift; exec "$@"',
+      'sandbox',
+      path.join(group, 'cgroup.procs'),
+      tools.bwrap,
+      ...bwrapArgs,
+    ],
     env: {},
     cwd: '/',
     sandboxed: true,
@@ -298,7 +353,16 @@ async function refusedForks(group: string): Promise<number> {
 function sandboxArgs(spec: SandboxSpec, command: readonly string[]): string[] {
   const remotes = spec.remotes ?? [];
   const network = spec.network === true || remotes.some((remote) => remote.kind === 'network');
-  const args = ['--unshare-all', ...(network ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--hostname', 'sandbox'];
+  const args = [
+    '--unshare-all',
+    ...(network ? ['--share-net'] : []),
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--hostname',
+    'sandbox',
+  ];
   for (const dir of SYSTEM_DIRS) {
     const info = lstatOrUndefined(dir);
     if (!info) continue;
@@ -406,13 +470,23 @@ export function limitVerdict(
   limits: SandboxLimits,
   processLimitHit: boolean,
 ): string | undefined {
-  if (processLimitHit) return `killed: process limit of ${limits.processes} processes reached (the whole sandbox was stopped)`;
+  if (processLimitHit)
+    return `killed: process limit of ${limits.processes} processes reached (the whole sandbox was stopped)`;
   // bubblewrap reports a program killed by a signal as 128 + the signal number.
-  if (result.exitCode === 128 + SIGXCPU || result.signal === 'SIGXCPU') return `killed: CPU time limit of ${limits.cpuSeconds} s`;
-  if (result.exitCode === 128 + SIGXFSZ || result.signal === 'SIGXFSZ' || /File size limit exceeded/i.test(result.stderr)) {
+  if (result.exitCode === 128 + SIGXCPU || result.signal === 'SIGXCPU')
+    return `killed: CPU time limit of ${limits.cpuSeconds} s`;
+  if (
+    result.exitCode === 128 + SIGXFSZ ||
+    result.signal === 'SIGXFSZ' ||
+    /File size limit exceeded/i.test(result.stderr)
+  ) {
     return `stopped: file size limit of ${formatBytes(limits.fileSizeBytes)} per file`;
   }
-  if (/Cannot allocate memory|out of memory|memory exhausted|std::bad_alloc|Resource temporarily unavailable/i.test(result.stderr)) {
+  if (
+    /Cannot allocate memory|out of memory|memory exhausted|std::bad_alloc|Resource temporarily unavailable/i.test(
+      result.stderr,
+    )
+  ) {
     return `failed at a resource limit (memory: ${formatBytes(limits.addressSpaceBytes)} of address space; processes: ${limits.processes})`;
   }
   return undefined;

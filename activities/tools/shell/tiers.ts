@@ -52,5 +52,7 @@ export function strictest(first: ShellDecision, second: ShellDecision): ShellDec
 
 /** An argv as a reader would type it, for reasons and approval prompts. */
 export function displayArgv(argv: readonly string[]): string {
-  return argv.map((arg) => (/^[A-Za-z0-9_\-./:=@%+,^]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`)).join(' ');
+  return argv
+    .map((arg) => (/^[A-Za-z0-9_\-./:=@%+,^]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`))
+    .join(' ');
 }

@@ -53,7 +53,9 @@ export function addressPolicy(allow: readonly string[]): AddressPolicy {
       const address = ipaddr.parse(text);
       return [address, address.kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number];
     } catch {
-      throw new Error(`web fetch allowlist: ${JSON.stringify(entry)} is not an IP address or CIDR range (examples: 127.0.0.1/32, 10.0.0.0/8, fd00::/8)`);
+      throw new Error(
+        `web fetch allowlist: ${JSON.stringify(entry)} is not an IP address or CIDR range (examples: 127.0.0.1/32, 10.0.0.0/8, fd00::/8)`,
+      );
     }
   });
   const allowedByOperator = (address: ipaddr.IPv4 | ipaddr.IPv6): boolean =>
@@ -70,7 +72,12 @@ export function addressPolicy(allow: readonly string[]): AddressPolicy {
       if (embedded) {
         if (allowedByOperator(embedded)) return { ok: true };
         const range = embedded.range();
-        return range === 'unicast' ? { ok: true } : { ok: false, reason: `${RANGE_WORDS[range] ?? `${range} address`} (${embedded.toString()}, written as ${literal})` };
+        return range === 'unicast'
+          ? { ok: true }
+          : {
+              ok: false,
+              reason: `${RANGE_WORDS[range] ?? `${range} address`} (${embedded.toString()}, written as ${literal})`,
+            };
       }
       const range = address.range();
       if (range === 'unicast') return { ok: true };
@@ -95,6 +102,7 @@ function embeddedIPv4(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | undefin
   if (range === '6to4') return fromWords(parts[1]!, parts[2]!);
   if (range === 'teredo') return fromWords(parts[6]! ^ 0xffff, parts[7]! ^ 0xffff);
   // ::a.b.c.d (but not :: or ::1, which are their own ranges).
-  if (parts.slice(0, 6).every((p) => p === 0) && range !== 'unspecified' && range !== 'loopback') return fromWords(parts[6]!, parts[7]!);
+  if (parts.slice(0, 6).every((p) => p === 0) && range !== 'unspecified' && range !== 'loopback')
+    return fromWords(parts[6]!, parts[7]!);
   return undefined;
 }

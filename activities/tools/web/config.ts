@@ -55,18 +55,31 @@ export const systemResolver: Resolver = async (hostname) => {
 /** Reads the configuration from an environment; a bad value is an error naming the variable and the fix. */
 export function webToolsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WebToolsConfig {
   const fetchSetting = (env.WEB_FETCH ?? 'on').trim().toLowerCase();
-  if (!['on', 'off', 'true', 'false', '1', '0'].includes(fetchSetting)) throw new Error(`WEB_FETCH=${JSON.stringify(env.WEB_FETCH)}: use on or off`);
-  const allow = (env.WEB_FETCH_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  const config: WebToolsConfig = { fetchEnabled: !['off', 'false', '0'].includes(fetchSetting), policy: addressPolicy(allow), resolve: systemResolver };
+  if (!['on', 'off', 'true', 'false', '1', '0'].includes(fetchSetting))
+    throw new Error(`WEB_FETCH=${JSON.stringify(env.WEB_FETCH)}: use on or off`);
+  const allow = (env.WEB_FETCH_ALLOW ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const config: WebToolsConfig = {
+    fetchEnabled: !['off', 'false', '0'].includes(fetchSetting),
+    policy: addressPolicy(allow),
+    resolve: systemResolver,
+  };
   const provider = env.WEB_SEARCH_PROVIDER?.trim();
   if (provider) {
-    if (!(SEARCH_PROVIDERS as readonly string[]).includes(provider)) throw new Error(`WEB_SEARCH_PROVIDER=${JSON.stringify(provider)}: use one of ${SEARCH_PROVIDERS.join(', ')}`);
+    if (!(SEARCH_PROVIDERS as readonly string[]).includes(provider))
+      throw new Error(`WEB_SEARCH_PROVIDER=${JSON.stringify(provider)}: use one of ${SEARCH_PROVIDERS.join(', ')}`);
     const kind = provider as SearchProviderKind;
     const url = env.WEB_SEARCH_URL?.trim() || (kind === 'brave' ? BRAVE_SEARCH_URL : '');
-    if (!url) throw new Error(`WEB_SEARCH_PROVIDER=${kind} needs WEB_SEARCH_URL (the instance's /search endpoint, e.g. http://searxng:8080/search)`);
+    if (!url)
+      throw new Error(
+        `WEB_SEARCH_PROVIDER=${kind} needs WEB_SEARCH_URL (the instance's /search endpoint, e.g. http://searxng:8080/search)`,
+      );
     if (!/^https?:\/\//.test(url)) throw new Error(`WEB_SEARCH_URL=${JSON.stringify(url)}: an http:// or https:// URL`);
     const apiKey = env.WEB_SEARCH_API_KEY?.trim() || undefined;
-    if (kind === 'brave' && !apiKey) throw new Error('WEB_SEARCH_PROVIDER=brave needs WEB_SEARCH_API_KEY (a Brave Search API subscription token)');
+    if (kind === 'brave' && !apiKey)
+      throw new Error('WEB_SEARCH_PROVIDER=brave needs WEB_SEARCH_API_KEY (a Brave Search API subscription token)');
     config.search = { kind, url, ...(apiKey ? { apiKey } : {}) };
   }
   return config;

@@ -73,34 +73,60 @@ export async function fetchPage(rawUrl: string, options: FetchOptions): Promise<
     const location = response.headers.location;
     if (status >= 300 && status < 400 && location) {
       response.destroy();
-      if (redirects.length >= maxRedirects) throw new WebFetchError(`too many redirects (more than ${maxRedirects}) starting at ${rawUrl}`, 'failed');
+      if (redirects.length >= maxRedirects)
+        throw new WebFetchError(`too many redirects (more than ${maxRedirects}) starting at ${rawUrl}`, 'failed');
       redirects.push(url.href);
       let next: URL;
       try {
         next = new URL(location, url);
       } catch {
-        throw new WebFetchError(`${url.href} redirected to an invalid URL ${JSON.stringify(location.slice(0, 200))}`, 'failed');
+        throw new WebFetchError(
+          `${url.href} redirected to an invalid URL ${JSON.stringify(location.slice(0, 200))}`,
+          'failed',
+        );
       }
       url = parseUrl(next.href, `${url.href} redirected to`);
       continue;
     }
-    const { body, truncated } = await readBody(response, url, options.maxBytes ?? WEB_FETCH_MAX_BYTES, signal, timeoutMs);
-    return { url: url.href, status, contentType: String(response.headers['content-type'] ?? ''), body, truncated, redirects };
+    const { body, truncated } = await readBody(
+      response,
+      url,
+      options.maxBytes ?? WEB_FETCH_MAX_BYTES,
+      signal,
+      timeoutMs,
+    );
+    return {
+      url: url.href,
+      status,
+      contentType: String(response.headers['content-type'] ?? ''),
+      body,
+      truncated,
+      redirects,
+    };
   }
 }
 
 /** Only http(s), no credentials in the URL, a bounded length. */
 function parseUrl(text: string, context?: string): URL {
   const where = context ? `${context} ` : '';
-  if (text.length > WEB_FETCH_MAX_URL_CHARS) throw new WebFetchError(`${where}a URL of ${text.length} characters; at most ${WEB_FETCH_MAX_URL_CHARS} are accepted`, 'invalid');
+  if (text.length > WEB_FETCH_MAX_URL_CHARS)
+    throw new WebFetchError(
+      `${where}a URL of ${text.length} characters; at most ${WEB_FETCH_MAX_URL_CHARS} are accepted`,
+      'invalid',
+    );
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new WebFetchError(`${where}${JSON.stringify(text.slice(0, 200))} is not a valid absolute URL (give one like https://example.com/page)`, 'invalid');
+    throw new WebFetchError(
+      `${where}${JSON.stringify(text.slice(0, 200))} is not a valid absolute URL (give one like https://example.com/page)`,
+      'invalid',
+    );
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebFetchError(`${where}${url.protocol} URLs are not fetched: only http and https`, 'blocked');
-  if (url.username || url.password) throw new WebFetchError(`${where}a URL with credentials (user:password@) is refused`, 'blocked');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new WebFetchError(`${where}${url.protocol} URLs are not fetched: only http and https`, 'blocked');
+  if (url.username || url.password)
+    throw new WebFetchError(`${where}a URL with credentials (user:password@) is refused`, 'blocked');
   return url;
 }
 
@@ -115,7 +141,10 @@ async function checkedTarget(url: URL, options: FetchOptions): Promise<{ address
     try {
       answers = await options.resolve(host);
     } catch (error) {
-      throw new WebFetchError(`could not resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, 'failed');
+      throw new WebFetchError(
+        `could not resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+        'failed',
+      );
     }
     if (answers.length === 0) throw new WebFetchError(`${host} has no address`, 'failed');
   }
@@ -133,10 +162,18 @@ async function checkedTarget(url: URL, options: FetchOptions): Promise<{ address
   return answers[0]!;
 }
 
-function request(url: URL, target: { address: string; family: 4 | 6 }, signal: AbortSignal, timeoutMs: number): Promise<http.IncomingMessage> {
+function request(
+  url: URL,
+  target: { address: string; family: 4 | 6 },
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<http.IncomingMessage> {
   // The checked address, whatever name Node asks about: no second resolution can happen.
   const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
-    if ((lookupOptions as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: target.address, family: target.family }]);
+    if ((lookupOptions as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+        { address: target.address, family: target.family },
+      ]);
     else callback(null, target.address, target.family);
   };
   const send = url.protocol === 'https:' ? https.request : http.request;
@@ -146,7 +183,11 @@ function request(url: URL, target: { address: string; family: 4 | 6 }, signal: A
       agent: false,
       lookup: pinned,
       signal,
-      headers: { 'user-agent': USER_AGENT, accept: 'text/html,application/xhtml+xml,text/plain;q=0.9,text/*;q=0.8,*/*;q=0.5', 'accept-encoding': 'gzip, deflate, br' },
+      headers: {
+        'user-agent': USER_AGENT,
+        accept: 'text/html,application/xhtml+xml,text/plain;q=0.9,text/*;q=0.8,*/*;q=0.5',
+        'accept-encoding': 'gzip, deflate, br',
+      },
     });
     req.on('response', resolve);
     req.on('error', (error) => reject(networkError(url, error, signal, timeoutMs)));
@@ -154,15 +195,26 @@ function request(url: URL, target: { address: string; family: 4 | 6 }, signal: A
   });
 }
 
-async function readBody(response: http.IncomingMessage, url: URL, maxBytes: number, signal: AbortSignal, timeoutMs: number): Promise<{ body: Buffer; truncated: boolean }> {
-  const encoding = String(response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+async function readBody(
+  response: http.IncomingMessage,
+  url: URL,
+  maxBytes: number,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<{ body: Buffer; truncated: boolean }> {
+  const encoding = String(response.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase();
   let stream: Readable = response;
   if (encoding === 'gzip' || encoding === 'x-gzip') stream = response.pipe(zlib.createGunzip());
   else if (encoding === 'deflate') stream = response.pipe(zlib.createInflate());
   else if (encoding === 'br') stream = response.pipe(zlib.createBrotliDecompress());
   else if (encoding !== 'identity' && encoding !== '') {
     response.destroy();
-    throw new WebFetchError(`the server sent the body in an unsupported encoding ${JSON.stringify(encoding)}`, 'failed');
+    throw new WebFetchError(
+      `the server sent the body in an unsupported encoding ${JSON.stringify(encoding)}`,
+      'failed',
+    );
   }
   const chunks: Buffer[] = [];
   let size = 0;

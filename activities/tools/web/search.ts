@@ -29,7 +29,12 @@ export class WebSearchError extends Error {
   }
 }
 
-export async function searchWeb(provider: SearchProviderConfig, query: string, count: number, signal: AbortSignal): Promise<SearchResult[]> {
+export async function searchWeb(
+  provider: SearchProviderConfig,
+  query: string,
+  count: number,
+  signal: AbortSignal,
+): Promise<SearchResult[]> {
   const url = new URL(provider.url);
   const headers: Record<string, string> = { accept: 'application/json' };
   if (provider.kind === 'brave') {
@@ -43,28 +48,45 @@ export async function searchWeb(provider: SearchProviderConfig, query: string, c
   }
   let response: Response;
   try {
-    response = await fetch(url, { headers, signal: AbortSignal.any([signal, AbortSignal.timeout(WEB_SEARCH_TIMEOUT_MS)]), redirect: 'error' });
+    response = await fetch(url, {
+      headers,
+      signal: AbortSignal.any([signal, AbortSignal.timeout(WEB_SEARCH_TIMEOUT_MS)]),
+      redirect: 'error',
+    });
   } catch (error) {
     if (signal.aborted) throw signal.reason;
-    const name = (error as Error).name === 'TimeoutError' ? `did not answer within ${WEB_SEARCH_TIMEOUT_MS / 1000} s` : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message);
+    const name =
+      (error as Error).name === 'TimeoutError'
+        ? `did not answer within ${WEB_SEARCH_TIMEOUT_MS / 1000} s`
+        : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message);
     throw new WebSearchError(`the ${provider.kind} search provider ${url.origin} failed: ${name}`);
   }
   const text = await readLimited(response);
-  if (!response.ok) throw new WebSearchError(`the ${provider.kind} search provider answered HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ''}`);
+  if (!response.ok)
+    throw new WebSearchError(
+      `the ${provider.kind} search provider answered HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+    );
   let answer: unknown;
   try {
     answer = JSON.parse(text);
   } catch {
     throw new WebSearchError(`the ${provider.kind} search provider answered something that is not JSON`);
   }
-  const raw = provider.kind === 'brave' ? ((answer as { web?: { results?: unknown[] } }).web?.results ?? []) : ((answer as { results?: unknown[] }).results ?? []);
+  const raw =
+    provider.kind === 'brave'
+      ? ((answer as { web?: { results?: unknown[] } }).web?.results ?? [])
+      : ((answer as { results?: unknown[] }).results ?? []);
   if (!Array.isArray(raw)) throw new WebSearchError(`the ${provider.kind} search provider's answer has no result list`);
   const results: SearchResult[] = [];
   for (const item of raw) {
     const r = item as { title?: unknown; url?: unknown; description?: unknown; content?: unknown };
     if (typeof r.url !== 'string' || !/^https?:\/\//.test(r.url)) continue;
     const snippet = typeof r.description === 'string' ? r.description : typeof r.content === 'string' ? r.content : '';
-    results.push({ title: typeof r.title === 'string' ? r.title : r.url, url: r.url, snippet: stripTags(snippet).slice(0, SNIPPET_CHARS) });
+    results.push({
+      title: typeof r.title === 'string' ? r.title : r.url,
+      url: r.url,
+      snippet: stripTags(snippet).slice(0, SNIPPET_CHARS),
+    });
     if (results.length >= count) break;
   }
   return results;
@@ -76,7 +98,8 @@ async function readLimited(response: Response): Promise<string> {
   let size = 0;
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
     size += chunk.length;
-    if (size > WEB_SEARCH_MAX_ANSWER_BYTES) throw new WebSearchError(`the search provider's answer is over ${WEB_SEARCH_MAX_ANSWER_BYTES} bytes`);
+    if (size > WEB_SEARCH_MAX_ANSWER_BYTES)
+      throw new WebSearchError(`the search provider's answer is over ${WEB_SEARCH_MAX_ANSWER_BYTES} bytes`);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -84,5 +107,11 @@ async function readLimited(response: Response): Promise<string> {
 
 /** Brave marks matches with <strong>; snippets are text. */
 function stripTags(text: string): string {
-  return text.replace(/<[^>]{0,200}>/g, '').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&').replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+  return text
+    .replace(/<[^>]{0,200}>/g, '')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>');
 }

@@ -33,7 +33,10 @@ export interface PageText {
 /** Converts a body by its content type; undefined for content that is not text. */
 export function pageToMarkdown(body: Buffer, contentType: string, url: string): PageText | undefined {
   const [mime = '', ...params] = contentType.split(';').map((s) => s.trim().toLowerCase());
-  const charset = params.find((p) => p.startsWith('charset='))?.slice(8).replace(/"/g, '');
+  const charset = params
+    .find((p) => p.startsWith('charset='))
+    ?.slice(8)
+    .replace(/"/g, '');
   const sniffedHtml = mime === '' && /^\s*(<!doctype html|<html)/i.test(body.subarray(0, 512).toString('latin1'));
   if (!HTML_TYPES.has(mime) && !sniffedHtml && !TEXT_TYPES.test(mime)) return undefined;
   if (mime === '' && binaryReason(body)) return undefined;
@@ -52,7 +55,9 @@ export function htmlToMarkdown(html: string, url: string): PageText {
     document.head.prepend(base);
   }
   const title = document.title?.trim() || undefined;
-  const article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 200 }).parse();
+  const article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], {
+    charThreshold: 200,
+  }).parse();
   let content = article?.content;
   if (!content) {
     const { document: whole } = parseHTML(html);

@@ -19,6 +19,8 @@ import { TASK_STATES, isTerminal } from '../workflows/rules/task-state';
 import { ApiError, toApiError } from './errors';
 import type { ApiContext } from './route-kit';
 import type { DecideApproval } from './routes/approvals';
+import { ForkBody, refused as refusedFork } from './routes/evals';
+import type { ForkClient } from '../client/forks';
 import * as S from './schemas';
 import { scopeAllows, type ApiPrincipal, type TokenScope } from './tokens';
 
@@ -54,7 +56,7 @@ const refused = (code: string, message: string): CallToolResult => ({
 });
 
 /** Registers `/mcp`; `decideApproval` is the REST route's decision path (the same checks and retries). */
-export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideApproval): void {
+export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideApproval, forks: ForkClient): void {
   const { app } = ctx;
   const conversations = new ConversationClient(
     ctx.client,
@@ -74,7 +76,7 @@ export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideAppro
           .end(JSON.stringify(NOT_ALLOWED));
         return;
       }
-      const server = buildServer(ctx, conversations, decideApproval, request.principal!);
+      const server = buildServer(ctx, conversations, decideApproval, forks, request.principal!);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.hijack();
       reply.raw.on('close', () => {
@@ -114,6 +116,7 @@ function buildServer(
   ctx: ApiContext,
   conversations: ConversationClient,
   decideApproval: DecideApproval,
+  forks: ForkClient,
   principal: ApiPrincipal,
 ): McpServer {
   const server = new McpServer(SERVER_INFO, {
@@ -293,6 +296,43 @@ function buildServer(
       await signalTask(args.taskId, 'cancellation', () => client.cancel(args.taskId));
       return { ok: true, taskId: args.taskId };
     },
+  );
+
+  tool(
+    'fork_task',
+    'service',
+    "Fork a recorded task at a step into a new task, with other prompts, model or a changed tool result: calls that match the source's are answered from its records, others run in the fork's own workspace, outside effects are refused. Follow it with task_status; fork_report says call by call what was replayed.",
+    {
+      sourceTaskId: S.TaskIdParams.shape.taskId,
+      at: ForkBody.shape.at,
+      round: ForkBody.shape.round,
+      overrides: ForkBody.shape.overrides,
+      allowTools: ForkBody.shape.allowTools,
+      forkTaskId: ForkBody.shape.taskId,
+      costBudgetUsd: ForkBody.shape.costBudgetUsd,
+    },
+    { destructiveHint: false },
+    async ({ sourceTaskId, forkTaskId, ...options }) => {
+      const started = await withTimeout('starting the fork', () =>
+        forks
+          .forkTask(sourceTaskId, {
+            ...options,
+            ...(forkTaskId ? { taskId: forkTaskId } : {}),
+            createdBy: principal.name,
+          })
+          .catch(refusedFork),
+      );
+      return { ...started };
+    },
+  );
+
+  tool(
+    'fork_report',
+    'read',
+    "A fork's tool calls one by one: replayed from the source's records, executed in the fork's workspace, or refused.",
+    { taskId: S.TaskIdParams.shape.taskId },
+    { readOnlyHint: true },
+    async (args) => ({ ...(await forks.forkReport(args.taskId).catch(refusedFork)) }),
   );
 
   tool(

@@ -406,7 +406,6 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   registerConversationRoutes(context);
   registerOrganisationRoutes(context);
   const { decideApproval, delegateApproval } = registerApprovalRoutes(context);
-  registerMcpEndpoint(context, decideApproval);
   registerInbox(app, {
     db,
     client,
@@ -419,7 +418,9 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     failure,
     ...(options.sso ? { sso: options.sso } : {}),
   });
-  registerEvalPages(app, { forks: registerEvalRoutes(context), requireScope });
+  const forks = registerEvalRoutes(context);
+  registerMcpEndpoint(context, decideApproval, forks);
+  registerEvalPages(app, { forks, requireScope });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;

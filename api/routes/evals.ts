@@ -6,7 +6,7 @@ import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 
-const ForkBody = z
+export const ForkBody = z
   .object({
     at: z.number().int().min(0).describe('steps of the source round kept (0: from the task prompt)'),
     round: z.number().int().min(1).optional(),
@@ -49,7 +49,7 @@ const EvalStartedResponse = z.object({ evalId: z.string(), workflowId: z.string(
 const EvalIdParams = z.object({ evalId: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/) }).strict();
 
 /** A refused fork or eval is the caller's mistake: 404 for an unknown task or eval, else 400, with the reason. */
-function refused(error: unknown): never {
+export function refused(error: unknown): never {
   if (error instanceof ForkError || error instanceof EvalError) {
     const unknown = /^unknown (task|eval)/.test(error.message);
     throw new ApiError(

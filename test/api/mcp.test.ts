@@ -88,6 +88,8 @@ describe('/mcp: the runtime as an MCP server', () => {
       'cancel_task',
       'chat',
       'decide_approval',
+      'fork_report',
+      'fork_task',
       'list_approvals',
       'review_task',
       'start_task',
@@ -157,6 +159,15 @@ describe('/mcp: the runtime as an MCP server', () => {
       return r.state === 'completed' ? r : undefined;
     }, 'the task row to say completed');
     expect(row.created_by).toBe(api.tokenNames.operator);
+
+    // The finished task is a recorded run: fork_task starts a new task from it (here from the task prompt).
+    const fork = value(await call(operator, 'fork_task', { sourceTaskId: taskId, at: 0 }));
+    expect(fork).toMatchObject({ sourceTaskId: taskId, atStep: 0, taskId: expect.stringContaining(taskId) });
+    expect(value(await call(operator, 'task_status', { taskId: fork.taskId })).state).toEqual(expect.any(String));
+    expect(value(await call(operator, 'fork_report', { taskId: fork.taskId }))).toMatchObject({ sourceTaskId: taskId });
+    const unknown = await call(operator, 'fork_task', { sourceTaskId: 'no-such-task', at: 0 });
+    expect(unknown.isError).toBe(true);
+    expect((unknown.content[0] as { text: string }).text).toMatch(/^task_not_found: /);
   });
 
   test('the MCP Inspector (CLI mode) drives a task too: start, follow to the approval, approve, follow to review, accept', async () => {
@@ -277,6 +288,7 @@ describe('/mcp: the runtime as an MCP server', () => {
       ['decide_approval', { requestId: 'x:y', decision: 'approved' }],
       ['review_task', { taskId: 'some-task', decision: 'accept' }],
       ['cancel_task', { taskId: 'some-task' }],
+      ['fork_task', { sourceTaskId: 'some-task', at: 0 }],
       ['chat', { agentId, text: 'hello' }],
     ] as const) {
       const result = await call(reader, name, args);

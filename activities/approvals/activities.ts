@@ -5,6 +5,7 @@
  * for reminders and escalations a notification plus the policy's webhook. Every write is keyed by the
  * workflow event it records, so a retried activity, or a worker that died mid-wait, asks nobody twice.
  */
+import { recordApprovalRequest } from '../store/approvals';
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
@@ -17,11 +18,7 @@ import {
 } from '../../workflows/rules/approval-wait-rules';
 import { storableText } from '../security/binary';
 import { agentConfig, findAgent } from '../store/agents';
-import { findMessage } from '../store/sessions';
-import { addTaskEvent } from '../store/tasks';
 import { storeNotification } from '../store/notifications';
-import type { ToolUseBlock } from '../llm/types';
-import { assistantMessageKey } from '../tools/execute';
 import {
   ApprovalsConfigSchema,
   resolveApprovalPolicy,
@@ -84,43 +81,10 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
         ? await db.selectFrom('tasks').select('created_by').where('id', '=', input.taskId).executeTakeFirst()
         : undefined;
       const creator = task?.created_by ?? undefined;
-      const message = await findMessage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn));
-      const call = message?.content.find((b): b is ToolUseBlock => b.type === 'tool_use' && b.id === input.toolCallId);
-      const row = await db
-        .insertInto('approvals')
-        .values({
-          id: input.requestId,
-          task_id: input.taskId ?? null,
-          agent_id: input.agentId,
-          workflow_id: input.workflowId,
-          tool: input.tool,
-          args: JSON.stringify(call?.input ?? null),
-          summary: input.summary,
-          status: 'pending',
-          policy: policy ? JSON.stringify(policy) : null,
-        })
-        .onConflict((oc) => oc.column('id').doUpdateSet({ summary: input.summary }))
-        .returning(['requested_at'])
-        .executeTakeFirstOrThrow();
-      if (input.taskId) {
-        await addTaskEvent(
-          db,
-          input.taskId,
-          'approval-requested',
-          {
-            requestId: input.requestId,
-            tool: input.tool,
-            summary: input.summary,
-            reason: input.reason,
-            ...(policy ? { policy: policy.name } : {}),
-          },
-          `approval-req:${input.requestId}`,
-        );
-      }
-      const requestedAt = row.requested_at.toISOString();
+      const { requestedAt, requestedAtMs } = await recordApprovalRequest(db, input, policy);
       if (policy) {
         // The request's clock starts when the row was first written: a retry keeps the first time.
-        const state = initialWaitState(input.requestId, policy, row.requested_at.getTime(), creator);
+        const state = initialWaitState(input.requestId, policy, requestedAtMs, creator);
         await recordEvent({
           requestId: input.requestId,
           agentId: input.agentId,

@@ -27,7 +27,9 @@ export interface ApprovalRequestInput {
 export async function recordApprovalRequest(
   db: Kysely<Database>,
   input: ApprovalRequestInput,
-): Promise<{ requestedAt: string }> {
+  /** The approval policy that governs the request (stored on the row, named in the task event). */
+  policy?: { name: string },
+): Promise<{ requestedAt: string; requestedAtMs: number }> {
   const message = await findMessage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn));
   const call = message?.content.find((b): b is ToolUseBlock => b.type === 'tool_use' && b.id === input.toolCallId);
   const row = await db
@@ -41,6 +43,7 @@ export async function recordApprovalRequest(
       args: JSON.stringify(call?.input ?? null),
       summary: input.summary,
       status: 'pending',
+      ...(policy ? { policy: JSON.stringify(policy) } : {}),
     })
     .onConflict((oc) => oc.column('id').doUpdateSet({ summary: input.summary }))
     .returning('requested_at')
@@ -50,11 +53,17 @@ export async function recordApprovalRequest(
       db,
       input.taskId,
       'approval-requested',
-      { requestId: input.requestId, tool: input.tool, summary: input.summary, reason: input.reason },
+      {
+        requestId: input.requestId,
+        tool: input.tool,
+        summary: input.summary,
+        reason: input.reason,
+        ...(policy ? { policy: policy.name } : {}),
+      },
       `approval-req:${input.requestId}`,
     );
   }
-  return { requestedAt: row.requested_at.toISOString() };
+  return { requestedAt: row.requested_at.toISOString(), requestedAtMs: row.requested_at.getTime() };
 }
 
 export interface ApprovalDecisionInput {

@@ -3,6 +3,7 @@ import { LlmRouter } from '../activities/llm/router';
 import { createProvider } from '../activities/llm/providers';
 import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { DatabaseSchemaError } from '../schema/migrate';
+import { checkSearchAttributes } from './search-attributes';
 import { loadConfig } from './config';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
@@ -77,6 +78,8 @@ async function main(): Promise<void> {
     }),
   );
   const connection = await untilUp('Temporal', () => NativeConnection.connect({ address: config.temporalAddress }));
+  const unchecked = await checkSearchAttributes(connection, config.namespace);
+  if (unchecked) logger.warn(unchecked);
   const health = new DependencyHealth({
     probes: { postgres: postgresProbe(database.db), temporal: temporalProbe(connection) },
     onChange: (name, status) =>

@@ -31,6 +31,13 @@ export const TaskIdSearchAttribute = defineSearchAttributeKey('TaskId', SearchAt
 export const TaskStateSearchAttribute = defineSearchAttributeKey('TaskState', SearchAttributeType.KEYWORD);
 /** On a fork (`agents task fork`): the task it was forked from, so the UI lists every fork of a task. */
 export const ForkOfSearchAttribute = defineSearchAttributeKey('ForkOf', SearchAttributeType.KEYWORD);
+/** Every search attribute the product writes; a namespace must have them all (the worker checks at start). */
+export const PRODUCT_SEARCH_ATTRIBUTES = [
+  AgentIdSearchAttribute,
+  TaskIdSearchAttribute,
+  TaskStateSearchAttribute,
+  ForkOfSearchAttribute,
+] as const;
 
 // ---- human decisions ---------------------------------------------------------------------------
 

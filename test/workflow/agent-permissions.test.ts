@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { AgentConfigSchema } from '../../activities/store/agents';
-import { grantedPermissions, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
+import { grantedPermissions, TOOL_PERMISSIONS, toolsForAgent, toolsForScenario } from '../../activities/tools/registry';
 import { submitTurn, toolTurn } from '../support/harness';
 import { unofferedToolNames, parameterNames } from '../support/tool-mentions';
 import { bodyText, lastToolResults, useScriptedHarness } from './task-support';
@@ -65,13 +65,20 @@ describe('agent permissions', () => {
     expect(existsSync(forged)).toBe(false);
   }, 90_000);
 
-  test('an agent with every permission (the default) is offered the whole scenario set', async () => {
-    const open = await h.createAgent();
-    const taskId = agents.task([submitTurn('ok')]);
-    await h.client.startTask({ agentId: open, taskId, title: 'Open', description: 'Nothing to do.' });
-    await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
-    const request = agents.requests(taskId)[0]!;
-    expect(toolNames(request.body)).toEqual([...toolsForScenario('task').keys()].sort());
+  test('an agent with the default permissions is offered the whole scenario set but the external tools; granting canCallExternalTools adds them', async () => {
+    const offeredTo = async (config: Record<string, unknown>) => {
+      const agentId = await h.createAgent(config);
+      const taskId = agents.task([submitTurn('ok')]);
+      await h.client.startTask({ agentId, taskId, title: 'Open', description: 'Nothing to do.' });
+      await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
+      return agents.requests(taskId)[0]!;
+    };
+    const scenario = [...toolsForScenario('task').keys()].sort();
+    const external = scenario.filter((name) => TOOL_PERMISSIONS[name] === 'canCallExternalTools');
+    expect(external).toContain('web_fetch');
+    const request = await offeredTo({});
+    expect(toolNames(request.body)).toEqual(scenario.filter((name) => !external.includes(name)));
+    expect(toolNames((await offeredTo({ permissions: { canCallExternalTools: true } })).body)).toEqual(scenario);
     // The same prompt names the tools the restricted agent was denied: the check above can fail.
     const system = (request.body.system as Array<{ text: string }>).map((s) => s.text).join('\n');
     expect(system).toMatch(/task_create/);
@@ -82,7 +89,7 @@ describe('agent permissions', () => {
       contactHumans: true,
       messageAgents: true,
       manageGoals: true,
-      canCallExternalTools: true,
+      canCallExternalTools: false,
     });
   }, 90_000);
 

@@ -108,6 +108,7 @@ async function commitEffects({ db, tasks, workspaceOf }: InvariantInputs): Promi
   }
   // A call whose worker died before its result was recorded is reported to the model as interrupted and never
   // run again: its commit may or may not exist (at most once). Every other commit must exist exactly once.
+  // (The 30-minute run counted only `started` rows and so called 22 such commits missing.)
   const interrupted = new Set(
     tasks.length
       ? (
@@ -115,7 +116,10 @@ async function commitEffects({ db, tasks, workspaceOf }: InvariantInputs): Promi
             .selectFrom('tool_calls')
             .select('task_id')
             .where('tool', '=', 'shell_execute')
-            .where('status', '=', 'started')
+            // Still `started` (nobody looked again), or found so by a retry and answered "was interrupted".
+            .where((eb) =>
+              eb.or([eb('status', '=', 'started'), eb('result', 'like', `Tool call shell_execute was interrupted:%`)]),
+            )
             .where(
               'task_id',
               'in',

@@ -285,19 +285,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 
     const { requestId } = first;
     if (patched(APPROVAL_POLICY_WAIT_PATCH)) return awaitApproval(first, call, stepTurn, base);
-    const { requestedAt } = await store.recordApprovalRequest({
-      requestId,
-      agentId: input.agentId,
-      taskId: input.taskId,
-      workflowId: input.parentWorkflowId,
-      sessionId: input.sessionId,
-      attempt: input.attempt,
-      turn: stepTurn,
-      toolCallId: call.id,
-      tool: first.tool,
-      summary: first.summary,
-      reason: first.reason,
-    });
+    const { requestedAt } = await store.recordApprovalRequest(approvalRequestInput(first, call.id, stepTurn));
     pending.set(requestId, { requestId, tool: first.tool, summary: first.summary, requestedAt });
     await report('awaiting-approval', true);
     const decided = await condition(() => decisions.has(requestId), input.approvalTimeoutMs);
@@ -320,6 +308,28 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     ]);
   }
 
+  /** What an approval request records: the call, where it was asked, and why. */
+  function approvalRequestInput(
+    first: Extract<ExecuteToolResult, { kind: 'approval-required' }>,
+    toolCallId: string,
+    turn: number,
+  ) {
+    const { requestId, tool, summary, reason } = first;
+    return {
+      requestId,
+      agentId: input.agentId,
+      taskId: input.taskId,
+      workflowId: input.parentWorkflowId,
+      sessionId: input.sessionId,
+      attempt: input.attempt,
+      turn,
+      toolCallId,
+      tool,
+      summary,
+      reason,
+    };
+  }
+
   /**
    * Opens the request and waits for it: under a policy (reminders, escalation, quorum, delegation,
    * expiry) when one applies, else for one decision until `approvalTimeoutMs` as before.
@@ -333,21 +343,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     const { requestId } = first;
     const opened = await store.openApprovalRequest.executeWithOptions(
       { summary: `approval requested: ${call.summary}` },
-      [
-        {
-          requestId,
-          agentId: input.agentId,
-          taskId: input.taskId,
-          workflowId: input.parentWorkflowId,
-          sessionId: input.sessionId,
-          attempt: input.attempt,
-          turn: stepTurn,
-          toolCallId: call.id,
-          tool: first.tool,
-          summary: first.summary,
-          reason: first.reason,
-        },
-      ],
+      [approvalRequestInput(first, call.id, stepTurn)],
     );
     const request = { requestId, tool: first.tool, summary: first.summary, requestedAt: opened.requestedAt };
     let outcome: ApprovalOutcome;

@@ -114,6 +114,8 @@ export async function executeToolCall(
     const text =
       `Tool call ${call.name} was interrupted: the worker stopped while it was running, so its outcome is unknown. ` +
       `It was NOT run again. Check its effect (for example read the file or run a read-only command) before retrying it.`;
+    const cutOff = spec?.schema.safeParse(call.input);
+    if (spec?.interrupted && cutOff?.success) await spec.interrupted(cutOff.data, { ...ctx, toolCallId: call.id });
     await finish(ctx, call.id, text, true);
     return done(call.name, text, true, { interrupted: true });
   }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { binaryReason, summariseBinary } from '../security/binary';
 import { defineTool } from './types';
-import { openInWorkspace, WorkspacePathError } from './workspace';
+import { createHash } from 'node:crypto';
+import { openInWorkspace, removePartialWrite, replaceWorkspaceFile, WorkspacePathError } from './workspace';
 
 /** Files bigger than this are read in part; the model can page with offset/limit. */
 export const FILE_READ_MAX_CHARS = 200_000;
@@ -81,14 +82,7 @@ export const fileWrite = defineTool({
   summarize: (a) => `file_write ${a.path} (${a.content.length} chars)`,
   run: async (args, ctx) => {
     try {
-      const file = await openInWorkspace(ctx.workspaceDir, args.path, 'write');
-      try {
-        // Truncated only now, after every check passed: a refused write changes nothing.
-        await file.handle.truncate(0);
-        await file.handle.write(args.content, 0, 'utf8');
-      } finally {
-        await file.handle.close();
-      }
+      await replaceWorkspaceFile(ctx.workspaceDir, args.path, args.content, partialWriteName(ctx));
     } catch (error) {
       const refusal = asToolError(error);
       if (refusal) return refusal;
@@ -96,4 +90,11 @@ export const fileWrite = defineTool({
     }
     return { content: `wrote ${args.content.length} characters to ${args.path}` };
   },
+  interrupted: (args, ctx) => removePartialWrite(ctx.workspaceDir, args.path, partialWriteName(ctx)),
 });
+
+/** The partial file of one write: named after its ledger key, so the call that was cut off can find it. */
+export function partialWriteName(ctx: { sessionId: string; toolCallId: string }): string {
+  const key = createHash('sha256').update(`${ctx.sessionId}\0${ctx.toolCallId}`).digest('hex').slice(0, 16);
+  return `.file-write-${key}.partial`;
+}

@@ -63,6 +63,11 @@ export interface ToolSpec<S extends z.ZodType = z.ZodType> {
   offered?: () => boolean;
   /** Default: allow. */
   govern?: (args: z.infer<S>, ctx: ToolContext) => Promise<GovernanceDecision> | GovernanceDecision;
+  /**
+   * Cleans up after a side-effecting call the worker was killed in (reported as interrupted, not run
+   * again): what a cut-off run may leave behind, such as a write's partial file. Best effort.
+   */
+  interrupted?: (args: z.infer<S>, ctx: ToolContext) => Promise<void>;
   /** One-line, human-readable description of the call, for approvals and activity summaries. */
   summarize?: (args: z.infer<S>) => string;
   run: (args: z.infer<S>, ctx: ToolContext) => Promise<ToolOutput>;

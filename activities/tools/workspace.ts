@@ -16,7 +16,9 @@
  *    with more than one hard link is refused too, since its other name may be outside.
  *
  * A write opens without `O_TRUNC` and truncates only after the checks pass, so a refused write
- * changes nothing; a file it had to create (`O_EXCL`) at a swapped location is unlinked again.
+ * changes nothing; a file it had to create (`O_EXCL`) at a swapped location is unlinked again. The
+ * file tools' writes go through `replaceWorkspaceFile`, which writes a new file and renames it over
+ * the old one, so no reader and no crash ever sees a half-written file.
  */
 import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
 import path from 'node:path';
@@ -52,6 +54,107 @@ export async function openInWorkspace(
   if (parts.length === 0)
     throw new WorkspacePathError(`${JSON.stringify(requested)} is the workspace directory itself, not a file`);
   const gitDirs = await gitDirTargets(root, parts);
+  const dir = await checkedParent(root, parts, mode, requested);
+  const target = path.join(dir, parts.at(-1) as string);
+  const { handle, created } = await openNoFollow(target, mode, requested);
+  try {
+    const stats = await handle.stat();
+    const realPath = await openedPath(handle, target, stats);
+    if (realPath === undefined || !isInside(root, realPath) || realPath !== target) {
+      if (created && realPath !== undefined) await fs.unlink(realPath).catch(() => undefined);
+      throw new WorkspacePathError(
+        `${JSON.stringify(requested)} changed while it was being opened (a directory was swapped for a link); refused`,
+      );
+    }
+    if (gitDirs.some((gitDir) => isInside(gitDir, realPath)))
+      throw new WorkspacePathError(gitMetadataRefusal(requested));
+    refuseUnlessPlainFile(stats, requested);
+    return { handle, realPath, stats, created };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+/**
+ * Replaces a workspace file's content all at once: the content goes to a new file beside it (opened
+ * with every check above), which is then renamed over the target. A worker killed mid-write leaves
+ * the old content (or no file) and at most that partial file, which `removePartialWrite` deletes when
+ * the interrupted call is reported; never a truncated or empty target. The old file's permission
+ * bits are kept. `partialName` must be unique per call (the ledger's call key, hashed).
+ */
+export async function replaceWorkspaceFile(
+  workspaceDir: string,
+  requested: string,
+  content: string,
+  partialName: string,
+): Promise<void> {
+  const { root, parts } = await splitRequested(workspaceDir, requested);
+  if (parts.length === 0)
+    throw new WorkspacePathError(`${JSON.stringify(requested)} is the workspace directory itself, not a file`);
+  const partial = await openInWorkspace(workspaceDir, path.join(...parts.slice(0, -1), partialName), 'write');
+  const target = path.join(path.dirname(partial.realPath), parts.at(-1) as string);
+  let renamed = false;
+  try {
+    const existing = await fs.lstat(target).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (existing?.isSymbolicLink())
+      throw new WorkspacePathError(`${JSON.stringify(requested)} is a symbolic link; file tools never follow links`);
+    if (existing) refuseUnlessPlainFile(existing, requested);
+    // A partial left by an earlier attempt of the same call is reused, so it starts empty.
+    await partial.handle.truncate(0);
+    await partial.handle.writeFile(content, 'utf8');
+    if (existing) await partial.handle.chmod(existing.mode & 0o7777);
+    await fs.rename(partial.realPath, target);
+    renamed = true;
+    // The open descriptor follows its file through the rename: it must now be the target, in place.
+    const landed = await openedPath(partial.handle, target, await partial.handle.stat());
+    if (landed !== target) {
+      if (landed !== undefined && isInside(root, landed)) await fs.unlink(landed).catch(() => undefined);
+      throw new WorkspacePathError(
+        `${JSON.stringify(requested)} changed while it was being written (a directory was swapped for a link); refused`,
+      );
+    }
+  } catch (error) {
+    if (!renamed) await fs.unlink(partial.realPath).catch(() => undefined);
+    throw error;
+  } finally {
+    await partial.handle.close();
+  }
+}
+
+/** Deletes the partial file a write cut off by a crash may have left (see `replaceWorkspaceFile`). */
+export async function removePartialWrite(workspaceDir: string, requested: string, partialName: string): Promise<void> {
+  try {
+    const { root, parts } = await splitRequested(workspaceDir, requested);
+    if (parts.length === 0) return;
+    const dir = await checkedParent(root, parts, 'read', requested);
+    await fs.unlink(path.join(dir, partialName));
+  } catch (error) {
+    // Nothing to delete, or a path the write itself would have refused: nothing was left there.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof WorkspacePathError) return;
+    throw error;
+  }
+}
+
+function refuseUnlessPlainFile(stats: Stats, requested: string): void {
+  if (!stats.isFile()) throw new WorkspacePathError(`not a regular file: ${requested}`);
+  if (stats.nlink > 1) {
+    throw new WorkspacePathError(
+      `${JSON.stringify(requested)} has ${stats.nlink} hard links; one of them may be outside the workspace, so file tools refuse it`,
+    );
+  }
+}
+
+/** The directory holding the requested file, every component checked (and, for writes, created). */
+async function checkedParent(
+  root: string,
+  parts: readonly string[],
+  mode: OpenMode,
+  requested: string,
+): Promise<string> {
   let dir = root;
   for (const part of parts.slice(0, -1)) {
     const next = path.join(dir, part);
@@ -76,30 +179,7 @@ export async function openInWorkspace(
     if (await looksLikeGitDirectory(next)) throw new WorkspacePathError(gitMetadataRefusal(requested));
     dir = next;
   }
-  const target = path.join(dir, parts.at(-1) as string);
-  const { handle, created } = await openNoFollow(target, mode, requested);
-  try {
-    const stats = await handle.stat();
-    const realPath = await openedPath(handle, target, stats);
-    if (realPath === undefined || !isInside(root, realPath) || realPath !== target) {
-      if (created && realPath !== undefined) await fs.unlink(realPath).catch(() => undefined);
-      throw new WorkspacePathError(
-        `${JSON.stringify(requested)} changed while it was being opened (a directory was swapped for a link); refused`,
-      );
-    }
-    if (gitDirs.some((gitDir) => isInside(gitDir, realPath)))
-      throw new WorkspacePathError(gitMetadataRefusal(requested));
-    if (!stats.isFile()) throw new WorkspacePathError(`not a regular file: ${requested}`);
-    if (stats.nlink > 1) {
-      throw new WorkspacePathError(
-        `${JSON.stringify(requested)} has ${stats.nlink} hard links; one of them may be outside the workspace, so file tools refuse it`,
-      );
-    }
-    return { handle, realPath, stats, created };
-  } catch (error) {
-    await handle.close();
-    throw error;
-  }
+  return dir;
 }
 
 async function openNoFollow(

@@ -67,5 +67,20 @@ module.exports = tseslint.config(
       ],
     },
   },
+  {
+    // Prompt text is pure: the workflow bundle imports it.
+    files: ['prompts/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: NODE_AND_IO_MODULES.flatMap((name) => [
+            { name, message: 'Prompt modules are pure text: no I/O.' },
+            { name: `node:${name}`, message: 'Prompt modules are pure text: no I/O.' },
+          ]),
+        },
+      ],
+    },
+  },
   prettierCompatible,
 );

@@ -46,12 +46,13 @@ import {
   nextItem,
   type MailboxItemStatus,
 } from './rules/mailbox';
-import { agentMessageText, conversationScenario, taskCommentText } from './rules/conversation';
+import { conversationScenario } from './rules/conversation';
 import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 import { fromRecord, view, type Item } from './mailbox-items';
 import { AGENT_ANSWERS_JOIN_TASK_PATCH, AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH } from './patches';
 import { FailureType } from './failure-types';
+import { agentMessageText, taskCommentText } from '../prompts/conversation';
 
 const store = proxyLocalActivities<Activities>({
   ...MAILBOX_STORE_LOCAL,

@@ -3,12 +3,9 @@ import { RUN_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { Scenario } from '../activities/tools/registry';
 import { addUsage, ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
+import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../prompts/conversation';
 
 const tools = proxyActivities<Activities>(RUN_TOOL);
-
-/** Text a heartbeat or reflection gives the model when a tool would need a human decision. */
-export const NO_APPROVAL_IN_BACKGROUND_RUNS =
-  'Background runs cannot wait for a human decision. Create a task for work that needs approval, or tell a human in their inbox.';
 
 export interface ToolLoopOptions {
   agentId: string;

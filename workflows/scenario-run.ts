@@ -9,9 +9,10 @@ import { CHAT_LLM, MAILBOX_STORE_LOCAL, RUN_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { LlmStepResult } from '../activities/step/types';
 import type { ChatRunInput, ChatRunResult } from './agent-contract';
-import { CONVERSATION_APPROVAL_REFUSAL, CONVERSATION_MAX_TOOL_ITERATIONS } from './rules/conversation';
-import { CONTINUATION_PROMPT } from './rules/harness';
-import { LOOP_WARNING_TEXT, recordToolCall, type ToolCallSignature } from './rules/loop-detector';
+import { CONVERSATION_MAX_TOOL_ITERATIONS } from './rules/conversation';
+import { CONVERSATION_APPROVAL_REFUSAL } from '../prompts/conversation';
+import { CONTINUATION_PROMPT, LOOP_WARNING_TEXT } from '../prompts/task';
+import { recordToolCall, type ToolCallSignature } from './rules/loop-detector';
 
 const llm = proxyActivities<Activities>(CHAT_LLM);
 const tools = proxyActivities<Activities>(RUN_TOOL);

@@ -23,7 +23,6 @@ import { failureChain, failureMessage } from './rules/failures';
 import {
   budgetReached,
   childBudgetShare,
-  formatSubagentReports,
   SUBAGENT_TASK_PREVIEW_CHARS,
   subagentBriefs,
   subagentIterationCap,
@@ -46,6 +45,7 @@ import {
 } from './subagent-contract';
 import { subagentWorkflow } from './subagent';
 import { SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH } from './patches';
+import { formatSubagentReports } from '../prompts/conversation';
 
 export interface SpawnOutcome {
   content: string;

@@ -12,7 +12,7 @@ import type { Activities } from '../activities';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
 import { runToolLoop } from './memory-tool-loop';
 import { failureMessage } from './rules/failures';
-import { SUBAGENT_RESULT_PREVIEW_CHARS, SUBAGENT_THINKING_PREVIEW_CHARS, subagentOpeningText } from './rules/subagents';
+import { SUBAGENT_RESULT_PREVIEW_CHARS, SUBAGENT_THINKING_PREVIEW_CHARS } from './rules/subagents';
 import {
   budgetHoldSignal,
   budgetQuery,
@@ -22,6 +22,7 @@ import {
   type SubagentWorkflowInput,
   type SubagentWorkflowResult,
 } from './subagent-contract';
+import { subagentOpeningText } from '../prompts/conversation';
 
 const store = proxyActivities<Activities>(STORE);
 

@@ -35,8 +35,6 @@ import {
 } from './contract';
 import { APPROVAL_POLICY_WAIT_PATCH, FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
 import {
-  CONTINUATION_PROMPT,
-  finalCriticalReminderText,
   injectionsAfterToolIteration,
   phaseReportDue,
   ROUND_MAX_HISTORY_EVENTS_PER_RUN,
@@ -47,6 +45,7 @@ import { createSubagentSpawner } from './subagent-spawner';
 import { waitUnderPolicy, type ApprovalInboxItem } from './approval-wait';
 import { approvalDelegationSignal } from './approval-contract';
 import { expiredResultText } from './rules/approval-wait-rules';
+import { CONTINUATION_PROMPT, finalCriticalReminderText, roundCommentText } from '../prompts/task';
 
 const tools = proxyActivities<Activities>(TASK_TOOL);
 const fused = proxyActivities<Activities>(FUSED_STEP);
@@ -419,7 +418,5 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 const TOOL_DETAILS_MAX_CHARS = 300;
 
 function drainComments(comments: TaskComment[]): string[] {
-  return comments
-    .splice(0)
-    .map((c) => (c.kind === 'message' ? c.text : `[COMMENT${c.from ? ` from ${c.from}` : ''}] ${c.text}`));
+  return comments.splice(0).map((c) => (c.kind === 'message' ? c.text : roundCommentText(c.from, c.text)));
 }

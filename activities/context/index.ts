@@ -7,7 +7,12 @@ export * from './limits';
 export { buildSystemPrompt, systemPromptText } from './system-prompt';
 export type * from './prompt-types';
 export { filterSkillsByRelevance, LIGHTWEIGHT_SCENARIOS, relevanceKeywords, relevanceScore } from './sections-dynamic';
-export { CHAT_PREAMBLE, DEFAULT_HEARTBEAT_CHECKLIST, HEARTBEAT_USER_MESSAGE, TASK_PREAMBLE } from './prompt-text';
+export {
+  CHAT_PREAMBLE,
+  DEFAULT_HEARTBEAT_CHECKLIST,
+  HEARTBEAT_USER_MESSAGE,
+  TASK_PREAMBLE,
+} from '../../prompts/system';
 export { prepareMessages, stage1Cut } from './prepare-messages';
 export { cacheBreakpoint, findTaskPrompt } from './message-units';
 export {
@@ -25,7 +30,8 @@ export type {
   PreparedMessages,
 } from './prepare-messages';
 export { sanitizeMessageSequence, type SanitizeStats } from './sanitize';
-export { buildHeuristicSummary, buildSummarizerPrompt, SUMMARIZER_SYSTEM_PROMPT } from './summarize';
+export { buildHeuristicSummary, buildSummarizerPrompt } from './summarize';
+export { SUMMARIZER_SYSTEM_PROMPT } from '../../prompts/system';
 export { summarizeToolBlock } from './tool-block';
 export { currentTimeText, withCurrentTurnTail } from './current-turn';
 export { formatMinuteTimestamp, mailboxElapsedLabel, notebookAgeLabel, type Instant } from './quantize';

@@ -26,7 +26,7 @@ import {
   TASK_PREAMBLE,
   TASK_WORKFLOW,
   TOOL_USAGE_RULES,
-} from './prompt-text';
+} from '../../prompts/system';
 import type { PromptInputs, PromptSegmentName } from './prompt-types';
 import type { SegmentDraft } from './segment-fit';
 import { mention, offeredToolNames, renderLines, type PromptLine } from './tool-mentions';

@@ -1,4 +1,5 @@
 import type { ChatCallbacks, ChatRequest, ChatResult, ContentBlock, LlmProvider } from './types';
+import { TASK_PROMPT_HEADER } from '../../prompts/task';
 
 export const DEMO_MODEL = 'demo-offline';
 export const DEMO_LABEL =
@@ -18,7 +19,7 @@ export function createDemoProvider(): LlmProvider {
     async chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
       const toolResults = request.messages.flatMap((m) => m.content).filter((b) => b.type === 'tool_result').length;
       const taskText = firstUserText(request.messages.map((m) => m.content));
-      if (!taskText.startsWith('[TASK EXECUTION')) {
+      if (!taskText.startsWith(TASK_PROMPT_HEADER)) {
         // Heartbeats, reflections, reports: answer in one turn without tools.
         const reply = /heartbeat/i.test(taskText)
           ? 'HEARTBEAT_OK'

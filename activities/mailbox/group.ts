@@ -10,7 +10,6 @@ import {
   GROUP_NAME_PATTERN,
   GROUP_TURN_AGENT_MESSAGE_BUDGET,
   groupChannel,
-  groupPrompt,
   groupRecipients,
   type GroupMember,
   type GroupRecipient,
@@ -18,6 +17,7 @@ import {
 import { findAgent } from '../store/agents';
 import { FailureType } from '../../workflows/failure-types';
 import { deliverToAgent } from './deliver-to-agent';
+import { groupPrompt } from '../../prompts/conversation';
 
 export interface GroupMessageView {
   id: string;

@@ -5,6 +5,7 @@ import type { DeliverInput } from '../../workflows/agent-contract';
 import { mentionTokens } from '../../workflows/rules/group';
 import { findAgent } from '../store/agents';
 import { deliverToAgent } from './deliver-to-agent';
+import { mentionText } from '../../prompts/conversation';
 
 /** Agents one comment can mention: a comment addressing more is a broadcast, which belongs in a group. */
 export const COMMENT_MAX_MENTIONS = 5;
@@ -89,7 +90,7 @@ export async function deliverCommentMentions(
           channel: `task:${input.taskId}`,
           taskId: input.taskId,
           replyTo: input.commentItemId,
-          text: `[MENTION in a comment on task ${input.taskId} from ${from}: answer in the task's thread]\n${input.text}`,
+          text: mentionText(input.taskId, from, input.text),
         },
         { updateId: `mention-${input.commentItemId}-${agentId}` },
       ),

@@ -9,7 +9,7 @@ import {
 } from '../../workflows/rules/memory-limits';
 import { agentConfig } from '../store/agents';
 import { appendMessage, ensureSession } from '../store/sessions';
-import { dailyReportPrompt, dreamPrompt } from './prompts';
+import { dailyReportPrompt, dreamPrompt } from '../../prompts/memory';
 import {
   countObservations,
   listKnowledge,

@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import { STAGE1_TRIGGER_MESSAGES } from '../context/limits';
 import { appendMessage, findMessage } from '../store/sessions';
-import { MEMORY_FLUSH_PROMPT, shouldFlushMemory } from '../../workflows/rules/memory-limits';
+import { shouldFlushMemory } from '../../workflows/rules/memory-limits';
+import { MEMORY_FLUSH_PROMPT } from '../../prompts/memory';
 
 /**
  * Ours: the flush comes this many messages before stage 1 of compression folds the head into a summary

@@ -7,7 +7,7 @@ import { toolsForAgent } from '../tools/registry';
 import { dailyReportDue, dailyReportTitle, DAILY_REPORT_MAX_WORDS } from './daily-report';
 import { activeGoals, advanceGoals } from '../tools/goal-tools';
 import { heartbeatFingerprint } from './fingerprint';
-import { HEARTBEAT_FAILED_TASKS_MAX, heartbeatPrompt } from './prompts';
+import { HEARTBEAT_FAILED_TASKS_MAX, heartbeatPrompt } from '../../prompts/memory';
 import { localDay } from './store';
 import type { MemorySessions } from './scenario-session';
 

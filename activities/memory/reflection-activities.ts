@@ -4,7 +4,7 @@ import { REFLECTION_MAX_PER_DAY, REFLECTION_NOTES } from '../../workflows/rules/
 import { unknownTask } from '../errors';
 import { agentConfig } from '../store/agents';
 import { findTask } from '../store/tasks';
-import { reflectionPrompt } from './prompts';
+import { reflectionPrompt } from '../../prompts/memory';
 import { localDay } from './store';
 import type { MemorySessions } from './scenario-session';
 

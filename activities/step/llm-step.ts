@@ -1,7 +1,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
-import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../../workflows/rules/harness';
+import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../../prompts/task';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../../workflows/contract';
 import type { AgentRow, TaskRow } from '../../schema/database';
 import type {

@@ -10,7 +10,6 @@ import {
   prepareMessages,
   withCurrentTurnTail,
   SUMMARIZER_MAX_OUTPUT_TOKENS,
-  SUMMARIZER_SYSTEM_PROMPT,
   SUMMARIZER_TEMPERATURE,
   SUMMARY_CACHE_CANDIDATES,
   SYSTEM_MY_TASKS_MAX,
@@ -30,6 +29,7 @@ import { grantedPermissions, type Scenario } from '../tools/registry';
 import { loadPromptWorld } from './prompt-world';
 import { loadActivations, type Activations } from '../store/skills';
 import { promptPriority } from '../../workflows/rules/priority';
+import { SUMMARIZER_SYSTEM_PROMPT } from '../../prompts/system';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;

@@ -7,6 +7,7 @@ import type { ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
+import { interruptedToolCallText } from '../../prompts/task';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
 const REQUEST_USER_APPROVAL = 'request_user_approval';
@@ -111,9 +112,7 @@ export async function executeToolCall(
     return done(call.name, ledger.result ?? '', ledger.is_error, { replayed: true });
   }
   if (ledger && ledger.side_effecting && !input.workflowResult) {
-    const text =
-      `Tool call ${call.name} was interrupted: the worker stopped while it was running, so its outcome is unknown. ` +
-      `It was NOT run again. Check its effect (for example read the file or run a read-only command) before retrying it.`;
+    const text = interruptedToolCallText(call.name);
     const cutOff = spec?.schema.safeParse(call.input);
     if (spec?.interrupted && cutOff?.success) await spec.interrupted(cutOff.data, { ...ctx, toolCallId: call.id });
     await finish(ctx, call.id, text, true);

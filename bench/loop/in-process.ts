@@ -15,7 +15,7 @@ import { findAgent } from '../../activities/store/agents';
 import { appendMessage, ensureSession } from '../../activities/store/sessions';
 import { findTask } from '../../activities/store/tasks';
 import { toolDefinitions, toolsForScenario } from '../../activities/tools/registry';
-import { taskPromptText } from '../../workflows/rules/harness';
+import { taskPromptText } from '../../prompts/task';
 
 /** Output tokens the in-process loop asks for (the fake ignores it). */
 const IN_PROCESS_MAX_TOKENS = 4_096;

@@ -19,7 +19,7 @@ import { assembleContext, loadPromptInputs } from '../../activities/step/prompt'
 import { findAgent } from '../../activities/store/agents';
 import { findTask } from '../../activities/store/tasks';
 import { toolDefinitions, toolsForScenario } from '../../activities/tools/registry';
-import { taskPromptText } from '../../workflows/rules/harness';
+import { taskPromptText } from '../../prompts/task';
 
 /** Pinned so that runs compare like with like; the newest releases when this row was added. */
 export const LANGGRAPH_PACKAGES = [

@@ -12,7 +12,7 @@ import {
   parseAppraisal,
   reflectionPrompt,
   type CognitiveSituation,
-} from '../../activities/step/cognitive/prompts';
+} from '../../prompts/cognitive';
 
 const situation = (extra: Partial<CognitiveSituation> = {}): CognitiveSituation => ({
   agent: {

@@ -3,7 +3,7 @@ import { buildSystemPrompt, systemPromptText } from '../../activities/context/sy
 import { filterSkillsByRelevance } from '../../activities/context/sections-dynamic';
 import type { PromptInputs, PromptScenario, PromptTask } from '../../activities/context/prompt-types';
 import { calibrate, countTokensRaw, resetCalibration } from '../../activities/context/tokens';
-import { HEARTBEAT_USER_MESSAGE } from '../../activities/context/prompt-text';
+import { HEARTBEAT_USER_MESSAGE } from '../../prompts/system';
 import { currentTimeText, withCurrentTurnTail } from '../../activities/context/current-turn';
 import type { ChatMessage } from '../../activities/llm/types';
 

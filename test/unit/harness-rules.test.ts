@@ -1,8 +1,5 @@
 import {
-  CONTINUATION_PROMPT,
-  finalCriticalReminderText,
   injectionsAfterToolIteration,
-  INTERRUPTED_RETRY_TEXT,
   REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS,
   ROUND_MAX_HISTORY_EVENTS_PER_RUN,
   shouldContinueAsNew,
@@ -11,10 +8,15 @@ import {
   TASK_REMINDER_EVERY_TOOL_ITERATIONS,
   TASK_TRANSIENT_RETRY_FIRST_DELAY_MS,
   TASK_TRANSIENT_RETRY_MAX_DELAY_MS,
-  taskPromptText,
   TOOL_RESULT_OFFLOAD_CHARS,
   transientRetryDelayMs,
 } from '../../workflows/rules/harness';
+import {
+  CONTINUATION_PROMPT,
+  finalCriticalReminderText,
+  INTERRUPTED_RETRY_TEXT,
+  taskPromptText,
+} from '../../prompts/task';
 
 describe('task harness rules (seed D1 §2.D, §3.7)', () => {
   test('the seed numbers', () => {

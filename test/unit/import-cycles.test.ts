@@ -10,7 +10,7 @@ import ts from 'typescript';
  * count too: they are how a cycle starts before a value import closes it.
  */
 const ROOT = path.resolve(__dirname, '../..');
-const SCANNED_FOLDERS = ['activities', 'workflows'];
+const SCANNED_FOLDERS = ['activities', 'workflows', 'prompts'];
 
 function sourceFiles(folder: string): string[] {
   return fs

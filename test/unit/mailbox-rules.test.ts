@@ -17,12 +17,12 @@ import {
   type ToolCallSignature,
 } from '../../workflows/rules/loop-detector';
 import {
-  CONVERSATION_APPROVAL_REFUSAL,
   CONVERSATION_MAX_TOOL_ITERATIONS,
   CONVERSATION_SCENARIOS,
   conversationScenario,
   type ConversationScenario,
 } from '../../workflows/rules/conversation';
+import { CONVERSATION_APPROVAL_REFUSAL } from '../../prompts/conversation';
 
 let n = 0;
 const item = (kind: TriageItem['kind'], fields: Partial<TriageItem> = {}): TriageItem => ({

@@ -1,6 +1,6 @@
 import { capKnowledge, KNOWLEDGE_TRUNCATION_MARKER } from '../../activities/memory/store';
 import { findSecret, lineDiff } from '../../activities/memory/self-edit';
-import { dreamPrompt, heartbeatPrompt, reflectionPrompt } from '../../activities/memory/prompts';
+import { dreamPrompt, heartbeatPrompt, reflectionPrompt } from '../../prompts/memory';
 import { toolsForScenario } from '../../activities/tools/registry';
 import {
   clampHeartbeatInterval,

@@ -238,7 +238,7 @@ const PENDING_DOCS: string[] = [];
 
 /** A backticked path that starts at one of the project's top-level folders. */
 const PROJECT_PATH =
-  /`((?:activities|workflows|client|api|worker|schema|test|bench|scripts|deploy|examples|docs)\/[^`\s]*)`/g;
+  /`((?:activities|workflows|prompts|client|api|worker|schema|test|bench|scripts|deploy|examples|docs)\/[^`\s]*)`/g;
 
 /** Each relative link of these files that names no file, or an anchor no heading of its target makes. */
 function brokenLinks(files: string[]): string[] {

@@ -3,7 +3,6 @@ import { spawnSubagents } from '../../activities/tools/subagent-tools';
 import {
   budgetReached,
   childBudgetShare,
-  formatSubagentReports,
   SUBAGENT_BRIEF_MAX_CHARS,
   SUBAGENT_LOG_ENTRY_CHARS,
   SUBAGENT_MAX_AGGREGATE_ITERATIONS,
@@ -12,6 +11,7 @@ import {
   subagentIterationCap,
   type SubagentReport,
 } from '../../workflows/rules/subagents';
+import { formatSubagentReports } from '../../prompts/conversation';
 
 describe('sub-agent rules (seed D1-5)', () => {
   test('the aggregate iteration allowance is shared: 10 children get 10 each, one child is capped at the single cap', () => {

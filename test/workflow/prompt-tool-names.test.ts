@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import {
   buildSystemPrompt,
   HEARTBEAT_USER_MESSAGE,
-  SUMMARIZER_SYSTEM_PROMPT,
   systemPromptText,
   type PromptInputs,
 } from '../../activities/context';
@@ -10,9 +9,9 @@ import {
   appraisalPrompt,
   evaluationPrompt,
   reflectionPrompt as cognitiveReflectionPrompt,
-} from '../../activities/step/cognitive/prompts';
+} from '../../prompts/cognitive';
 import { createMemoryActivities } from '../../activities/memory';
-import { dailyReportPrompt, dreamPrompt, heartbeatPrompt, reflectionPrompt } from '../../activities/memory/prompts';
+import { dailyReportPrompt, dreamPrompt, heartbeatPrompt, reflectionPrompt } from '../../prompts/memory';
 import { loadPromptInputs } from '../../activities/step/prompt';
 import { findAgent } from '../../activities/store/agents';
 import { postAnnouncement, upsertOrganisation } from '../../activities/store/organisations';
@@ -24,6 +23,7 @@ import {
   toolsForScenario,
   type Scenario,
 } from '../../activities/tools/registry';
+import { SUMMARIZER_SYSTEM_PROMPT } from '../../prompts/system';
 import {
   CONTINUATION_PROMPT,
   finalCriticalReminderText,
@@ -31,13 +31,18 @@ import {
   reflectionCheckpointText,
   reminderText,
   taskPromptText,
-} from '../../workflows/rules/harness';
-import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../../workflows/memory-tool-loop';
-import { formatSubagentReports, subagentOpeningText } from '../../workflows/rules/subagents';
-import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
-import { agentMessageText, CONVERSATION_APPROVAL_REFUSAL, taskCommentText } from '../../workflows/rules/conversation';
-import { groupPrompt } from '../../workflows/rules/group';
-import { LOOP_WARNING_TEXT } from '../../workflows/rules/loop-detector';
+  LOOP_WARNING_TEXT,
+} from '../../prompts/task';
+import { MEMORY_FLUSH_PROMPT } from '../../prompts/memory';
+import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../../prompts/conversation';
+import {
+  formatSubagentReports,
+  subagentOpeningText,
+  agentMessageText,
+  CONVERSATION_APPROVAL_REFUSAL,
+  taskCommentText,
+  groupPrompt,
+} from '../../prompts/conversation';
 import { useHarness } from '../support/harness';
 import {
   DATA_ID_PREFIXES,

@@ -127,7 +127,9 @@ describe('recorded workflow histories replay on the current code', () => {
     const scratch = path.join(ROOT, '.data', `replay-gate-${process.pid}`);
     const bundleWith = async (edit: (source: string) => string): Promise<string> => {
       rmSync(scratch, { recursive: true, force: true });
-      cpSync(path.join(ROOT, 'workflows'), path.join(scratch, 'workflows'), { recursive: true });
+      // The workflow code and the prompt text it imports, copied together (activities are type-only imports).
+      for (const folder of ['workflows', 'prompts'])
+        cpSync(path.join(ROOT, folder), path.join(scratch, folder), { recursive: true });
       const file = path.join(scratch, 'workflows', 'task.ts');
       const source = readFileSync(file, 'utf8');
       const edited = edit(source);

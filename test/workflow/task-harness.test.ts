@@ -2,14 +2,14 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { commentSignal, pauseSignal, resumeSignal, roundWorkflowId } from '../../workflows/contract';
 import {
-  CONTINUATION_PROMPT,
   REFLECTION_CHECKPOINT_EVERY_TOOL_ITERATIONS,
   TASK_MAX_NO_SUBMIT_RETRIES,
   TASK_REMINDER_EVERY_TOOL_ITERATIONS,
   TOOL_RESULT_OFFLOAD_CHARS,
   TOOL_RESULT_PREVIEW_CHARS,
 } from '../../workflows/rules/harness';
-import { MEMORY_FLUSH_PROMPT } from '../../workflows/rules/memory-limits';
+import { CONTINUATION_PROMPT } from '../../prompts/task';
+import { MEMORY_FLUSH_PROMPT } from '../../prompts/memory';
 import { submitTurn, textTurn, toolTurn } from '../support/harness';
 import { lastToolResults, useScriptedHarness } from './task-support';
 

@@ -56,23 +56,3 @@ export function conversationScenario(item: {
   if (item.from.type === 'agent') return 'a2a';
   return 'chat';
 }
-
-/** An agent's message as its recipient reads it: sender and item id first, so it can answer with reply_to. */
-export function agentMessageText(from: string, itemId: string, text: string, taskId?: string): string {
-  return `[MESSAGE from agent ${from} · item ${itemId}${taskId ? ` · about task ${taskId}` : ''}]\n${text}`;
-}
-
-/** A task comment as its assignee reads it. */
-export function taskCommentText(taskId: string, from: string, itemId: string, text: string): string {
-  return `[COMMENT on task ${taskId} from ${from} · item ${itemId}]\n${text}`;
-}
-
-/** A conversation has no approver at hand: a risky call is refused with a way forward instead of waiting. */
-export const CONVERSATION_APPROVAL_REFUSAL: Readonly<Record<ConversationScenario, string>> = {
-  chat: 'Risky actions need a human approval, which chat cannot ask for: create a task for this work instead, or tell the human what you would run.',
-  a2a: 'Risky actions need a human approval, which an agent-to-agent message cannot ask for: create a task for this work instead, or tell the agent what you would run.',
-  comment_response:
-    'Risky actions need a human approval, which a comment answer cannot ask for: create a task for this work instead, or say in your answer what you would run.',
-  group_chat:
-    'Risky actions need a human approval, which a group chat cannot ask for: create a task for this work instead, or say in the group what you would run.',
-};

@@ -106,32 +106,3 @@ export function groupRecipients(input: {
   }
   return { recipients, routing };
 }
-
-/** The per-message prefix an agent receives: channel header, targeting, roster and recent context, then the message. */
-export function groupPrompt(input: {
-  group: string;
-  agentId: string;
-  members: GroupMember[];
-  message: { id: string; from: GroupMember; text: string };
-  targeted: boolean;
-  recent: Array<{ from: GroupMember; text: string }>;
-}): string {
-  const roster = input.members.map((m) => `${m.id} (${m.type})`).join(', ');
-  const targeting = input.targeted
-    ? 'You were @mentioned: answer in the group.'
-    : 'You were not mentioned: stay silent unless you add something new. To stay silent reply exactly [NO_RESPONSE].';
-  const lines = [
-    `[GROUP ${groupChannel(input.group)} · ${input.members.length} members · you are ${input.agentId} · message ${input.message.id} from ${input.message.from.type}:${input.message.from.id}]`,
-    targeting,
-    // The static rules (silence by default, answers posted to the group, when to @mention) are in the
-    // group_chat scenario section of the system prompt, which is cached; only what varies is here.
-    `Members: ${roster}.`,
-  ];
-  if (input.recent.length > 0) {
-    lines.push('Recent messages:');
-    for (const r of input.recent)
-      lines.push(`- ${r.from.id}: ${r.text.replace(/\s+/g, ' ').slice(0, GROUP_CONTEXT_LINE_CHARS)}`);
-  }
-  lines.push('---', input.message.text);
-  return lines.join('\n');
-}

@@ -2,6 +2,7 @@
  * The task-execution harness rules, as pure functions and
  * named constants. The round workflow applies them; tests pin them.
  */
+import { reflectionCheckpointText, reminderText } from '../../prompts/task';
 
 /** Inject `[SYSTEM REMINDER]` to call task_submit_review every this many tool iterations. */
 export const TASK_REMINDER_EVERY_TOOL_ITERATIONS = 10;
@@ -34,35 +35,6 @@ export const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000;
 export const ROUND_MAX_HISTORY_EVENTS_PER_RUN = 2_000;
 /** The task workflow continues as new (between rounds, or while waiting for review) past this many events. */
 export const TASK_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
-
-export function reminderText(taskId: string, toolIterations: number): string {
-  return (
-    `[SYSTEM REMINDER — Task ${taskId}] You have used ${toolIterations} tool iterations. When the work is done, ` +
-    `call task_submit_review with a summary of what you did. If you are blocked, say so in a task note and ` +
-    `submit what you have rather than looping.`
-  );
-}
-
-export function reflectionCheckpointText(toolIterations: number): string {
-  return (
-    `[REFLECTION CHECKPOINT] ${toolIterations} tool iterations so far. Pause and consider what you have learned: ` +
-    `save durable insights with memory_save (tags ["insight", …]) and record progress in the notebook, then continue.`
-  );
-}
-
-export function finalCriticalReminderText(taskId: string): string {
-  return (
-    `[SYSTEM — CRITICAL REMINDER — Task ${taskId}] You stopped without calling task_submit_review. The task is ` +
-    `not finished until you call it. If the work is complete, call task_submit_review now with a summary; ` +
-    `otherwise continue working and then submit.`
-  );
-}
-
-export const CONTINUATION_PROMPT =
-  '[SYSTEM] Your previous response was cut off because it reached the maximum output length. Continue exactly where you left off.';
-
-export const INTERRUPTED_RETRY_TEXT =
-  '[SYSTEM: Your previous execution attempt was interrupted. Review the conversation above, check what was already done, and continue from where you left off. Do not redo completed work.]';
 
 /** Harness injections due after a tool iteration. */
 export function injectionsAfterToolIteration(taskId: string, toolIterations: number): string[] {
@@ -99,25 +71,4 @@ export function transientRetryDelayMs(attempt: number): number {
     TASK_TRANSIENT_RETRY_FIRST_DELAY_MS * 2 ** Math.max(0, attempt - 1),
     TASK_TRANSIENT_RETRY_MAX_DELAY_MS,
   );
-}
-
-/** The first user message of a task session. Carries the marker compression protects. */
-export function taskPromptText(
-  task: { id: string; title: string; description: string; notes?: string[] },
-  revisionFeedback?: string,
-): string {
-  const parts = [`[TASK EXECUTION — Task ID: ${task.id}]`, `# ${task.title}`, task.description];
-  if (task.notes?.length) parts.push('## Notes from earlier rounds', ...task.notes.map((n) => `- ${n}`));
-  if (revisionFeedback) {
-    parts.push(
-      '## 🔴 REVISION REQUIRED — reviewer feedback',
-      revisionFeedback,
-      'Your earlier submission was not accepted. Address every point of the feedback, then submit again.',
-    );
-  }
-  parts.push(
-    '## Completion Requirements — MANDATORY',
-    'Work step by step with your tools. When the work is done you MUST call task_submit_review with a concise summary of what you did and where the results are. The task is not complete until you do.',
-  );
-  return parts.join('\n\n');
 }

@@ -15,9 +15,6 @@ export const LOOP_PING_PONG_CRITICAL = 5;
 export const LOOP_BURST_WARNING = 7;
 export const LOOP_BURST_CRITICAL = 12;
 
-export const LOOP_WARNING_TEXT =
-  '[SYSTEM] Loop detected: you are repeating the same tool calls without progress. Change approach, or answer with what you have.';
-
 export interface ToolCallSignature {
   tool: string;
   /** The call's arguments in a stable form (here the tool's one-line summary). */

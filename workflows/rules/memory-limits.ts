@@ -213,18 +213,6 @@ export function shouldFlushMemory(session: {
   return session.aboutToCompact && !session.alreadyFlushed && session.messageCount > MEMORY_FLUSH_MIN_MESSAGES;
 }
 
-/** The flush request, sent as one user turn before compaction. */
-export const MEMORY_FLUSH_PROMPT = [
-  '[MEMORY FLUSH — System Request]',
-  'The conversation context is approaching its limit and older messages will soon be summarised.',
-  'Before that happens, use memory_save to persist what must not be lost:',
-  '- key decisions or conclusions reached',
-  '- important facts learned (names, paths, versions, constraints)',
-  '- outcomes of work done and what is still open',
-  '- technical details you will need again',
-  'Use update_notebook for your current priorities and blockers. Save only what matters; then continue.',
-].join('\n');
-
 // ---- helpers -----------------------------------------------------------------------------------
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -64,44 +64,7 @@ export type SubagentReport =
     }
   | { workflowId: string; task: string; status: 'failed' | 'stopped'; error: string; costUsd: number };
 
-/** The opening user message of a sub-agent's session. */
-export function subagentOpeningText(brief: SubagentBrief, parent: { workflowId: string; taskId?: string }): string {
-  const header = `[SUB-AGENT TASK — from ${parent.workflowId}${parent.taskId ? `, task ${parent.taskId}` : ''}]`;
-  const context = brief.context?.trim() ? `\n\n## Context from the parent agent\n${brief.context.trim()}` : '';
-  return (
-    `${header}\n${brief.task.trim()}${context}\n\n` +
-    'Work on this alone with the tools you have. Nobody can answer questions while you work. ' +
-    'When you are done, reply with your findings or result as plain text and no tool call: that reply is what the parent agent receives (its first 500 characters).'
-  );
-}
-
-/**
- * The parent's tool result for one spawn call: one entry per child in call order, the answer
- * (500 chars) or the error (500 chars), the whole entry cut at SUBAGENT_LOG_ENTRY_CHARS.
- */
-export function formatSubagentReports(reports: SubagentReport[]): string {
-  const failed = reports.filter((r) => r.status !== 'completed').length;
-  const lines = [
-    `${reports.length} sub-agent${reports.length === 1 ? '' : 's'} finished: ${reports.length - failed} completed, ${failed} failed.`,
-  ];
-  reports.forEach((r, i) => {
-    lines.push(
-      '',
-      `### Sub-agent ${i + 1} (${r.workflowId}): ${r.status}`,
-      `Task: ${preview(r.task, SUBAGENT_TASK_PREVIEW_CHARS)}`,
-    );
-    if (r.status === 'completed') {
-      lines.push(
-        `Result${r.capped ? ` (stopped at its cap of ${r.iterations} tool iterations)` : ''}: ${preview(r.result, r.capped ? SUBAGENT_THINKING_PREVIEW_CHARS : SUBAGENT_RESULT_PREVIEW_CHARS) || '(no text)'}`,
-      );
-    } else {
-      lines.push(`Error: ${preview(r.error, SUBAGENT_ERROR_PREVIEW_CHARS)}`);
-    }
-  });
-  return preview(lines.join('\n'), SUBAGENT_LOG_ENTRY_CHARS);
-}
-
-function preview(text: string, max: number): string {
+export function preview(text: string, max: number): string {
   const t = text.trim();
   return t.length <= max ? t : `${t.slice(0, max - 1)}…`;
 }

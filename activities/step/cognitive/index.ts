@@ -1,6 +1,6 @@
 /** Cognitive preparation: depth selection (pure), prompts (pure), the pipeline (I/O). */
 export * from './depth';
-export * from './prompts';
+export * from '../../../prompts/cognitive';
 export {
   CPP_CALL_PREFIX,
   FAILED_TASK_LOOKBACK_MS,

@@ -53,7 +53,7 @@ import {
   reflectionPrompt,
   type CognitiveSituation,
   type PreparationPrompt,
-} from './prompts';
+} from '../../../prompts/cognitive';
 import { inline } from '../../context/neutralize';
 
 /** Ours: a failed task this recent upgrades a reflexive scenario to reactive ("failed tasks exist"). */

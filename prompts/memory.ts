@@ -1,4 +1,4 @@
-import { HEARTBEAT_OK } from '../../workflows/rules/heartbeat-rules';
+import { HEARTBEAT_OK } from '../workflows/rules/heartbeat-rules';
 import {
   DREAM_ENTRY_PREVIEW_CHARS,
   DREAM_KNOWLEDGE_PREVIEW_CHARS,
@@ -9,9 +9,9 @@ import {
   REFLECTION_NOTE_CHARS,
   REFLECTION_RESULT_SUMMARY_CHARS,
   REFLECTION_SKILL_MIN_STEPS,
-} from '../../workflows/rules/memory-limits';
-import { renderLines, withTools } from '../context/tool-mentions';
-import type { KnowledgeSection, Observation } from './store';
+} from '../workflows/rules/memory-limits';
+import { renderLines, withTools } from '../activities/context/tool-mentions';
+import type { KnowledgeSection, Observation } from '../activities/memory/store';
 
 /**
  * The user prompts of the memory scenarios, as pure functions of the data the activities load:
@@ -299,3 +299,15 @@ export function dreamPrompt(entries: Observation[], total: number, knowledge: Kn
     ].join('\n'),
   ].join('\n\n');
 }
+
+/** The flush request, sent as one user turn before compaction. */
+export const MEMORY_FLUSH_PROMPT = [
+  '[MEMORY FLUSH — System Request]',
+  'The conversation context is approaching its limit and older messages will soon be summarised.',
+  'Before that happens, use memory_save to persist what must not be lost:',
+  '- key decisions or conclusions reached',
+  '- important facts learned (names, paths, versions, constraints)',
+  '- outcomes of work done and what is still open',
+  '- technical details you will need again',
+  'Use update_notebook for your current priorities and blockers. Save only what matters; then continue.',
+].join('\n');

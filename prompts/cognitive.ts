@@ -4,7 +4,7 @@
  * agent's identity and role, its current state and recent activity, so two agents prepare differently
  * for the same stimulus. Everything we did not write is fenced and neutralised.
  */
-import { fence, inline, neutralize, truncateChars } from '../../context/neutralize';
+import { fence, inline, neutralize, truncateChars } from '../activities/context/neutralize';
 
 /** Appraisal max output. (The reference code used 500; the design document is our spec.) */
 export const APPRAISAL_MAX_TOKENS = 512;

@@ -4,7 +4,7 @@
  * runs them. Used by `npm run cluster` (scripts/cluster/index.ts) and its test.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -133,13 +133,20 @@ export async function prepareTemporalDatabases(
           );
         }
       };
+      const shipped = shippedSchemaVersion(install, schema);
       if (!exists) {
         log(`creating database ${db} and its schema`);
         await tool('create-database');
         await tool('setup-schema', '-v', '0.0');
+      } else if ((await schemaVersionOf(pgUrl, db)) === undefined) {
+        // An empty database is one whose set-up was cut off after its creation: set it up. Any other is not ours.
+        if ((await tableCount(pgUrl, db)) > 0) throw new Error(noSchemaError(db));
+        log(`setting up the schema of the empty database ${db}`);
+        await tool('setup-schema', '-v', '0.0');
       }
       // Idempotent: applies only the versions the database does not have yet.
       await tool('update-schema', '-d', path.join(install.schemaDir, schema, 'versioned'));
+      await checkTemporalSchema(pgUrl, db, shipped);
     }
   } finally {
     await admin.end();
@@ -217,4 +224,76 @@ dynamicConfigClient:
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, yaml);
   return file;
+}
+
+/** The newest schema version this release ships: its highest `versioned/vX.Y` folder. */
+export function shippedSchemaVersion(install: TemporalServerInstall, schema: 'temporal' | 'visibility'): string {
+  const versions = readdirSync(path.join(install.schemaDir, schema, 'versioned'))
+    .filter((name) => /^v\d+\.\d+$/.test(name))
+    .map((name) => name.slice(1));
+  const newest = versions.sort(compareVersions).at(-1);
+  if (!newest)
+    throw new Error(`no versioned schema under ${install.schemaDir}/${schema}: the server install is incomplete`);
+  return newest;
+}
+
+/** `a` before `b` as the server compares them (major, then minor). */
+export function compareVersions(a: string, b: string): number {
+  const [am = 0, an = 0] = a.split('.').map(Number);
+  const [bm = 0, bn = 0] = b.split('.').map(Number);
+  return am - bm || an - bn;
+}
+
+/** The schema version temporal-sql-tool recorded in a database, or undefined when it holds no Temporal schema. */
+export async function schemaVersionOf(pgUrl: string, db: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: new URL(`/${db}`, pgUrl).toString() });
+  await client.connect();
+  try {
+    const table = await client.query("select to_regclass('schema_version') is not null as present");
+    if (!table.rows[0]?.present) return undefined;
+    const { rows } = await client.query<{ curr_version: string }>(
+      'select curr_version from schema_version where version_partition = 0 and db_name = $1',
+      [db],
+    );
+    return rows[0]?.curr_version;
+  } finally {
+    await client.end();
+  }
+}
+
+async function tableCount(pgUrl: string, db: string): Promise<number> {
+  const client = new pg.Client({ connectionString: new URL(`/${db}`, pgUrl).toString() });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      "select count(*) as n from information_schema.tables where table_schema not in ('pg_catalog', 'information_schema')",
+    );
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
+  }
+}
+
+function noSchemaError(db: string): string {
+  return (
+    `the database ${db} exists but holds no Temporal schema (no schema_version row written by temporal-sql-tool), ` +
+    'so the Temporal server would refuse it: drop it, point the cluster at another PostgreSQL, or start from empty databases (npm run cluster -- --fresh)'
+  );
+}
+
+/**
+ * Refuses, with the reason, a database the Temporal server would refuse at start-up (its own check
+ * only logs "version mismatch" from each service and exits): no Temporal schema at all, or a version
+ * older than the one this server release needs. A newer one is accepted, as the server accepts it
+ * (schema changes are backward compatible, so a rolled-back server still runs).
+ */
+export async function checkTemporalSchema(pgUrl: string, db: string, needed: string): Promise<void> {
+  const version = await schemaVersionOf(pgUrl, db);
+  if (version === undefined) throw new Error(noSchemaError(db));
+  if (compareVersions(version, needed) < 0) {
+    throw new Error(
+      `the database ${db} is at Temporal schema version ${version} and this server release needs ${needed}: ` +
+        `bring it up with temporal-sql-tool update-schema (npm run cluster does it), or start from empty databases (npm run cluster -- --fresh)`,
+    );
+  }
 }

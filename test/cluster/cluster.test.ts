@@ -2,6 +2,7 @@ import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
 import { openDatabase, type DatabaseHandle } from '../../activities/store/db';
 import { createToken } from '../../api/tokens';
 import { AgentsClient } from '../../client';
@@ -12,6 +13,7 @@ import {
   startCluster,
   type Cluster,
 } from '../../scripts/cluster/topology';
+import { checkTemporalSchema } from '../../scripts/cluster/temporal-server';
 import { eventually } from '../support/eventually';
 
 /** The first run builds the Temporal server with go install (minutes on 2 cores); later runs reuse it. */
@@ -112,6 +114,34 @@ describe('the cluster topology', () => {
       );
     await cluster.restartWorker(0);
   }, 300_000);
+
+  test('a database without a Temporal schema, or with an older one, is refused with the reason', async () => {
+    const admin = new pg.Client({ connectionString: cluster.temporalDatabaseUrl });
+    await admin.connect();
+    const name = `not_temporal_${process.pid}`;
+    try {
+      await admin.query(`create database ${name}`);
+      const other = new pg.Client({ connectionString: new URL(`/${name}`, cluster.temporalDatabaseUrl).toString() });
+      await other.connect();
+      await other.query('create table orders (id int)');
+      await expect(checkTemporalSchema(cluster.temporalDatabaseUrl, name, '1.17')).rejects.toThrow(
+        `the database ${name} exists but holds no Temporal schema`,
+      );
+      await other.query(
+        'create table schema_version (version_partition int, db_name text, creation_time timestamp, curr_version text, min_compatible_version text)',
+      );
+      await other.query("insert into schema_version values (0, $1, now(), '1.9', '1.0')", [name]);
+      await other.end();
+      await expect(checkTemporalSchema(cluster.temporalDatabaseUrl, name, '1.17')).rejects.toThrow(
+        `the database ${name} is at Temporal schema version 1.9 and this server release needs 1.17`,
+      );
+      // The cluster's own databases, as the running server uses them, pass (1.17 is not older than 1.9).
+      await checkTemporalSchema(cluster.temporalDatabaseUrl, 'temporal', '1.9');
+    } finally {
+      await admin.query(`drop database if exists ${name}`);
+      await admin.end();
+    }
+  });
 
   test('a database made with another shard count is refused with the reason', async () => {
     await expect(checkShardCount(cluster.temporalDatabaseUrl, 4)).rejects.toThrow(

@@ -12,16 +12,15 @@ import { appendMessage, ensureSession } from '../store/sessions';
 import { dailyReportPrompt, dreamPrompt } from '../../prompts/memory';
 import {
   countObservations,
-  listKnowledge,
   localDay,
   MemoryLimitError,
   observationId,
-  putKnowledgeSection,
   recentObservations,
   trimObservations,
   writeDailyLog,
 } from './store';
 import { SCENARIO_PROMPT_KEY, type MemorySessions } from './scenario-session';
+import { listKnowledge, putKnowledgeSection } from './knowledge-store';
 
 /** Characters of a dream's raw reply kept when its plan is rejected (for the record, not for replay). */
 export const REJECTED_PLAN_RAW_CHARS = 4_000;

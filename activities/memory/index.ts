@@ -3,11 +3,8 @@
  * prompt assembly injects, the memory tools and `edit_agent_file`, and the scheduled workflows' activities.
  */
 export {
-  capKnowledge,
   clearNotebook,
-  listKnowledge,
   listNotebook,
-  loadMemoryForPrompt,
   localDay,
   MemoryLimitError,
   saveObservation,
@@ -17,6 +14,7 @@ export {
   type NotebookEntry,
   type Observation,
 } from './store';
+export { capKnowledge, listKnowledge, loadMemoryForPrompt } from './knowledge-store';
 export { searchMemory, type SearchHit } from './search';
 export { memoryAliases, memoryTools } from './tools';
 export { editAgentFile } from './self-edit';

@@ -1,7 +1,8 @@
 /** memory_search: full-text search over an agent's observations and knowledge. */
 import { sql } from 'kysely';
 import { MEMORY_SEARCH_DEFAULT_LIMIT, MEMORY_SEARCH_MAX_LIMIT } from '../../workflows/rules/memory-limits';
-import { listKnowledge, recentObservations, toObservation, type Db } from './store';
+import { recentObservations, toObservation, type Db } from './store';
+import { listKnowledge } from './knowledge-store';
 
 export type SearchHit =
   | { kind: 'observation'; id: string; type: string; tags: string[]; content: string; createdAt: Date }

@@ -15,13 +15,13 @@ import { defineTool, type ToolContext, type ToolOutput, type ToolSpec } from '..
 import {
   clearNotebook,
   deleteObservations,
-  editKnowledge,
   MemoryLimitError,
   observationId,
   saveObservation,
   upsertNotebookEntry,
 } from './store';
 import { searchMemory, type SearchHit } from './search';
+import { editKnowledge } from './knowledge-store';
 
 /**
  * The memory tools: five primary tools and six legacy aliases that share their handlers.

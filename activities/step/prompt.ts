@@ -20,7 +20,7 @@ import {
 } from '../context';
 import { lookupModel } from '../llm/catalog';
 import type { ChatMessage, ChatResult, SystemSegment, ToolDefinition } from '../llm/types';
-import { capKnowledge, knowledgeQuery, notebookQuery } from '../memory/store';
+import { notebookQuery } from '../memory/store';
 import { KNOWLEDGE_PROMPT_MAX_CHARS } from '../../workflows/rules/memory-limits';
 import type { ChatRouter } from '../llm/types';
 import { agentConfig } from '../store/agents';
@@ -30,6 +30,7 @@ import { loadPromptWorld } from './prompt-world';
 import { loadActivations, type Activations } from '../store/skills';
 import { promptPriority } from '../../workflows/rules/priority';
 import { SUMMARIZER_SYSTEM_PROMPT } from '../../prompts/system';
+import { capKnowledge, knowledgeQuery } from '../memory/knowledge-store';
 
 /** Task-board rows fetched for the prompt: the context engine shows my top 15 by priority. */
 const TASK_BOARD_FETCH = SYSTEM_MY_TASKS_MAX;

@@ -1,4 +1,4 @@
-import { capKnowledge, KNOWLEDGE_TRUNCATION_MARKER } from '../../activities/memory/store';
+import { capKnowledge, KNOWLEDGE_TRUNCATION_MARKER } from '../../activities/memory/knowledge-store';
 import { findSecret, lineDiff } from '../../activities/memory/self-edit';
 import { dreamPrompt, heartbeatPrompt, reflectionPrompt } from '../../prompts/memory';
 import { toolsForScenario } from '../../activities/tools/registry';

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { editKnowledge, saveObservation, upsertNotebookEntry } from '../../activities/memory/store';
+import { saveObservation, upsertNotebookEntry } from '../../activities/memory/store';
 import type { RecordedRequest, ScriptedResponse, ScriptedUsage } from '../fake-llm';
 import { useHarness, submitTurn } from '../support/harness';
+import { editKnowledge } from '../../activities/memory/knowledge-store';
 
 /** The fake server's stand-in for a token: 4 characters of the request's JSON. */
 const CHARS_PER_TOKEN = 4;

@@ -1,10 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  countObservations,
-  loadMemoryForPrompt,
-  saveObservation,
-  upsertNotebookEntry,
-} from '../../activities/memory/store';
+import { countObservations, saveObservation, upsertNotebookEntry } from '../../activities/memory/store';
 import { appendMessage, ensureSession } from '../../activities/store/sessions';
 import { assistantMessageKey, executeToolCall, type ExecuteToolResult } from '../../activities/tools/execute';
 import { toolsForScenario } from '../../activities/tools/registry';
@@ -16,6 +11,7 @@ import {
   OBSERVATIONS_MAX,
 } from '../../workflows/rules/memory-limits';
 import { useHarness } from '../support/harness';
+import { loadMemoryForPrompt } from '../../activities/memory/knowledge-store';
 
 /**
  * Every memory limit, enforced by the real tools through the real tool ledger (`executeToolCall`)

@@ -213,15 +213,7 @@ export const APPROVAL_SUBCOMMANDS = new Map<string, string>([
 export const CONFIG_OUTSIDE_SOURCES = ['system', 'global', 'includes', 'file', 'blob'];
 
 /** Options of `git branch` / `git tag` that only affect what a listing shows. */
-const LISTING_FLAGS = [
-  '-i',
-  '--ignore-case',
-  '--no-color',
-  '--color',
-  '--no-column',
-  '--column',
-  '--omit-empty',
-];
+const LISTING_FLAGS = ['-i', '--ignore-case', '--no-color', '--color', '--no-column', '--column', '--omit-empty'];
 
 export const BRANCH_LIST_FLAGS = new Set([
   ...LISTING_FLAGS,

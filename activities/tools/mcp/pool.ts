@@ -8,7 +8,7 @@
 import { realpathSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
@@ -82,6 +82,16 @@ export class McpSession {
   /** The server's tools, from the cache unless the server said they changed. */
   async listTools(signal?: AbortSignal): Promise<Tool[]> {
     const client = await this.connected(signal);
+    try {
+      return await this.listToolsWith(client, signal);
+    } catch (error) {
+      if (!sessionLost(error)) throw error;
+      this.dropClient(client);
+      return await this.listToolsWith(await this.connected(signal), signal);
+    }
+  }
+
+  private async listToolsWith(client: Client, signal?: AbortSignal): Promise<Tool[]> {
     if (this.tools) return this.tools;
     const tools: Tool[] = [];
     let cursor: string | undefined;
@@ -100,6 +110,22 @@ export class McpSession {
    */
   async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const client = await this.connected(options.signal);
+    try {
+      return await this.callToolWith(client, tool, args, options);
+    } catch (error) {
+      if (!sessionLost(error)) throw error;
+      // The server refused the request before running it, so sending it again in a new session runs it once.
+      this.dropClient(client);
+      return await this.callToolWith(await this.connected(options.signal), tool, args, options);
+    }
+  }
+
+  private async callToolWith(
+    client: Client,
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions,
+  ): Promise<CallToolResult> {
     this.lastTransportError = undefined;
     try {
       const result = await client.callTool({ name: tool, arguments: args }, CallToolResultSchema, {
@@ -118,6 +144,15 @@ export class McpSession {
       }
       throw error;
     }
+  }
+
+  /** Forgets a client whose session the server lost, without counting a failure: the next use connects at once. */
+  private dropClient(client: Client): void {
+    // A concurrent call may already have replaced it with a new session.
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.tools = undefined;
+    void client.close().catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -298,6 +333,17 @@ function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * True when a Streamable HTTP server no longer knows the session (it restarted, or expired the
+ * session): the spec's 404, or the 400 that servers built on the SDK's examples answer an unknown
+ * session id with. The server did not run the request, and the spec asks the client to open a new
+ * session. Without this, a remote server's restart would fail every later call until the worker restarts.
+ */
+function sessionLost(error: unknown): boolean {
+  if (!(error instanceof StreamableHTTPError)) return false;
+  return error.code === 404 || (error.code === 400 && /session/i.test(error.message));
 }
 
 export function errorText(error: unknown): string {

@@ -17,7 +17,7 @@ export const REQUEST_IMAGE_CHARS_MAX = 12 * 1024 * 1024;
  */
 export const IMAGE_TOKENS_ESTIMATE = 1_600;
 
-/** The images of `messages` to send, newest first until a budget is spent (identity set). */
+/** The images of `messages` to send: the newest, until a budget is spent (identity set). */
 export function imagesToSend(messages: readonly ChatMessage[]): ReadonlySet<ToolResultImage> {
   const chosen = new Set<ToolResultImage>();
   let chars = 0;
@@ -28,8 +28,9 @@ export function imagesToSend(messages: readonly ChatMessage[]): ReadonlySet<Tool
       if (block.type !== 'tool_result' || !block.images) continue;
       for (let i = block.images.length - 1; i >= 0; i--) {
         const image = block.images[i]!;
-        if (chosen.size >= REQUEST_IMAGES_MAX) return chosen;
-        if (chars + image.data.length > REQUEST_IMAGE_CHARS_MAX) continue;
+        // Stops at the first image that does not fit: the choice is always a newest run, so a session
+        // whose older images were retired from PostgreSQL (`tool-result-images.ts`) yields the same request.
+        if (chosen.size >= REQUEST_IMAGES_MAX || chars + image.data.length > REQUEST_IMAGE_CHARS_MAX) return chosen;
         chars += image.data.length;
         chosen.add(image);
       }

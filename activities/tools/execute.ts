@@ -7,6 +7,7 @@ import type { ToolResultImage, ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
+import { archiveToolImages, retireOldToolImages } from './tool-result-images';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
 const REQUEST_USER_APPROVAL = 'request_user_approval';
@@ -227,7 +228,10 @@ export async function executeToolCall(
   const safe = safeToolText(output.content, undefined, output.redactions ?? 0);
   const content = await offloadIfLarge(ctx, call.id, safe.text);
   // Images go with the message into PostgreSQL only: the workflow gets the text preview, as for any result.
-  await finish(ctx, call.id, content, output.isError ?? false, safe.redactions, output.images);
+  const images = output.images ?? [];
+  await archiveToolImages(ctx.db, ctx.sessionId, call.id, images);
+  await finish(ctx, call.id, content, output.isError ?? false, safe.redactions, images);
+  if (images.length > 0) await retireOldToolImages(ctx.db, ctx.sessionId);
   const submission =
     call.name === 'task_submit_review' && !output.isError
       ? safeLine(String((args as { summary: string }).summary))

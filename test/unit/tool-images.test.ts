@@ -1,3 +1,4 @@
+import type { ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
 import { toAnthropicParams } from '../../activities/llm/anthropic';
 import { toOpenAiParams } from '../../activities/llm/openai';
 import { imagesToSend, REQUEST_IMAGES_MAX } from '../../activities/llm/request-images';
@@ -119,7 +120,7 @@ describe('images in a request', () => {
     expect(chosen.size).toBe(REQUEST_IMAGES_MAX);
     const params = toAnthropicParams(request(messages));
     const results = params.messages.flatMap((m) =>
-      Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
+      Array.isArray(m.content) ? (m.content.filter((b) => b.type === 'tool_result') as ToolResultBlockParam[]) : [],
     );
     expect(results[0]!.content).toBe('shot a');
     expect(results[1]!.content).toEqual([

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { loadMessages } from '../../activities/store/sessions';
 import { mcpSessions } from '../../activities/tools/mcp/pool';
 import { sniffImage } from '../../activities/tools/tool-images';
+import { SESSION_IMAGES_KEPT } from '../../activities/tools/tool-result-images';
 import { TOOL_IMAGES_INTRO } from '../../activities/llm/openai';
 import { REQUEST_IMAGES_MAX } from '../../activities/llm/request-images';
 import type { ToolResultBlock } from '../../activities/llm/types';
@@ -154,6 +155,20 @@ describe('MCP image content to an Anthropic model', () => {
     expect(last.flatMap(imageBlocks)).toHaveLength(REQUEST_IMAGES_MAX);
     expect(typeof last[0]!.content).toBe('string');
     expect(last[0]!.content).toMatch(/\[image content: image\/png, \d+ bytes, 1×1 px\]/);
+
+    // PostgreSQL keeps all 14 images; the session's messages only the 8 a request can still show.
+    const sessionId = roundSessionId(taskId, 1);
+    const inMessages = (await loadMessages(h.db.db, sessionId))
+      .flatMap((m) => m.content)
+      .flatMap((b) => (b.type === 'tool_result' ? (b.images ?? []) : []));
+    expect(inMessages).toHaveLength(SESSION_IMAGES_KEPT);
+    const archived = await h.db.db
+      .selectFrom('tool_result_images')
+      .select(['media_type', 'bytes'])
+      .where('session_id', '=', sessionId)
+      .execute();
+    expect(archived).toHaveLength(14);
+    expect(archived.filter((a) => a.media_type === 'image/jpeg')).toEqual([{ media_type: 'image/jpeg', bytes: 41 }]);
   }, 90_000);
 });
 

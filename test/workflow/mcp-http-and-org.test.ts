@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { mcpSessions } from '../../activities/tools/mcp/pool';
 import { submitTurn, toolTurn } from '../support/harness';
-import { startEverythingHttp, type EverythingHttpServer } from '../support/mcp-http-server';
+import { startEverythingHttp, startHostileHttp, type McpHttpServer } from '../support/mcp-http-server';
 import { lastToolResults, useScriptedHarness } from './task-support';
 
 const NODE = realpathSync(process.execPath);
@@ -21,11 +21,13 @@ const mcpToolNames = (body: Record<string, unknown>): string[] =>
  * servers an organisation declares for its agents, through a real worker and the task workflow.
  */
 describe('MCP over Streamable HTTP, and per-organisation servers', () => {
-  let remote: EverythingHttpServer | undefined;
+  let remote: McpHttpServer | undefined;
+  const hostile: McpHttpServer[] = [];
   const { h, agents } = useScriptedHarness({
     beforeClose: async () => {
       await mcpSessions.closeAll();
       await remote?.stop();
+      for (const server of hostile) await server.stop();
     },
   });
 
@@ -95,6 +97,31 @@ describe('MCP over Streamable HTTP, and per-organisation servers', () => {
     await h.waitForStatus(after, (s) => s.state === 'review');
     expect(lastToolResults(agents.requests(after)[1]!)[0]).toEqual({ text: 'Echo: second', isError: false });
     expect(session.connects).toBe(2);
+  }, 90_000);
+
+  test('a reply over 16 MB, as one JSON body or as an SSE stream, is refused with a clear error; the next call reconnects', async () => {
+    const [sse, json] = [await startHostileHttp('sse'), await startHostileHttp('json')];
+    hostile.push(sse, json);
+    const agentId = await h.createAgent({
+      permissions: { canCallExternalTools: true },
+      mcpServers: { sse: { url: sse.url }, json: { url: json.url } },
+    });
+    const taskId = agents.task([
+      toolTurn('mcp__sse__big', {}),
+      toolTurn('mcp__sse__ok', {}),
+      toolTurn('mcp__json__big', {}),
+      toolTurn('mcp__json__ok', {}),
+      submitTurn('bounded'),
+    ]);
+    await h.client.startTask({ agentId, taskId, title: 'Big', description: 'call the big tools' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review', 60_000);
+    const requests = agents.requests(taskId);
+    for (const index of [1, 3])
+      expect(lastToolResults(requests[index]!)[0]).toEqual({
+        text: expect.stringMatching(/reply was larger than 16 MB, the most one message may carry/),
+        isError: true,
+      });
+    for (const index of [2, 4]) expect(lastToolResults(requests[index]!)[0]).toEqual({ text: 'ok', isError: false });
   }, 90_000);
 
   test("an organisation's server reaches its agents and no other organisation's; an agent's own declaration of the name wins", async () => {

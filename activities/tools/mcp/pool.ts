@@ -9,7 +9,7 @@ import { realpathSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
   ToolListChangedNotificationSchema,
@@ -38,9 +38,9 @@ const SERVER_CPU_SECONDS = 24 * 3_600;
 /** Sessions a worker keeps open; the least recently used one is closed past it. */
 export const MCP_SESSIONS_MAX = 64;
 /**
- * The largest JSON-RPC message read from a stdio server. Past it the SDK drops the connection (the
- * session reconnects on the next call) and the call is answered with this limit; results under it are
- * cut and offloaded like any tool's output.
+ * The largest JSON-RPC message read from a stdio server, and the largest reply to one request over HTTP.
+ * Past it the connection is dropped (the session reconnects on the next call) and the call is answered
+ * with this limit; results under it are cut and offloaded like any tool's output.
  */
 export const MCP_MESSAGE_MAX_BYTES = 16 * 1024 * 1024;
 /** Tools one server may list: more is not a tool set a model can choose from. */
@@ -186,7 +186,14 @@ export class McpSession {
     try {
       transport = isStdio(config)
         ? await this.stdioTransport(config)
-        : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers ?? {} } });
+        : new StreamableHTTPClientTransport(new URL(config.url), {
+            requestInit: { headers: config.headers ?? {} },
+            fetch: cappedFetch(MCP_MESSAGE_MAX_BYTES, (error) => {
+              // As over stdio: the session is dropped, the waiting call answered, the next use reconnects.
+              this.lastTransportError = error;
+              void client.close();
+            }),
+          });
       this.watchSent(transport);
       await client.connect(transport, { signal, timeout: this.answerTimeoutMs() });
     } catch (error) {
@@ -318,6 +325,35 @@ function resolveProgram(command: string): string {
     }
   }
   throw new McpServerUnavailableError(`MCP server command "${command}" was not found on the worker's PATH`);
+}
+
+/**
+ * `fetch` whose answers to POSTs (a request's reply, with its progress when the server streams it) stop
+ * with an error past `maxBytes`, so a remote server cannot make the worker buffer a reply of any size.
+ * The standing GET stream of server notifications is left alone: it is long-lived by design.
+ */
+function cappedFetch(maxBytes: number, onOversize: (error: Error) => void): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (init?.method !== 'POST' || !response.body) return response;
+    let seen = 0;
+    const capped = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen <= maxBytes) return controller.enqueue(chunk);
+          const error = new Error(`the HTTP reply exceeded maximum size of ${maxBytes} bytes`);
+          onOversize(error);
+          controller.error(error);
+        },
+      }),
+    );
+    return new Response(capped, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
 }
 
 function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {

@@ -170,6 +170,17 @@ export interface McpToolSnapshotsTable {
   created_at: CreatedAt;
 }
 
+/** Every image a tool call returned; the session's messages keep only the newest (see `tool-result-images.ts`). */
+export interface ToolResultImagesTable {
+  session_id: string;
+  tool_call_id: string;
+  position: number;
+  media_type: string;
+  data: string;
+  bytes: number;
+  created_at: CreatedAt;
+}
+
 export interface ApprovalsTable {
   id: string;
   task_id: string | null;
@@ -468,6 +479,7 @@ export interface Database {
   tool_calls: ToolCallsTable;
   tool_outputs: ToolOutputsTable;
   mcp_tool_snapshots: McpToolSnapshotsTable;
+  tool_result_images: ToolResultImagesTable;
   workspace_remotes: WorkspaceRemotesTable;
   approvals: ApprovalsTable;
   approval_events: ApprovalEventsTable;

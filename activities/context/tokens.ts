@@ -16,6 +16,7 @@
  */
 import { get_encoding, type Tiktoken, type TiktokenEncoding } from 'tiktoken';
 import type { ChatMessage, ContentBlock, ToolDefinition } from '../llm/types';
+import { IMAGE_TOKENS_ESTIMATE } from '../llm/request-images';
 import {
   CALIBRATION_MIN_SAMPLE_TOKENS,
   CALIBRATION_RATIO_MAX,
@@ -197,7 +198,11 @@ export function countBlockTokensRaw(block: ContentBlock, model?: string): number
           TOOL_BLOCK_OVERHEAD_TOKENS + countTokensRaw(block.name, model) + countTokensRaw(safeJson(block.input), model)
         );
       case 'tool_result':
-        return TOOL_BLOCK_OVERHEAD_TOKENS + countTokensRaw(block.content, model);
+        return (
+          TOOL_BLOCK_OVERHEAD_TOKENS +
+          countTokensRaw(block.content, model) +
+          (block.images?.length ?? 0) * IMAGE_TOKENS_ESTIMATE
+        );
     }
   });
 }

@@ -25,9 +25,12 @@ import type {
   ProviderConfig,
   StopReason,
   TextBlock,
+  ToolResultBlock,
+  ToolResultImage,
   ToolUseBlock,
   Usage,
 } from './types';
+import { imagesToSend } from './request-images';
 
 /** The Messages API rejects a request with more `cache_control` blocks than this. */
 export const MAX_CACHE_BREAKPOINTS = 4;
@@ -68,7 +71,23 @@ function isPlainObject(value: unknown): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function contentBlock(block: ContentBlock): Anthropic.ContentBlockParam {
+/** A tool result's text, then the images this request shows (see `request-images.ts`), in the result itself. */
+function toolResultContent(
+  block: ToolResultBlock,
+  sendable: ReadonlySet<ToolResultImage>,
+): Anthropic.ToolResultBlockParam['content'] {
+  const images = (block.images ?? []).filter((image) => sendable.has(image));
+  if (images.length === 0) return block.content;
+  return [
+    ...(block.content === '' ? [] : [{ type: 'text' as const, text: block.content }]),
+    ...images.map((image): Anthropic.ImageBlockParam => ({
+      type: 'image',
+      source: { type: 'base64', media_type: image.mediaType, data: image.data },
+    })),
+  ];
+}
+
+function contentBlock(block: ContentBlock, sendable: ReadonlySet<ToolResultImage>): Anthropic.ContentBlockParam {
   switch (block.type) {
     case 'text':
       return { type: 'text', text: block.text };
@@ -79,16 +98,20 @@ function contentBlock(block: ContentBlock): Anthropic.ContentBlockParam {
       return {
         type: 'tool_result',
         tool_use_id: block.toolUseId,
-        content: block.content,
+        content: toolResultContent(block, sendable),
         ...(block.isError === undefined ? {} : { is_error: block.isError }),
       };
   }
 }
 
-function messageParam(message: ChatMessage, withCacheBreakpoint: boolean): Anthropic.MessageParam {
+function messageParam(
+  message: ChatMessage,
+  withCacheBreakpoint: boolean,
+  sendable: ReadonlySet<ToolResultImage>,
+): Anthropic.MessageParam {
   // Empty text beside other blocks is dropped (the API rejects empty text blocks); never empty the message.
   const kept = message.content.filter((block) => !(block.type === 'text' && block.text === ''));
-  const content = (kept.length > 0 ? kept : message.content).map(contentBlock);
+  const content = (kept.length > 0 ? kept : message.content).map((block) => contentBlock(block, sendable));
   const last = content.at(-1);
   if (withCacheBreakpoint && last)
     content[content.length - 1] = { ...last, cache_control: EPHEMERAL } as Anthropic.ContentBlockParam;
@@ -102,11 +125,12 @@ export function toAnthropicParams(request: ChatRequest): Omit<Anthropic.MessageC
     breakpointIndex !== undefined && breakpointIndex >= 0 && breakpointIndex < request.messages.length;
   const systemBudget = MAX_CACHE_BREAKPOINTS - (request.tools.length > 0 ? 1 : 0) - (hasMessageBreakpoint ? 1 : 0);
   const system = systemBlocks(request, systemBudget);
+  const sendable = imagesToSend(request.messages);
   return {
     model: request.model,
     max_tokens: request.maxTokens,
     messages: request.messages.map((message, index) =>
-      messageParam(message, hasMessageBreakpoint && index === breakpointIndex),
+      messageParam(message, hasMessageBreakpoint && index === breakpointIndex, sendable),
     ),
     ...(system.length > 0 ? { system } : {}),
     ...(request.tools.length > 0 ? { tools: toolDefinitions(request) } : {}),

@@ -25,12 +25,17 @@ import type {
   ProviderConfig,
   StopReason,
   TextBlock,
+  ToolResultImage,
   ToolUseBlock,
   Usage,
 } from './types';
+import { imagesToSend } from './request-images';
 
 /** Joins system segments and text blocks: a blank line keeps them visibly separate for the model. */
 const TEXT_SEPARATOR = '\n\n';
+
+/** Introduces the images of one tool call in the user message after the tool messages. */
+export const TOOL_IMAGES_INTRO = 'Images returned by tool call';
 
 /** OpenAI has no `is_error` on tool messages, so a failed call's result says so in its text. */
 export const TOOL_ERROR_PREFIX = '[tool error] ';
@@ -56,8 +61,32 @@ function textOf(blocks: ChatMessage['content']): string {
   return blocks.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join(TEXT_SEPARATOR);
 }
 
+/**
+ * The user message that shows the images of a message's tool results. A `tool` message can hold only
+ * text in Chat Completions, so the images follow the tool messages in a user message, each group
+ * introduced by the call it came from.
+ */
+function toolImagesMessage(
+  message: ChatMessage,
+  sendable: ReadonlySet<ToolResultImage>,
+): OpenAI.ChatCompletionContentPart[] {
+  const parts: OpenAI.ChatCompletionContentPart[] = [];
+  for (const block of message.content) {
+    if (block.type !== 'tool_result') continue;
+    const images = (block.images ?? []).filter((image) => sendable.has(image));
+    if (images.length === 0) continue;
+    parts.push({ type: 'text', text: `${TOOL_IMAGES_INTRO} ${block.toolUseId}:` });
+    for (const image of images)
+      parts.push({ type: 'image_url', image_url: { url: `data:${image.mediaType};base64,${image.data}` } });
+  }
+  return parts;
+}
+
 /** One of our messages becomes one or more OpenAI messages (tool results become `tool` messages). */
-function toOpenAiMessages(message: ChatMessage): OpenAI.ChatCompletionMessageParam[] {
+function toOpenAiMessages(
+  message: ChatMessage,
+  sendable: ReadonlySet<ToolResultImage>,
+): OpenAI.ChatCompletionMessageParam[] {
   if (message.role === 'assistant') {
     const toolCalls = message.content.flatMap((block): OpenAI.ChatCompletionMessageToolCall[] =>
       block.type === 'tool_use'
@@ -92,6 +121,11 @@ function toOpenAiMessages(message: ChatMessage): OpenAI.ChatCompletionMessagePar
       : [],
   );
   const hasText = message.content.some((block) => block.type === 'text');
+  const images = toolImagesMessage(message, sendable);
+  if (images.length > 0) {
+    const text: OpenAI.ChatCompletionContentPart[] = hasText ? [{ type: 'text', text: textOf(message.content) }] : [];
+    return [...toolMessages, { role: 'user', content: [...images, ...text] }];
+  }
   return hasText ? [...toolMessages, { role: 'user', content: textOf(message.content) }] : toolMessages;
 }
 
@@ -108,9 +142,12 @@ export function toOpenAiParams(
     .map((segment) => segment.text)
     .filter((text) => text !== '')
     .join(TEXT_SEPARATOR);
+  // A compatible server may run a model without vision, which would refuse the whole request: it reads
+  // each image's description line instead.
+  const sendable = kind === 'openai-compatible' ? new Set<ToolResultImage>() : imagesToSend(request.messages);
   const messages: OpenAI.ChatCompletionMessageParam[] = [
     ...(system === '' ? [] : [{ role: 'system' as const, content: system }]),
-    ...request.messages.flatMap(toOpenAiMessages),
+    ...request.messages.flatMap((message) => toOpenAiMessages(message, sendable)),
   ];
   return {
     model: request.model,

@@ -19,11 +19,20 @@ export type ToolUseBlock = {
   inputParseError?: string;
 };
 
+/** The image formats both providers accept; a tool's image is sniffed to be one of these before it is kept. */
+export type ImageMediaType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
+
+/** An image a tool returned (base64, checked and bounded by `activities/tools/tool-images.ts`). */
+export type ToolResultImage = { mediaType: ImageMediaType; data: string };
+
 export type ToolResultBlock = {
   type: 'tool_result';
   toolUseId: string;
+  /** The result as text; it also describes each image, for a model that is not sent them. */
   content: string;
   isError?: boolean;
+  /** Images to show the model beside the text (stored with the message, never in workflow history). */
+  images?: ToolResultImage[];
 };
 
 export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;

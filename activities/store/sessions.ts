@@ -173,7 +173,7 @@ function messageChars(message: ChatMessage): number {
       block.type === 'text'
         ? block.text.length
         : block.type === 'tool_result'
-          ? block.content.length
+          ? block.content.length + (block.images ?? []).reduce((sum, image) => sum + image.data.length, 0)
           : JSON.stringify(block.input ?? null).length;
   return n;
 }

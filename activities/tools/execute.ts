@@ -3,11 +3,12 @@ import { z } from 'zod';
 import { TOOL_RESULT_OFFLOAD_CHARS, TOOL_RESULT_PREVIEW_CHARS } from '../../workflows/rules/harness';
 import { sql } from 'kysely';
 import { appendMessage, appendMessageQuery, findMessage } from '../store/sessions';
-import type { ToolUseBlock } from '../llm/types';
+import type { ToolResultImage, ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
 import { interruptedToolCallText } from '../../prompts/task';
+import { archiveToolImages, retireOldToolImages } from './tool-result-images';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
 const REQUEST_USER_APPROVAL = 'request_user_approval';
@@ -225,7 +226,11 @@ export async function executeToolCall(
   }
   const safe = safeToolText(output.content, undefined, output.redactions ?? 0);
   const content = await offloadIfLarge(ctx, call.id, safe.text);
-  await finish(ctx, call.id, content, output.isError ?? false, safe.redactions);
+  // Images go with the message into PostgreSQL only: the workflow gets the text preview, as for any result.
+  const images = output.images ?? [];
+  await archiveToolImages(ctx.db, ctx.sessionId, call.id, images);
+  await finish(ctx, call.id, content, output.isError ?? false, safe.redactions, images);
+  if (images.length > 0) await retireOldToolImages(ctx.db, ctx.sessionId);
   const submission =
     call.name === 'task_submit_review' && !output.isError
       ? safeLine(String((args as { summary: string }).summary))
@@ -293,6 +298,7 @@ async function finish(
   content: string,
   isError: boolean,
   redactions = 0,
+  images: ToolResultImage[] = [],
 ): Promise<void> {
   const ledger = ctx.db
     .updateTable('tool_calls')
@@ -307,7 +313,9 @@ async function finish(
     .where('tool_call_id', '=', toolCallId);
   const message = appendMessageQuery(ctx.db, ctx.sessionId, toolResultKey(toolCallId), {
     role: 'user',
-    content: [{ type: 'tool_result', toolUseId: toolCallId, content, isError }],
+    content: [
+      { type: 'tool_result', toolUseId: toolCallId, content, isError, ...(images.length > 0 ? { images } : {}) },
+    ],
   });
   await sql`with ledger as (${ledger}), message as (${message}) select 1`.execute(ctx.db);
 }

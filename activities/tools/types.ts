@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { Database } from '../../schema/database';
 import type { ForkRecord } from '../fork/runtime';
+import type { ToolResultImage } from '../llm/types';
 
 /** Governance outcome for one call (allow / approval / deny). */
 export type GovernanceDecision =
@@ -29,6 +30,8 @@ export interface ToolContext {
 export interface ToolOutput {
   content: string;
   isError?: boolean;
+  /** Images for the model, checked by `checkToolImage` (the text describes each one too). */
+  images?: ToolResultImage[];
   /** Secrets the tool already cut out of `content` itself (shell output redacted before truncation). */
   redactions?: number;
 }

@@ -2,7 +2,7 @@ import { AgentConfigSchema } from '../../activities/store/agents';
 import { secretValues } from '../../activities/security/secrets';
 import { safeToolText } from '../../activities/security/tool-text';
 import { MissingSecretError, McpServersSchema, parseMcpJson, resolveSecrets } from '../../activities/tools/mcp/config';
-import { entriesFromListing, mcpIdempotent, mcpTier, resultText } from '../../activities/tools/mcp/tool-spec';
+import { entriesFromListing, mcpIdempotent, mcpTier, resultContent } from '../../activities/tools/mcp/tool-spec';
 import { registerSecretValues } from '../../activities/security/secrets';
 
 describe('MCP server configuration', () => {
@@ -82,9 +82,9 @@ describe('MCP tool definitions', () => {
     expect(mcpIdempotent(plain!, { command: 'x' })).toBe(false);
   });
 
-  test('content blocks become text: images and blobs described, resource links named, structured content only when no text carries it', () => {
+  test('content blocks become text: an image that is not one is described, resource links named, structured content only when no text carries it', () => {
     expect(
-      resultText({
+      resultContent({
         content: [
           { type: 'text', text: 'hello' },
           { type: 'image', data: 'AAAA', mimeType: 'image/png' },
@@ -92,9 +92,10 @@ describe('MCP tool definitions', () => {
           { type: 'resource', resource: { uri: 'mem://note', text: 'a note' } },
         ],
       }),
-    ).toBe(
-      'hello\n[image content: image/png, 3 bytes]\n[resource link: readme file:///ws/README.md (text/markdown)]\n[resource mem://note]\na note',
-    );
-    expect(resultText({ content: [], structuredContent: { a: 1 } })).toBe('Structured content: {"a":1}');
+    ).toEqual({
+      text: 'hello\n[image content: image/png, 3 bytes; not shown to you: its data is not a PNG, JPEG, GIF or WebP image]\n[resource link: readme file:///ws/README.md (text/markdown)]\n[resource mem://note]\na note',
+      images: [],
+    });
+    expect(resultContent({ content: [], structuredContent: { a: 1 } }).text).toBe('Structured content: {"a":1}');
   });
 });

@@ -101,7 +101,7 @@ describe('MCP tools through the task workflow', () => {
     expect(handle.workflowId).toContain(taskId);
   });
 
-  test('image content and structured content come back as text the model can read', async () => {
+  test('image content is described in the text too (the image itself: mcp-images.test.ts); structured content comes back once', async () => {
     const agentId = await h.createAgent({ permissions: { canCallExternalTools: true }, mcpServers: { everything } });
     const taskId = agents.task([
       toolTurn('mcp__everything__get-tiny-image', {}),
@@ -111,7 +111,7 @@ describe('MCP tools through the task workflow', () => {
     await h.client.startTask({ agentId, taskId, title: 'Image', description: 'get the image' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
     const requests = agents.requests(taskId);
-    expect(lastToolResults(requests[1]!)[0]!.text).toMatch(/\[image content: image\/png, \d+ bytes\]/);
+    expect(lastToolResults(requests[1]!)[0]!.text).toMatch(/\[image content: image\/png, \d+ bytes, 20×20 px\]/);
     // Structured content arrives once: the server's own text rendering of it, not a second copy.
     const structured = lastToolResults(requests[2]!)[0]!.text;
     expect(structured).toMatch(/"temperature"/);

@@ -8,8 +8,8 @@
 import { realpathSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
   ToolListChangedNotificationSchema,
@@ -38,9 +38,9 @@ const SERVER_CPU_SECONDS = 24 * 3_600;
 /** Sessions a worker keeps open; the least recently used one is closed past it. */
 export const MCP_SESSIONS_MAX = 64;
 /**
- * The largest JSON-RPC message read from a stdio server. Past it the SDK drops the connection (the
- * session reconnects on the next call) and the call is answered with this limit; results under it are
- * cut and offloaded like any tool's output.
+ * The largest JSON-RPC message read from a stdio server, and the largest reply to one request over HTTP.
+ * Past it the connection is dropped (the session reconnects on the next call) and the call is answered
+ * with this limit; results under it are cut and offloaded like any tool's output.
  */
 export const MCP_MESSAGE_MAX_BYTES = 16 * 1024 * 1024;
 /** Tools one server may list: more is not a tool set a model can choose from. */
@@ -82,6 +82,16 @@ export class McpSession {
   /** The server's tools, from the cache unless the server said they changed. */
   async listTools(signal?: AbortSignal): Promise<Tool[]> {
     const client = await this.connected(signal);
+    try {
+      return await this.listToolsWith(client, signal);
+    } catch (error) {
+      if (!sessionLost(error)) throw error;
+      this.dropClient(client);
+      return await this.listToolsWith(await this.connected(signal), signal);
+    }
+  }
+
+  private async listToolsWith(client: Client, signal?: AbortSignal): Promise<Tool[]> {
     if (this.tools) return this.tools;
     const tools: Tool[] = [];
     let cursor: string | undefined;
@@ -100,6 +110,22 @@ export class McpSession {
    */
   async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const client = await this.connected(options.signal);
+    try {
+      return await this.callToolWith(client, tool, args, options);
+    } catch (error) {
+      if (!sessionLost(error)) throw error;
+      // The server refused the request before running it, so sending it again in a new session runs it once.
+      this.dropClient(client);
+      return await this.callToolWith(await this.connected(options.signal), tool, args, options);
+    }
+  }
+
+  private async callToolWith(
+    client: Client,
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions,
+  ): Promise<CallToolResult> {
     this.lastTransportError = undefined;
     try {
       const result = await client.callTool({ name: tool, arguments: args }, CallToolResultSchema, {
@@ -118,6 +144,15 @@ export class McpSession {
       }
       throw error;
     }
+  }
+
+  /** Forgets a client whose session the server lost, without counting a failure: the next use connects at once. */
+  private dropClient(client: Client): void {
+    // A concurrent call may already have replaced it with a new session.
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.tools = undefined;
+    void client.close().catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -151,7 +186,14 @@ export class McpSession {
     try {
       transport = isStdio(config)
         ? await this.stdioTransport(config)
-        : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers ?? {} } });
+        : new StreamableHTTPClientTransport(new URL(config.url), {
+            requestInit: { headers: config.headers ?? {} },
+            fetch: cappedFetch(MCP_MESSAGE_MAX_BYTES, (error) => {
+              // As over stdio: the session is dropped, the waiting call answered, the next use reconnects.
+              this.lastTransportError = error;
+              void client.close();
+            }),
+          });
       this.watchSent(transport);
       await client.connect(transport, { signal, timeout: this.answerTimeoutMs() });
     } catch (error) {
@@ -285,6 +327,35 @@ function resolveProgram(command: string): string {
   throw new McpServerUnavailableError(`MCP server command "${command}" was not found on the worker's PATH`);
 }
 
+/**
+ * `fetch` whose answers to POSTs (a request's reply, with its progress when the server streams it) stop
+ * with an error past `maxBytes`, so a remote server cannot make the worker buffer a reply of any size.
+ * The standing GET stream of server notifications is left alone: it is long-lived by design.
+ */
+function cappedFetch(maxBytes: number, onOversize: (error: Error) => void): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (init?.method !== 'POST' || !response.body) return response;
+    let seen = 0;
+    const capped = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen <= maxBytes) return controller.enqueue(chunk);
+          const error = new Error(`the HTTP reply exceeded maximum size of ${maxBytes} bytes`);
+          onOversize(error);
+          controller.error(error);
+        },
+      }),
+    );
+    return new Response(capped, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
+
 function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -298,6 +369,17 @@ function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * True when a Streamable HTTP server no longer knows the session (it restarted, or expired the
+ * session): the spec's 404, or the 400 that servers built on the SDK's examples answer an unknown
+ * session id with. The server did not run the request, and the spec asks the client to open a new
+ * session. Without this, a remote server's restart would fail every later call until the worker restarts.
+ */
+function sessionLost(error: unknown): boolean {
+  if (!(error instanceof StreamableHTTPError)) return false;
+  return error.code === 404 || (error.code === 400 && /session/i.test(error.message));
 }
 
 export function errorText(error: unknown): string {

@@ -9,7 +9,9 @@ import addFormats from 'ajv-formats';
 import { trace } from '@opentelemetry/api';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import type { ToolResultImage } from '../../llm/types';
 import { addTaskEvent } from '../../store/tasks';
+import { checkToolImage, declaredTypeLabel } from '../tool-images';
 import type { GovernanceDecision, ToolSpec } from '../types';
 import { MCP_DEFAULT_CALL_TIMEOUT_MS, type McpServerConfig } from './config';
 import { recordMcpCall } from './metrics';
@@ -185,7 +187,8 @@ export function mcpToolSpec(entry: McpToolEntry, lookup: ServerLookup): ToolSpec
           },
         });
         recordMcpCall(entry.server, result.isError ? 'tool_error' : 'ok');
-        return { content: resultText(result), isError: result.isError === true };
+        const { text, images } = resultContent(result);
+        return { content: text, isError: result.isError === true, ...(images.length > 0 ? { images } : {}) };
       } catch (error) {
         if (ctx.signal.aborted) {
           recordMcpCall(entry.server, 'cancelled');
@@ -202,18 +205,30 @@ export function mcpToolSpec(entry: McpToolEntry, lookup: ServerLookup): ToolSpec
   };
 }
 
-/** A result's content blocks as text: text as is, other blocks described, structured content as JSON when no text carries it. */
-export function resultText(result: CallToolResult): string {
+/**
+ * A result's content blocks as text and images: text as is; images checked (`checkToolImage`), kept to
+ * be shown to the model and described in the text; audio and other blocks described; structured content
+ * as JSON when no text carries it.
+ */
+export function resultContent(result: CallToolResult): { text: string; images: ToolResultImage[] } {
   const parts: string[] = [];
+  const images: ToolResultImage[] = [];
   for (const block of result.content ?? []) {
     switch (block.type) {
       case 'text':
         parts.push(block.text);
         break;
-      case 'image':
+      case 'image': {
+        const checked = checkToolImage(block.mimeType, block.data, images.length);
+        if (checked.kept) images.push(checked.image);
+        parts.push(checked.description);
+        break;
+      }
       case 'audio':
         // Kept out of the text: a base64 body is not something a model can read as text.
-        parts.push(`[${block.type} content: ${block.mimeType}, ${Math.floor((block.data.length * 3) / 4)} bytes]`);
+        parts.push(
+          `[audio content: ${declaredTypeLabel(block.mimeType)}, ${Math.floor((String(block.data).length * 3) / 4)} bytes]`,
+        );
         break;
       case 'resource_link':
         parts.push(
@@ -238,6 +253,9 @@ export function resultText(result: CallToolResult): string {
   if (result.structuredContent !== undefined && !hasText)
     parts.push(`Structured content: ${JSON.stringify(result.structuredContent)}`);
   const text = parts.join('\n');
-  if (text.length <= MCP_RESULT_MAX_CHARS) return text;
-  return `${text.slice(0, MCP_RESULT_MAX_CHARS)}\n[MCP result cut at ${MCP_RESULT_MAX_CHARS} of ${text.length} characters.]`;
+  if (text.length <= MCP_RESULT_MAX_CHARS) return { text, images };
+  return {
+    text: `${text.slice(0, MCP_RESULT_MAX_CHARS)}\n[MCP result cut at ${MCP_RESULT_MAX_CHARS} of ${text.length} characters.]`,
+    images,
+  };
 }

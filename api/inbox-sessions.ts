@@ -33,7 +33,7 @@ export interface InboxSession extends ApiPrincipal {
 /** Opens a session for `who`; returns the cookie value (the only place the id exists in clear). */
 export async function openSession(
   db: Kysely<Database>,
-  who: { name: string; scope: TokenScope; tokenId?: string },
+  who: { name: string; scope: TokenScope; tokenId?: string; groups?: string[] },
 ): Promise<{ id: string; csrfToken: string }> {
   const id = randomBytes(SESSION_SECRET_BYTES).toString('base64url');
   const csrfToken = randomBytes(SESSION_SECRET_BYTES).toString('base64url');
@@ -46,6 +46,7 @@ export async function openSession(
       scope: who.scope,
       token_id: who.tokenId ?? null,
       csrf_token: csrfToken,
+      groups: who.groups ? JSON.stringify(who.groups) : null,
       expires_at: new Date(Date.now() + SESSION_IDLE_MS),
     })
     .execute();
@@ -67,6 +68,7 @@ export async function findSession(db: Kysely<Database>, id: string): Promise<Inb
       'inbox_sessions.scope',
       'inbox_sessions.token_id',
       'inbox_sessions.csrf_token',
+      'inbox_sessions.groups',
       'inbox_sessions.created_at',
       'inbox_sessions.expires_at',
       'api_tokens.revoked_at',
@@ -92,6 +94,7 @@ export async function findSession(db: Kysely<Database>, id: string): Promise<Inb
     name: row.name,
     scope: row.scope,
     csrfToken: row.csrf_token,
+    ...(row.groups ? { groups: row.groups } : {}),
   };
 }
 

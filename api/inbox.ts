@@ -22,7 +22,7 @@ import {
   type InboxSession,
 } from './inbox-sessions';
 import { registerSso, type SsoOptions } from './sso';
-import { verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
+import { approverGroupsOf, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 import { approvalTrail, trailLine } from '../activities/approvals/views';
 import { inQueueOf, waitingForLine, type ApprovalWaitState } from '../workflows/rules/approval-wait-rules';
 
@@ -229,7 +229,7 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const waitOf = (a: { wait_state: unknown }) => (a.wait_state as ApprovalWaitState | null) ?? undefined;
     const mine = approvals.filter((a) => {
       const wait = waitOf(a);
-      return wait !== undefined && inQueueOf(wait, principal.name, now);
+      return wait !== undefined && inQueueOf(wait, principal.name, now, approverGroupsOf(principal));
     });
     const approvalCards = await Promise.all(
       approvals.map(async (a) => {

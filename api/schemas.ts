@@ -247,6 +247,7 @@ export const RecordedApprovalSchema = z.object({
   decision: z.enum(['approved', 'rejected']),
   comment: z.string().optional(),
   decidedBy: z.string().optional(),
+  decidedByGroups: z.array(z.string()).optional(),
   tool: z.string(),
   decidedAt: z.string(),
   waitingFor: z.string().optional(),

@@ -19,6 +19,11 @@ import { TOKEN_SCOPES, type TokenScope } from './tokens';
 
 /** A login must come back from the provider within this time. */
 export const SSO_LOGIN_TTL_MS = 10 * 60_000;
+/** A groups claim is cut to this many groups: a session row is not a directory. */
+export const SSO_GROUPS_MAX = 200;
+/** Longer group values are dropped: no approval group name comes near it. */
+const SSO_GROUP_MAX_CHARS = 200;
+
 /** The cookie binding a callback to the browser that started the login. Lax: the callback is a top-level navigation from the provider's site. */
 const SSO_STATE_COOKIE = 'da_sso_state';
 
@@ -32,6 +37,8 @@ export interface SsoOptions {
   roleClaim: string;
   /** Role values per scope: a person with one of `operator`'s roles gets the operator scope, and so on. */
   roles: Partial<Record<TokenScope, string[]>>;
+  /** The claim whose values are the person's groups, matched against approval policies' `@group`s (default `groups`). */
+  groupsClaim?: string;
   /** Where the provider sends the browser back; default `<this API's origin>/inbox/sso/callback`. */
   redirectUrl?: string;
   scopes?: string;
@@ -62,6 +69,7 @@ export function ssoFromEnv(env: NodeJS.ProcessEnv = process.env): SsoOptions | u
     clientId: env.OIDC_CLIENT_ID,
     ...(env.OIDC_CLIENT_SECRET ? { clientSecret: env.OIDC_CLIENT_SECRET } : {}),
     roleClaim: env.OIDC_ROLE_CLAIM || 'groups',
+    groupsClaim: env.OIDC_GROUPS_CLAIM || 'groups',
     roles,
     ...(env.OIDC_REDIRECT_URL ? { redirectUrl: env.OIDC_REDIRECT_URL } : {}),
     ...(env.OIDC_SCOPES ? { scopes: env.OIDC_SCOPES } : {}),
@@ -70,15 +78,26 @@ export function ssoFromEnv(env: NodeJS.ProcessEnv = process.env): SsoOptions | u
 
 const hash = (value: string): string => createHash('sha256').update(value).digest('hex');
 
+/** A claim's values: an array of strings, or one string of values separated by spaces or commas. */
+function claimValues(claimValue: unknown): string[] {
+  return Array.isArray(claimValue)
+    ? claimValue.filter((v): v is string => typeof v === 'string')
+    : typeof claimValue === 'string'
+      ? claimValue.split(/[\s,]+/).filter(Boolean)
+      : [];
+}
+
+/** The person's groups from the groups claim, for approval policies' `@group`s; bounded in number and length. */
+export function groupsFromClaims(options: SsoOptions, claims: Record<string, unknown>): string[] {
+  const values = claimValues(claims[options.groupsClaim ?? 'groups']).filter(
+    (g) => g !== '' && g.length <= SSO_GROUP_MAX_CHARS,
+  );
+  return [...new Set(values)].slice(0, SSO_GROUPS_MAX);
+}
+
 /** The highest scope any of the person's roles maps to, or undefined. */
 export function scopeForRoles(options: SsoOptions, claimValue: unknown): TokenScope | undefined {
-  const held = new Set(
-    Array.isArray(claimValue)
-      ? claimValue.filter((v): v is string => typeof v === 'string')
-      : typeof claimValue === 'string'
-        ? claimValue.split(/[\s,]+/)
-        : [],
-  );
+  const held = new Set(claimValues(claimValue));
   for (const scope of [...TOKEN_SCOPES].reverse())
     if ((options.roles[scope] ?? []).some((r) => held.has(r))) return scope;
   return undefined;
@@ -184,7 +203,11 @@ export function registerSso(
         `${who} is signed in with the provider but holds no role that may decide here (${options.roleClaim}: ${JSON.stringify(claims[options.roleClaim] ?? null)}).`,
       );
     }
-    const session = await openSession(db, { name: `sso:${who}`.slice(0, 200), scope });
+    const session = await openSession(db, {
+      name: `sso:${who}`.slice(0, 200),
+      scope,
+      groups: groupsFromClaims(options, claims),
+    });
     setSessionCookie(request, reply, session.id);
     return reply.redirect('/inbox', 303);
   });

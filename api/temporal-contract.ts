@@ -88,6 +88,10 @@ export const ApprovalDecisionSchema = z.object({
   decision: z.enum(['approved', 'rejected']),
   comment: z.string().optional(),
   decidedBy: z.string().optional(),
+  decidedByGroups: z
+    .array(z.string())
+    .optional()
+    .describe("The approver's groups, as the caller vouches; a policy's `@group` lets its members decide"),
 });
 export const ReviewDecisionSchema = z.object({
   decision: z.enum(['accept', 'revise']),
@@ -108,6 +112,7 @@ export const TaskApprovalDecisionSchema = z.object({
 export const ApprovalDelegationSchema = z.object({
   requestId: z.string(),
   from: z.string(),
+  fromGroups: z.array(z.string()).optional().describe('The groups of who hands it on, as the caller vouches'),
   to: z.string(),
   comment: z.string().optional(),
 });

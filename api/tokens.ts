@@ -20,6 +20,16 @@ export interface ApiPrincipal {
   tokenId: string;
   name: string;
   scope: TokenScope;
+  /** A person signed in through OIDC: the groups in their groups claim. */
+  groups?: string[];
+}
+
+/**
+ * The groups an approval policy's `@group` matches for this caller: the OIDC groups they signed in
+ * with, and the token's scope by name (`@operator` with an empty `operator` group: any operator).
+ */
+export function approverGroupsOf(principal: ApiPrincipal): string[] {
+  return [...new Set([...(principal.groups ?? []), principal.scope])];
 }
 
 export interface TokenInfo {

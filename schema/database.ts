@@ -420,6 +420,8 @@ export interface InboxSessionsTable {
   csrf_token: string;
   created_at: CreatedAt;
   expires_at: Timestamp;
+  /** Migration 031: the OIDC groups the person signed in with (JSON array of strings); null for a token's session. */
+  groups: ColumnType<string[] | null, string | null | undefined, string | null>;
 }
 
 /** Single sign-on logins under way (migration 021): one row per authorization request, used once. */

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { ProviderConfig } from '../activities/llm/types';
+import { PROMPT_CACHE_POLICIES, type PromptCachePolicy, type ProviderConfig } from '../activities/llm/types';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE } from '../workflows/contract';
 
 export interface WorkerConfig {
@@ -28,6 +28,15 @@ export interface WorkerConfig {
   deployment?: { deploymentName: string; buildId: string };
 }
 
+/** `ANTHROPIC_PROMPT_CACHE`: absent keeps the adapter's default; an unknown value is refused, not ignored. */
+function promptCachePolicyFromEnv(value: string | undefined): { promptCache?: PromptCachePolicy } {
+  if (value === undefined || value === '') return {};
+  if ((PROMPT_CACHE_POLICIES as readonly string[]).includes(value)) return { promptCache: value as PromptCachePolicy };
+  throw new Error(
+    `ANTHROPIC_PROMPT_CACHE=${value} is not a prompt-cache policy; use one of ${PROMPT_CACHE_POLICIES.join(', ')}`,
+  );
+}
+
 /**
  * Reads the configuration from the environment (see the README's table). Providers: Anthropic when
  * ANTHROPIC_API_KEY is set, OpenAI when OPENAI_API_KEY is set, an OpenAI-compatible server (Ollama,
@@ -42,6 +51,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       kind: 'anthropic',
       apiKey: env.ANTHROPIC_API_KEY,
       baseURL: env.ANTHROPIC_BASE_URL,
+      ...promptCachePolicyFromEnv(env.ANTHROPIC_PROMPT_CACHE),
     });
   }
   if (env.OPENAI_API_KEY) {

@@ -10,6 +10,8 @@ export interface ApprovalDelegationRequest {
   requestId: string;
   /** Who hands it on (an allowed approver who has not decided). */
   from: string;
+  /** The groups of who hands it on, as the caller vouches (see `ApprovalDecision.decidedByGroups`). */
+  fromGroups?: string[];
   /** The colleague who gets it. */
   to: string;
   comment?: string;

@@ -46,6 +46,11 @@ export interface ApprovalDecision {
   decision: 'approved' | 'rejected';
   comment?: string;
   decidedBy?: string;
+  /**
+   * Groups the approver belongs to, as the caller vouches (the HTTP API and the inbox: the OIDC groups
+   * claim and the token's scope); a policy's `@group` lets its members decide. Trusted like `decidedBy`.
+   */
+  decidedByGroups?: string[];
 }
 
 export interface ReviewDecision {

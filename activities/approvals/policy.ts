@@ -80,11 +80,15 @@ export type ApprovalPolicyConfig = z.infer<typeof ApprovalPolicySchema>;
 
 export const ApprovalsConfigSchema = z
   .object({
-    /** Named groups of people, referenced as `@name` by this configuration's policies. */
+    /**
+     * Named groups of people, referenced as `@name` by this configuration's policies. A group also
+     * takes in whoever signs in with its name in their OIDC groups claim, or uses a token whose scope
+     * is its name; an empty list leaves its membership to those alone.
+     */
     groups: z
       .record(
         z.string().regex(GROUP_NAME, "a group name is 1-63 lowercase letters, digits, '.', '_' or '-'"),
-        z.array(person).min(1).max(APPROVERS_MAX),
+        z.array(person).max(APPROVERS_MAX),
       )
       .optional(),
     /** The first policy that covers a tool applies. */
@@ -125,10 +129,13 @@ function approvalsConfigProblems(config: {
         }
       }
     }
-    const people = new Set([...expand(policy.approvers, groups), ...expand(policy.escalate?.to ?? [], groups)]);
+    const deciders = [...policy.approvers, ...(policy.escalate?.to ?? [])];
+    const people = new Set(expand(deciders, groups));
     const quorum = policy.quorum ?? 1;
+    // A group listed empty is filled at sign-in: how many people it has is not known here.
+    const signInGroup = deciders.some((r) => r.startsWith('@') && groups[r.slice(1)]?.length === 0);
     // With an unknown group the count of people means nothing: that group's problem is the one to fix.
-    if (!unknownGroup && quorum > people.size) {
+    if (!unknownGroup && !signInGroup && quorum > people.size) {
       problems.push({
         path: ['policies', i, 'quorum'],
         message: `quorum ${quorum} is larger than the ${people.size} approver${people.size === 1 ? '' : 's'} who exist (${[...people].join(', ')})`,
@@ -141,6 +148,11 @@ function approvalsConfigProblems(config: {
 function expand(refs: readonly string[], groups: Record<string, string[]>): string[] {
   return [...new Set(refs.flatMap((r) => (r.startsWith('@') ? (groups[r.slice(1)] ?? []) : [r.trim()])))];
 }
+
+/** The group names among `refs` (`@release` → `release`). */
+const groupsIn = (refs: readonly string[]): string[] => [
+  ...new Set(refs.filter((r) => r.startsWith('@')).map((r) => r.slice(1))),
+];
 
 const label = (refs: readonly string[]): string => refs.map((r) => (r.startsWith('@') ? r : `@${r}`)).join(', ');
 
@@ -184,6 +196,7 @@ export function resolveApprovalPolicy(tool: string, sources: PolicySources): Res
             then: 'escalate',
             to: expand(p.onExpiry.escalateTo, groups),
             toLabel: label(p.onExpiry.escalateTo),
+            toGroups: groupsIn(p.onExpiry.escalateTo),
             extendMs: p.onExpiry.extendMs,
           }
         : { then: p.onExpiry ?? 'ask-again' };
@@ -191,6 +204,7 @@ export function resolveApprovalPolicy(tool: string, sources: PolicySources): Res
       name: `${origin} ${p.name ?? (p.tools ? p.tools.join('+') : `class ${p.toolClass}`)}`,
       approvers: expand(p.approvers, groups),
       approversLabel: label(p.approvers),
+      approverGroups: groupsIn(p.approvers),
       quorum: p.quorum ?? 1,
       creatorCounts: p.creatorCounts ?? true,
       rejection: p.rejection ?? 'any',
@@ -201,6 +215,7 @@ export function resolveApprovalPolicy(tool: string, sources: PolicySources): Res
       ...(p.escalate ? { escalateAfterMs: p.escalate.afterMs } : {}),
       escalateTo: expand(p.escalate?.to ?? [], groups),
       escalateToLabel: label(p.escalate?.to ?? []),
+      escalateToGroups: groupsIn(p.escalate?.to ?? []),
       expireAfterMs: p.expireAfterMs,
       onExpiry,
     };

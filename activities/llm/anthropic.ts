@@ -22,6 +22,7 @@ import type {
   ChatResult,
   ContentBlock,
   LlmProvider,
+  PromptCachePolicy,
   ProviderConfig,
   StopReason,
   TextBlock,
@@ -35,7 +36,29 @@ import { imagesToSend } from './request-images';
 /** The Messages API rejects a request with more `cache_control` blocks than this. */
 export const MAX_CACHE_BREAKPOINTS = 4;
 
-const EPHEMERAL: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
+/**
+ * The default policy, chosen by the figures in docs/approvals.md: an approval wait between 5 minutes
+ * and an hour finds the stable prefix still cached, for a one-off 0.75× surcharge on writing it.
+ */
+export const DEFAULT_PROMPT_CACHE_POLICY: PromptCachePolicy = 'prefix-1h';
+
+const EPHEMERAL_5M: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
+const EPHEMERAL_1H: Anthropic.CacheControlEphemeral = { type: 'ephemeral', ttl: '1h' };
+
+/** Breakpoint markers per part of the prompt. The API wants 1-hour breakpoints before 5-minute ones, which every policy keeps. */
+function cacheControls(policy: PromptCachePolicy): {
+  prefix: Anthropic.CacheControlEphemeral;
+  messages: Anthropic.CacheControlEphemeral;
+} {
+  switch (policy) {
+    case 'all-5m':
+      return { prefix: EPHEMERAL_5M, messages: EPHEMERAL_5M };
+    case 'prefix-1h':
+      return { prefix: EPHEMERAL_1H, messages: EPHEMERAL_5M };
+    case 'all-1h':
+      return { prefix: EPHEMERAL_1H, messages: EPHEMERAL_1H };
+  }
+}
 
 const STOP_REASONS: Partial<Record<string, StopReason>> = {
   end_turn: 'end_turn',
@@ -47,23 +70,27 @@ const STOP_REASONS: Partial<Record<string, StopReason>> = {
 };
 
 /** Caches the first `budget` flagged segments: the earliest are the most stable prefix. */
-function systemBlocks(request: ChatRequest, budget: number): Anthropic.TextBlockParam[] {
+function systemBlocks(
+  request: ChatRequest,
+  budget: number,
+  cacheControl: Anthropic.CacheControlEphemeral,
+): Anthropic.TextBlockParam[] {
   let remaining = budget;
   return request.system
     .filter((segment) => segment.text !== '') // the API rejects empty text blocks
     .map((segment) => {
       const cache = segment.cacheBreakpoint && remaining > 0;
       if (cache) remaining -= 1;
-      return { type: 'text', text: segment.text, ...(cache ? { cache_control: EPHEMERAL } : {}) };
+      return { type: 'text', text: segment.text, ...(cache ? { cache_control: cacheControl } : {}) };
     });
 }
 
-function toolDefinitions(request: ChatRequest): Anthropic.Tool[] {
+function toolDefinitions(request: ChatRequest, cacheControl: Anthropic.CacheControlEphemeral): Anthropic.Tool[] {
   return request.tools.map((tool, index) => ({
     name: tool.name,
     description: tool.description,
     input_schema: tool.inputSchema as Anthropic.Tool.InputSchema,
-    ...(index === request.tools.length - 1 ? { cache_control: EPHEMERAL } : {}),
+    ...(index === request.tools.length - 1 ? { cache_control: cacheControl } : {}),
   }));
 }
 
@@ -106,36 +133,50 @@ function contentBlock(block: ContentBlock, sendable: ReadonlySet<ToolResultImage
 
 function messageParam(
   message: ChatMessage,
-  withCacheBreakpoint: boolean,
+  cacheControl: Anthropic.CacheControlEphemeral | undefined,
   sendable: ReadonlySet<ToolResultImage>,
 ): Anthropic.MessageParam {
   // Empty text beside other blocks is dropped (the API rejects empty text blocks); never empty the message.
   const kept = message.content.filter((block) => !(block.type === 'text' && block.text === ''));
   const content = (kept.length > 0 ? kept : message.content).map((block) => contentBlock(block, sendable));
   const last = content.at(-1);
-  if (withCacheBreakpoint && last)
-    content[content.length - 1] = { ...last, cache_control: EPHEMERAL } as Anthropic.ContentBlockParam;
+  if (cacheControl && last)
+    content[content.length - 1] = { ...last, cache_control: cacheControl } as Anthropic.ContentBlockParam;
   return { role: message.role, content };
 }
 
 /** The request body, without `stream`; exported for tests and for token-count estimates. */
-export function toAnthropicParams(request: ChatRequest): Omit<Anthropic.MessageCreateParamsStreaming, 'stream'> {
+export function toAnthropicParams(
+  request: ChatRequest,
+  policy: PromptCachePolicy = DEFAULT_PROMPT_CACHE_POLICY,
+): Omit<Anthropic.MessageCreateParamsStreaming, 'stream'> {
+  const controls = cacheControls(policy);
   const breakpointIndex = request.messageCacheBreakpoint;
   const hasMessageBreakpoint =
     breakpointIndex !== undefined && breakpointIndex >= 0 && breakpointIndex < request.messages.length;
   const systemBudget = MAX_CACHE_BREAKPOINTS - (request.tools.length > 0 ? 1 : 0) - (hasMessageBreakpoint ? 1 : 0);
-  const system = systemBlocks(request, systemBudget);
+  const system = systemBlocks(request, systemBudget, controls.prefix);
   const sendable = imagesToSend(request.messages);
   return {
     model: request.model,
     max_tokens: request.maxTokens,
     messages: request.messages.map((message, index) =>
-      messageParam(message, hasMessageBreakpoint && index === breakpointIndex, sendable),
+      messageParam(
+        message,
+        hasMessageBreakpoint && index === breakpointIndex ? controls.messages : undefined,
+        sendable,
+      ),
     ),
     ...(system.length > 0 ? { system } : {}),
-    ...(request.tools.length > 0 ? { tools: toolDefinitions(request) } : {}),
+    ...(request.tools.length > 0 ? { tools: toolDefinitions(request, controls.prefix) } : {}),
     ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
   };
+}
+
+/** The 1-hour share of the cache writes, when the API reports one (it prices them higher). */
+function oneHourWrites(creation: Anthropic.CacheCreation | null | undefined): { cacheWrite1hTokens?: number } {
+  const tokens = creation?.ephemeral_1h_input_tokens ?? 0;
+  return tokens > 0 ? { cacheWrite1hTokens: tokens } : {};
 }
 
 type BlockInProgress =
@@ -162,6 +203,7 @@ class StreamAccumulator {
           outputTokens: event.message.usage.output_tokens,
           cacheReadTokens: event.message.usage.cache_read_input_tokens ?? 0,
           cacheWriteTokens: event.message.usage.cache_creation_input_tokens ?? 0,
+          ...oneHourWrites(event.message.usage.cache_creation),
         };
         break;
       case 'content_block_start': {
@@ -196,6 +238,7 @@ class StreamAccumulator {
           outputTokens: usage.output_tokens,
           cacheReadTokens: usage.cache_read_input_tokens ?? this.usage.cacheReadTokens,
           cacheWriteTokens: usage.cache_creation_input_tokens ?? this.usage.cacheWriteTokens,
+          ...(this.usage.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: this.usage.cacheWrite1hTokens }),
         };
         break;
       }
@@ -233,13 +276,14 @@ export function createAnthropicProvider(config: ProviderConfig): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_STREAM_TIMEOUT_MS;
   const client = new Anthropic({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: timeoutMs });
   const server = serverOf(client.baseURL);
+  const cachePolicy = config.promptCache ?? DEFAULT_PROMPT_CACHE_POLICY;
 
   async function chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
     const scope = openStreamScope(callbacks.signal, timeoutMs);
     const accumulator = new StreamAccumulator(callbacks.onTextDelta);
     try {
       const stream = await client.messages.create(
-        { ...toAnthropicParams(request), stream: true },
+        { ...toAnthropicParams(request, cachePolicy), stream: true },
         { signal: scope.signal },
       );
       for await (const event of stream) {

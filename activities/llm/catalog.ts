@@ -57,8 +57,10 @@ function round6(n: number): number {
 }
 
 /** Anthropic's standard cache prices: a 5-minute write costs 1.25× input, a hit 0.1× input. */
-const ANTHROPIC_CACHE_WRITE_MULTIPLIER = 1.25;
-const ANTHROPIC_CACHE_READ_MULTIPLIER = 0.1;
+export const ANTHROPIC_CACHE_WRITE_MULTIPLIER = 1.25;
+export const ANTHROPIC_CACHE_READ_MULTIPLIER = 0.1;
+/** A write with the 1-hour lifetime (`ttl: '1h'`) costs twice the input price. */
+export const ANTHROPIC_CACHE_WRITE_1H_MULTIPLIER = 2;
 
 function anthropicPrices(
   input: number,

@@ -7,7 +7,14 @@
  * as Anthropic reports it; cache reads and cache writes are counted separately. OpenAI reports
  * `prompt_tokens` including `cached_tokens`, so its adapter subtracts them.
  */
-import { lookupModel, pricesForPrompt, TOKENS_PER_MILLION, type ModelInfo } from './catalog';
+import {
+  ANTHROPIC_CACHE_WRITE_1H_MULTIPLIER,
+  ANTHROPIC_CACHE_WRITE_MULTIPLIER,
+  lookupModel,
+  pricesForPrompt,
+  TOKENS_PER_MILLION,
+  type ModelInfo,
+} from './catalog';
 import type { Usage } from './types';
 
 /**
@@ -23,8 +30,15 @@ export function costUsd(usage: Usage, model: string | ModelInfo): number {
     usage.inputTokens * prices.input +
     usage.outputTokens * prices.output +
     usage.cacheReadTokens * prices.cacheRead +
-    usage.cacheWriteTokens * prices.cacheWrite;
+    usage.cacheWriteTokens * prices.cacheWrite +
+    oneHourWriteSurcharge(usage, prices.input);
   return usdTimesMillion / TOKENS_PER_MILLION;
+}
+
+/** The catalogue prices every cache write at the 5-minute rate; 1-hour writes cost the difference more. */
+function oneHourWriteSurcharge(usage: Usage, inputPrice: number): number {
+  const oneHour = Math.min(usage.cacheWrite1hTokens ?? 0, usage.cacheWriteTokens);
+  return oneHour * inputPrice * (ANTHROPIC_CACHE_WRITE_1H_MULTIPLIER - ANTHROPIC_CACHE_WRITE_MULTIPLIER);
 }
 
 /** Sum of two usages (e.g. accumulating a task's usage across calls). */

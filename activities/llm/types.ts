@@ -85,6 +85,8 @@ export interface Usage {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
+  /** Anthropic: the part of `cacheWriteTokens` written with the 1-hour lifetime (priced higher). */
+  cacheWrite1hTokens?: number;
 }
 
 export interface ChatResult {
@@ -133,7 +135,17 @@ export interface ProviderConfig {
   baseURL?: string;
   /** Per-request timeout in ms (the stream's hard cap); default set by the adapter. */
   timeoutMs?: number;
+  /** Anthropic: the lifetimes of its prompt-cache breakpoints (`PROMPT_CACHE_POLICIES`); default `prefix-1h`. */
+  promptCache?: PromptCachePolicy;
 }
+
+/**
+ * How long Anthropic keeps the cached prompt, by part: `all-5m` (every breakpoint at the default 5
+ * minutes), `prefix-1h` (the stable prefix, tools and system prompt, for 1 hour; the conversation for
+ * 5 minutes), `all-1h` (every breakpoint for 1 hour). docs/approvals.md has the measured costs.
+ */
+export const PROMPT_CACHE_POLICIES = ['all-5m', 'prefix-1h', 'all-1h'] as const;
+export type PromptCachePolicy = (typeof PROMPT_CACHE_POLICIES)[number];
 
 export const ZERO_USAGE: Usage = Object.freeze({
   inputTokens: 0,

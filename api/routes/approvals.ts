@@ -5,7 +5,7 @@ import { TaskAdmin, type NotificationRow } from '../../client/task-admin';
 import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
-import type { ApiPrincipal } from '../tokens';
+import { approverGroupsOf, type ApiPrincipal } from '../tokens';
 import { approvalTrail, pendingApprovalViews } from '../../activities/approvals/views';
 
 /**
@@ -152,6 +152,7 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
             decision: body.decision,
             comment: body.comment,
             decidedBy: principal.name,
+            decidedByGroups: approverGroupsOf(principal),
           }),
         );
       } catch (error) {
@@ -186,6 +187,7 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
       client.delegateApproval(taskId, {
         requestId,
         from: principal.name,
+        fromGroups: approverGroupsOf(principal),
         to: body.to,
         ...(body.comment ? { comment: body.comment } : {}),
       }),

@@ -12,6 +12,7 @@ import * as inboxSessions from './2026-12-01-021-inbox-sessions';
 import * as approvalTrail from './2026-12-01-023-approval-trail';
 import * as forkEval from './2026-12-01-025-fork-eval';
 import * as mcpToolSnapshots from './2026-12-01-030-mcp-tool-snapshots';
+import * as inboxSessionGroups from './2026-12-01-031-inbox-session-groups';
 import * as toolResultImages from './2026-12-01-040-tool-result-images';
 
 /**
@@ -32,5 +33,6 @@ export const migrations: Record<string, Migration> = {
   '2026-12-01-023-approval-trail': approvalTrail,
   '2026-12-01-025-fork-eval': forkEval,
   '2026-12-01-030-mcp-tool-snapshots': mcpToolSnapshots,
+  '2026-12-01-031-inbox-session-groups': inboxSessionGroups,
   '2026-12-01-040-tool-result-images': toolResultImages,
 };

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createHarness, type Harness } from '../support/harness';
+import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { ScriptedAgents } from '../workflow/task-support';
 import { startTestApi, type TestApi } from './api-support';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -20,16 +22,20 @@ const freePort = () =>
  * Single sign-on to the inbox against a real OpenID Connect provider nobody here wrote (the certified
  * `oidc-provider` package, on loopback), in Chromium: the authorization code flow with PKCE, the
  * provider's `groups` claim mapped to a scope. A member of the operators' group lands in the inbox
- * under their provider identity; anyone else is refused; a replayed callback finishes nothing.
+ * under their provider identity; anyone else is refused; a replayed callback finishes nothing. An
+ * approval policy's `@group` lets a person decide whose groups claim carries it.
  */
 describe('inbox single sign-on through OpenID Connect', () => {
   let h: Harness;
   let api: TestApi;
   let browser: Browser;
   let provider: ChildProcessWithoutNullStreams;
+  let agents: ScriptedAgents;
 
   beforeAll(async () => {
     h = await createHarness();
+    agents = new ScriptedAgents(h.llm);
+    await h.startWorker();
     const apiPort = await freePort();
     const providerPort = await freePort();
     const redirect = `http://127.0.0.1:${apiPort}/inbox/sso/callback`;
@@ -117,4 +123,44 @@ describe('inbox single sign-on through OpenID Connect', () => {
     expect((await replay.goto(callback))?.status()).toBe(400);
     await context.close();
   });
+
+  test("a policy's @group lets a person decide whose groups claim carries it; an operator token outside the group is refused", async () => {
+    const file = `sso-group-${Date.now()}.txt`;
+    const agentId = await h.createAgent({
+      approvals: {
+        groups: { 'release-managers': [] },
+        policies: [{ toolClass: 'shell', approvers: ['@release-managers'], expireAfterMs: 600_000 }],
+      },
+    });
+    const taskId = agents.task([toolTurn('shell_execute', { command: `touch ${file}` }), submitTurn('touched')]);
+    await h.client.startTask({ agentId, taskId, title: 'Touch', description: 'needs a release manager' });
+    const waiting = await h.waitForStatus(taskId, (s) => s.pendingApprovals.length === 1);
+    const requestId = waiting.pendingApprovals[0]!.requestId;
+
+    const refused = await fetch(`${api.url}/v1/approvals/${encodeURIComponent(requestId)}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${api.tokens.operator}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'approved' }),
+    });
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+      /is not an allowed approver .*allowed now: a member of @release-managers/,
+    );
+
+    const context = await browser.newContext();
+    const page = await signInAs(await context.newPage(), 'olivia');
+    expect(await page.locator(`.queue li[data-request-id="${requestId}"]`).count()).toBe(1);
+    await page.locator(`article[data-request-id="${requestId}"] button[value="approved"]`).click();
+    await expect(page.locator('.notice').textContent()).resolves.toBe('Approved: the task continues.');
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    expect(existsSync(path.join(h.workspaceDir, file))).toBe(true);
+    const votes = await h.db.db
+      .selectFrom('approval_events')
+      .select(['kind', 'actor'])
+      .where('request_id', '=', requestId)
+      .where('kind', '=', 'approved')
+      .execute();
+    expect(votes).toEqual([{ kind: 'approved', actor: 'sso:olivia@example.test' }]);
+    await context.close();
+  }, 60_000);
 });

@@ -3,7 +3,7 @@
  * message, or the server-sent event sequence message_start → ping → (content_block_start →
  * content_block_delta* → content_block_stop)* → message_delta → message_stop.
  */
-import type { ScriptedErrorStatus, ScriptedMessage } from './types';
+import type { ScriptedErrorStatus, ScriptedMessage, ScriptedUsage } from './types';
 import {
   ARGUMENT_DELTA_CHARS,
   TEXT_DELTA_CHARS,
@@ -45,6 +45,12 @@ function toolInput(rawArguments: string | undefined, input: unknown): unknown {
   }
 }
 
+/** The split of cache writes by lifetime, as the API reports it beside the total. */
+function cacheCreation(usage: Required<ScriptedUsage>) {
+  const oneHour = Math.min(usage.cacheWrite1hTokens, usage.cacheWriteTokens);
+  return { ephemeral_5m_input_tokens: usage.cacheWriteTokens - oneHour, ephemeral_1h_input_tokens: oneHour };
+}
+
 function messageShell(id: string, ctx: RenderContext) {
   return { id, type: 'message', role: 'assistant', model: ctx.model, stop_sequence: null };
 }
@@ -69,6 +75,7 @@ export function anthropicMessageJson(message: ScriptedMessage, ctx: RenderContex
       output_tokens: usage.outputTokens,
       cache_creation_input_tokens: usage.cacheWriteTokens,
       cache_read_input_tokens: usage.cacheReadTokens,
+      cache_creation: cacheCreation(usage),
     },
   };
 }
@@ -88,6 +95,7 @@ export function anthropicOpeningFrames(message: ScriptedMessage | undefined, ctx
         output_tokens: 1,
         cache_creation_input_tokens: usage.cacheWriteTokens,
         cache_read_input_tokens: usage.cacheReadTokens,
+        cache_creation: cacheCreation(usage),
       },
     },
   };

@@ -13,6 +13,7 @@ export const DEFAULT_USAGE: Required<ScriptedUsage> = {
   outputTokens: 8,
   cacheReadTokens: 0,
   cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
 };
 
 /** Per-request facts a renderer needs besides the scripted response. */

@@ -20,7 +20,8 @@ import {
   openAiRequestIdHeader,
   openAiStreamFrames,
 } from './openai-protocol';
-import type { RenderContext } from './rendering';
+import { FakePromptCache, PromptCacheRequestError } from './prompt-cache';
+import { DEFAULT_USAGE, type RenderContext } from './rendering';
 import type {
   FakeLlmServer,
   FakeLlmServerOptions,
@@ -57,6 +58,7 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
   const queue: ScriptedResponse[] = [...(options.script ?? [])];
   let responder: FakeResponder | undefined = options.responder;
   const requests: RecordedRequest[] = [];
+  let promptCache: FakePromptCache | undefined;
   let idCounter = 0;
   const nextId = (prefix: string) => `${prefix}_${++idCounter}`;
 
@@ -92,6 +94,27 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
     if (scripted.kind === 'error') {
       sendError(res, protocol, scripted.status, scripted.message ?? `fake ${scripted.status} error`, scripted.headers);
       return;
+    }
+    if (protocol === 'anthropic' && promptCache && scripted.kind === 'message') {
+      let cached;
+      try {
+        cached = promptCache.usageFor(body);
+      } catch (error) {
+        if (!(error instanceof PromptCacheRequestError)) throw error;
+        sendError(res, protocol, 400, error.message);
+        return;
+      }
+      record.promptCache = cached;
+      scripted = {
+        ...scripted,
+        usage: {
+          outputTokens: scripted.usage?.outputTokens ?? DEFAULT_USAGE.outputTokens,
+          inputTokens: cached.inputTokens,
+          cacheReadTokens: cached.cacheReadTokens,
+          cacheWriteTokens: cached.cacheWriteTokens,
+          cacheWrite1hTokens: cached.cacheWrite1hTokens,
+        },
+      };
     }
     const ctx: RenderContext = { model: typeof body.model === 'string' ? body.model : 'fake-model', nextId };
     const streaming = body.stream === true;
@@ -208,7 +231,12 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
         await sleep(ABORT_POLL_MS);
       }
     },
+    simulatePromptCache(cacheOptions) {
+      promptCache = new FakePromptCache(cacheOptions);
+      return promptCache;
+    },
     reset() {
+      promptCache = undefined;
       queue.length = 0;
       responder = undefined;
       requests.length = 0;

@@ -4,6 +4,8 @@
  * depending on which endpoint the request hit.
  */
 
+import type { FakePromptCache, PromptCacheOptions, PromptCacheUsage } from './prompt-cache';
+
 export type FakeProtocol = 'anthropic' | 'openai';
 
 export type ScriptedTextBlock = { type: 'text'; text: string };
@@ -29,6 +31,8 @@ export type ScriptedUsage = {
   cacheReadTokens?: number;
   /** Anthropic only: OpenAI has no cache-write count. */
   cacheWriteTokens?: number;
+  /** Anthropic only: the part of `cacheWriteTokens` written with the 1-hour lifetime (`usage.cache_creation`). */
+  cacheWrite1hTokens?: number;
 };
 
 export type ScriptedMessage = {
@@ -80,6 +84,8 @@ export interface RecordedRequest {
   aborted: boolean;
   /** `Date.now()` when the disconnect was seen. */
   abortedAt?: number;
+  /** With `simulatePromptCache`: what the simulated cache charged this (Anthropic) request. */
+  promptCache?: PromptCacheUsage;
 }
 
 /** Produces the reply when the scripted queue is empty, e.g. "tool_use 300 times, then end_turn". */
@@ -104,7 +110,13 @@ export interface FakeLlmServer {
   setResponder(responder: FakeResponder | undefined): void;
   /** Resolves once at least `count` requests have been abandoned by their client; rejects after `timeoutMs`. */
   waitForAbortedRequests(count: number, timeoutMs?: number): Promise<void>;
-  /** Clears the queue, the responder and the records. */
+  /**
+   * From now on, Anthropic replies report the usage of a simulated prompt cache with lifetimes
+   * (`prompt-cache.ts`) instead of the scripted cache and input counts; output tokens stay scripted.
+   * Returns the cache, whose clock a test advances across a long wait. A new call starts a cold cache.
+   */
+  simulatePromptCache(options?: PromptCacheOptions): FakePromptCache;
+  /** Clears the queue, the responder, the records and any simulated prompt cache. */
   reset(): void;
   /** Drops open connections (including hanging streams) and stops listening. */
   close(): Promise<void>;

@@ -1,7 +1,8 @@
 // A real OpenID Connect provider for the single sign-on test: the certified `oidc-provider` package on
 // loopback, with its development login and consent pages (any password). Usage:
 //   node oidc-provider.mjs <port> <redirect uri>
-// Accounts: `olivia` is in the `agents-operators` group, anyone else only in `readers`. Prints "ready".
+// Accounts: `olivia` is in the `agents-operators` and `release-managers` groups, anyone else only in
+// `readers`. Prints "ready".
 import Provider from 'oidc-provider';
 
 const [port, redirectUri] = process.argv.slice(2);
@@ -24,7 +25,7 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
       sub: id,
       email: `${id}@example.test`,
       name: id,
-      groups: id === 'olivia' ? ['agents-operators'] : ['readers'],
+      groups: id === 'olivia' ? ['agents-operators', 'release-managers'] : ['readers'],
     }),
   }),
   features: { devInteractions: { enabled: true } },

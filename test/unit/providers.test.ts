@@ -270,15 +270,15 @@ describe('anthropic adapter: wire format', () => {
   const provider = () =>
     createAnthropicProvider({ name: 'anthropic', kind: 'anthropic', apiKey: 'k', baseURL: server.url });
 
-  test('cache breakpoints on system segments 1 and 2, the last tool and the breakpoint message; tool results mapped', async () => {
+  test('cache breakpoints on system segments 1 and 2, the last tool (1 hour, the default policy) and the breakpoint message (5 minutes); tool results mapped', async () => {
     server.enqueue(textAnswer('ok'));
     await provider().chat(conversationRequest());
     const body = server.requests[0]?.body;
 
     expect(body).toMatchObject({ model: 'test-model', max_tokens: 1024, temperature: 0.2, stream: true });
     expect(body?.system).toEqual([
-      { type: 'text', text: 'IDENTITY: you are Ada.', cache_control: { type: 'ephemeral' } },
-      { type: 'text', text: 'MEMORY: the user likes tea.', cache_control: { type: 'ephemeral' } },
+      { type: 'text', text: 'IDENTITY: you are Ada.', cache_control: { type: 'ephemeral', ttl: '1h' } },
+      { type: 'text', text: 'MEMORY: the user likes tea.', cache_control: { type: 'ephemeral', ttl: '1h' } },
       { type: 'text', text: 'TIME: 2025-01-01 12:00' },
     ]);
     expect(body?.tools).toEqual([
@@ -287,7 +287,7 @@ describe('anthropic adapter: wire format', () => {
         name: 'write_file',
         description: 'Write a file',
         input_schema: writeFileTool.inputSchema,
-        cache_control: { type: 'ephemeral' },
+        cache_control: { type: 'ephemeral', ttl: '1h' },
       },
     ]);
     expect(body?.messages).toEqual([

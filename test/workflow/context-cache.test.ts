@@ -18,7 +18,7 @@ type Block = { json: string; breakpoint: boolean };
 class PromptCacheModel {
   private readonly written = new Set<string>();
 
-  usageFor(body: Record<string, unknown>): Required<Omit<ScriptedUsage, 'outputTokens'>> {
+  usageFor(body: Record<string, unknown>): Required<Omit<ScriptedUsage, 'outputTokens' | 'cacheWrite1hTokens'>> {
     const blocks = this.blocks(body);
     const sizes: number[] = [];
     const hashes: string[] = [];
@@ -112,7 +112,7 @@ describe('prompt caching in a task loop against the fake Anthropic server', () =
 
   test('Tier 1 + 2 are byte-identical on every call, breakpoints sit where seed D1 puts them, and cache reads reach llm_calls and status', async () => {
     const cache = new PromptCacheModel();
-    const reported: Array<Required<Omit<ScriptedUsage, 'outputTokens'>>> = [];
+    const reported: Array<Required<Omit<ScriptedUsage, 'outputTokens' | 'cacheWrite1hTokens'>>> = [];
     const TOOL_TURNS = 5;
     h.llm.setResponder((request): ScriptedResponse => {
       const usage = cache.usageFor(request.body);
@@ -147,12 +147,12 @@ describe('prompt caching in a task loop against the fake Anthropic server', () =
       expect(system(r)).toHaveLength(3);
       expect(system(r)[0]!.text).toBe(system(requests[0]!)[0]!.text);
       expect(system(r)[1]!.text).toBe(system(requests[0]!)[1]!.text);
-      expect(system(r)[0]!.cache_control).toEqual({ type: 'ephemeral' });
-      expect(system(r)[1]!.cache_control).toEqual({ type: 'ephemeral' });
+      expect(system(r)[0]!.cache_control).toEqual({ type: 'ephemeral', ttl: '1h' });
+      expect(system(r)[1]!.cache_control).toEqual({ type: 'ephemeral', ttl: '1h' });
       expect(system(r)[2]!.cache_control).toBeUndefined();
       // The last tool definition, and only it.
       const defs = tools(r);
-      expect(defs.at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
+      expect(defs.at(-1)!.cache_control).toEqual({ type: 'ephemeral', ttl: '1h' });
       expect(defs.slice(0, -1).every((d) => d.cache_control === undefined)).toBe(true);
     }
 

@@ -14,6 +14,11 @@ export interface ResolvedApprovalPolicy {
   approvers: string[];
   /** How the approvers were named in the configuration ("@release"), for the waiting line. */
   approversLabel: string;
+  /**
+   * The groups among the approvers: a person signed in with one of them in their OIDC groups claim, or
+   * a token whose scope has its name, may decide too. Absent in requests opened before groups matched.
+   */
+  approverGroups?: string[];
   /** Distinct approvers needed. */
   quorum: number;
   /** Whether the task's creator may be one of them. */
@@ -31,10 +36,14 @@ export interface ResolvedApprovalPolicy {
   escalateAfterMs?: number;
   escalateTo: string[];
   escalateToLabel: string;
+  /** The groups among the escalation's people. */
+  escalateToGroups?: string[];
   expireAfterMs: number;
   /** What happens when nobody decided in time. */
   onExpiry:
-    { then: 'ask-again' } | { then: 'block' } | { then: 'escalate'; to: string[]; toLabel: string; extendMs: number };
+    | { then: 'ask-again' }
+    | { then: 'block' }
+    | { then: 'escalate'; to: string[]; toLabel: string; toGroups?: string[]; extendMs: number };
 }
 
 export interface ApprovalVote {
@@ -94,7 +103,8 @@ export function initialWaitState(
 }
 
 const escalatesAtMs = (s: ApprovalWaitState): number | undefined =>
-  s.policy.escalateAfterMs !== undefined && s.policy.escalateTo.length > 0
+  s.policy.escalateAfterMs !== undefined &&
+  (s.policy.escalateTo.length > 0 || (s.policy.escalateToGroups?.length ?? 0) > 0)
     ? s.requestedAtMs + s.policy.escalateAfterMs
     : undefined;
 
@@ -120,9 +130,45 @@ export function allowedApprovers(s: ApprovalWaitState, nowMs: number): string[] 
   return [...allowed];
 }
 
+/** The groups whose members may decide at `nowMs` (the approvers', the escalation's once due, the extension's). */
+export function allowedGroups(s: ApprovalWaitState, nowMs: number): string[] {
+  const groups = new Set(s.policy.approverGroups ?? []);
+  if (escalatedAt(s, nowMs)) for (const g of s.policy.escalateToGroups ?? []) groups.add(g);
+  if (s.extended && s.policy.onExpiry.then === 'escalate')
+    for (const g of s.policy.onExpiry.toGroups ?? []) groups.add(g);
+  return [...groups];
+}
+
+/**
+ * Whether `who` may decide now: by name (delegations applied), or as a member of an allowed group,
+ * unless they handed the request on. `groups` are what the caller vouches for (the API: the OIDC
+ * groups claim of the signed-in person, or a token's scope).
+ */
+export function mayDecide(
+  s: ApprovalWaitState,
+  who: string,
+  groups: readonly string[] | undefined,
+  nowMs: number,
+): boolean {
+  if (allowedApprovers(s, nowMs).includes(who)) return true;
+  if (s.delegations.some((d) => d.from === who)) return false;
+  const allowed = allowedGroups(s, nowMs);
+  return (groups ?? []).some((g) => allowed.includes(g));
+}
+
+/** "alice, bob, or a member of @release": who may decide now, for refusals. */
+function allowedNow(s: ApprovalWaitState, nowMs: number): string {
+  const names = allowedApprovers(s, nowMs).join(', ');
+  const groups = allowedGroups(s, nowMs).map((g) => `@${g}`);
+  if (groups.length === 0) return names || 'nobody';
+  return `${names ? `${names}, or ` : ''}a member of ${groups.join(' or ')}`;
+}
+
 export interface PolicyDecision {
   decision: 'approved' | 'rejected';
   decidedBy?: string;
+  /** The groups the approver belongs to, as the caller vouches (see `mayDecide`). */
+  decidedByGroups?: string[];
   comment?: string;
 }
 
@@ -138,8 +184,8 @@ export function policyDecisionProblem(s: ApprovalWaitState, d: PolicyDecision, n
   const allowed = allowedApprovers(s, nowMs);
   if (handed && !allowed.includes(who))
     return `${who} handed approval request ${s.requestId} to ${handed.to}, who decides instead`;
-  if (!allowed.includes(who))
-    return `${who} is not an allowed approver of approval request ${s.requestId} (policy ${s.policy.name}); allowed now: ${allowed.join(', ') || 'nobody'}`;
+  if (!mayDecide(s, who, d.decidedByGroups, nowMs))
+    return `${who} is not an allowed approver of approval request ${s.requestId} (policy ${s.policy.name}); allowed now: ${allowedNow(s, nowMs)}`;
   if (!s.policy.creatorCounts && s.creator === who)
     return `${who} created the task, and the policy ${s.policy.name} does not count the task's creator as an approver`;
   const voted = [...s.approvals, ...s.rejections].find((v) => v.by === who);
@@ -163,6 +209,8 @@ export function applyPolicyDecision(s: ApprovalWaitState, d: PolicyDecision, now
 
 export interface PolicyDelegation {
   from?: string;
+  /** The groups of the person who hands it on, as the caller vouches (see `mayDecide`). */
+  fromGroups?: string[];
   to?: string;
   comment?: string;
 }
@@ -178,8 +226,8 @@ export function delegationProblem(s: ApprovalWaitState, d: PolicyDelegation, now
   if (to.length > APPROVER_NAME_MAX_CHARS)
     return `the delegate's name is longer than ${APPROVER_NAME_MAX_CHARS} characters`;
   const allowed = allowedApprovers(s, nowMs);
-  if (!allowed.includes(from))
-    return `${from} is not an allowed approver of approval request ${s.requestId}, so they cannot hand it on; allowed now: ${allowed.join(', ') || 'nobody'}`;
+  if (!mayDecide(s, from, d.fromGroups, nowMs))
+    return `${from} is not an allowed approver of approval request ${s.requestId}, so they cannot hand it on; allowed now: ${allowedNow(s, nowMs)}`;
   if ([...s.approvals, ...s.rejections].some((v) => v.by === from))
     return `${from} already decided approval request ${s.requestId}; a decision cannot be handed on`;
   if (from === to) return `${from} cannot hand a request to themselves`;
@@ -282,9 +330,9 @@ export function waitingForLine(s: ApprovalWaitState, nowMs: number): string {
 }
 
 /** Whether `who` has this request in their own queue: they may decide now and have not yet. */
-export function inQueueOf(s: ApprovalWaitState, who: string, nowMs: number): boolean {
+export function inQueueOf(s: ApprovalWaitState, who: string, nowMs: number, groups?: readonly string[]): boolean {
   if (s.outcome || nowMs >= expiresAtMs(s)) return false;
-  if (!allowedApprovers(s, nowMs).includes(who)) return false;
+  if (!mayDecide(s, who, groups, nowMs)) return false;
   if (!s.policy.creatorCounts && s.creator === who) return false;
   return ![...s.approvals, ...s.rejections].some((v) => v.by === who);
 }

@@ -42,10 +42,10 @@ export function openSse(request: FastifyRequest, reply: FastifyReply) {
       frame += `data: ${JSON.stringify(message.data)}\n\n`;
       res.write(frame);
     },
-    /** Ends the response, after an `end` event unless the stream sent its own. */
-    end(withEndEvent = true) {
+    /** Ends the response, after an `end` event (with `endData`, default `{}`) unless the stream sent its own. */
+    end(withEndEvent = true, endData: unknown = {}) {
       if (!open) return;
-      if (withEndEvent) res.write('event: end\ndata: {}\n\n');
+      if (withEndEvent) res.write(`event: end\ndata: ${JSON.stringify(endData)}\n\n`);
       res.end();
       close();
     },
@@ -99,7 +99,11 @@ export class RunStreams {
 
   constructor(private readonly log: FastifyBaseLogger) {}
 
-  /** Sends a run stream's events as SSE (id = sequence number, event = kind) until it ends or the client leaves. */
+  /**
+   * Sends a run stream's events as SSE (id = sequence number, event = kind) until it ends or the client
+   * leaves. A follow that resolves to `{ endData }` ended without the stream's own `end` event: the
+   * closing `end` event (no id, so a resume asks again and gets the same answer) carries that data.
+   */
   pipe(sse: Sse, follow: (deliver: (e: StreamEvent) => void, signal: AbortSignal) => Promise<unknown>): void {
     const stop = new AbortController();
     this.open.add(stop);
@@ -109,7 +113,11 @@ export class RunStreams {
       ended = e.kind === 'end';
       sse.send({ id: String(e.seq), event: e.kind, data: runStreamEventJson(e) });
     }, stop.signal)
-      .then(() => !stop.signal.aborted && sse.end(!ended))
+      .then((outcome) => {
+        if (stop.signal.aborted) return;
+        const endData = (outcome as { endData?: unknown } | undefined)?.endData;
+        sse.end(!ended, endData ?? {});
+      })
       .catch((error: unknown) => {
         this.log.error({ err: error }, 'run stream failed');
         sse.end();

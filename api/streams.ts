@@ -228,3 +228,80 @@ export async function followTaskText(
     signal.removeEventListener('abort', onAbort);
   }
 }
+
+/** How often an open chat answer stream checks whether its mailbox item is settled (its run can write nothing more). */
+export const CHAT_STREAM_STATE_CHECK_MS = 1_000;
+/** Mailbox item states after which the agent runs nothing more for the item. */
+const SETTLED_ITEM_STATES = new Set(['completed', 'dropped']);
+
+/** Why a chat answer stream ended without its run's `end` event: the item settled, and what it recorded. */
+export interface ChatStreamSettled {
+  itemId: string;
+  status: string;
+  result?: string;
+}
+
+/**
+ * A chat answer from its stored run stream (`agent-{agentId}-chat-{itemId}`): every event after
+ * `afterSeq`, in order, then new ones as they commit, until the run's `end` event. A run normally writes
+ * `end` whatever happens, but one that was stopped from outside (terminated, or its item dropped before a
+ * run started) never does, and a follower would wait for ever. So the item is checked as well: once the
+ * agent has settled it (completed or dropped) and every event written before that was sent, the follow
+ * ends and says so (`settled`), and a resume gets the same answer.
+ */
+export async function followChatAnswer(
+  source: { db: Kysely<Database>; connectionString?: string },
+  item: { agentId: string; itemId: string },
+  streamId: string,
+  afterSeq: number,
+  deliver: (event: StreamEvent) => void,
+  signal: AbortSignal,
+): Promise<{ ended: 'end' } | { ended: 'settled'; settled: ChatStreamSettled } | { ended: 'aborted' }> {
+  let sent = afterSeq;
+  let endAt = Number.POSITIVE_INFINITY;
+  let settled: ChatStreamSettled | undefined;
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort();
+  signal.addEventListener('abort', onAbort);
+  const check = async (): Promise<void> => {
+    if (settled) return;
+    try {
+      const row = await source.db
+        .selectFrom('mailbox_items')
+        .select(['status', 'result'])
+        .where('id', '=', item.itemId)
+        .where('agent_id', '=', item.agentId)
+        .executeTakeFirst();
+      if (!row || !SETTLED_ITEM_STATES.has(row.status)) return;
+      // Read after the status: a run that settled its item wrote its last event before.
+      const head = await source.db
+        .selectFrom('stream_heads')
+        .select('last_seq')
+        .where('stream_id', '=', streamId)
+        .executeTakeFirst();
+      settled = { itemId: item.itemId, status: row.status, ...(row.result ? { result: row.result } : {}) };
+      endAt = head?.last_seq ?? 0;
+      if (sent >= endAt) stop.abort();
+    } catch {
+      // The database is unreachable for a moment: check again at the next tick.
+    }
+  };
+  const checker = setInterval(() => void check(), CHAT_STREAM_STATE_CHECK_MS);
+  try {
+    for await (const event of tailStream({ db: source.db, connectionString: source.connectionString }, streamId, {
+      afterSeq,
+      signal: stop.signal,
+      until: (e) => e.seq >= endAt,
+      ...(source.connectionString ? {} : { pollIntervalMs: TEXT_STREAM_POLL_ONLY_MS }),
+    })) {
+      sent = event.seq;
+      deliver(event);
+      if (event.kind === 'end') return { ended: 'end' };
+    }
+    if (signal.aborted) return { ended: 'aborted' };
+    return settled ? { ended: 'settled', settled } : { ended: 'aborted' };
+  } finally {
+    clearInterval(checker);
+    signal.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,13 +1,13 @@
 /** `/v1/agents/:agentId/chat` and the mailbox: chat with an agent and stream its answer, resume it, read the mailbox. */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ConversationClient, DeliveryRejectedError } from '../../client/chat';
-import { tailStream, type StreamEvent } from '../../client/streams';
+import type { StreamEvent } from '../../client/streams';
 import { chatRunWorkflowId } from '../../workflows/agent-contract';
 import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 import { openSse, resumeAfter, streamEnded } from '../sse';
-import { runStreamEndSeq, TEXT_STREAM_POLL_ONLY_MS } from '../streams';
+import { followChatAnswer, runStreamEndSeq, type ChatStreamSettled } from '../streams';
 
 export function registerConversationRoutes({
   route,
@@ -20,21 +20,26 @@ export function registerConversationRoutes({
 }: ApiContext): void {
   const conversations = new ConversationClient(client, databaseUrl ? { connectionString: databaseUrl } : {});
   const streamSource = { db, ...(databaseUrl ? { connectionString: databaseUrl } : {}) };
-  /** Follows a run stream (a chat answer) to its `end` event. */
+  /**
+   * Follows a chat answer to its run's `end` event, or until the item it answers is settled with nothing
+   * more to send (a run stopped from outside writes no `end`): then the closing `end` says so.
+   */
   const followRun = async (
-    streamId: string,
+    agentId: string,
+    itemId: string,
     afterSeq: number,
     deliver: (e: StreamEvent) => void,
     signal: AbortSignal,
-  ): Promise<void> => {
-    for await (const e of tailStream(streamSource, streamId, {
+  ): Promise<{ endData?: unknown }> => {
+    const outcome = await followChatAnswer(
+      streamSource,
+      { agentId, itemId },
+      chatRunWorkflowId(agentId, itemId),
       afterSeq,
+      deliver,
       signal,
-      ...(databaseUrl ? {} : { pollIntervalMs: TEXT_STREAM_POLL_ONLY_MS }),
-    })) {
-      deliver(e);
-      if (e.kind === 'end') return;
-    }
+    );
+    return outcome.ended === 'settled' ? { endData: settledEndData(outcome.settled) } : {};
   };
 
   route({
@@ -62,7 +67,7 @@ export function registerConversationRoutes({
       const sse = openSse(request, reply);
       sse.send({ event: 'item', data: delivered });
       runStreams.pipe(sse, (deliver, signal) =>
-        followRun(chatRunWorkflowId(params.agentId, delivered.mergedInto ?? delivered.itemId), 0, deliver, signal),
+        followRun(params.agentId, delivered.mergedInto ?? delivered.itemId, 0, deliver, signal),
       );
       return reply;
     },
@@ -72,7 +77,7 @@ export function registerConversationRoutes({
     url: '/v1/agents/:agentId/chat/:itemId/stream',
     scope: 'read',
     summary:
-      'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`; a resume at or after `end` gets 204 at once. A merged message follows the item it was merged into',
+      'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`; a resume at or after `end` gets 204 at once. A run stopped from outside writes no `end`: once the agent has settled the item, the stream closes with an `end` without an id whose data names the status of the item (and `error` for a dropped one). A merged message follows the item it was merged into',
     params: S.ChatItemParams,
     stream: true,
     handler: async ({ params, request, reply }) => {
@@ -90,12 +95,12 @@ export function registerConversationRoutes({
           `agent ${params.agentId} has no mailbox item ${JSON.stringify(params.itemId)}`,
         );
       const after = resumeAfter(request);
-      const streamId = chatRunWorkflowId(params.agentId, item.merged_into ?? item.id);
+      const answered = item.merged_into ?? item.id;
       // A resume at or past the answer's `end` would wait for events that never come: 204 at once.
-      const endSeq = await runStreamEndSeq(db, streamId);
+      const endSeq = await runStreamEndSeq(db, chatRunWorkflowId(params.agentId, answered));
       if (endSeq !== undefined && after >= endSeq) return streamEnded(reply);
       const sse = openSse(request, reply);
-      runStreams.pipe(sse, (deliver, signal) => followRun(streamId, after, deliver, signal));
+      runStreams.pipe(sse, (deliver, signal) => followRun(params.agentId, answered, after, deliver, signal));
       return reply;
     },
   });
@@ -121,4 +126,19 @@ export function registerConversationRoutes({
       });
     },
   });
+}
+
+/**
+ * The closing `end` event's data for an answer whose run wrote no `end`: not a stream event (no `seq`,
+ * like the bare `end` that closes any stream), but the item, how the agent settled it and, for a dropped
+ * one, why (`error`, as a run's own `end` names a failure).
+ */
+function settledEndData(settled: ChatStreamSettled) {
+  return {
+    itemId: settled.itemId,
+    itemStatus: settled.status,
+    ...(settled.status === 'dropped'
+      ? { error: `the agent dropped the message without an answer: ${settled.result ?? 'no reason recorded'}` }
+      : {}),
+  };
 }

@@ -249,7 +249,7 @@ async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
     if (chat.ended && chat.text === storedText && storedText.length > 0) equal++;
     else if (differences.length < 3)
       differences.push(
-        `${chat.itemId}: client ${chat.text.length} chars${chat.ended ? '' : ' (never ended)'}, stored ${storedText.length}`,
+        `${chat.itemId}: client ${chat.text.length} chars${chat.ended ? '' : ' (never ended)'}, stored ${storedText.length} (${chat.connections.join(' / ')})`,
       );
   }
   const followed = chats.length - unresumable;

@@ -18,6 +18,12 @@ import {
 /** How long a client keeps retrying one request across API processes before it gives up. */
 const REQUEST_DEADLINE_MS = 120_000;
 const RETRY_PAUSE_MS = 500;
+/**
+ * An SSE connection that sends nothing at all (the API sends a keepalive comment every 15 s) for this
+ * long is dead or wedged: the follower drops it and resumes elsewhere with Last-Event-ID, as a careful
+ * client does, instead of waiting on it until its deadline.
+ */
+const SSE_SILENCE_MS = 40_000;
 /** An approver answers a pending request after this long, as a person would. */
 export const APPROVAL_DELAY_MS = 3_000;
 const APPROVER_POLL_MS = 1_000;
@@ -128,6 +134,8 @@ export interface FollowedChat {
   reconnects: number;
   ended: boolean;
   error?: string;
+  /** What each connection did, for a follower that did not end: when it opened, its status, frames, how it stopped. */
+  connections: string[];
 }
 
 /**
@@ -140,7 +148,8 @@ export async function followChat(
   n: string,
   deadlineMs: number,
 ): Promise<FollowedChat> {
-  const followed: FollowedChat = { agentId, n, text: '', reconnects: 0, ended: false };
+  const followed: FollowedChat = { agentId, n, text: '', reconnects: 0, ended: false, connections: [] };
+  const started = Date.now();
   let transcript: StreamTranscript = emptyTranscript();
   let lastId: string | undefined;
   const deadline = Date.now() + deadlineMs;
@@ -149,7 +158,15 @@ export async function followChat(
     const url = first
       ? `${api.baseFor(attempt)}/v1/agents/${agentId}/chat`
       : `${api.baseFor(attempt)}/v1/agents/${agentId}/chat/${followed.itemId}/stream`;
+    const note = { at: Date.now() - started, status: 0, frames: 0, how: 'open' };
+    const silence = new AbortController();
+    let silent: NodeJS.Timeout | undefined;
     try {
+      const heard = () => {
+        clearTimeout(silent);
+        silent = setTimeout(() => silence.abort(new Error(`no byte for ${SSE_SILENCE_MS} ms`)), SSE_SILENCE_MS);
+      };
+      heard();
       const response = await fetch(url, {
         method: first ? 'POST' : 'GET',
         headers: {
@@ -159,29 +176,39 @@ export async function followChat(
           ...(lastId ? { 'last-event-id': lastId } : {}),
         },
         body: first ? JSON.stringify({ text: `chaos chat ${n}: please answer` }) : undefined,
-        signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
-      });
+        signal: AbortSignal.any([AbortSignal.timeout(Math.max(1, deadline - Date.now())), silence.signal]),
+      }).finally(heard);
+      note.status = response.status;
       if (response.status === 204) {
         followed.ended = true; // resumed at or after the end: nothing is missing
         break;
       }
       if (response.status !== 200) throw new Error(`answered ${response.status}`);
-      for await (const frame of sseFrames(response)) {
+      for await (const frame of sseFrames(response, heard)) {
+        note.frames++;
         if (frame.event === 'item') {
           followed.itemId = (frame.data as { itemId: string }).itemId;
           continue;
         }
         if (frame.id) lastId = frame.id;
         const event = frame.data as StreamEvent;
-        if (event?.kind) transcript = applyStreamEvent(transcript, event);
+        // A closing `end` without an id is not a stream event (the item settled without its run's `end`).
+        if (event?.kind && frame.id) transcript = applyStreamEvent(transcript, event);
         if (frame.event === 'end' || event?.kind === 'end') {
           followed.ended = true;
           break;
         }
       }
+      note.how = followed.ended ? 'end' : 'closed';
     } catch (error) {
       followed.error = (error as Error).message;
+      note.how = `error ${followed.error.slice(0, 80)} after ${Date.now() - started - note.at} ms`;
+    } finally {
+      clearTimeout(silent);
     }
+    followed.connections.push(
+      `${first ? 'POST' : 'GET'} ${url.slice(0, url.indexOf('/v1'))} +${(note.at / 1000).toFixed(1)}s ${note.status} ${note.frames} frames ${note.how}`,
+    );
     if (!followed.ended) {
       // A POST whose answer never said which item it made cannot be resumed: the message may or may not be in.
       if (followed.itemId === undefined) break;
@@ -193,10 +220,14 @@ export async function followChat(
   return followed;
 }
 
-async function* sseFrames(response: Response): AsyncGenerator<{ id?: string; event?: string; data: unknown }> {
+async function* sseFrames(
+  response: Response,
+  onBytes: () => void,
+): AsyncGenerator<{ id?: string; event?: string; data: unknown }> {
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    onBytes();
     buffer += decoder.decode(chunk, { stream: true });
     let cut: number;
     while ((cut = buffer.indexOf('\n\n')) >= 0) {

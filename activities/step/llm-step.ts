@@ -102,9 +102,10 @@ export async function runLlmStepWithReply(
   // A session this worker has loaded: its new messages are read alongside too (again below if this step appends any).
   const knownSession = sessionMessages.has(input.sessionId);
   // Independent reads in one round trip's time.
-  const [found, recorded, task, activations, loaded, guessedRows] = await Promise.all([
+  const [found, read, task, activations, loaded, guessedRows] = await Promise.all([
     findAgent(db, input.agentId),
-    findMessage(db, input.sessionId, key),
+    // A loaded session's reply for this key, if stored, comes with its new messages (one statement fewer).
+    knownSession ? undefined : findMessage(db, input.sessionId, key),
     input.taskId ? findTask(db, input.taskId) : undefined,
     // What discover_tools activated in this session or task: tools offered, skills shown in full.
     loadActivations(db, input.sessionId, input.taskId),
@@ -112,6 +113,7 @@ export async function runLlmStepWithReply(
     speculativeRows?.catch(() => undefined),
   ]);
   if (!found) throw unknownAgent(input.agentId);
+  const recorded = loaded ? sessionMessages.findLoaded(input.sessionId, key) : read;
   // A fork's steps see its overrides (identity files, model) and its own workspace.
   const fork = task?.fork_of ? await loadFork(db, task.id, task.fork_of) : undefined;
   const agent = fork ? forkedAgent(found, fork) : found;

@@ -21,7 +21,7 @@
  * clock or counter, so Tiers 1–2 stay byte-identical until the data itself changes.
  */
 import os from 'node:os';
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Selection } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { AgentRow, Database, TaskRow } from '../../schema/database';
 import { MAILBOX_MERGE_SEPARATOR } from '../../workflows/rules/mailbox';
@@ -91,10 +91,26 @@ export async function loadPromptWorld(
   config: AgentConfig,
   context: WorldContext,
 ): Promise<PromptWorld> {
-  const org = config.org;
-  const activations = context.activations ?? { skills: new Set<string>(), tools: new Set<string>() };
-  const scopes = visibleScopes(agent.id, org);
   // One round trip: every part is a JSON subquery (an agent without an organisation skips those parts).
+  const row = await db.selectNoFrom((eb) => worldSelections(eb, agent, config, context)).executeTakeFirstOrThrow();
+  return worldFromRow(row, agent, config, context);
+}
+
+/** The world's row as `worldSelections` reads it. */
+export type WorldRow = Selection<Database, never, ReturnType<typeof worldSelections>[number]>;
+
+/**
+ * The world's reads as JSON subqueries, to select on their own (`loadPromptWorld`) or beside the
+ * prompt's other reads in one statement (`fetchPromptRows`).
+ */
+export function worldSelections(
+  eb: ExpressionBuilder<Database, never>,
+  agent: AgentRow,
+  config: AgentConfig,
+  context: WorldContext,
+) {
+  const org = config.org;
+  const scopes = visibleScopes(agent.id, org);
   const orgName = org ?? '';
   const colleaguesOf = (eb: ExpressionBuilder<Database, never>) =>
     eb
@@ -102,109 +118,114 @@ export async function loadPromptWorld(
       .select('agents.id')
       .where(sql<string>`agents.config->>'org'`, '=', orgName)
       .where('agents.id', '!=', agent.id);
-  const row = await db
-    .selectNoFrom((eb) => [
-      jsonObjectFrom(
-        eb.selectFrom('organisations').select(['context_md', 'announcements_md']).where('name', '=', orgName),
-      ).as('organisation'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('user_profiles')
-          .select(['handle', 'name', 'profile_md'])
-          .where('org', '=', orgName)
-          .orderBy('handle')
-          .limit(HUMANS_FETCH_MAX),
-      ).as('people'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('agents')
-          .select(['id', 'name', 'description', sql<string | null>`config->>'position'`.as('position')])
-          .where(sql<string>`config->>'org'`, '=', orgName)
-          .where('id', '!=', agent.id)
-          .orderBy('id')
-          .limit(COLLEAGUES_FETCH_MAX),
-      ).as('colleagues'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('skills')
-          .leftJoin('skill_bindings', (join) =>
-            join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agent.id),
-          )
-          .select([
-            'skills.scope',
-            'skills.name',
-            'skills.category',
-            'skills.description',
-            'skills.body',
-            'skill_bindings.agent_id as bound_to',
-          ])
-          .where('skills.scope', 'in', scopes)
-          .orderBy('skills.name')
-          .limit(SKILL_CATALOGUE_FETCH_MAX),
-      ).as('skills'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('announcements')
-          .select(['text'])
-          .where((w) => w.or([w('org', 'is', null), ...(org ? [w('org', '=', org)] : [])]))
-          .where((w) => w.or([w('expires_at', 'is', null), w('expires_at', '>', sql<Date>`now()`)]))
-          .orderBy('id', 'desc')
-          .limit(ANNOUNCEMENTS_SHOWN_MAX),
-      ).as('announcements'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('mailbox_items')
-          .select(['kind', 'text', 'priority', 'status', 'updated_at', 'merged_count'])
-          .where('agent_id', '=', agent.id)
-          .where('status', 'in', ['processing', 'queued', 'deferred'])
-          .orderBy('priority')
-          .orderBy('created_at')
-          .limit(MAILBOX_OPEN_FETCH_MAX),
-      ).as('mailbox'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('mailbox_items')
-          .select(['decision', 'reason', 'kind'])
-          .where('agent_id', '=', agent.id)
-          .where('decision', 'in', Object.keys(DECISION_KINDS))
-          .orderBy('updated_at', 'desc')
-          .orderBy('id')
-          .limit(SYSTEM_MAILBOX_DECISIONS_MAX),
-      ).as('decisions'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('skill_bindings')
-          .select(['agent_id', 'skill_name'])
-          .where('agent_id', 'in', colleaguesOf(eb).orderBy('agents.id').limit(SYSTEM_COLLEAGUES_MAX))
-          .orderBy('skill_name'),
-      ).as('colleagueSkills'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('tasks')
-          .select(['agent_id', 'title'])
-          .where('agent_id', 'in', colleaguesOf(eb).orderBy('agents.id').limit(SYSTEM_COLLEAGUES_MAX))
-          .where('state', '=', 'in_progress')
-          .orderBy('updated_at', 'desc'),
-      ).as('colleagueWork'),
-      // The task board's team part (the team's top 10 open tasks by priority).
-      jsonArrayFrom(
-        eb
-          .selectFrom('tasks')
-          .select(['id', 'title', 'priority', 'state', 'agent_id'])
-          .where('agent_id', 'in', colleaguesOf(eb))
-          .where('state', 'in', ['pending', 'in_progress', 'blocked', 'review'])
-          .orderBy(PRIORITY_RANK)
-          .orderBy('updated_at', 'desc')
-          .limit(TEAM_TASKS_FETCH_MAX),
-      ).as('teamTasks'),
-      jsonObjectFrom(
-        eb
-          .selectFrom('tasks')
-          .select(['title', 'description'])
-          .where('id', '=', context.task?.parent_task_id ?? ''),
-      ).as('parent'),
-    ])
-    .executeTakeFirstOrThrow();
+  return [
+    jsonObjectFrom(
+      eb.selectFrom('organisations').select(['context_md', 'announcements_md']).where('name', '=', orgName),
+    ).as('organisation'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('user_profiles')
+        .select(['handle', 'name', 'profile_md'])
+        .where('org', '=', orgName)
+        .orderBy('handle')
+        .limit(HUMANS_FETCH_MAX),
+    ).as('people'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('agents')
+        .select(['id', 'name', 'description', sql<string | null>`config->>'position'`.as('position')])
+        .where(sql<string>`config->>'org'`, '=', orgName)
+        .where('id', '!=', agent.id)
+        .orderBy('id')
+        .limit(COLLEAGUES_FETCH_MAX),
+    ).as('colleagues'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('skills')
+        .leftJoin('skill_bindings', (join) =>
+          join.onRef('skill_bindings.skill_name', '=', 'skills.name').on('skill_bindings.agent_id', '=', agent.id),
+        )
+        .select([
+          'skills.scope',
+          'skills.name',
+          'skills.category',
+          'skills.description',
+          'skills.body',
+          'skill_bindings.agent_id as bound_to',
+        ])
+        .where('skills.scope', 'in', scopes)
+        .orderBy('skills.name')
+        .limit(SKILL_CATALOGUE_FETCH_MAX),
+    ).as('skills'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('announcements')
+        .select(['text'])
+        .where((w) => w.or([w('org', 'is', null), ...(org ? [w('org', '=', org)] : [])]))
+        .where((w) => w.or([w('expires_at', 'is', null), w('expires_at', '>', sql<Date>`now()`)]))
+        .orderBy('id', 'desc')
+        .limit(ANNOUNCEMENTS_SHOWN_MAX),
+    ).as('announcements'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('mailbox_items')
+        .select(['kind', 'text', 'priority', 'status', 'updated_at', 'merged_count'])
+        .where('agent_id', '=', agent.id)
+        .where('status', 'in', ['processing', 'queued', 'deferred'])
+        .orderBy('priority')
+        .orderBy('created_at')
+        .limit(MAILBOX_OPEN_FETCH_MAX),
+    ).as('mailbox'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('mailbox_items')
+        .select(['decision', 'reason', 'kind'])
+        .where('agent_id', '=', agent.id)
+        .where('decision', 'in', Object.keys(DECISION_KINDS))
+        .orderBy('updated_at', 'desc')
+        .orderBy('id')
+        .limit(SYSTEM_MAILBOX_DECISIONS_MAX),
+    ).as('decisions'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('skill_bindings')
+        .select(['agent_id', 'skill_name'])
+        .where('agent_id', 'in', colleaguesOf(eb).orderBy('agents.id').limit(SYSTEM_COLLEAGUES_MAX))
+        .orderBy('skill_name'),
+    ).as('colleagueSkills'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('tasks')
+        .select(['agent_id', 'title'])
+        .where('agent_id', 'in', colleaguesOf(eb).orderBy('agents.id').limit(SYSTEM_COLLEAGUES_MAX))
+        .where('state', '=', 'in_progress')
+        .orderBy('updated_at', 'desc'),
+    ).as('colleagueWork'),
+    // The task board's team part (the team's top 10 open tasks by priority).
+    jsonArrayFrom(
+      eb
+        .selectFrom('tasks')
+        .select(['id', 'title', 'priority', 'state', 'agent_id'])
+        .where('agent_id', 'in', colleaguesOf(eb))
+        .where('state', 'in', ['pending', 'in_progress', 'blocked', 'review'])
+        .orderBy(PRIORITY_RANK)
+        .orderBy('updated_at', 'desc')
+        .limit(TEAM_TASKS_FETCH_MAX),
+    ).as('teamTasks'),
+    jsonObjectFrom(
+      eb
+        .selectFrom('tasks')
+        .select(['title', 'description'])
+        .where('id', '=', context.task?.parent_task_id ?? ''),
+    ).as('parent'),
+  ] as const;
+}
+
+/** The prompt's world from its row: colleagues, skills (activated ones in full), mailbox attention, team. */
+export function worldFromRow(row: WorldRow, agent: AgentRow, config: AgentConfig, context: WorldContext): PromptWorld {
+  const org = config.org;
+  const activations = context.activations ?? { skills: new Set<string>(), tools: new Set<string>() };
+  const scopes = visibleScopes(agent.id, org);
   const { organisation, people, colleagues, announcements, colleagueSkills, colleagueWork, teamTasks, parent } = row;
   const skills = pickVisible(row.skills, scopes).map((r) => ({ ...r, bound: r.bound_to !== null }));
   const mailbox = attentionFrom(

@@ -26,7 +26,7 @@ import type { ChatRouter } from '../llm/types';
 import { agentConfig } from '../store/agents';
 import { PRIORITY_RANK } from '../store/task-graph';
 import { grantedPermissions, type Scenario } from '../tools/registry';
-import { loadPromptWorld } from './prompt-world';
+import { worldFromRow, worldSelections } from './prompt-world';
 import { loadActivations, type Activations } from '../store/skills';
 import { promptPriority } from '../../workflows/rules/priority';
 import { SUMMARIZER_SYSTEM_PROMPT } from '../../prompts/system';
@@ -72,7 +72,7 @@ export const SUMMARY_CALL_PREFIX = 'summary-';
 /** Hex digits of the prompt hash in the label: unique enough within one step. */
 const SUMMARY_CALL_HASH_CHARS = 16;
 
-/** What `loadPromptInputs` reads from PostgreSQL (two statements, one round trip), before it is shaped into inputs. */
+/** What `loadPromptInputs` reads from PostgreSQL (one statement), before it is shaped into inputs. */
 export type PromptRows = Awaited<ReturnType<typeof fetchPromptRows>>;
 
 /**
@@ -88,65 +88,65 @@ export function fetchPromptRows(
   activations: Activations | undefined,
 ) {
   const config = agentConfig(agent);
-  // The agent's own board, activity, runs and memory in one statement (each list a JSON array in the
-  // order its subquery sorts, so timestamps arrive as ISO strings), beside the organisation's world
-  // (colleagues, skills, announcements, team status, attention), also one statement.
-  return Promise.all([
-    db
-      .selectNoFrom((eb) => [
-        // The board's top: open tasks by priority (urgent first), then the most recently updated.
-        jsonArrayFrom(
-          eb
-            .selectFrom('tasks')
-            .select(['id', 'title', 'priority', 'state', 'description'])
-            .where('agent_id', '=', agent.id)
-            .where('state', 'in', OPEN_TASK_STATES)
-            .orderBy(PRIORITY_RANK)
-            .orderBy('updated_at', 'desc')
-            .limit(TASK_BOARD_FETCH),
-        ).as('own'),
-        // …and the counts the board shows beyond it: open tasks in all (overflow hint) and closed ones.
-        jsonObjectFrom(
-          eb
-            .selectFrom('tasks')
-            .select((c) => [
-              c.fn.count<string>(c.case().when('state', 'in', OPEN_TASK_STATES).then(1).end()).as('open'),
-              c.fn.count<string>(c.case().when('state', 'not in', OPEN_TASK_STATES).then(1).end()).as('closed'),
-            ])
-            .where('agent_id', '=', agent.id),
-        ).as('boardCounts'),
-        jsonArrayFrom(
-          eb
-            .selectFrom('task_events')
-            .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
-            .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
-            .where('tasks.agent_id', '=', agent.id)
-            .where('task_events.type', 'in', [
-              'task-created',
-              'state-changed',
-              'review-submitted',
-              'approval-decided',
-              'note-added',
-            ])
-            .orderBy('task_events.id', 'desc')
-            .limit(RECENT_ACTIVITY_FETCH),
-        ).as('events'),
-        jsonArrayFrom(
-          eb
-            .selectFrom('tasks')
-            .select(['title', 'state', 'result_summary', 'updated_at'])
-            .where('agent_id', '=', agent.id)
-            .where('state', 'in', ['completed', 'failed', 'cancelled', 'review'])
-            .orderBy('updated_at', 'desc')
-            .limit(RECENT_RUNS_FETCH),
-        ).as('runs'),
-        // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
-        jsonArrayFrom(knowledgeQuery(db, agent.id)).as('knowledge'),
-        jsonArrayFrom(notebookQuery(db, agent.id)).as('notebook'),
-      ])
-      .executeTakeFirstOrThrow(),
-    loadPromptWorld(db, agent, config, { scenario, task, ...(activations ? { activations } : {}) }),
-  ]);
+  const context = { scenario, task, ...(activations ? { activations } : {}) };
+  // The agent's own board, activity, runs and memory (each list a JSON array in the order its subquery
+  // sorts, so timestamps arrive as ISO strings) and the organisation's world (colleagues, skills,
+  // announcements, team status, attention): one statement.
+  return db
+    .selectNoFrom((eb) => [
+      ...worldSelections(eb, agent, config, context),
+      // The board's top: open tasks by priority (urgent first), then the most recently updated.
+      jsonArrayFrom(
+        eb
+          .selectFrom('tasks')
+          .select(['id', 'title', 'priority', 'state', 'description'])
+          .where('agent_id', '=', agent.id)
+          .where('state', 'in', OPEN_TASK_STATES)
+          .orderBy(PRIORITY_RANK)
+          .orderBy('updated_at', 'desc')
+          .limit(TASK_BOARD_FETCH),
+      ).as('own'),
+      // …and the counts the board shows beyond it: open tasks in all (overflow hint) and closed ones.
+      jsonObjectFrom(
+        eb
+          .selectFrom('tasks')
+          .select((c) => [
+            c.fn.count<string>(c.case().when('state', 'in', OPEN_TASK_STATES).then(1).end()).as('open'),
+            c.fn.count<string>(c.case().when('state', 'not in', OPEN_TASK_STATES).then(1).end()).as('closed'),
+          ])
+          .where('agent_id', '=', agent.id),
+      ).as('boardCounts'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('task_events')
+          .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
+          .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
+          .where('tasks.agent_id', '=', agent.id)
+          .where('task_events.type', 'in', [
+            'task-created',
+            'state-changed',
+            'review-submitted',
+            'approval-decided',
+            'note-added',
+          ])
+          .orderBy('task_events.id', 'desc')
+          .limit(RECENT_ACTIVITY_FETCH),
+      ).as('events'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('tasks')
+          .select(['title', 'state', 'result_summary', 'updated_at'])
+          .where('agent_id', '=', agent.id)
+          .where('state', 'in', ['completed', 'failed', 'cancelled', 'review'])
+          .orderBy('updated_at', 'desc')
+          .limit(RECENT_RUNS_FETCH),
+      ).as('runs'),
+      // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
+      jsonArrayFrom(knowledgeQuery(db, agent.id)).as('knowledge'),
+      jsonArrayFrom(notebookQuery(db, agent.id)).as('notebook'),
+    ])
+    .executeTakeFirstOrThrow()
+    .then((row) => [row, worldFromRow(row, agent, config, context)] as const);
 }
 
 /**

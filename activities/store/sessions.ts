@@ -88,6 +88,8 @@ export const SESSION_CACHE_MAX_CHARS = 64_000_000;
 
 interface CachedSession {
   ids: string[];
+  /** Each message's idempotency key, beside its id. */
+  keys: string[];
   messages: ChatMessage[];
   chars: number;
 }
@@ -116,6 +118,7 @@ export class SessionMessageCache {
       .selectFrom('messages')
       .select((eb) => [
         'id',
+        'idem_key',
         'role',
         'kind',
         eb.case().when('id', '>', lastId).then(eb.ref('content')).else(null).end().as('content'),
@@ -132,6 +135,7 @@ export class SessionMessageCache {
         late.set(String(r.id), r.content);
     }
     const ids: string[] = [];
+    const keys: string[] = [];
     const messages: ChatMessage[] = [];
     let chars = 0;
     for (const r of rows) {
@@ -142,11 +146,22 @@ export class SessionMessageCache {
         message = { role: r.role, kind: r.kind as MessageKind, content };
       }
       ids.push(id);
+      keys.push(r.idem_key);
       messages.push(message);
       chars += messageChars(message);
     }
-    this.remember(sessionId, { ids, messages, chars });
+    this.remember(sessionId, { ids, keys, messages, chars });
     return messages;
+  }
+
+  /**
+   * The message stored under `idemKey` as of this session's last `load` (what `findMessage` would have
+   * read then), without a statement of its own; undefined when the session is not loaded or has none.
+   */
+  findLoaded(sessionId: string, idemKey: string): ChatMessage | undefined {
+    const cached = this.sessions.get(sessionId);
+    const i = cached?.keys.lastIndexOf(idemKey) ?? -1;
+    return i >= 0 ? cached!.messages[i] : undefined;
   }
 
   private remember(sessionId: string, entry: CachedSession): void {

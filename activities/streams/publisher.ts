@@ -7,16 +7,28 @@ import { appendStreamEvents, supersededOutput, type NewStreamEvent, type StreamO
 import { storableText } from '../security/binary';
 
 /**
- * Streamed text is written at most this often per step: the first delta goes out at once (time to
- * first token is what a person notices), later ones are batched so a fast model costs ~20 short
+ * Streamed text is written at most this often per step: the first delta goes out almost at once (time
+ * to first token is what a person notices), later ones are batched so a fast model costs ~20 short
  * transactions a second rather than one per token.
  */
 export const STREAM_FLUSH_INTERVAL_MS = 50;
+/**
+ * The first text waits this long: far below what a reader notices, and a short reply that streams
+ * whole within it (a tool-calling turn's one sentence from a fast model) needs no write before the
+ * step's own closing statement, which would otherwise wait for it.
+ */
+export const STREAM_FIRST_DELTA_MS = 15;
 /** One delta row holds at most this much text; a long burst is split over several rows. */
 export const STREAM_DELTA_MAX_CHARS = 4_000;
 /** A step's closing writes (last delta, step-end) are tried this many times before giving up. */
 const STREAM_FINISH_TRIES = 3;
 const STREAM_FINISH_RETRY_MS = 200;
+/**
+ * A step's `step-start` (and a retry's `rewind`) waits this long for the step's first write, so that it
+ * shares that write's statement instead of costing one of its own: a follower cannot tell a quarter
+ * second, and most steps write their first text or their reply within it. After it they are written alone.
+ */
+export const STEP_START_HOLD_MS = 250;
 
 /**
  * The stream an LLM step writes to: a task's steps all go to `task-{taskId}` (one stream across its
@@ -32,9 +44,10 @@ export function stepStreamId(input: { taskId?: string; sessionId: string }, ctx:
  * Publishes one LLM step's output to its run stream (PostgreSQL rows + NOTIFY), tagged with the
  * activity attempt and the provider-fallback part that produced it. On construction it writes
  * `step-start`, preceded by a `rewind` when an earlier attempt of the same step already published
- * text (the worker died or the call failed mid-stream); when the router falls back to another provider
+ * text (the worker died or the call failed mid-stream), with its first write or after
+ * STEP_START_HOLD_MS, whichever comes first; when the router falls back to another provider
  * mid-call, the text of the failed part is rewound the same way. Writes are ordered; a failed write
- * keeps its text for the next one. Never throws into the LLM call: the live stream must not fail it.
+ * keeps its text (and the rows it carried) for the next one. Never throws into the LLM call: the live stream must not fail it.
  */
 export class StepStreamPublisher {
   private buffer = '';
@@ -42,6 +55,9 @@ export class StepStreamPublisher {
   private lastFlushAt = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private chain: Promise<void>;
+  /** `rewind`/`step-start` rows not written yet: they go out with the next write (see STEP_START_HOLD_MS). */
+  private held: NewStreamEvent[] = [];
+  private holdTimer: ReturnType<typeof setTimeout> | undefined;
   /** Writes that failed (after which the text was kept for the next write). */
   failures = 0;
 
@@ -53,6 +69,11 @@ export class StepStreamPublisher {
     startData: Record<string, unknown> = {},
   ) {
     this.chain = this.rewindSuperseded(startData);
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = undefined;
+      this.enqueue(() => this.append([]));
+    }, STEP_START_HOLD_MS);
+    this.holdTimer.unref?.();
   }
 
   /** For `router.chat`: text deltas, and a fallback to another provider starting a new part. */
@@ -65,7 +86,10 @@ export class StepStreamPublisher {
     if (!text) return;
     this.buffer += text;
     if (this.timer) return;
-    const delay = Math.max(0, this.lastFlushAt + STREAM_FLUSH_INTERVAL_MS - Date.now());
+    const delay =
+      this.lastFlushAt === 0
+        ? STREAM_FIRST_DELTA_MS
+        : Math.max(0, this.lastFlushAt + STREAM_FLUSH_INTERVAL_MS - Date.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.enqueue(() => this.writeBuffer());
@@ -76,7 +100,10 @@ export class StepStreamPublisher {
   async flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.enqueue(() => this.writeBuffer(true));
+    this.enqueue(async () => {
+      await this.writeBuffer(true);
+      if (this.held.length > 0) await this.append([]);
+    });
     await this.chain;
   }
 
@@ -102,6 +129,7 @@ export class StepStreamPublisher {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.chain;
+    const held = this.takeHeld();
     const text = this.buffer;
     this.buffer = '';
     const deltas = text
@@ -113,7 +141,7 @@ export class StepStreamPublisher {
           text: piece,
         }))
       : [];
-    return { owner: this.owner, events: [...deltas, { kind: 'step-end', data }] };
+    return { owner: this.owner, events: [...held, ...deltas, { kind: 'step-end', data }] };
   }
 
   /** The router is trying candidate `index` (0 = the first): earlier parts' text is superseded. */
@@ -140,7 +168,11 @@ export class StepStreamPublisher {
         data: { supersededChars: superseded.chars, fromSeq: superseded.fromSeq, toSeq: superseded.toSeq },
       });
     }
-    if (startData) events.push({ kind: 'step-start', stepKey: this.stepKey, ...producer, data: startData });
+    if (startData) {
+      // Held for the step's first write (see STEP_START_HOLD_MS).
+      this.held.push(...events, { kind: 'step-start', stepKey: this.stepKey, ...producer, data: startData });
+      return;
+    }
     await this.append(events);
   }
 
@@ -160,7 +192,7 @@ export class StepStreamPublisher {
       text: piece,
     }));
     try {
-      await appendStreamEvents(this.db, this.owner, events);
+      await this.append(events);
     } catch (error) {
       // Keep the text for the next write, unless a fallback has superseded it meanwhile.
       if (part === this.part) this.buffer = text + this.buffer;
@@ -168,8 +200,25 @@ export class StepStreamPublisher {
     }
   }
 
+  /** Writes `events` after any held rows; a failed write keeps those rows for the next one. */
   private async append(events: NewStreamEvent[]): Promise<void> {
-    await appendStreamEvents(this.db, this.owner, events);
+    const held = this.takeHeld();
+    if (held.length + events.length === 0) return;
+    try {
+      await appendStreamEvents(this.db, this.owner, [...held, ...events]);
+    } catch (error) {
+      this.held = [...held, ...this.held];
+      throw error;
+    }
+  }
+
+  /** The held rows, now owned by the caller's write; the hold's timer is no longer needed. */
+  private takeHeld(): NewStreamEvent[] {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    const held = this.held;
+    this.held = [];
+    return held;
   }
 
   private enqueue(write: () => Promise<void>): void {

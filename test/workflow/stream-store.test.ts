@@ -107,6 +107,44 @@ describe('run streams in PostgreSQL', () => {
     expect(first.failures + second.failures).toBe(0);
   });
 
+  test('step-start is held for the step’s first write: a reply that comes at once carries it, with its text, in the closing rows', async () => {
+    const streamId = newStream();
+    const publisher = new StepStreamPublisher(h.db, { streamId }, 'sess/a1-t0', 1, { sessionId: 'sess' });
+    publisher.callbacks.onTextDelta!('Short ');
+    publisher.callbacks.onTextDelta!('answer.');
+    const closing = await publisher.closing({ stopReason: 'end_turn' });
+    // Nothing was written on its own: the caller's statement writes all of it.
+    expect(await readStreamEvents(h.db, streamId)).toEqual([]);
+    expect(closing.events.map((e) => [e.kind, e.text ?? null])).toEqual([
+      ['step-start', null],
+      ['delta', 'Short answer.'],
+      ['step-end', null],
+    ]);
+    await appendStreamEvents(h.db, closing.owner, closing.events);
+    expect(transcriptText(await readTranscript(h.db, streamId))).toBe('Short answer.');
+    expect(publisher.failures).toBe(0);
+  });
+
+  test('a step with no text yet writes its step-start (after a retry’s rewind) alone once the hold is over', async () => {
+    const streamId = newStream();
+    const first = new StepStreamPublisher(h.db, { streamId }, 'sess/a1-t0', 1);
+    first.callbacks.onTextDelta!('cut off');
+    await first.flush();
+    const second = new StepStreamPublisher(h.db, { streamId }, 'sess/a1-t0', 2, { sessionId: 'sess' });
+    const rows = await eventually(async () => {
+      const events = await readStreamEvents(h.db, streamId);
+      return events.length === 4 ? events : undefined;
+    }, 'the retry’s held rows');
+    expect(rows.map((e) => [e.kind, e.attempt])).toEqual([
+      ['step-start', 1],
+      ['delta', 1],
+      ['rewind', 2],
+      ['step-start', 2],
+    ]);
+    expect((await second.closing({})).events.map((e) => e.kind)).toEqual(['step-end']);
+    expect(first.failures + second.failures).toBe(0);
+  });
+
   test('pruning deletes rows past retention and keeps the rest', async () => {
     const oldStream = newStream();
     const freshStream = newStream();

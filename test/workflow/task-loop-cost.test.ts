@@ -1,8 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from '../../workflows/patches';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
+import { LlmRouter } from '../../activities/llm/router';
+import { createProvider } from '../../activities/llm/providers';
+import { runStepWithTools } from '../../activities/step/with-tools';
 import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { activitySummaries, historiesOfAllRuns, toolCallSummaries } from './task-support';
 
@@ -97,5 +101,42 @@ describe('what a loop iteration costs', () => {
     const after = await cache.load(h.db.db, sessionId);
     expect(after.map((m) => (m.content[0] as { text: string }).text)).toEqual(['one', 'two', 'late', 'four']);
     expect(after[1]).toBe(second[1]);
+    // A message is found by its key among the loaded ones, the late one included; a key not stored is not.
+    expect(cache.findLoaded(sessionId, 'm3-late')).toBe(after[2]);
+    expect(cache.findLoaded(sessionId, 'm4')).toBe(after[3]);
+    expect(cache.findLoaded(sessionId, 'm5')).toBeUndefined();
+    expect(cache.findLoaded(`${sessionId}-other`, 'm1')).toBeUndefined();
+  });
+
+  test('a step retried on the worker that stored its reply finds the reply among the session’s loaded messages and runs nothing again', async () => {
+    const agentId = await h.createAgent();
+    const { id: taskId } = await h.db.db
+      .insertInto('tasks')
+      .values({
+        id: randomUUID(),
+        agent_id: agentId,
+        title: 'Write',
+        description: 'Write it.',
+        state: 'in_progress',
+        priority: 'medium',
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const router = LlmRouter.fromConfig(
+      [{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }],
+      createProvider,
+    );
+    h.llm.reset();
+    h.llm.enqueue(toolTurn('file_write', { path: 'once.txt', content: 'once' }));
+    const input = { agentId, taskId, sessionId: `retry-${agentId}`, scenario: 'task' as const, attempt: 1, turn: 0 };
+    const first = await runStepWithTools(h.db.db, router, { ...input, opening: {} });
+    const again = await runStepWithTools(h.db.db, router, input);
+    expect(first.replayed).toBe(false);
+    expect(again.replayed).toBe(true);
+    expect(again.toolCalls).toEqual(first.toolCalls);
+    expect(again.toolResults.map((r) => r.result.replayed)).toEqual([true]);
+    expect(h.llm.requests).toHaveLength(1);
+    const ledger = await h.db.db.selectFrom('tool_calls').select('executions').where('task_id', '=', taskId).execute();
+    expect(ledger).toEqual([{ executions: 1 }]);
   });
 });

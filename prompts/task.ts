@@ -68,6 +68,14 @@ export function interruptedToolCallText(tool: string): string {
   );
 }
 
+/** A call the model asked for that never started (the worker stopped first): it had no effect. */
+export function notRunToolCallText(tool: string): string {
+  return (
+    `Tool call ${tool} was not run: the worker stopped after you asked for it and before it started, so it had no effect. ` +
+    `Call it again if you still need it.`
+  );
+}
+
 /** A task comment that reached a running round, as the model reads it. */
 export function roundCommentText(from: string | undefined, text: string): string {
   return `[COMMENT${from ? ` from ${from}` : ''}] ${text}`;

@@ -32,7 +32,7 @@ import {
 import { agentConfig, findAgent, type AgentConfig } from '../store/agents';
 import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from '../store/sessions';
 import { addTaskEvent, findTask, taskEventInsert } from '../store/tasks';
-import { assistantMessageKey } from '../tools/execute';
+import { assistantMessageKey, settleUnansweredCalls } from '../tools/execute';
 import { requestMemoryFlushIfDue } from '../memory/flush';
 import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
 import { loadTaskNotes } from '../tools/task-tools';
@@ -169,6 +169,17 @@ export async function runLlmStepWithReply(
         content: [{ type: 'text', text }],
       });
     } else if (input.attempt > 1) {
+      // The attempt before stopped mid-turn: its calls without a result are answered from the ledger first.
+      await settleUnansweredCalls(await sessionMessages.load(db, input.sessionId), tools, {
+        db,
+        agentId: input.agentId,
+        taskId: input.taskId,
+        sessionId: input.sessionId,
+        workspaceDir: agent.workspace_dir,
+        signal: activityContext()?.cancellationSignal ?? new AbortController().signal,
+        agentConfig: agentConfig(agent),
+        heartbeat: () => activityContext()?.heartbeat(),
+      });
       await appendMessage(db, input.sessionId, `a${input.attempt}-interrupted`, {
         role: 'user',
         kind: 'injection',

@@ -7,7 +7,7 @@ import type { ToolResultImage, ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
-import { interruptedToolCallText } from '../../prompts/task';
+import { interruptedToolCallText, notRunToolCallText } from '../../prompts/task';
 import { archiveToolImages, retireOldToolImages } from './tool-result-images';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
@@ -359,4 +359,49 @@ function done(
   extra: { replayed?: boolean; interrupted?: boolean; submission?: string; redactions?: number } = {},
 ): ExecuteToolResult {
   return { kind: 'done', tool, isError, preview: content.slice(0, RESULT_PREVIEW_FOR_WORKFLOW_CHARS), ...extra };
+}
+
+/**
+ * Before a new attempt of a round talks to the model again, every call of the session's last
+ * assistant turn that has no result is settled from the ledger, so the model knows which effects
+ * happened instead of guessing: a call the ledger finished gets its stored result, one that was
+ * running when the worker died is reported as interrupted (and its leftovers cleaned up), and one
+ * with no ledger row never started, so it is reported as not run. Returns how many were settled.
+ */
+export async function settleUnansweredCalls(
+  messages: readonly { role: string; content: readonly { type: string }[] }[],
+  tools: ReadonlyMap<string, ToolSpec>,
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
+): Promise<number> {
+  const lastAssistant = messages.findLastIndex((m) => m.role === 'assistant');
+  if (lastAssistant < 0) return 0;
+  const answered = new Set(
+    messages
+      .slice(lastAssistant + 1)
+      .flatMap((m) => m.content)
+      .filter((b): b is { type: 'tool_result'; toolUseId: string } => b.type === 'tool_result')
+      .map((b) => b.toolUseId),
+  );
+  const unanswered = (messages[lastAssistant]!.content as readonly ToolUseBlock[]).filter(
+    (b) => b.type === 'tool_use' && !answered.has(b.id),
+  );
+  for (const call of unanswered) {
+    const ledger = await ctx.db
+      .selectFrom('tool_calls')
+      .select(['status', 'result', 'is_error'])
+      .where('session_id', '=', ctx.sessionId)
+      .where('tool_call_id', '=', call.id)
+      .executeTakeFirst();
+    if (!ledger) {
+      await appendResult(ctx, call.id, notRunToolCallText(call.name), true);
+    } else if (ledger.status === 'started') {
+      const spec = tools.get(call.name);
+      const cutOff = spec?.schema.safeParse(call.input);
+      if (spec?.interrupted && cutOff?.success) await spec.interrupted(cutOff.data, { ...ctx, toolCallId: call.id });
+      await finish(ctx, call.id, interruptedToolCallText(call.name), true);
+    } else {
+      await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
+    }
+  }
+  return unanswered.length;
 }

@@ -65,7 +65,9 @@ function answer(request: RecordedRequest): ScriptedResponse {
     const chat = /chaos chat ([0-9]+)/.exec(body)?.[1];
     return message([{ type: 'text', text: chat ? chatAnswer(chat) : 'HEARTBEAT_OK' }], 'end_turn');
   }
-  const done = (body.match(/"tool_result"/g) ?? []).length;
+  // A call the runtime reports as never started is asked for again, as a model would.
+  const notRun = (body.match(/Tool call [a-z_]+ was not run:/g) ?? []).length;
+  const done = (body.match(/"tool_result"/g) ?? []).length - notRun;
   if (done === 0) {
     return message(
       [

@@ -1,0 +1,92 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { partialWriteName } from '../../activities/tools/file-tools';
+import { settleUnansweredCalls } from '../../activities/tools/execute';
+import { allRegisteredTools } from '../../activities/tools/registry';
+import { appendMessage, ensureSession, loadMessages } from '../../activities/store/sessions';
+import type { ToolResultBlock } from '../../activities/llm/types';
+import { interruptedToolCallText, notRunToolCallText } from '../../prompts/task';
+import { useHarness } from '../support/harness';
+
+/**
+ * A round attempt that stopped mid-turn (its worker killed after the model's reply was stored) leaves
+ * calls without results. The next attempt answers each from the ledger before the model is asked
+ * again: the stored result of a call that finished, "interrupted" for one that was running (its
+ * partial file removed), "not run" for one that never started. Before, all three read "may or may
+ * not have taken effect", and a model that believed it moved on without redoing a call that never ran.
+ */
+describe('calls left without a result by an interrupted attempt', () => {
+  const h = useHarness();
+
+  test('are answered from the ledger: finished, interrupted, never started; once', async () => {
+    const agentId = await h.createAgent();
+    const sessionId = `settle-${agentId}`;
+    const workspaceDir = path.join(h.workspaceDir, sessionId);
+    mkdirSync(workspaceDir, { recursive: true });
+    await ensureSession(h.db.db, { id: sessionId, agentId, kind: 'task' });
+    await appendMessage(h.db.db, sessionId, 'task-prompt', { role: 'user', content: [{ type: 'text', text: 'go' }] });
+    const calls = [
+      { id: 'done-1', name: 'file_read', input: { path: 'a.txt' } },
+      { id: 'running-2', name: 'file_write', input: { path: 'b.txt', content: 'bee' } },
+      { id: 'never-3', name: 'shell_execute', input: { command: 'git commit -m x' } },
+    ];
+    await appendMessage(h.db.db, sessionId, 'assistant-a1-t0', {
+      role: 'assistant',
+      content: calls.map((c) => ({ type: 'tool_use' as const, ...c })),
+    });
+    const row = (id: string, tool: string, status: 'completed' | 'started', result: string | null) => ({
+      session_id: sessionId,
+      tool_call_id: id,
+      agent_id: agentId,
+      tool,
+      args: JSON.stringify({}),
+      status,
+      side_effecting: tool !== 'file_read',
+      result,
+      is_error: false,
+      executions: 1,
+    });
+    await h.db.db
+      .insertInto('tool_calls')
+      .values([row('done-1', 'file_read', 'completed', 'alpha'), row('running-2', 'file_write', 'started', null)])
+      .execute();
+    // What the killed write left behind, under its own name.
+    const partial = path.join(workspaceDir, partialWriteName({ sessionId, toolCallId: 'running-2' }));
+    writeFileSync(partial, 'be');
+
+    const ctx = {
+      db: h.db.db,
+      agentId,
+      sessionId,
+      workspaceDir,
+      signal: new AbortController().signal,
+      agentConfig: {},
+      heartbeat: () => undefined,
+    };
+    expect(await settleUnansweredCalls(await loadMessages(h.db.db, sessionId), allRegisteredTools(), ctx)).toBe(3);
+    // A second look finds nothing left to answer, and adds nothing.
+    expect(await settleUnansweredCalls(await loadMessages(h.db.db, sessionId), allRegisteredTools(), ctx)).toBe(0);
+
+    const results = (await loadMessages(h.db.db, sessionId))
+      .flatMap((m) => m.content)
+      .filter((b): b is ToolResultBlock => b.type === 'tool_result')
+      .map((b) => [b.toolUseId, b.content, b.isError]);
+    expect(results).toEqual([
+      ['done-1', 'alpha', false],
+      ['running-2', interruptedToolCallText('file_write'), true],
+      ['never-3', notRunToolCallText('shell_execute'), true],
+    ]);
+    expect(existsSync(partial)).toBe(false);
+    const ledger = await h.db.db
+      .selectFrom('tool_calls')
+      .select(['tool_call_id', 'status'])
+      .where('session_id', '=', sessionId)
+      .orderBy('tool_call_id')
+      .execute();
+    // The interrupted call is closed in the ledger; the one that never started has no row and gets none.
+    expect(ledger).toEqual([
+      { tool_call_id: 'done-1', status: 'completed' },
+      { tool_call_id: 'running-2', status: 'failed' },
+    ]);
+  });
+});

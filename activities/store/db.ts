@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Database } from '../../schema/database';
 import { migrateToLatest } from '../../schema/migrate';
 import { ensureEmbeddedServer } from './embedded-server';
+import { preparingPool } from './prepared-statements';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -31,6 +32,11 @@ export interface OpenDatabaseOptions {
    * the query that was running fails, and the next one opens a new connection.
    */
   onConnectionError?: (error: Error) => void;
+  /**
+   * Run hot statements as named prepared statements (default: on unless DATABASE_PREPARED_STATEMENTS is
+   * `off`, for a PgBouncer older than 1.21 in transaction mode, which cannot keep them).
+   */
+  preparedStatements?: boolean;
 }
 
 // pg returns BIGINT (int8) as a string to avoid precision loss; our bigserial ids stay strings.
@@ -47,9 +53,10 @@ export interface OpenDatabaseOptions {
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<DatabaseHandle> {
   const onError = options.onConnectionError ?? (() => undefined);
   const poolSize = options.poolSize ?? 10;
+  const prepared = options.preparedStatements ?? process.env.DATABASE_PREPARED_STATEMENTS !== 'off';
   const handle = options.url
-    ? openServerDatabase(options.url, poolSize, onError)
-    : await openEmbeddedDatabase(options.dataDir ?? path.resolve('.data', 'postgres'), poolSize, onError);
+    ? openServerDatabase(options.url, poolSize, onError, prepared)
+    : await openEmbeddedDatabase(options.dataDir ?? path.resolve('.data', 'postgres'), poolSize, onError, prepared);
   if (options.migrate ?? true) {
     try {
       await migrateToLatest(handle.db);
@@ -71,9 +78,14 @@ function resilientPool(url: string, max: number, onError: (error: Error) => void
   return pool;
 }
 
-function openServerDatabase(url: string, poolSize: number, onError: (error: Error) => void): DatabaseHandle {
+function openServerDatabase(
+  url: string,
+  poolSize: number,
+  onError: (error: Error) => void,
+  prepared: boolean,
+): DatabaseHandle {
   const pool = resilientPool(url, poolSize, onError);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: prepared ? preparingPool(pool) : pool }) });
   return { db, kind: 'postgres', url, startedServer: false, close: () => db.destroy() };
 }
 
@@ -81,11 +93,12 @@ async function openEmbeddedDatabase(
   dataDir: string,
   poolSize: number,
   onError: (error: Error) => void,
+  prepared: boolean,
 ): Promise<DatabaseHandle> {
   mkdirSync(path.dirname(dataDir), { recursive: true });
   const server = await ensureEmbeddedServer(dataDir);
   const pool = new RestartingPool(dataDir, server.url, poolSize, onError);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: prepared ? preparingPool(pool) : pool }) });
   return {
     db,
     kind: 'embedded',

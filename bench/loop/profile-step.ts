@@ -18,13 +18,20 @@ import { migrateToLatest } from '../../schema/migrate';
 import { runStepWithTools } from '../../activities/step/with-tools';
 import { startFakeLlmServer } from '../../test/fake-llm';
 import { ScriptedTasks } from './scenario';
+import { preparingPool } from '../../activities/store/prepared-statements';
 
 async function main(): Promise<void> {
   const calls = Number(process.argv[2] ?? 41);
   let statements: string[] = [];
   let stepStart = 0;
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL!, max: 10 }) }),
+    // As the worker opens it (activities/store/db.ts): hot statements prepared, unless DATABASE_PREPARED_STATEMENTS=off.
+    dialect: new PostgresDialect({
+      pool:
+        process.env.DATABASE_PREPARED_STATEMENTS === 'off'
+          ? new pg.Pool({ connectionString: process.env.DATABASE_URL!, max: 10 })
+          : preparingPool(new pg.Pool({ connectionString: process.env.DATABASE_URL!, max: 10 })),
+    }),
     // Each statement with the time it ended (ms into the step) and its duration.
     log: (event) =>
       void statements.push(

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { AgentRow, Database, TaskRow } from '../../schema/database';
 import {
@@ -80,7 +80,7 @@ export type PromptRows = Awaited<ReturnType<typeof fetchPromptRows>>;
  * reads (with the agent, task and activations it saw last) and pass them in as `world.rows` once it
  * has checked that those were unchanged.
  */
-export function fetchPromptRows(
+function promptRowsQuery(
   db: Kysely<Database>,
   agent: AgentRow,
   scenario: Scenario,
@@ -92,61 +92,93 @@ export function fetchPromptRows(
   // The agent's own board, activity, runs and memory (each list a JSON array in the order its subquery
   // sorts, so timestamps arrive as ISO strings) and the organisation's world (colleagues, skills,
   // announcements, team status, attention): one statement.
-  return db
-    .selectNoFrom((eb) => [
-      ...worldSelections(eb, agent, config, context),
-      // The board's top: open tasks by priority (urgent first), then the most recently updated.
-      jsonArrayFrom(
-        eb
-          .selectFrom('tasks')
-          .select(['id', 'title', 'priority', 'state', 'description'])
-          .where('agent_id', '=', agent.id)
-          .where('state', 'in', OPEN_TASK_STATES)
-          .orderBy(PRIORITY_RANK)
-          .orderBy('updated_at', 'desc')
-          .limit(TASK_BOARD_FETCH),
-      ).as('own'),
-      // …and the counts the board shows beyond it: open tasks in all (overflow hint) and closed ones.
-      jsonObjectFrom(
-        eb
-          .selectFrom('tasks')
-          .select((c) => [
-            c.fn.count<string>(c.case().when('state', 'in', OPEN_TASK_STATES).then(1).end()).as('open'),
-            c.fn.count<string>(c.case().when('state', 'not in', OPEN_TASK_STATES).then(1).end()).as('closed'),
-          ])
-          .where('agent_id', '=', agent.id),
-      ).as('boardCounts'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('task_events')
-          .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
-          .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
-          .where('tasks.agent_id', '=', agent.id)
-          .where('task_events.type', 'in', [
-            'task-created',
-            'state-changed',
-            'review-submitted',
-            'approval-decided',
-            'note-added',
-          ])
-          .orderBy('task_events.id', 'desc')
-          .limit(RECENT_ACTIVITY_FETCH),
-      ).as('events'),
-      jsonArrayFrom(
-        eb
-          .selectFrom('tasks')
-          .select(['title', 'state', 'result_summary', 'updated_at'])
-          .where('agent_id', '=', agent.id)
-          .where('state', 'in', ['completed', 'failed', 'cancelled', 'review'])
-          .orderBy('updated_at', 'desc')
-          .limit(RECENT_RUNS_FETCH),
-      ).as('runs'),
-      // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
-      jsonArrayFrom(knowledgeQuery(db, agent.id)).as('knowledge'),
-      jsonArrayFrom(notebookQuery(db, agent.id)).as('notebook'),
-    ])
-    .executeTakeFirstOrThrow()
-    .then((row) => [row, worldFromRow(row, agent, config, context)] as const);
+  return db.selectNoFrom((eb) => [
+    ...worldSelections(eb, agent, config, context),
+    // The board's top: open tasks by priority (urgent first), then the most recently updated.
+    jsonArrayFrom(
+      eb
+        .selectFrom('tasks')
+        .select(['id', 'title', 'priority', 'state', 'description'])
+        .where('agent_id', '=', agent.id)
+        .where('state', 'in', OPEN_TASK_STATES)
+        .orderBy(PRIORITY_RANK)
+        .orderBy('updated_at', 'desc')
+        .limit(TASK_BOARD_FETCH),
+    ).as('own'),
+    // …and the counts the board shows beyond it: open tasks in all (overflow hint) and closed ones.
+    jsonObjectFrom(
+      eb
+        .selectFrom('tasks')
+        .select((c) => [
+          c.fn.count<string>(c.case().when('state', 'in', OPEN_TASK_STATES).then(1).end()).as('open'),
+          c.fn.count<string>(c.case().when('state', 'not in', OPEN_TASK_STATES).then(1).end()).as('closed'),
+        ])
+        .where('agent_id', '=', agent.id),
+    ).as('boardCounts'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('task_events')
+        .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
+        .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
+        .where('tasks.agent_id', '=', agent.id)
+        .where('task_events.type', 'in', [
+          'task-created',
+          'state-changed',
+          'review-submitted',
+          'approval-decided',
+          'note-added',
+        ])
+        .orderBy('task_events.id', 'desc')
+        .limit(RECENT_ACTIVITY_FETCH),
+    ).as('events'),
+    jsonArrayFrom(
+      eb
+        .selectFrom('tasks')
+        .select(['title', 'state', 'result_summary', 'updated_at'])
+        .where('agent_id', '=', agent.id)
+        .where('state', 'in', ['completed', 'failed', 'cancelled', 'review'])
+        .orderBy('updated_at', 'desc')
+        .limit(RECENT_RUNS_FETCH),
+    ).as('runs'),
+    // Curated knowledge (≤ 8,000 chars, Tier 2) and the notebook (Tier 3); observations never.
+    jsonArrayFrom(knowledgeQuery(db, agent.id)).as('knowledge'),
+    jsonArrayFrom(notebookQuery(db, agent.id)).as('notebook'),
+  ]);
+}
+
+type PromptRowsRow = Awaited<ReturnType<ReturnType<typeof promptRowsQuery>['executeTakeFirstOrThrow']>>;
+
+/**
+ * The prompt read's statement is a pure function of the agent row, scenario, task row and activations,
+ * and a session's steps repeat them: its compiled form (text and parameters, about 0.5 ms of CPU to
+ * build) is kept per input, oldest forgotten first, bounded like the sessions a worker remembers.
+ */
+const PROMPT_READS_CACHED_MAX = 2_000;
+const compiledPromptReads = new Map<string, CompiledQuery<PromptRowsRow>>();
+
+export async function fetchPromptRows(
+  db: Kysely<Database>,
+  agent: AgentRow,
+  scenario: Scenario,
+  task: TaskRow | undefined,
+  activations: Activations | undefined,
+) {
+  const key = JSON.stringify([
+    agent,
+    scenario,
+    task ?? null,
+    activations ? [[...activations.tools], [...activations.skills]] : null,
+  ]);
+  let compiled = compiledPromptReads.get(key);
+  if (compiled) compiledPromptReads.delete(key);
+  else compiled = promptRowsQuery(db, agent, scenario, task, activations).compile();
+  compiledPromptReads.set(key, compiled);
+  if (compiledPromptReads.size > PROMPT_READS_CACHED_MAX)
+    compiledPromptReads.delete(compiledPromptReads.keys().next().value!);
+  const row = (await db.executeQuery(compiled)).rows[0];
+  if (!row) throw new Error('the prompt read returned no row');
+  const context = { scenario, task, ...(activations ? { activations } : {}) };
+  return [row, worldFromRow(row, agent, agentConfig(agent), context)] as const;
 }
 
 /**

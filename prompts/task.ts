@@ -76,6 +76,14 @@ export function notRunToolCallText(tool: string): string {
   );
 }
 
+/** A call that was running when the worker stopped, whose tool could tell that its effect never landed. */
+export function notLandedToolCallText(tool: string): string {
+  return (
+    `Tool call ${tool} was not run: the worker stopped before its effect landed, so nothing changed. ` +
+    `Call it again if you still need it.`
+  );
+}
+
 /** A task comment that reached a running round, as the model reads it. */
 export function roundCommentText(from: string | undefined, text: string): string {
   return `[COMMENT${from ? ` from ${from}` : ''}] ${text}`;

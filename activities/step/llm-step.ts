@@ -32,7 +32,7 @@ import {
 import { agentConfig, findAgent, type AgentConfig } from '../store/agents';
 import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from '../store/sessions';
 import { addTaskEvent, findTask, taskEventInsert } from '../store/tasks';
-import { assistantMessageKey, settleUnansweredCalls } from '../tools/execute';
+import { assistantMessageKey, settleUnansweredCalls, startedWithReply } from '../tools/execute';
 import { requestMemoryFlushIfDue } from '../memory/flush';
 import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
 import { loadTaskNotes } from '../tools/task-tools';
@@ -83,6 +83,8 @@ export interface LlmStepReply {
   activatedTools: ReadonlySet<string>;
   /** This execution stored the reply: no earlier attempt can have run (or started) its tool calls. */
   fresh: boolean;
+  /** The reply's first tool call was recorded as started with it (`startedWithReply`): run it at once. */
+  firstCallStarted: boolean;
 }
 
 /** `runLlmStep`, also returning the stored reply and the agent (for the fused step; never enters workflow history). */
@@ -91,6 +93,8 @@ export async function runLlmStepWithReply(
   router: ChatRouter,
   input: LlmStepInput,
   clock: () => Date = () => new Date(),
+  /** `startFirstCall`: the caller runs the reply's tool calls next (the fused step). */
+  options: { startFirstCall?: boolean } = {},
 ): Promise<LlmStepReply> {
   const key = assistantMessageKey(input.attempt, input.turn);
   // What this worker saw at the session's last step: the prompt's reads start with it, beside the
@@ -143,6 +147,7 @@ export async function runLlmStepWithReply(
       agent,
       activatedTools: activations.tools,
       fresh: false,
+      firstCallStarted: false,
     };
 
   // A session this worker has loaded exists; a new one (or one this worker has not seen) is created idempotently.
@@ -340,13 +345,24 @@ export async function runLlmStepWithReply(
     toolCalls: result.content.flatMap((b) => (b.type === 'tool_use' ? [b.name] : [])),
   });
   const stream = streamAppendCtes(closing.owner, closing.events);
+  // The fused step's first call, when it runs as it is: its ledger row joins the same statement.
+  const firstCall = result.content.find((b): b is ToolUseBlock => b.type === 'tool_use');
+  const firstStart = options.startFirstCall
+    ? startedWithReply(firstCall, tools, {
+        sessionId: input.sessionId,
+        taskId: input.taskId,
+        agentId: input.agentId,
+        ...(fork ? { fork } : {}),
+      })
+    : undefined;
   const { rows: written } = await sql<{
     inserted: boolean;
+    started: boolean;
   }>`with reply as (${appendMessageQuery(db, input.sessionId, key, { role: 'assistant', content: result.content })}), usage as (${callInsert})${
     taskEvent ? sql`, event as (${taskEvent})` : sql``
-  }, ${stream.ctes} select exists (select 1 from reply) as inserted, (select ${stream.notify} from stream_head) as notified`.execute(
-    db,
-  );
+  }${firstStart ? sql`, started as (${firstStart})` : sql``}, ${stream.ctes} select exists (select 1 from reply) as inserted, ${
+    firstStart ? sql`exists (select 1 from started)` : sql`false`
+  } as started, (select ${stream.notify} from stream_head) as notified`.execute(db);
   // Another attempt of this step stored its reply first (a zombie): ours is not the conversation's, so
   // the tools read theirs back by id (as the executeTool activity does) instead of running ours.
   const fresh = written[0]?.inserted === true;
@@ -368,6 +384,7 @@ export async function runLlmStepWithReply(
     agent,
     activatedTools: activations.tools,
     fresh,
+    firstCallStarted: fresh && written[0]?.started === true,
   };
 }
 

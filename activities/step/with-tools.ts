@@ -50,7 +50,7 @@ export async function runToolWithLedger(
    * the activated tools (unless a discover_tools call may have changed them) and whether the reply is
    * fresh (stored by this execution, so no ledger row can exist for its calls yet).
    */
-  known?: { agent: AgentRow; call: ToolUseBlock; activated?: ReadonlySet<string>; fresh?: boolean },
+  known?: { agent: AgentRow; call: ToolUseBlock; activated?: ReadonlySet<string>; fresh?: boolean; started?: boolean },
 ): Promise<ExecuteToolResult> {
   const found = known?.agent ?? (await findAgent(db, input.agentId));
   if (!found) throw unknownAgent(input.agentId);
@@ -98,7 +98,7 @@ export async function runToolWithLedger(
           ...(fork ? { fork } : {}),
         },
         known?.call,
-        { fresh: known?.fresh === true },
+        { fresh: known?.fresh === true, started: known?.started === true },
       ),
     );
   } finally {
@@ -124,7 +124,13 @@ export async function runStepWithTools(
   input: LlmStepInput,
   clock?: () => Date,
 ): Promise<StepWithToolsResult> {
-  const { step, content, agent, activatedTools, fresh } = await runLlmStepWithReply(db, router, input, clock);
+  const { step, content, agent, activatedTools, fresh, firstCallStarted } = await runLlmStepWithReply(
+    db,
+    router,
+    input,
+    clock,
+    { startFirstCall: true },
+  );
   const stored = new Map(content.flatMap((b) => (b.type === 'tool_use' ? [[b.id, b] as const] : [])));
   let activated: ReadonlySet<string> | undefined = activatedTools;
   const toolResults: StepWithToolsResult['toolResults'] = [];
@@ -146,7 +152,15 @@ export async function runStepWithTools(
         scenario: input.scenario,
       },
       { turn: input.turn, tool: call.name, summary: call.summary },
-      stored.has(call.id) ? { agent, call: stored.get(call.id)!, activated, fresh } : undefined,
+      stored.has(call.id)
+        ? {
+            agent,
+            call: stored.get(call.id)!,
+            activated,
+            fresh,
+            started: firstCallStarted && call === step.toolCalls[0],
+          }
+        : undefined,
     );
     // discover_tools may have activated tools for the calls after it: those read the activations again.
     if (call.name === DISCOVER_TOOLS) activated = undefined;

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { TOOL_RESULT_OFFLOAD_CHARS, TOOL_RESULT_PREVIEW_CHARS } from '../../workflows/rules/harness';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { appendMessage, appendMessageQuery, findMessage } from '../store/sessions';
 import type { ToolResultImage, ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
-import { interruptedToolCallText, notRunToolCallText } from '../../prompts/task';
+import { interruptedToolCallText, notLandedToolCallText, notRunToolCallText } from '../../prompts/task';
 import { archiveToolImages, retireOldToolImages } from './tool-result-images';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
@@ -89,8 +89,11 @@ export async function executeToolCall(
   ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
   /** The call as stored in its assistant message, when the caller has it (the fused step): not read again. */
   known?: ToolUseBlock,
-  /** `fresh`: the caller stored the call's reply itself, so the call has no ledger row to find. */
-  options: { fresh?: boolean } = {},
+  /**
+   * `fresh`: the caller stored the call's reply itself, so the call has no ledger row to find.
+   * `started`: its `started` row was written with that reply (`startedWithReply`), so it runs at once.
+   */
+  options: { fresh?: boolean; started?: boolean } = {},
 ): Promise<ExecuteToolResult> {
   const { db, sessionId } = ctx;
   const call =
@@ -112,13 +115,20 @@ export async function executeToolCall(
     await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
     return done(call.name, ledger.result ?? '', ledger.is_error, { replayed: true });
   }
+  // A side-effecting call found started was cut off by a dead worker. It is never run twice: its
+  // tool says what happened when it can, else the model is told the outcome is unknown. A call whose
+  // effect never landed changed nothing, so it runs now, once (its ledger row stays as it is).
+  let unlanded = false;
   if (ledger && ledger.side_effecting && !input.workflowResult) {
-    const text = interruptedToolCallText(call.name);
-    const cutOff = spec?.schema.safeParse(call.input);
-    if (spec?.interrupted && cutOff?.success) await spec.interrupted(cutOff.data, { ...ctx, toolCallId: call.id });
-    await finish(ctx, call.id, text, true);
-    return done(call.name, text, true, { interrupted: true });
+    const { text, isError, landed } = await settleInterrupted(call, spec, ctx);
+    if (landed !== false) {
+      await finish(ctx, call.id, text, isError);
+      return done(call.name, text, isError, landed === undefined ? { interrupted: true } : {});
+    }
+    unlanded = true;
   }
+  if (options.started && startedWithReply(call, tools, ctx) === undefined)
+    throw new Error(`tool call ${call.id} was recorded as started with its reply but needs a decision first`);
 
   const rejection = validate(call, spec);
   if (rejection) return recordWithoutRunning(ctx, call, rejection);
@@ -187,26 +197,27 @@ export async function executeToolCall(
 
   if (spec!.runsInWorkflow && !input.workflowResult) return { kind: 'run-in-workflow', tool: call.name, summary, args };
 
-  await db
-    .insertInto('tool_calls')
-    .values({
-      session_id: sessionId,
-      tool_call_id: call.id,
-      task_id: ctx.taskId ?? null,
-      agent_id: ctx.agentId,
-      tool: call.name,
-      args: safeArgumentsJson(args),
-      status: 'started',
-      side_effecting: spec!.sideEffecting,
-      is_error: false,
-      executions: 1,
-    })
-    .onConflict((oc) =>
-      oc
-        .columns(['session_id', 'tool_call_id'])
-        .doUpdateSet((eb) => ({ executions: eb('tool_calls.executions', '+', 1) })),
-    )
-    .execute();
+  if (!options.started && !unlanded)
+    await db
+      .insertInto('tool_calls')
+      .values({
+        session_id: sessionId,
+        tool_call_id: call.id,
+        task_id: ctx.taskId ?? null,
+        agent_id: ctx.agentId,
+        tool: call.name,
+        args: safeArgumentsJson(args),
+        status: 'started',
+        side_effecting: spec!.sideEffecting,
+        is_error: false,
+        executions: 1,
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(['session_id', 'tool_call_id'])
+          .doUpdateSet((eb) => ({ executions: eb('tool_calls.executions', '+', 1) })),
+      )
+      .execute();
 
   let output: ToolOutput;
   try {
@@ -253,6 +264,50 @@ async function loadToolCall(
   return block;
 }
 
+/**
+ * The ledger's `started` row of a call that runs as it is, with nothing to decide first (a known tool,
+ * valid arguments, no governance, not a fork's, not run by the workflow), as a statement for the
+ * fused step to run with the reply that holds the call: `insert … select … where exists (select 1
+ * from reply)`, so it is written only when that statement stored the reply. One commit fewer per
+ * step. Undefined for any other call, which goes through `executeToolCall` as before.
+ */
+export function startedWithReply(
+  call: ToolUseBlock | undefined,
+  tools: ReadonlyMap<string, ToolSpec>,
+  ctx: Pick<ToolContext, 'sessionId' | 'taskId' | 'agentId' | 'fork'>,
+): RawBuilder<unknown> | undefined {
+  const spec = call && tools.get(call.name);
+  if (!call || !spec || spec.govern || spec.runsInWorkflow || ctx.fork || validate(call, spec)) return undefined;
+  const parsed = spec.schema.safeParse(call.input);
+  if (!parsed.success) return undefined;
+  return sql`insert into tool_calls (session_id, tool_call_id, task_id, agent_id, tool, args, status, side_effecting, is_error, executions)
+    select ${ctx.sessionId}::text, ${call.id}::text, ${ctx.taskId ?? null}::text, ${ctx.agentId}::text, ${call.name}::text,
+      ${safeArgumentsJson(parsed.data)}::jsonb, 'started', ${spec.sideEffecting}::boolean, false, 1
+    where exists (select 1 from reply)
+    on conflict (session_id, tool_call_id) do nothing
+    returning 1`;
+}
+
+/**
+ * What the model is told of a side-effecting call the worker stopped in: the tool's own verdict when
+ * it can tell (its effect landed, with the finished run's result, or nothing changed), else that the
+ * outcome is unknown. Its leftovers are cleaned up either way.
+ */
+async function settleInterrupted(
+  call: ToolUseBlock,
+  spec: ToolSpec | undefined,
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
+): Promise<{ text: string; isError: boolean; landed?: boolean }> {
+  const cutOff = spec?.schema.safeParse(call.input);
+  const verdict =
+    spec?.interrupted && cutOff?.success
+      ? await spec.interrupted(cutOff.data, { ...ctx, toolCallId: call.id })
+      : undefined;
+  if (!verdict) return { text: interruptedToolCallText(call.name), isError: true };
+  if (verdict.landed) return { text: safeToolText(verdict.content).text, isError: false, landed: true };
+  return { text: notLandedToolCallText(call.name), isError: true, landed: false };
+}
+
 function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | undefined {
   if (!spec) return `Unknown tool "${call.name}". Use only the tools you were given.`;
   if (call.inputParseError)
@@ -285,7 +340,19 @@ async function recordWithoutRunning(
       redactions,
       completed_at: new Date(),
     })
-    .onConflict((oc) => oc.columns(['session_id', 'tool_call_id']).doNothing())
+    // A row left started (a run cut off before its effect landed, now refused) is closed with the outcome.
+    .onConflict((oc) =>
+      oc
+        .columns(['session_id', 'tool_call_id'])
+        .doUpdateSet({
+          status: isError ? 'failed' : 'completed',
+          result: text,
+          is_error: isError,
+          completed_at: new Date(),
+          redactions,
+        })
+        .where('tool_calls.status', '=', 'started'),
+    )
     .execute();
   await appendResult(ctx, call.id, text, isError);
   return done(call.name, text, isError);
@@ -395,10 +462,8 @@ export async function settleUnansweredCalls(
     if (!ledger) {
       await appendResult(ctx, call.id, notRunToolCallText(call.name), true);
     } else if (ledger.status === 'started') {
-      const spec = tools.get(call.name);
-      const cutOff = spec?.schema.safeParse(call.input);
-      if (spec?.interrupted && cutOff?.success) await spec.interrupted(cutOff.data, { ...ctx, toolCallId: call.id });
-      await finish(ctx, call.id, interruptedToolCallText(call.name), true);
+      const { text, isError } = await settleInterrupted(call, tools.get(call.name), ctx);
+      await finish(ctx, call.id, text, isError);
     } else {
       await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
     }

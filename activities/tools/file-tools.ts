@@ -88,10 +88,34 @@ export const fileWrite = defineTool({
       if (refusal) return refusal;
       throw error;
     }
-    return { content: `wrote ${args.content.length} characters to ${args.path}` };
+    return { content: fileWriteResult(args) };
   },
-  interrupted: (args, ctx) => removePartialWrite(ctx.workspaceDir, args.path, partialWriteName(ctx)),
+  // The write's only effect is the rename of its partial file over the target: the target holding
+  // exactly this content means it landed (or the file already said so), anything else that it did not.
+  interrupted: async (args, ctx) => {
+    await removePartialWrite(ctx.workspaceDir, args.path, partialWriteName(ctx));
+    const now = await readWorkspaceText(ctx.workspaceDir, args.path);
+    return now === args.content ? { landed: true, content: fileWriteResult(args) } : { landed: false };
+  },
 });
+
+function fileWriteResult(args: { path: string; content: string }): string {
+  return `wrote ${args.content.length} characters to ${args.path}`;
+}
+
+/** A workspace file's text through the workspace checks, or undefined when it is missing or refused. */
+async function readWorkspaceText(workspaceDir: string, requested: string): Promise<string | undefined> {
+  try {
+    const file = await openInWorkspace(workspaceDir, requested, 'read');
+    try {
+      return await file.handle.readFile('utf8');
+    } finally {
+      await file.handle.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
 
 /** The partial file of one write: named after its ledger key, so the call that was cut off can find it. */
 export function partialWriteName(ctx: { sessionId: string; toolCallId: string }): string {

@@ -67,14 +67,19 @@ export interface ToolSpec<S extends z.ZodType = z.ZodType> {
   /** Default: allow. */
   govern?: (args: z.infer<S>, ctx: ToolContext) => Promise<GovernanceDecision> | GovernanceDecision;
   /**
-   * Cleans up after a side-effecting call the worker was killed in (reported as interrupted, not run
-   * again): what a cut-off run may leave behind, such as a write's partial file. Best effort.
+   * Cleans up after a side-effecting call the worker was killed in (never run again): what a cut-off
+   * run may leave behind, such as a write's partial file. A tool whose effect is one atomic step can
+   * also tell what happened: `landed` with the result a finished run returns, or not landed (nothing
+   * changed); without a verdict the call is reported as interrupted, its outcome unknown.
    */
-  interrupted?: (args: z.infer<S>, ctx: ToolContext) => Promise<void>;
+  interrupted?: (args: z.infer<S>, ctx: ToolContext) => Promise<void | InterruptedVerdict>;
   /** One-line, human-readable description of the call, for approvals and activity summaries. */
   summarize?: (args: z.infer<S>) => string;
   run: (args: z.infer<S>, ctx: ToolContext) => Promise<ToolOutput>;
 }
+
+/** What a tool's `interrupted` hook found of a cut-off run's effect. */
+export type InterruptedVerdict = { landed: true; content: string } | { landed: false };
 
 export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolSpec {
   return spec as unknown as ToolSpec;

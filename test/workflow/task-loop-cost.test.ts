@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
@@ -138,5 +139,52 @@ describe('what a loop iteration costs', () => {
     expect(h.llm.requests).toHaveLength(1);
     const ledger = await h.db.db.selectFrom('tool_calls').select('executions').where('task_id', '=', taskId).execute();
     expect(ledger).toEqual([{ executions: 1 }]);
+  });
+
+  test('a first call that runs as it is has its ledger row written by the reply’s own statement; one that needs a decision does not', async () => {
+    const agentId = await h.createAgent();
+    const { id: taskId } = await h.db.db
+      .insertInto('tasks')
+      .values({
+        id: randomUUID(),
+        agent_id: agentId,
+        title: 'Write',
+        description: 'Write.',
+        state: 'in_progress',
+        priority: 'medium',
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const router = LlmRouter.fromConfig(
+      [{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }],
+      createProvider,
+    );
+    h.llm.reset();
+    h.llm.enqueue(
+      toolTurn('file_write', { path: 'merged.txt', content: 'merged' }),
+      toolTurn('shell_execute', { command: 'echo governed' }),
+    );
+    const sessionId = `merged-${agentId}`;
+    const input = { agentId, taskId, sessionId, scenario: 'task' as const, attempt: 1 };
+    await runStepWithTools(h.db.db, router, { ...input, turn: 0, opening: {} });
+    await runStepWithTools(h.db.db, router, { ...input, turn: 1 });
+    // One statement is one transaction, so its rows share now(): the write's ledger row was stored with
+    // its reply; the shell call (governed, so decided first) got its own statement after the reply.
+    const rows = await h.db.db
+      .selectFrom('tool_calls')
+      .innerJoin('messages', (j) =>
+        j.onRef('messages.session_id', '=', 'tool_calls.session_id').on('messages.role', '=', 'assistant'),
+      )
+      .select(['tool_calls.tool', 'tool_calls.status', 'tool_calls.executions'])
+      .select((eb) => eb('tool_calls.started_at', '=', eb.ref('messages.created_at')).as('with_reply'))
+      .where('tool_calls.session_id', '=', sessionId)
+      .where((eb) =>
+        eb(eb.fn('jsonb_path_exists', ['messages.content', sql.lit('$[*] ? (@.type == "tool_use")')]), '=', true),
+      )
+      .execute();
+    const byTool = (tool: string) => rows.filter((r) => r.tool === tool).map((r) => r.with_reply);
+    expect(byTool('file_write')).toContain(true);
+    expect(byTool('shell_execute')).not.toContain(true);
+    expect(rows.every((r) => r.executions === 1)).toBe(true);
   });
 });

@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../../prompts/task';
 import { ZERO_USAGE_TOTALS, type UsageTotals } from '../../workflows/contract';
-import type { AgentRow, TaskRow } from '../../schema/database';
+import type { AgentRow } from '../../schema/database';
 import type {
   ChatMessage,
   ChatResult,
@@ -22,14 +22,8 @@ import {
 } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from '../context';
 import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from '../llm/usage';
-import {
-  evaluatePreparedContext,
-  loadDepthSignals,
-  prepareCognitiveContext,
-  type CognitiveOutcome,
-  type CognitiveRun,
-} from './cognitive';
-import { agentConfig, findAgent, type AgentConfig } from '../store/agents';
+import { evaluatePreparedContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
+import { agentConfig, findAgent } from '../store/agents';
 import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from '../store/sessions';
 import { addTaskEvent, findTask, taskEventInsert } from '../store/tasks';
 import { assistantMessageKey, settleUnansweredCalls, startedWithReply } from '../tools/execute';
@@ -37,7 +31,7 @@ import { requestMemoryFlushIfDue } from '../memory/flush';
 import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
 import { loadTaskNotes } from '../tools/task-tools';
 import { unknownAgent } from '../errors';
-import { loadActivations, type Activations } from '../store/skills';
+import { loadActivations } from '../store/skills';
 import { withSessionUniqueToolIds } from '../llm/tool-ids';
 import { createStepStreamPublisher } from '../streams/publisher';
 import { streamAppendCtes } from '../streams/store';
@@ -46,12 +40,11 @@ import type { LlmStepInput, LlmStepResult } from './types';
 import { activityContext } from './activity-context';
 import { withMcpTools } from '../tools/mcp';
 import { forkedAgent, loadFork } from '../fork/runtime';
+import { prepareCognition, responseDigest } from './step-cognition';
+import { lastSeen, rememberSeen, sameActivations, sameRow } from './seen-sessions';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
-
-/** Ours: tool calls listed in the meta-cognitive evaluation's view of the response. */
-const EVALUATION_TOOL_CALLS_MAX = 10;
 
 const TEXT_PREVIEW_CHARS = 200;
 
@@ -397,84 +390,6 @@ async function senderIdentity(
   if (agent)
     return { id: agent.id, name: agent.name, kind: 'agent', ...(agent.description ? { role: agent.description } : {}) };
   return { id: from.id, name: from.id, kind: from.type === 'agent' ? 'agent' : 'human' };
-}
-
-/** Runs the cognitive preparation pipeline for the first step of a task attempt (never throws but on cancel). */
-async function prepareCognition(
-  db: Kysely<Database>,
-  router: ChatRouter,
-  step: {
-    input: LlmStepInput;
-    key: string;
-    agent: AgentRow;
-    task: TaskRow;
-    config: AgentConfig;
-    inputs: PromptInputs;
-    signal: AbortSignal | undefined;
-  },
-): Promise<{ run: CognitiveRun; outcome: CognitiveOutcome }> {
-  const { input, key, agent, task, config, inputs, signal } = step;
-  const run: CognitiveRun = {
-    agentId: agent.id,
-    taskId: task.id,
-    sessionId: input.sessionId,
-    stepKey: key,
-    scenario: input.scenario,
-    situation: {
-      agent: { name: agent.name, role: agent.description || undefined, soul: agent.soul_md, agents: agent.agents_md },
-      stimulus: { kind: 'task', title: task.title, text: task.description },
-      recentActivity: (inputs.recentActivity ?? []).map((e) => `${e.type}: ${e.detail}`),
-      knowledgeTitles: (inputs.knowledge ?? []).map((k) => k.heading),
-    },
-    ...(config.cognitive?.maxDepth !== undefined ? { maxDepth: config.cognitive.maxDepth } : {}),
-    ...(config.cognitive?.timeoutMs !== undefined ? { timeoutMs: config.cognitive.timeoutMs } : {}),
-    ...(signal ? { signal } : {}),
-  };
-  let signals = { hasFailedTasks: false, hasBlockers: false };
-  try {
-    signals = await loadDepthSignals(db, agent.id, task.id, new Date());
-  } catch {
-    // Depth signals only upgrade the depth; without them the scenario's base depth applies.
-  }
-  return { run, outcome: await prepareCognitiveContext({ db, router }, run, signals) };
-}
-
-/** The main response as the meta-cognitive evaluation sees it: its text and the tools it called. */
-function responseDigest(content: ChatResult['content']): string {
-  const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
-  const calls = content
-    .filter((b): b is ToolUseBlock => b.type === 'tool_use')
-    .slice(0, EVALUATION_TOOL_CALLS_MAX)
-    .map((b) => `→ ${b.name} ${JSON.stringify(b.input ?? {}).slice(0, TEXT_PREVIEW_CHARS)}`);
-  return [text, ...calls].filter(Boolean).join('\n');
-}
-
-/**
- * Sessions whose last step's agent, task and activations this worker remembers, oldest forgotten first:
- * more than the sessions a worker runs at once (hundreds), bounded so a long-lived worker does not grow.
- */
-const LAST_SEEN_SESSIONS_MAX = 2_000;
-
-/** Per session: the agent row, task row and activations its last step on this worker read. */
-const lastSeen = new Map<string, { agent: AgentRow; task: TaskRow | undefined; activations: Activations }>();
-
-function rememberSeen(
-  sessionId: string,
-  entry: { agent: AgentRow; task: TaskRow | undefined; activations: Activations },
-): void {
-  lastSeen.delete(sessionId);
-  lastSeen.set(sessionId, entry);
-  if (lastSeen.size > LAST_SEEN_SESSIONS_MAX) lastSeen.delete(lastSeen.keys().next().value!);
-}
-
-/** Two rows as read from PostgreSQL are the same when every column is (dates compared by their time). */
-function sameRow(a: object | undefined, b: object | undefined): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
-function sameActivations(a: Activations, b: Activations): boolean {
-  const same = (x: Set<string>, y: Set<string>) => x.size === y.size && [...x].every((v) => y.has(v));
-  return same(a.tools, b.tools) && same(a.skills, b.skills);
 }
 
 /** Messages of the sessions this worker runs, loaded incrementally (see `SessionMessageCache`). */

@@ -2,13 +2,17 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { TOOL_RESULT_OFFLOAD_CHARS, TOOL_RESULT_PREVIEW_CHARS } from '../../workflows/rules/harness';
 import { sql, type RawBuilder } from 'kysely';
-import { appendMessage, appendMessageQuery, findMessage } from '../store/sessions';
-import type { ToolResultImage, ToolUseBlock } from '../llm/types';
+import { findMessage } from '../store/sessions';
+import type { ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
-import { interruptedToolCallText, notLandedToolCallText, notRunToolCallText } from '../../prompts/task';
 import { archiveToolImages, retireOldToolImages } from './tool-result-images';
+import { appendResult, finish } from './ledger-writes';
+import { settleInterrupted } from './interrupted-calls';
+
+export { toolResultKey } from './ledger-writes';
+export { settleUnansweredCalls } from './interrupted-calls';
 
 /** The question tool: its approval decision is the human's answer (see human-tools.ts). */
 const REQUEST_USER_APPROVAL = 'request_user_approval';
@@ -66,10 +70,6 @@ export function approvalRequestId(sessionId: string, toolCallId: string): string
 /** Unique per session: attempts of a round share its session, each numbering its own turns. */
 export function assistantMessageKey(attempt: number, turn: number): string {
   return `assistant-a${attempt}-t${turn}`;
-}
-
-export function toolResultKey(toolCallId: string): string {
-  return `result-${toolCallId}`;
 }
 
 /**
@@ -288,26 +288,6 @@ export function startedWithReply(
     returning 1`;
 }
 
-/**
- * What the model is told of a side-effecting call the worker stopped in: the tool's own verdict when
- * it can tell (its effect landed, with the finished run's result, or nothing changed), else that the
- * outcome is unknown. Its leftovers are cleaned up either way.
- */
-async function settleInterrupted(
-  call: ToolUseBlock,
-  spec: ToolSpec | undefined,
-  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
-): Promise<{ text: string; isError: boolean; landed?: boolean }> {
-  const cutOff = spec?.schema.safeParse(call.input);
-  const verdict =
-    spec?.interrupted && cutOff?.success
-      ? await spec.interrupted(cutOff.data, { ...ctx, toolCallId: call.id })
-      : undefined;
-  if (!verdict) return { text: interruptedToolCallText(call.name), isError: true };
-  if (verdict.landed) return { text: safeToolText(verdict.content).text, isError: false, landed: true };
-  return { text: notLandedToolCallText(call.name), isError: true, landed: false };
-}
-
 function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | undefined {
   if (!spec) return `Unknown tool "${call.name}". Use only the tools you were given.`;
   if (call.inputParseError)
@@ -358,47 +338,6 @@ async function recordWithoutRunning(
   return done(call.name, text, isError);
 }
 
-/** Records the result in the ledger and appends it to the session: one atomic statement (one round trip). */
-async function finish(
-  ctx: Pick<ToolContext, 'db' | 'sessionId'>,
-  toolCallId: string,
-  content: string,
-  isError: boolean,
-  redactions = 0,
-  images: ToolResultImage[] = [],
-): Promise<void> {
-  const ledger = ctx.db
-    .updateTable('tool_calls')
-    .set({
-      status: isError ? 'failed' : 'completed',
-      result: content,
-      is_error: isError,
-      completed_at: new Date(),
-      redactions,
-    })
-    .where('session_id', '=', ctx.sessionId)
-    .where('tool_call_id', '=', toolCallId);
-  const message = appendMessageQuery(ctx.db, ctx.sessionId, toolResultKey(toolCallId), {
-    role: 'user',
-    content: [
-      { type: 'tool_result', toolUseId: toolCallId, content, isError, ...(images.length > 0 ? { images } : {}) },
-    ],
-  });
-  await sql`with ledger as (${ledger}), message as (${message}) select 1`.execute(ctx.db);
-}
-
-async function appendResult(
-  ctx: Pick<ToolContext, 'db' | 'sessionId'>,
-  toolCallId: string,
-  content: string,
-  isError: boolean,
-): Promise<void> {
-  await appendMessage(ctx.db, ctx.sessionId, toolResultKey(toolCallId), {
-    role: 'user',
-    content: [{ type: 'tool_result', toolUseId: toolCallId, content, isError }],
-  });
-}
-
 /** Results over the offload threshold are stored whole; the model gets a preview and the id to page through. */
 async function offloadIfLarge(
   ctx: Pick<ToolContext, 'db' | 'sessionId'>,
@@ -426,47 +365,4 @@ function done(
   extra: { replayed?: boolean; interrupted?: boolean; submission?: string; redactions?: number } = {},
 ): ExecuteToolResult {
   return { kind: 'done', tool, isError, preview: content.slice(0, RESULT_PREVIEW_FOR_WORKFLOW_CHARS), ...extra };
-}
-
-/**
- * Before a new attempt of a round talks to the model again, every call of the session's last
- * assistant turn that has no result is settled from the ledger, so the model knows which effects
- * happened instead of guessing: a call the ledger finished gets its stored result, one that was
- * running when the worker died is reported as interrupted (and its leftovers cleaned up), and one
- * with no ledger row never started, so it is reported as not run. Returns how many were settled.
- */
-export async function settleUnansweredCalls(
-  messages: readonly { role: string; content: readonly { type: string }[] }[],
-  tools: ReadonlyMap<string, ToolSpec>,
-  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
-): Promise<number> {
-  const lastAssistant = messages.findLastIndex((m) => m.role === 'assistant');
-  if (lastAssistant < 0) return 0;
-  const answered = new Set(
-    messages
-      .slice(lastAssistant + 1)
-      .flatMap((m) => m.content)
-      .filter((b): b is { type: 'tool_result'; toolUseId: string } => b.type === 'tool_result')
-      .map((b) => b.toolUseId),
-  );
-  const unanswered = (messages[lastAssistant]!.content as readonly ToolUseBlock[]).filter(
-    (b) => b.type === 'tool_use' && !answered.has(b.id),
-  );
-  for (const call of unanswered) {
-    const ledger = await ctx.db
-      .selectFrom('tool_calls')
-      .select(['status', 'result', 'is_error'])
-      .where('session_id', '=', ctx.sessionId)
-      .where('tool_call_id', '=', call.id)
-      .executeTakeFirst();
-    if (!ledger) {
-      await appendResult(ctx, call.id, notRunToolCallText(call.name), true);
-    } else if (ledger.status === 'started') {
-      const { text, isError } = await settleInterrupted(call, tools.get(call.name), ctx);
-      await finish(ctx, call.id, text, isError);
-    } else {
-      await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
-    }
-  }
-  return unanswered.length;
 }

@@ -58,7 +58,7 @@ export async function runToolWithLedger(
   const fork = await loadFork(db, input.taskId);
   const agent = fork && !known ? forkedAgent(found, fork) : found;
   // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
-  await ensureWorkspace(agent, agent.workspace_dir);
+  await ensureWorkspace(agent, agent.workspace_dir, { gitIdentity: false });
   const ctx = activityContext();
   const beat = (): void => ctx?.heartbeat(heartbeatDetails);
   const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
@@ -82,6 +82,10 @@ export async function runToolWithLedger(
           signal: ctx?.cancellationSignal,
         })
       : toolsForAgent(input.scenario, config, activated);
+    // The workspace's repositories get the agent's git identity before a call that runs programs (or
+    // one not known here); a call known to only touch files skips that scan.
+    const fileOnly = known?.call !== undefined && tools.get(known.call.name)?.runsPrograms !== true;
+    if (!fileOnly) await ensureWorkspace(agent, agent.workspace_dir);
     return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () =>
       executeToolCall(
         input,

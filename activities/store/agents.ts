@@ -202,9 +202,13 @@ export function resolveWorkspaceDir(
  * parents; see workspace-dir.ts), and that its repositories commit as the agent. A folder that cannot
  * be one is refused with `InvalidAgentError` naming the agent, the folder and why.
  */
-export async function ensureWorkspace(agent: { id: string; name: string }, workspaceDir: string): Promise<void> {
+export async function ensureWorkspace(
+  agent: { id: string; name: string },
+  workspaceDir: string,
+  options: { gitIdentity?: boolean } = {},
+): Promise<void> {
   try {
-    await prepareWorkspace(agent, workspaceDir);
+    await prepareWorkspace(agent, workspaceDir, options);
   } catch (error) {
     if (error instanceof InvalidWorkspaceDirError)
       throw new InvalidAgentError(agent.id, [`workspaceDir: ${error.message}`]);

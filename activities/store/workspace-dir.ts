@@ -64,10 +64,21 @@ function virtualRootOf(absolute: string): string | undefined {
  * a device, a folder that cannot be created or written (permissions, read-only, full disk). Bounded:
  * one `lstat` and at most one `mkdir` per path component.
  */
+/** Workspace folders this process has checked whole (`ensureWorkspaceDir`), bounded like its sessions. */
+const ENSURED_DIRS_MAX = 10_000;
+const ensuredDirs = new Set<string>();
+
 export async function ensureWorkspaceDir(workspaceDir: string): Promise<void> {
   const absolute = path.resolve(workspaceDir);
   const syntax = workspaceDirSyntaxProblem(absolute);
   if (syntax) throw new InvalidWorkspaceDirError(workspaceDir, syntax);
+  // Checked whole once per process: after that, the folder itself still being a plain directory is
+  // enough (a tool call runs this before each call; the path above it is the operator's).
+  if (ensuredDirs.has(absolute)) {
+    const info = await fs.lstat(absolute).catch(() => undefined);
+    if (info?.isDirectory()) return;
+    ensuredDirs.delete(absolute);
+  }
   const parts = absolute.split('/').filter(Boolean);
   let current = '/';
   for (const [index, part] of parts.entries()) {
@@ -112,6 +123,8 @@ export async function ensureWorkspaceDir(workspaceDir: string): Promise<void> {
     current = next;
   }
   await checkCreatableIn(absolute, workspaceDir);
+  if (ensuredDirs.size >= ENSURED_DIRS_MAX) ensuredDirs.clear();
+  ensuredDirs.add(absolute);
 }
 
 async function lstatOrMissing(target: string, workspaceDir: string): Promise<Stats | undefined> {
@@ -272,10 +285,15 @@ async function gitConfig(args: string[], configFile: string): Promise<string | u
 
 /**
  * Prepares an agent's workspace: validated and created (`ensureWorkspaceDir`), then its repositories
- * given the agent's git identity. Run when the agent is defined and before every tool call, so a
- * repository the agent created with one command has the identity by its next.
+ * given the agent's git identity (unless `gitIdentity: false`). Run when the agent is defined and
+ * before every tool call (with the identity before every call that runs programs), so a repository
+ * the agent created with one command has the identity by its next.
  */
-export async function prepareWorkspace(agent: { id: string; name: string }, workspaceDir: string): Promise<void> {
+export async function prepareWorkspace(
+  agent: { id: string; name: string },
+  workspaceDir: string,
+  options: { gitIdentity?: boolean } = {},
+): Promise<void> {
   await ensureWorkspaceDir(workspaceDir);
-  await applyGitIdentity(workspaceDir, agentGitIdentity(agent));
+  if (options.gitIdentity ?? true) await applyGitIdentity(workspaceDir, agentGitIdentity(agent));
 }

@@ -59,6 +59,7 @@ const shellSchema = z
  */
 export const shellExecute = defineTool({
   name: 'shell_execute',
+  runsPrograms: true,
   description:
     'Run a command in your workspace, without a shell: no pipes, redirections, globs or $(…). Read-only commands and ordinary git work run at once; risky commands wait for a human approval; destructive ones (force push) are refused.',
   schema: shellSchema,

@@ -64,6 +64,12 @@ export interface ToolSpec<S extends z.ZodType = z.ZodType> {
    * web fetching switched off). Default: offered. A withdrawn tool is in no tool list and no prompt.
    */
   offered?: () => boolean;
+  /**
+   * Runs programs in the workspace (commands, a tool server): its repositories get the agent's git
+   * identity before the call, so a commit it makes is the agent's. Tools that only read and write
+   * files skip that scan.
+   */
+  runsPrograms?: boolean;
   /** Default: allow. */
   govern?: (args: z.infer<S>, ctx: ToolContext) => Promise<GovernanceDecision> | GovernanceDecision;
   /**

@@ -147,6 +147,7 @@ export function mcpToolSpec(entry: McpToolEntry, lookup: ServerLookup): ToolSpec
     schema,
     inputJsonSchema: entry.inputSchema,
     sideEffecting: !mcpIdempotent(entry, config),
+    runsPrograms: true,
     govern: () => mcpTier(entry, config),
     summarize: (args) => `mcp ${entry.server} · ${entry.tool} ${JSON.stringify(args)}`.slice(0, 120),
     run: async (args, ctx) => {

@@ -18,6 +18,15 @@ import { useHarness } from '../support/harness';
  */
 describe('calls left without a result by an interrupted attempt', () => {
   const h = useHarness();
+  const toolContext = (agentId: string, sessionId: string, workspaceDir: string) => ({
+    db: h.db.db,
+    agentId,
+    sessionId,
+    workspaceDir,
+    signal: new AbortController().signal,
+    agentConfig: {},
+    heartbeat: () => undefined,
+  });
 
   test('are answered from the ledger: finished, interrupted, landed or not, never started; once', async () => {
     const agentId = await h.createAgent();
@@ -64,15 +73,7 @@ describe('calls left without a result by an interrupted attempt', () => {
     const partial = path.join(workspaceDir, partialWriteName({ sessionId, toolCallId: 'running-2' }));
     writeFileSync(partial, 'be');
 
-    const ctx = {
-      db: h.db.db,
-      agentId,
-      sessionId,
-      workspaceDir,
-      signal: new AbortController().signal,
-      agentConfig: {},
-      heartbeat: () => undefined,
-    };
+    const ctx = toolContext(agentId, sessionId, workspaceDir);
     expect(await settleUnansweredCalls(await loadMessages(h.db.db, sessionId), allRegisteredTools(), ctx)).toBe(5);
     // A second look finds nothing left to answer, and adds nothing.
     expect(await settleUnansweredCalls(await loadMessages(h.db.db, sessionId), allRegisteredTools(), ctx)).toBe(0);
@@ -139,15 +140,7 @@ describe('calls left without a result by an interrupted attempt', () => {
     writeFileSync(path.join(workspaceDir, 'd.txt'), 'older');
     writeFileSync(path.join(workspaceDir, partialWriteName({ sessionId, toolCallId: 'cut-1' })), 'de');
     writeFileSync(path.join(workspaceDir, 'e.txt'), 'ee');
-    const ctx = {
-      db: h.db.db,
-      agentId,
-      sessionId,
-      workspaceDir,
-      signal: new AbortController().signal,
-      agentConfig: {},
-      heartbeat: () => undefined,
-    };
+    const ctx = toolContext(agentId, sessionId, workspaceDir);
     const run = (toolCallId: string) =>
       executeToolCall({ agentId, sessionId, attempt: 1, turn: 0, toolCallId }, allRegisteredTools(), ctx);
     expect(await run('cut-1')).toMatchObject({ kind: 'done', isError: false, preview: 'wrote 3 characters to d.txt' });

@@ -109,7 +109,8 @@ describe('what a loop iteration costs', () => {
     expect(cache.findLoaded(`${sessionId}-other`, 'm1')).toBeUndefined();
   });
 
-  test('a step retried on the worker that stored its reply finds the reply among the session’s loaded messages and runs nothing again', async () => {
+  /** An agent with a task in progress and a router to the fake, for running the fused step directly. */
+  async function directStep() {
     const agentId = await h.createAgent();
     const { id: taskId } = await h.db.db
       .insertInto('tasks')
@@ -128,6 +129,11 @@ describe('what a loop iteration costs', () => {
       createProvider,
     );
     h.llm.reset();
+    return { agentId, taskId, router };
+  }
+
+  test('a step retried on the worker that stored its reply finds the reply among the session’s loaded messages and runs nothing again', async () => {
+    const { agentId, taskId, router } = await directStep();
     h.llm.enqueue(toolTurn('file_write', { path: 'once.txt', content: 'once' }));
     const input = { agentId, taskId, sessionId: `retry-${agentId}`, scenario: 'task' as const, attempt: 1, turn: 0 };
     const first = await runStepWithTools(h.db.db, router, { ...input, opening: {} });
@@ -142,24 +148,7 @@ describe('what a loop iteration costs', () => {
   });
 
   test('a first call that runs as it is has its ledger row written by the reply’s own statement; one that needs a decision does not', async () => {
-    const agentId = await h.createAgent();
-    const { id: taskId } = await h.db.db
-      .insertInto('tasks')
-      .values({
-        id: randomUUID(),
-        agent_id: agentId,
-        title: 'Write',
-        description: 'Write.',
-        state: 'in_progress',
-        priority: 'medium',
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const router = LlmRouter.fromConfig(
-      [{ name: 'anthropic', kind: 'anthropic', apiKey: 'test-key', baseURL: h.llm.url }],
-      createProvider,
-    );
-    h.llm.reset();
+    const { agentId, taskId, router } = await directStep();
     h.llm.enqueue(
       toolTurn('file_write', { path: 'merged.txt', content: 'merged' }),
       toolTurn('shell_execute', { command: 'echo governed' }),

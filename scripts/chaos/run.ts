@@ -33,7 +33,17 @@ const TASK_EVERY_MS = 2_000;
 const CHAT_EVERY_MS = 6_000;
 /** After the load stops, tasks still running get this long to reach review (a stalled provider call included). */
 const DRAIN_MS = 6 * 60_000;
-const CHAT_FOLLOW_MS = 5 * 60_000;
+/**
+ * A provider stream that sent its headers and then nothing (the provider's `stall` fault) is cut only by
+ * Node's fetch, at undici's default body timeout of 300 s: the LLM adapters set no idle timeout of their
+ * own and the step heartbeats on a timer, so a chat caught by a stall is answered by its retry a little
+ * over 5 minutes after it was sent (the 13:58 and 14:08 runs' followers that never ended).
+ */
+const PROVIDER_HANG_CUT_MS = 300_000;
+/** On top of that: the retry's backoff and answer, a worker kill (20 s heartbeat timeout), a database stop, the backlog. */
+const CHAT_ANSWER_SLACK_MS = 5 * 60_000;
+/** A follower waits this long for its answer's end: longer than the slowest answer the run's faults allow. */
+const CHAT_FOLLOW_MS = PROVIDER_HANG_CUT_MS + CHAT_ANSWER_SLACK_MS;
 const RSS_SAMPLE_MS = 5_000;
 /** Schedules are created this many at a time (each waits for the server to show it). */
 const SCHEDULE_CONCURRENCY = 8;

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApiClients, followChat } from '../../scripts/chaos/load';
 import { ConversationClient } from '../../client/chat';
 import { readTranscript, transcriptText } from '../../client/streams';
 import { agentWorkflowId, chatRunWorkflowId } from '../../workflows/agent-contract';
@@ -176,5 +179,43 @@ describe('HTTP API: chat with an Idempotency-Key', () => {
       expect(malformed.body.error.message).toMatch(/^Idempotency-Key must be 1 to 255 visible ASCII characters/);
     }
     expect((await itemsOf(agentId)).map((i) => i.text)).toEqual([text, text]);
+  });
+  test('the chaos follower: a POST cut after the message was stored is sent again with its key, and reads the one answer', async () => {
+    const agentId = await h.createAgent();
+    answer();
+    answer(); // a second turn, if one were started, would find an answer and be counted
+    // In front of the first API process: passes the POST on, and once the API has answered (the item is
+    // stored and the stream open) drops both connections before a byte reaches the client.
+    const cutter = http.createServer((req, res) => {
+      const upstream = http.request(
+        new URL(req.url!, api.url),
+        { method: req.method, headers: req.headers },
+        (answered) => {
+          answered.destroy();
+          res.socket?.destroy();
+        },
+      );
+      upstream.on('error', () => res.socket?.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => cutter.listen(0, '127.0.0.1', resolve));
+    try {
+      const cutUrl = `http://127.0.0.1:${(cutter.address() as AddressInfo).port}`;
+      const clients = new ApiClients([cutUrl, second.url], api.tokens.service);
+      const n = randomUUID();
+      const followed = await followChat(clients, agentId, n, 60_000);
+
+      expect(followed.connections[0]).toMatch(/^POST http:\/\/127\.0\.0\.1:\d+ \+0\.\d+s 0 0 frames error/);
+      expect(followed.postRetries).toBe(1);
+      expect(followed.ended).toBe(true);
+      expect(followed.text).toBe(ANSWER);
+      const items = await itemsOf(agentId);
+      expect(items.map((i) => i.id)).toEqual([followed.itemId]);
+      expect(turnsOn(`chaos chat ${n}`)).toBe(1);
+    } finally {
+      cutter.closeAllConnections();
+      await new Promise((resolve) => cutter.close(resolve));
+      h.llm.reset();
+    }
   });
 });

@@ -227,9 +227,14 @@ async function approvals({ db, tasks }: InvariantInputs): Promise<Invariant> {
   };
 }
 
+/** A chat answer slower than this is counted apart in the table: it waited out a hung provider call. */
+const SLOW_CHAT_ANSWER_S = 300;
+
 async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
   let equal = 0;
   let droppedItems = 0;
+  /** Seconds from each message's storing to its answer's `end`: how long followers waited. */
+  const answerSeconds: number[] = [];
   const differences: string[] = [];
   for (const chat of chats) {
     // A POST that never got its item in the follower's time (each failed one was sent again with its
@@ -249,6 +254,15 @@ async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
       .join('\n\n');
     // An answer the agent gave up on after its retries (dropped: the follower got an `end` naming the
     // error) may have no text; any other answer must have some.
+    if (streamId && item) {
+      const end = await db
+        .selectFrom('stream_events')
+        .select('created_at')
+        .where('stream_id', '=', streamId)
+        .where('kind', '=', 'end')
+        .executeTakeFirst();
+      if (end) answerSeconds.push((end.created_at.getTime() - item.created_at.getTime()) / 1000);
+    }
     const dropped = item?.status === 'dropped';
     if (dropped) droppedItems++;
     if (chat.itemId && chat.ended && chat.text === storedText && (storedText.length > 0 || dropped)) equal++;
@@ -259,11 +273,17 @@ async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
       );
   }
   const reconnects = chats.reduce((n, c) => n + c.reconnects, 0);
+  answerSeconds.sort((a, b) => a - b);
+  const median = answerSeconds[Math.floor(answerSeconds.length / 2)];
+  const slow = answerSeconds.filter((s) => s > SLOW_CHAT_ANSWER_S).length;
+  const timing = answerSeconds.length
+    ? `; answers ended ${median!.toFixed(1)} s after their message (median), ${slow} after more than ${SLOW_CHAT_ANSWER_S / 60} min, the slowest ${answerSeconds.at(-1)!.toFixed(0)} s`
+    : '';
   const postRetries = chats.reduce((n, c) => n + c.postRetries, 0);
   return {
     name: "every SSE client's text equals the stored text",
     held: equal === chats.length,
-    detail: `${equal}/${chats.length} equal, ${reconnects} resumed connections, ${postRetries} POSTs sent again with their Idempotency-Key${droppedItems ? `, ${droppedItems} dropped by the agent after their retries` : ''}${differences.length ? `; ${differences.join('; ')}` : ''}`,
+    detail: `${equal}/${chats.length} equal, ${reconnects} resumed connections, ${postRetries} POSTs sent again with their Idempotency-Key${droppedItems ? `, ${droppedItems} dropped by the agent after their retries` : ''}${timing}${differences.length ? `; ${differences.join('; ')}` : ''}`,
   };
 }
 

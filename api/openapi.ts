@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { mcpOpenApiPath } from './mcp-server';
+import { IDEMPOTENCY_KEY_MAX_CHARS } from './chat-idempotency';
 import { ErrorResponse } from './schemas';
 import type { TokenScope } from './tokens';
 
@@ -145,6 +146,19 @@ const LAST_EVENT_ID = {
   schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
 };
 
+/** The `Idempotency-Key` header of the routes that take one (api/chat-idempotency.ts). */
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "Makes a retry safe: a request retried with the same key (same agent, same token name) starts nothing new and answers with the first one's item (`replayed: true`). A UUID per message, say.",
+  schema: { type: 'string', pattern: `^[\\x21-\\x7e]{1,${IDEMPOTENCY_KEY_MAX_CHARS}}$` },
+};
+const TAKES_IDEMPOTENCY_KEY = new Set(['POST /v1/agents/:agentId/chat']);
+/** 422 codes per route: a valid request that contradicts an earlier one. */
+const UNPROCESSABLE: Record<string, string[]> = { 'POST /v1/agents/:agentId/chat': ['idempotency_key_reused'] };
+
 export interface OpenApiOptions {
   /** The API's own URL, for `servers` (the request's origin when served). */
   serverUrl: string;
@@ -179,6 +193,7 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
       }
     }
     if (route.stream && route.method === 'GET') parameters.push(LAST_EVENT_ID);
+    if (TAKES_IDEMPOTENCY_KEY.has(key)) parameters.push(IDEMPOTENCY_KEY, LAST_EVENT_ID);
     const ok: Record<string, unknown> = { description: 'OK' };
     const content: Record<string, unknown> = {};
     if (route.response) content['application/json'] = { schema: jsonSchema(route.response, 'output') };
@@ -208,6 +223,11 @@ export function buildOpenApi(routes: readonly RouteDoc[], options: OpenApiOption
     if (conflicts)
       responses['409'] = errorResponse(
         `The resource's state refuses this. Codes: ${conflicts.map((c) => `\`${c}\``).join(', ')}`,
+      );
+    const unprocessable = UNPROCESSABLE[key];
+    if (unprocessable)
+      responses['422'] = errorResponse(
+        `The request contradicts an earlier one. Codes: ${unprocessable.map((c) => `\`${c}\``).join(', ')}`,
       );
     (paths[openApiPath] ??= {})[route.method.toLowerCase()] = {
       operationId,

@@ -143,12 +143,22 @@ export const DeliverInputSchema = z.object({
   thread: z.string().optional(),
   taskId: z.string().optional(),
   priority: z.enum(MAILBOX_PRIORITY_NAMES).optional(),
+  idempotencyKey: z
+    .string()
+    .optional()
+    .describe(
+      "A later delivery to the same agent with the same key stores nothing and answers with the first one's item (replayed)",
+    ),
 });
 export const DeliverResultSchema = z.object({
   itemId: z.string(),
   status: z.enum(['queued', 'merged']),
   mergedInto: z.string().optional(),
   channel: z.string(),
+  replayed: z
+    .boolean()
+    .optional()
+    .describe('An earlier delivery with the same idempotencyKey stored this item; this one stored nothing'),
 });
 export const MailboxViewSchema = z.object({
   agentId: z.string(),

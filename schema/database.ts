@@ -406,6 +406,10 @@ export interface MailboxItemsTable {
   merged_count: Generated<number>;
   run_id: string | null;
   result: string | null;
+  /** The delivery's idempotency key (migration 041): unique per agent, so a retried delivery finds this item. */
+  idempotency_key: ColumnType<string | null, string | null | undefined, never>;
+  /** The sha256 of the text as delivered with a key, to refuse the key reused for another message. */
+  idempotency_text_sha256: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }

@@ -39,6 +39,12 @@ export interface DeliverInput {
   taskId?: string;
   /** Overrides the kind's default priority (each kind has its own default). */
   priority?: MailboxPriorityName;
+  /**
+   * Makes a retry safe: a later delivery to the same agent with the same key stores nothing and
+   * answers with the first one's item (`replayed`). The HTTP API scopes a client's `Idempotency-Key`
+   * header by the caller.
+   */
+  idempotencyKey?: string;
 }
 
 export interface DeliverResult {
@@ -48,6 +54,8 @@ export interface DeliverResult {
   mergedInto?: string;
   /** The channel the item belongs to (defaulted when the input named none). */
   channel: string;
+  /** An earlier delivery with the same `idempotencyKey` stored this item; this one stored nothing. */
+  replayed?: boolean;
 }
 
 export interface MailboxItemView {

@@ -138,9 +138,13 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       decision: 'pick',
       reason: '',
       mergedCount: 0,
+      ...(delivery.idempotencyKey ? { idempotencyKey: delivery.idempotencyKey } : {}),
     };
     // Stored first (and refused here for an unknown agent or task): from now on it cannot be lost.
-    await store.recordMailboxItem(record(item));
+    const stored = await store.recordMailboxItem(record(item));
+    // A retry of a delivery already stored under its idempotency key: the first one's item, nothing new.
+    // Histories recorded before keys never reach this (their result has no `existing`).
+    if (stored?.existing) return replayedDelivery(stored.existing);
 
     const changes: MailboxItemChange[] = [];
     const target = mergeTarget(queued(), item);
@@ -150,6 +154,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       target.mergedCount += 1;
       Object.assign(item, {
         status: 'merged',
+        mergedInto: target.itemId,
         decision: 'merge',
         reason: `merged into queued item ${target.itemId} (same ${item.kind === 'comment' ? 'task' : 'channel and sender'})`,
       });
@@ -181,6 +186,18 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       status: item.status === 'merged' ? 'merged' : 'queued',
       ...(target ? { mergedInto: target.itemId } : {}),
       channel,
+    };
+  }
+
+  /** The answer to a retried delivery: the stored item, merged as this run knows it (its row may lag). */
+  function replayedDelivery(existing: { itemId: string; channel: string; mergedInto?: string }): DeliverResult {
+    const mergedInto = items.get(existing.itemId)?.mergedInto ?? existing.mergedInto;
+    return {
+      itemId: existing.itemId,
+      status: mergedInto ? 'merged' : 'queued',
+      ...(mergedInto ? { mergedInto } : {}),
+      channel: existing.channel,
+      replayed: true,
     };
   }
 
@@ -423,6 +440,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       decision: item.decision,
       reason: item.reason,
       receivedAt: new Date(item.receivedAtMs).toISOString(),
+      ...(item.idempotencyKey ? { idempotencyKey: item.idempotencyKey } : {}),
     };
   }
 }

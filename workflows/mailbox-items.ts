@@ -18,6 +18,9 @@ export interface Item extends TriageItem {
   reason: string;
   mergedCount: number;
   runId?: string;
+  /** The queued item this one was folded into (a merged item). */
+  mergedInto?: string;
+  idempotencyKey?: string;
 }
 
 /** An item reloaded from PostgreSQL (after continue-as-new). */

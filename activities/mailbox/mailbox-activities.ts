@@ -12,6 +12,7 @@ import { groupMembers, postGroupMessage } from './group';
 import { recordNewTask } from '../store/task-graph';
 import { startTaskWorkflow } from '../task-propagation';
 import { FailureType } from '../../workflows/failure-types';
+import { findIdempotentItem, textSha256, type IdempotentItem } from './idempotency';
 
 /** A task started from a mailbox item is titled by the first line of its text, cut here (tasks allow 200). */
 const MAILBOX_TASK_TITLE_CHARS = 120;
@@ -35,6 +36,8 @@ export interface MailboxItemRecord {
   runId?: string;
   result?: string;
   receivedAt: string;
+  /** A retried delivery with this key finds this item (see ./idempotency.ts). */
+  idempotencyKey?: string;
 }
 
 export interface MailboxItemChange {
@@ -90,10 +93,12 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
     },
 
     /**
-     * Stores a delivered item (idempotent by id). Refuses, non-retryably and before anything is
-     * stored, an item for an unknown agent or naming an unknown task.
+     * Stores a delivered item (idempotent by id). With an idempotency key that an earlier delivery to
+     * this agent already stored, stores nothing and returns that item (`existing`). Refuses,
+     * non-retryably and before anything is stored, an item for an unknown agent or naming an unknown
+     * task.
      */
-    async recordMailboxItem(item: MailboxItemRecord): Promise<void> {
+    async recordMailboxItem(item: MailboxItemRecord): Promise<{ existing?: IdempotentItem } | undefined> {
       if (!(await findAgent(db, item.agentId))) throw unknownAgent(item.agentId);
       const taskId = item.taskId ?? (item.channel.startsWith('task:') ? item.channel.slice('task:'.length) : undefined);
       if (taskId && !(await findTask(db, taskId))) {
@@ -136,9 +141,16 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
           merged_into: item.mergedInto ?? null,
           merged_count: item.mergedCount ?? 0,
           created_at: item.receivedAt,
+          ...(item.idempotencyKey
+            ? { idempotency_key: item.idempotencyKey, idempotency_text_sha256: textSha256(item.text) }
+            : {}),
         })
-        .onConflict((oc) => oc.column('id').doNothing())
+        // Any conflict: this item's own id (a retried activity) or, with a key, an earlier delivery's item.
+        .onConflict((oc) => oc.doNothing())
         .execute();
+      if (!item.idempotencyKey) return undefined;
+      const stored = await findIdempotentItem(db, item.agentId, item.idempotencyKey);
+      return stored && stored.itemId !== item.id ? { existing: stored } : undefined;
     },
 
     /** Applies triage and processing changes to stored items. */

@@ -2,7 +2,8 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ConversationClient, DeliveryRejectedError } from '../../client/chat';
 import type { StreamEvent } from '../../client/streams';
-import { chatRunWorkflowId } from '../../workflows/agent-contract';
+import { chatRunWorkflowId, directChannel } from '../../workflows/agent-contract';
+import { replayedChat, scopedIdempotencyKey } from '../chat-idempotency';
 import { ApiError } from '../errors';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
@@ -47,27 +48,37 @@ export function registerConversationRoutes({
     url: '/v1/agents/:agentId/chat',
     scope: 'service',
     summary:
-      "Send a chat message to the agent's mailbox and stream the answer (Server-Sent Events): first an `item` event `{ itemId, status, channel }`, then the chat run's stream (`step-start`, `delta` with `text`, `rewind`, `step-end`, `end`), ids = sequence numbers. Resume with `GET /v1/agents/{agentId}/chat/{itemId}/stream` and `Last-Event-ID`. `from` defaults to the token's name as a human; the channel to that sender's direct channel",
+      "Send a chat message to the agent's mailbox and stream the answer (Server-Sent Events): first an `item` event `{ itemId, status, channel }`, then the chat run's stream (`step-start`, `delta` with `text`, `rewind`, `step-end`, `end`), ids = sequence numbers. Resume with `GET /v1/agents/{agentId}/chat/{itemId}/stream` and `Last-Event-ID`. `from` defaults to the token's name as a human; the channel to that sender's direct channel. With an `Idempotency-Key` header, a POST retried with the same key (same agent, same token name) starts no second turn: it gets the first one's item (`replayed: true`) and its answer, after `Last-Event-ID` if sent; the key reused for another message answers 422 `idempotency_key_reused`",
     params: S.AgentIdParams,
     body: S.ChatBody,
     stream: true,
     handler: async ({ params, body, principal, request, reply }) => {
       await requireAgent(params.agentId);
-      const delivered = await withTimeout('delivering the chat message', () =>
+      const from = body.from ?? { type: 'human' as const, id: principal.name };
+      const idempotencyKey = scopedIdempotencyKey(request, principal);
+      const message = { kind: 'chat', from, channel: body.channel ?? directChannel(from), text: body.text };
+      // A retry of a POST whose item is stored: that item, without asking the agent again.
+      let delivered = idempotencyKey ? await replayedChat(db, params.agentId, idempotencyKey, message) : undefined;
+      delivered ??= await withTimeout('delivering the chat message', () =>
         conversations.deliver(params.agentId, {
           kind: 'chat',
-          from: body.from ?? { type: 'human', id: principal.name },
+          from,
           text: body.text,
           ...(body.channel ? { channel: body.channel } : {}),
+          ...(idempotencyKey ? { idempotencyKey } : {}),
         }),
       ).catch((error: unknown) => {
         if (error instanceof DeliveryRejectedError) throw new ApiError(400, 'invalid_request', error.message);
         throw error;
       });
+      // A retry that raced its first attempt to the agent got the first one's item: the same message?
+      if (delivered.replayed && idempotencyKey) await replayedChat(db, params.agentId, idempotencyKey, message);
+      // A replayed POST resumes like the stream route: after `Last-Event-ID` when the client sends it.
+      const after = delivered.replayed ? resumeAfter(request) : 0;
       const sse = openSse(request, reply);
       sse.send({ event: 'item', data: delivered });
       runStreams.pipe(sse, (deliver, signal) =>
-        followRun(params.agentId, delivered.mergedInto ?? delivered.itemId, 0, deliver, signal),
+        followRun(params.agentId, delivered.mergedInto ?? delivered.itemId, after, deliver, signal),
       );
       return reply;
     },

@@ -14,6 +14,7 @@ import * as forkEval from './2026-12-01-025-fork-eval';
 import * as mcpToolSnapshots from './2026-12-01-030-mcp-tool-snapshots';
 import * as inboxSessionGroups from './2026-12-01-031-inbox-session-groups';
 import * as toolResultImages from './2026-12-01-040-tool-result-images';
+import * as chatIdempotency from './2026-12-01-041-chat-idempotency';
 
 /**
  * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-01-030-mcp-tool-snapshots': mcpToolSnapshots,
   '2026-12-01-031-inbox-session-groups': inboxSessionGroups,
   '2026-12-01-040-tool-result-images': toolResultImages,
+  '2026-12-01-041-chat-idempotency': chatIdempotency,
 };

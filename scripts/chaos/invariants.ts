@@ -227,38 +227,85 @@ async function approvals({ db, tasks }: InvariantInputs): Promise<Invariant> {
   };
 }
 
+/** A chat answer slower than this is counted apart in the table: it waited out a hung provider call. */
+const SLOW_CHAT_ANSWER_S = 300;
+
 async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
   let equal = 0;
+  let droppedItems = 0;
+  /** Seconds from each message's storing to its answer's `end`: how long followers waited. */
+  const answerSeconds: number[] = [];
   const differences: string[] = [];
-  let unresumable = 0;
   for (const chat of chats) {
-    if (!chat.itemId) {
-      unresumable++;
-      continue;
-    }
-    const item = await db
-      .selectFrom('mailbox_items')
-      .select(['merged_into'])
-      .where('id', '=', chat.itemId)
-      .executeTakeFirst();
-    const stored = await readTranscript(db, chatRunWorkflowId(chat.agentId, item?.merged_into ?? chat.itemId));
-    const storedText = stored.steps
+    // A POST that never got its item in the follower's time (each failed one was sent again with its
+    // Idempotency-Key): the message may be in and answered, but this client never saw it.
+    const item = chat.itemId
+      ? await db
+          .selectFrom('mailbox_items')
+          .select(['merged_into', 'status', 'created_at', 'updated_at'])
+          .where('id', '=', chat.itemId)
+          .executeTakeFirst()
+      : undefined;
+    const streamId = chat.itemId ? chatRunWorkflowId(chat.agentId, item?.merged_into ?? chat.itemId) : undefined;
+    const stored = streamId ? await readTranscript(db, streamId) : undefined;
+    const storedText = (stored?.steps ?? [])
       .map((s) => s.text)
       .filter(Boolean)
       .join('\n\n');
-    if (chat.ended && chat.text === storedText && storedText.length > 0) equal++;
+    // An answer the agent gave up on after its retries (dropped: the follower got an `end` naming the
+    // error) may have no text; any other answer must have some.
+    if (streamId && item) {
+      const end = await db
+        .selectFrom('stream_events')
+        .select('created_at')
+        .where('stream_id', '=', streamId)
+        .where('kind', '=', 'end')
+        .executeTakeFirst();
+      if (end) answerSeconds.push((end.created_at.getTime() - item.created_at.getTime()) / 1000);
+    }
+    const dropped = item?.status === 'dropped';
+    if (dropped) droppedItems++;
+    if (chat.itemId && chat.ended && chat.text === storedText && (storedText.length > 0 || dropped)) equal++;
     else if (differences.length < 3)
       differences.push(
-        `${chat.itemId}: client ${chat.text.length} chars${chat.ended ? '' : ' (never ended)'}, stored ${storedText.length} (${chat.connections.join(' / ')})`,
+        `${chat.itemId ?? `chat ${chat.n} (no item)`}: client ${chat.text.length} chars${chat.ended ? '' : ' (never ended)'}, stored ${storedText.length}` +
+          `${streamId ? `; ${await answerTiming(db, streamId, chat.startedAt, item)}` : ''} (${chat.connections.join(' / ')})`,
       );
   }
-  const followed = chats.length - unresumable;
   const reconnects = chats.reduce((n, c) => n + c.reconnects, 0);
+  answerSeconds.sort((a, b) => a - b);
+  const median = answerSeconds[Math.floor(answerSeconds.length / 2)];
+  const slow = answerSeconds.filter((s) => s > SLOW_CHAT_ANSWER_S).length;
+  const timing = answerSeconds.length
+    ? `; answers ended ${median!.toFixed(1)} s after their message (median), ${slow} after more than ${SLOW_CHAT_ANSWER_S / 60} min, the slowest ${answerSeconds.at(-1)!.toFixed(0)} s`
+    : '';
+  const postRetries = chats.reduce((n, c) => n + c.postRetries, 0);
   return {
     name: "every SSE client's text equals the stored text",
-    held: equal === followed,
-    detail: `${equal}/${followed} equal, ${reconnects} resumed connections${unresumable ? `; ${unresumable} POSTs lost before the item id (not resumable by design)` : ''}${differences.length ? `; ${differences.join('; ')}` : ''}`,
+    held: equal === chats.length,
+    detail: `${equal}/${chats.length} equal, ${reconnects} resumed connections, ${postRetries} POSTs sent again with their Idempotency-Key${droppedItems ? `, ${droppedItems} dropped by the agent after their retries` : ''}${timing}${differences.length ? `; ${differences.join('; ')}` : ''}`,
   };
+}
+
+/**
+ * When the answer a follower missed was stored, in seconds after its POST: the item's creation and its
+ * last change (with its status), the stream's first and last events. An answer stored after the
+ * follower's limit is a slow answer, not a lost one; one stored in time is the follower's or the API's.
+ */
+async function answerTiming(
+  db: InvariantInputs['db'],
+  streamId: string,
+  startedAt: number,
+  item: { status: string; created_at: Date; updated_at: Date } | undefined,
+): Promise<string> {
+  const at = (d: Date | string | null | undefined) =>
+    d ? `+${((new Date(d).getTime() - startedAt) / 1000).toFixed(1)}s` : 'none';
+  const span = await db
+    .selectFrom('stream_events')
+    .select((eb) => [eb.fn.min('created_at').as('first'), eb.fn.max('created_at').as('last')])
+    .where('stream_id', '=', streamId)
+    .executeTakeFirst();
+  return `item ${item ? `${item.status}, stored ${at(item.created_at)}, changed ${at(item.updated_at)}` : 'not stored'}; stream ${at(span?.first as Date | undefined)} to ${at(span?.last as Date | undefined)}`;
 }
 
 /** Every workflow history of the run, read from Temporal, searched for a workflow task that failed on non-determinism. */

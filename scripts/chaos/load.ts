@@ -129,6 +129,10 @@ export interface FollowedChat {
   agentId: string;
   n: string;
   itemId?: string;
+  /** When the first POST was sent (epoch ms): the invariant tells a follower's limit from the answer's timing. */
+  startedAt: number;
+  /** POSTs sent again with the same Idempotency-Key because one failed before its `item` event. */
+  postRetries: number;
   /** The text as the SSE client assembled it (rewinds applied). */
   text: string;
   reconnects: number;
@@ -140,7 +144,9 @@ export interface FollowedChat {
 
 /**
  * Sends a chat message and follows its answer to `end` over SSE; when the connection drops it resumes on
- * the next API process with Last-Event-ID, as a browser's EventSource would.
+ * the next API process with Last-Event-ID, as a browser's EventSource would. The POST carries an
+ * Idempotency-Key, so one that failed before its `item` event (the message may or may not be in) is sent
+ * again on the next process: the API answers with the item the first one stored, or stores it now.
  */
 export async function followChat(
   api: ApiClients,
@@ -148,8 +154,18 @@ export async function followChat(
   n: string,
   deadlineMs: number,
 ): Promise<FollowedChat> {
-  const followed: FollowedChat = { agentId, n, text: '', reconnects: 0, ended: false, connections: [] };
   const started = Date.now();
+  const followed: FollowedChat = {
+    agentId,
+    n,
+    startedAt: started,
+    postRetries: 0,
+    text: '',
+    reconnects: 0,
+    ended: false,
+    connections: [],
+  };
+  const idempotencyKey = randomUUID();
   let transcript: StreamTranscript = emptyTranscript();
   let lastId: string | undefined;
   const deadline = Date.now() + deadlineMs;
@@ -161,6 +177,7 @@ export async function followChat(
     const note = { at: Date.now() - started, status: 0, frames: 0, how: 'open' };
     const silence = new AbortController();
     let silent: NodeJS.Timeout | undefined;
+    let refused = false;
     try {
       const heard = () => {
         clearTimeout(silent);
@@ -172,7 +189,7 @@ export async function followChat(
         headers: {
           authorization: api.authorization,
           accept: 'text/event-stream',
-          ...(first ? { 'content-type': 'application/json' } : {}),
+          ...(first ? { 'content-type': 'application/json', 'idempotency-key': idempotencyKey } : {}),
           ...(lastId ? { 'last-event-id': lastId } : {}),
         },
         body: first ? JSON.stringify({ text: `chaos chat ${n}: please answer` }) : undefined,
@@ -183,7 +200,12 @@ export async function followChat(
         followed.ended = true; // resumed at or after the end: nothing is missing
         break;
       }
-      if (response.status !== 200) throw new Error(`answered ${response.status}`);
+      if (response.status !== 200) {
+        const why = new Error(`answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+        // A 4xx is the request's own fault (a bad key, an unknown agent): sending it again cannot help.
+        refused = first && response.status < 500;
+        throw why;
+      }
       for await (const frame of sseFrames(response, heard)) {
         note.frames++;
         if (frame.event === 'item') {
@@ -209,10 +231,11 @@ export async function followChat(
     followed.connections.push(
       `${first ? 'POST' : 'GET'} ${url.slice(0, url.indexOf('/v1'))} +${(note.at / 1000).toFixed(1)}s ${note.status} ${note.frames} frames ${note.how}`,
     );
+    if (refused) break;
     if (!followed.ended) {
-      // A POST whose answer never said which item it made cannot be resumed: the message may or may not be in.
-      if (followed.itemId === undefined) break;
-      followed.reconnects++;
+      // A POST that failed before its item: the same POST again (same key) finds or stores the one item.
+      if (followed.itemId === undefined) followed.postRetries++;
+      else followed.reconnects++;
       await sleep(RETRY_PAUSE_MS);
     }
   }

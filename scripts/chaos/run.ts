@@ -12,6 +12,7 @@ import { createToken } from '../../api/tokens';
 import { AgentsClient } from '../../client';
 import { AgentSchedules } from '../../client/schedules';
 import { startFakeLlmServer } from '../../test/fake-llm';
+import { CHAT_LLM } from '../../workflows/activity-options';
 import { MIN_HEARTBEAT_INTERVAL_MS } from '../../workflows/rules/heartbeat-rules';
 import { freeBasePort, startCluster } from '../cluster/topology';
 import {
@@ -33,7 +34,25 @@ const TASK_EVERY_MS = 2_000;
 const CHAT_EVERY_MS = 6_000;
 /** After the load stops, tasks still running get this long to reach review (a stalled provider call included). */
 const DRAIN_MS = 6 * 60_000;
-const CHAT_FOLLOW_MS = 5 * 60_000;
+/**
+ * A provider stream that sent its headers and then nothing (the provider's `stall` fault) is cut only by
+ * Node's fetch, at undici's default body timeout of 300 s: the LLM adapters set no idle timeout of their
+ * own and the step heartbeats on a timer. A chat caught by a stall is answered by its retry a little over
+ * 5 minutes after it was sent (the 13:58 and 14:08 runs' followers that never ended), and a retry that
+ * lands in a later stall waits 300 s again (one chat of a 30-minute run took 17 minutes this way).
+ */
+const PROVIDER_HANG_CUT_MS = 300_000;
+/** Between two attempts of a chat's model call, at most (CHAT_LLM's maximum retry interval). */
+const CHAT_RETRY_GAP_MS = 30_000;
+/** On top of the attempts: a worker kill (20 s heartbeat timeout), a database stop, the backlog. */
+const CHAT_ANSWER_SLACK_MS = 5 * 60_000;
+/**
+ * A follower waits for its answer as long as the product may take to answer or give up: every attempt
+ * of the chat's model call hung until it is cut. After the last one the agent drops the item and the
+ * follower gets an `end` naming the error. How long the answers took is reported beside the invariant.
+ */
+const CHAT_FOLLOW_MS =
+  (CHAT_LLM.retry?.maximumAttempts ?? 1) * (PROVIDER_HANG_CUT_MS + CHAT_RETRY_GAP_MS) + CHAT_ANSWER_SLACK_MS;
 const RSS_SAMPLE_MS = 5_000;
 /** Schedules are created this many at a time (each waits for the server to show it). */
 const SCHEDULE_CONCURRENCY = 8;

@@ -147,6 +147,9 @@ export function isStaleInformational(item: TriageItem, nowMs: number): boolean {
 /** Channel names: `dm:<key>`, `task:<taskId>` or `group:<name>` (a group created beforehand). */
 export const CHANNEL_PATTERN = /^(dm|task):[A-Za-z0-9._:@-]{1,200}$|^group:[A-Za-z0-9._-]{1,100}$/;
 
+/** A delivery's idempotency key is an index key, not content: the HTTP API's scoped keys stay far below this. */
+export const DELIVERY_IDEMPOTENCY_KEY_MAX_CHARS = 600;
+
 /** Why a delivery is refused, in words the sender can act on; undefined when it is valid. */
 export function deliveryProblem(input: DeliverInput): string | undefined {
   if (typeof input !== 'object' || input === null) return 'deliver expects an object { kind, from, text, ... }';
@@ -169,6 +172,14 @@ export function deliveryProblem(input: DeliverInput): string | undefined {
   }
   if (input.priority !== undefined && !(input.priority in MAILBOX_PRIORITIES))
     return `unknown priority ${JSON.stringify(input.priority)}: use one of ${Object.keys(MAILBOX_PRIORITIES).join(', ')}`;
+  if (
+    input.idempotencyKey !== undefined &&
+    (typeof input.idempotencyKey !== 'string' ||
+      !input.idempotencyKey ||
+      input.idempotencyKey.length > DELIVERY_IDEMPOTENCY_KEY_MAX_CHARS ||
+      input.idempotencyKey.includes('\u0000'))
+  )
+    return `idempotencyKey must be a string of 1 to ${DELIVERY_IDEMPOTENCY_KEY_MAX_CHARS} characters without NUL`;
   // A task item with a taskId reports on that task; without one it asks the agent to start a task.
   if (input.kind === 'comment' && !input.taskId) return 'a comment item needs taskId';
   return undefined;

@@ -101,6 +101,8 @@ export interface TaskEventsTable {
   idem_key: string | null;
   /** Dense per task, in commit order (set by a trigger): the resume cursor of event streams. */
   seq: ColumnType<string, never, never>;
+  /** The task's agent (set by the same trigger): the agent's recent activity is read by it. */
+  agent_id: ColumnType<string | null, never, never>;
   created_at: CreatedAt;
 }
 

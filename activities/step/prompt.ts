@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { CompiledQuery, Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { AgentRow, Database, TaskRow } from '../../schema/database';
 import {
@@ -40,6 +40,13 @@ const OPEN_TASK_STATES = ['pending', 'in_progress', 'blocked', 'review'];
 const RECENT_ACTIVITY_FETCH = 20;
 /** Recent runs fetched (the last 5). */
 const RECENT_RUNS_FETCH = 5;
+/**
+ * The events recent activity shows, and the states a recent run is in. Written into the statement as
+ * literals: the partial indexes that serve the two reads (migration 042) name these exact lists, and a
+ * prepared statement's generic plan can match an index predicate against literals only.
+ */
+const ACTIVITY_EVENT_TYPES = ['task-created', 'state-changed', 'review-submitted', 'approval-decided', 'note-added'];
+const RUN_STATES = ['completed', 'failed', 'cancelled', 'review'];
 
 export interface AssembledContext {
   system: SystemSegment[];
@@ -115,28 +122,38 @@ function promptRowsQuery(
         ])
         .where('agent_id', '=', agent.id),
     ).as('boardCounts'),
+    // The newest lifecycle events of the agent's tasks, read newest first from their partial index
+    // (migration 042), then named by their task's title.
     jsonArrayFrom(
       eb
-        .selectFrom('task_events')
-        .innerJoin('tasks', 'tasks.id', 'task_events.task_id')
-        .select(['task_events.type', 'task_events.created_at', 'tasks.title'])
-        .where('tasks.agent_id', '=', agent.id)
-        .where('task_events.type', 'in', [
-          'task-created',
-          'state-changed',
-          'review-submitted',
-          'approval-decided',
-          'note-added',
-        ])
-        .orderBy('task_events.id', 'desc')
-        .limit(RECENT_ACTIVITY_FETCH),
+        .selectFrom(
+          db
+            .selectFrom('task_events')
+            .select(['task_id', 'type', 'created_at', 'id'])
+            .where('agent_id', '=', agent.id)
+            .where(
+              'type',
+              'in',
+              ACTIVITY_EVENT_TYPES.map((type) => sql.lit(type)),
+            )
+            .orderBy('id', 'desc')
+            .limit(RECENT_ACTIVITY_FETCH)
+            .as('recent'),
+        )
+        .innerJoin('tasks', 'tasks.id', 'recent.task_id')
+        .select(['recent.type', 'recent.created_at', 'tasks.title'])
+        .orderBy('recent.id', 'desc'),
     ).as('events'),
     jsonArrayFrom(
       eb
         .selectFrom('tasks')
         .select(['title', 'state', 'result_summary', 'updated_at'])
         .where('agent_id', '=', agent.id)
-        .where('state', 'in', ['completed', 'failed', 'cancelled', 'review'])
+        .where(
+          'state',
+          'in',
+          RUN_STATES.map((state) => sql.lit(state)),
+        )
         .orderBy('updated_at', 'desc')
         .limit(RECENT_RUNS_FETCH),
     ).as('runs'),
@@ -156,13 +173,14 @@ type PromptRowsRow = Awaited<ReturnType<ReturnType<typeof promptRowsQuery>['exec
 const PROMPT_READS_CACHED_MAX = 2_000;
 const compiledPromptReads = new Map<string, CompiledQuery<PromptRowsRow>>();
 
-export async function fetchPromptRows(
+/** The prompt read's statement for these inputs, compiled (and kept, see above). */
+export function promptRowsStatement(
   db: Kysely<Database>,
   agent: AgentRow,
   scenario: Scenario,
   task: TaskRow | undefined,
   activations: Activations | undefined,
-) {
+): CompiledQuery<PromptRowsRow> {
   const key = JSON.stringify([
     agent,
     scenario,
@@ -175,6 +193,17 @@ export async function fetchPromptRows(
   compiledPromptReads.set(key, compiled);
   if (compiledPromptReads.size > PROMPT_READS_CACHED_MAX)
     compiledPromptReads.delete(compiledPromptReads.keys().next().value!);
+  return compiled;
+}
+
+export async function fetchPromptRows(
+  db: Kysely<Database>,
+  agent: AgentRow,
+  scenario: Scenario,
+  task: TaskRow | undefined,
+  activations: Activations | undefined,
+) {
+  const compiled = promptRowsStatement(db, agent, scenario, task, activations);
   const row = (await db.executeQuery(compiled)).rows[0];
   if (!row) throw new Error('the prompt read returned no row');
   const context = { scenario, task, ...(activations ? { activations } : {}) };

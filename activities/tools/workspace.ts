@@ -19,8 +19,30 @@
  * changes nothing; a file it had to create (`O_EXCL`) at a swapped location is unlinked again. The
  * file tools' writes go through `replaceWorkspaceFile`, which writes a new file and renames it over
  * the old one, so no reader and no crash ever sees a half-written file.
+ *
+ * The checks are a dozen metadata system calls (`realpath`, `lstat`, `readlink`, `rename` …), each a
+ * few microseconds on a local disk; sent through libuv's thread pool one after another they cost a
+ * write about 1–2 ms. They are made synchronously; opening, reading, writing and closing the file go
+ * through the thread pool as before, since their cost grows with the file. A workspace is a local
+ * directory: on a stalled network mount these calls would hold the worker's event loop (the thread
+ * pool's would hold every file tool).
  */
-import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants as fsConstants,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  promises as fs,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  unlinkSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 
 export const WORKSPACE_ESCAPE_ERROR = 'WorkspaceEscape';
@@ -50,18 +72,25 @@ export async function openInWorkspace(
   requested: string,
   mode: OpenMode,
 ): Promise<OpenedWorkspaceFile> {
-  const { root, parts } = await splitRequested(workspaceDir, requested);
+  return openSplit(splitRequested(workspaceDir, requested), mode, requested);
+}
+
+async function openSplit(
+  { root, parts }: { root: string; parts: string[] },
+  mode: OpenMode,
+  requested: string,
+): Promise<OpenedWorkspaceFile> {
   if (parts.length === 0)
     throw new WorkspacePathError(`${JSON.stringify(requested)} is the workspace directory itself, not a file`);
-  const gitDirs = await gitDirTargets(root, parts);
-  const dir = await checkedParent(root, parts, mode, requested);
+  const gitDirs = gitDirTargets(root, parts);
+  const dir = checkedParent(root, parts, mode, requested);
   const target = path.join(dir, parts.at(-1) as string);
   const { handle, created } = await openNoFollow(target, mode, requested);
   try {
-    const stats = await handle.stat();
-    const realPath = await openedPath(handle, target, stats);
+    const stats = fstatSync(handle.fd);
+    const realPath = openedPath(handle, target, stats);
     if (realPath === undefined || !isInside(root, realPath) || realPath !== target) {
-      if (created && realPath !== undefined) await fs.unlink(realPath).catch(() => undefined);
+      if (created && realPath !== undefined) unlinkQuietly(realPath);
       throw new WorkspacePathError(
         `${JSON.stringify(requested)} changed while it was being opened (a directory was swapped for a link); refused`,
       );
@@ -89,36 +118,34 @@ export async function replaceWorkspaceFile(
   content: string,
   partialName: string,
 ): Promise<void> {
-  const { root, parts } = await splitRequested(workspaceDir, requested);
+  const { root, parts } = splitRequested(workspaceDir, requested);
   if (parts.length === 0)
     throw new WorkspacePathError(`${JSON.stringify(requested)} is the workspace directory itself, not a file`);
-  const partial = await openInWorkspace(workspaceDir, path.join(...parts.slice(0, -1), partialName), 'write');
+  const partialPath = path.join(...parts.slice(0, -1), partialName);
+  const partial = await openSplit({ root, parts: [...parts.slice(0, -1), partialName] }, 'write', partialPath);
   const target = path.join(path.dirname(partial.realPath), parts.at(-1) as string);
   let renamed = false;
   try {
-    const existing = await fs.lstat(target).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    });
+    const existing = lstatIfPresent(target);
     if (existing?.isSymbolicLink())
       throw new WorkspacePathError(`${JSON.stringify(requested)} is a symbolic link; file tools never follow links`);
     if (existing) refuseUnlessPlainFile(existing, requested);
     // A partial left by an earlier attempt of the same call is reused, so it starts empty.
-    await partial.handle.truncate(0);
+    if (!partial.created) await partial.handle.truncate(0);
     await partial.handle.writeFile(content, 'utf8');
-    if (existing) await partial.handle.chmod(existing.mode & 0o7777);
-    await fs.rename(partial.realPath, target);
+    if (existing) fchmodSync(partial.handle.fd, existing.mode & 0o7777);
+    renameSync(partial.realPath, target);
     renamed = true;
     // The open descriptor follows its file through the rename: it must now be the target, in place.
-    const landed = await openedPath(partial.handle, target, await partial.handle.stat());
+    const landed = openedPath(partial.handle, target);
     if (landed !== target) {
-      if (landed !== undefined && isInside(root, landed)) await fs.unlink(landed).catch(() => undefined);
+      if (landed !== undefined && isInside(root, landed)) unlinkQuietly(landed);
       throw new WorkspacePathError(
         `${JSON.stringify(requested)} changed while it was being written (a directory was swapped for a link); refused`,
       );
     }
   } catch (error) {
-    if (!renamed) await fs.unlink(partial.realPath).catch(() => undefined);
+    if (!renamed) unlinkQuietly(partial.realPath);
     throw error;
   } finally {
     await partial.handle.close();
@@ -128,10 +155,10 @@ export async function replaceWorkspaceFile(
 /** Deletes the partial file a write cut off by a crash may have left (see `replaceWorkspaceFile`). */
 export async function removePartialWrite(workspaceDir: string, requested: string, partialName: string): Promise<void> {
   try {
-    const { root, parts } = await splitRequested(workspaceDir, requested);
+    const { root, parts } = splitRequested(workspaceDir, requested);
     if (parts.length === 0) return;
-    const dir = await checkedParent(root, parts, 'read', requested);
-    await fs.unlink(path.join(dir, partialName));
+    const dir = checkedParent(root, parts, 'read', requested);
+    unlinkSync(path.join(dir, partialName));
   } catch (error) {
     // Nothing to delete, or a path the write itself would have refused: nothing was left there.
     if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof WorkspacePathError) return;
@@ -149,25 +176,19 @@ function refuseUnlessPlainFile(stats: Stats, requested: string): void {
 }
 
 /** The directory holding the requested file, every component checked (and, for writes, created). */
-async function checkedParent(
-  root: string,
-  parts: readonly string[],
-  mode: OpenMode,
-  requested: string,
-): Promise<string> {
+function checkedParent(root: string, parts: readonly string[], mode: OpenMode, requested: string): string {
   let dir = root;
   for (const part of parts.slice(0, -1)) {
     const next = path.join(dir, part);
-    let info = await fs.lstat(next).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    });
+    let info = lstatIfPresent(next);
     if (!info && mode === 'write') {
       // mkdir never follows a symlink in its last component: if one appeared, it fails with EEXIST.
-      await fs.mkdir(next).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== 'EEXIST') throw error;
-      });
-      info = await fs.lstat(next);
+      try {
+        mkdirSync(next);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      info = lstatSync(next);
     }
     if (!info) throw Object.assign(new Error(`file not found: ${requested}`), { code: 'ENOENT' });
     if (info.isSymbolicLink())
@@ -176,7 +197,7 @@ async function checkedParent(
       );
     if (!info.isDirectory())
       throw new WorkspacePathError(`${JSON.stringify(requested)}: ${path.relative(root, next)} is not a directory`);
-    if (await looksLikeGitDirectory(next)) throw new WorkspacePathError(gitMetadataRefusal(requested));
+    if (looksLikeGitDirectory(next)) throw new WorkspacePathError(gitMetadataRefusal(requested));
     dir = next;
   }
   return dir;
@@ -212,18 +233,41 @@ async function openNoFollow(
 }
 
 /** The path the kernel opened: `/proc/self/fd/<fd>` where it exists; otherwise the checked path if its inode matches. */
-async function openedPath(handle: fs.FileHandle, expected: string, stats: Stats): Promise<string | undefined> {
-  const viaProc = await fs.readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+function openedPath(handle: fs.FileHandle, expected: string, stats?: Stats): string | undefined {
+  const viaProc = orUndefined(() => readlinkSync(`/proc/self/fd/${handle.fd}`));
   if (viaProc !== undefined) return viaProc;
-  const again = await fs.lstat(expected).catch(() => undefined);
-  if (!again || again.ino !== stats.ino || again.dev !== stats.dev) return undefined;
-  const realDir = await fs.realpath(path.dirname(expected)).catch(() => undefined);
+  const opened = stats ?? fstatSync(handle.fd);
+  const again = orUndefined(() => lstatSync(expected));
+  if (!again || again.ino !== opened.ino || again.dev !== opened.dev) return undefined;
+  const realDir = orUndefined(() => realpathSync(path.dirname(expected)));
   return realDir === path.dirname(expected) ? expected : undefined;
 }
 
-async function splitRequested(workspaceDir: string, requested: string): Promise<{ root: string; parts: string[] }> {
+function orUndefined<T>(call: () => T): T | undefined {
+  try {
+    return call();
+  } catch {
+    return undefined;
+  }
+}
+
+/** `lstat`, or undefined when nothing is there (any other error is thrown). */
+function lstatIfPresent(target: string): Stats | undefined {
+  try {
+    return lstatSync(target);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+function unlinkQuietly(target: string): void {
+  orUndefined(() => unlinkSync(target));
+}
+
+function splitRequested(workspaceDir: string, requested: string): { root: string; parts: string[] } {
   if (requested.includes('\0')) throw new WorkspacePathError('path contains a NUL byte');
-  const root = await fs.realpath(workspaceDir);
+  const root = realpathSync(workspaceDir);
   const candidate = path.resolve(root, requested);
   // An absolute path naming the workspace through its unresolved name is accepted too.
   const lexicalRoot = path.resolve(workspaceDir);
@@ -248,18 +292,19 @@ async function splitRequested(workspaceDir: string, requested: string): Promise<
  * directory on the requested path (worktrees and submodules use them), so writing through the target
  * is refused like writing into `.git`.
  */
-async function gitDirTargets(root: string, parts: readonly string[]): Promise<string[]> {
+function gitDirTargets(root: string, parts: readonly string[]): string[] {
   const targets: string[] = [];
   let dir = root;
   for (let i = 0; i <= parts.length - 1; i += 1) {
     const dotGit = path.join(dir, GIT_METADATA_NAME);
-    const info = await fs.lstat(dotGit).catch(() => undefined);
+    const info = orUndefined(() => lstatSync(dotGit));
     if (info?.isFile()) {
-      const text = await fs.readFile(dotGit, 'utf8').catch(() => '');
+      // A `gitdir:` pointer is one line: the file's head is enough.
+      const text = orUndefined(() => readHead(dotGit)) ?? '';
       const pointer = /^gitdir:\s*(.+)$/m.exec(text)?.[1]?.trim();
       if (pointer) {
         const resolved = path.resolve(dir, pointer);
-        targets.push(await fs.realpath(resolved).catch(() => resolved));
+        targets.push(orUndefined(() => realpathSync(resolved)) ?? resolved);
       }
     }
     dir = path.join(dir, parts[i] as string);
@@ -268,12 +313,26 @@ async function gitDirTargets(root: string, parts: readonly string[]): Promise<st
 }
 
 /** What git's own check accepts as a repository directory: `HEAD` plus `objects/` (or a `commondir` file, for worktrees). */
-async function looksLikeGitDirectory(dir: string): Promise<boolean> {
-  const head = await fs.lstat(path.join(dir, 'HEAD')).catch(() => undefined);
-  if (!head) return false;
-  const objects = await fs.lstat(path.join(dir, 'objects')).catch(() => undefined);
-  const commondir = await fs.lstat(path.join(dir, 'commondir')).catch(() => undefined);
-  return objects !== undefined || commondir !== undefined;
+/** Bytes of a `.git` file read for its `gitdir:` line (longer than any path the kernel resolves). */
+const GITDIR_FILE_HEAD_BYTES = 8_192;
+
+function readHead(file: string): string {
+  const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = fsConstants;
+  const fd = openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  try {
+    const buffer = Buffer.alloc(GITDIR_FILE_HEAD_BYTES);
+    return buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, 0)).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function looksLikeGitDirectory(dir: string): boolean {
+  if (!orUndefined(() => lstatSync(path.join(dir, 'HEAD')))) return false;
+  return (
+    orUndefined(() => lstatSync(path.join(dir, 'objects'))) !== undefined ||
+    orUndefined(() => lstatSync(path.join(dir, 'commondir'))) !== undefined
+  );
 }
 
 function gitMetadataRefusal(requested: string): string {

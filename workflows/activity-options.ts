@@ -57,6 +57,17 @@ export const STORE: ActivityOptions = {
 /** A task's own bookkeeping: losing it loses the task's state, so it outlasts a longer outage (about 10 minutes). */
 export const TASK_STORE: ActivityOptions = { ...STORE, retry: { ...STORE.retry, maximumAttempts: 20 } };
 
+/**
+ * The task row's opening and state moves (a few milliseconds each, idempotent by their event keys): local
+ * activities, so each runs inside the workflow task that asks for it. Per task that saves two activity
+ * tasks, two workflow tasks and nine history events. Same timeout and retries as `TASK_STORE`; a worker
+ * that dies mid-write has its workflow task retried elsewhere, which runs the write again.
+ */
+export const TASK_STORE_LOCAL: LocalActivityOptions = {
+  startToCloseTimeout: TASK_STORE.startToCloseTimeout!,
+  retry: TASK_STORE.retry!,
+};
+
 /** Consolidation's reads span a day of an agent's memory: a minute each. */
 export const CONSOLIDATION_STORE: ActivityOptions = { ...STORE, startToCloseTimeout: '1 minute' };
 

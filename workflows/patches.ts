@@ -55,6 +55,8 @@ export const AGENT_ANSWERS_JOIN_TASK_PATCH = 'agent-answers-join-task';
 export const APPROVAL_POLICY_WAIT_PATCH = 'approval-policy-wait';
 /** A cancelled round waits for every sub-agent to settle before it ends. */
 export const SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH = 'subagents-settle-before-cancel';
+/** The task row's opening and state moves run as local activities (`TASK_STORE_LOCAL`). */
+export const TASK_STORE_LOCAL_PATCH = 'task-store-local-activities';
 
 export const PATCHES: readonly PatchEntry[] = [
   {
@@ -129,6 +131,13 @@ export const PATCHES: readonly PatchEntry[] = [
     addedIn: '0.6.0',
     legacy: 'one wait for the first decision until approvalTimeoutMs, then timed_out',
     deprecateAfter: '0.8.0',
+    status: 'active',
+  },
+  {
+    id: TASK_STORE_LOCAL_PATCH,
+    addedIn: '0.7.0',
+    legacy: 'openTask and every recordTaskState as activities: each an activity task and a workflow task more',
+    deprecateAfter: '0.9.0',
     status: 'active',
   },
 ];

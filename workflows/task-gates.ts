@@ -27,6 +27,7 @@ import { DEPENDENCY_RECHECK_INTERVAL_MS } from './rules/task-graph';
 import { isTerminal, type TaskState } from './rules/task-state';
 import { DEPENDENCY_WAKE_KEPT_PATCH } from './patches';
 import type { TaskRun } from './task-run';
+import { taskRowStore } from './task-store';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
@@ -63,7 +64,7 @@ export async function openTask(
 ): ReturnType<Activities['openTask']> {
   let opened: Awaited<ReturnType<Activities['openTask']>>;
   try {
-    opened = await store.openTask({
+    opened = await taskRowStore().openTask({
       ...recordInput(input, taskId),
       start: { round: start.round, eventKey: `state:${start.round}:${start.attempt}:in_progress` },
     });

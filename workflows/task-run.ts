@@ -15,6 +15,7 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import { TASK_STORE } from './activity-options';
+import { taskRowStore } from './task-store';
 import type { Activities } from '../activities';
 import {
   addUsage,
@@ -275,7 +276,7 @@ export class TaskRun {
     this.showDetails();
     // Histories recorded before the activity returned usage replay `undefined` here.
     return (
-      (await store.recordTaskState({
+      (await taskRowStore().recordTaskState({
         taskId: this.taskId,
         state: this.state,
         round: this.round,
@@ -409,7 +410,7 @@ export class TaskRun {
         this.phase = 'finished';
         this.lastError = message;
         upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: this.state }]);
-        await store.recordTaskState({
+        await taskRowStore().recordTaskState({
           taskId: this.taskId,
           state: this.state,
           round: this.round,

@@ -114,10 +114,15 @@ describe('recorded workflow histories replay on the current code', () => {
   test('the gate bites: a history whose commands no longer match the code fails to replay', async () => {
     const original = current.find((h) => h.name === `${CURRENT_VERSION}/revision--task`)!;
     const tampered = structuredClone(original);
-    const scheduled = tampered.history.events.find((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')!;
-    const attributes = scheduled.activityTaskScheduledEventAttributes as { activityType: { name: string } };
-    expect(attributes.activityType.name).toBe('openTask');
-    attributes.activityType.name = 'somethingElse';
+    // The task workflow's first command of its own kind: starting its round.
+    const initiated = tampered.history.events.find(
+      (e) => e.eventType === 'EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED',
+    )!;
+    const attributes = initiated.startChildWorkflowExecutionInitiatedEventAttributes as {
+      workflowType: { name: string };
+    };
+    expect(attributes.workflowType.name).toBe('taskRoundWorkflow');
+    attributes.workflowType.name = 'somethingElse';
     const [result] = await replay([tampered]);
     expect(result!.error).toBeDefined();
     expect(result!.error!.name).toMatch(/DeterminismViolationError|ReplayError/);

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
-import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from '../../workflows/patches';
+import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH, TASK_STORE_LOCAL_PATCH } from '../../workflows/patches';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
@@ -75,6 +75,30 @@ describe('what a loop iteration costs', () => {
       .execute();
     expect(ledger).toHaveLength(calls);
     expect(ledger.every((l) => l.executions === 1)).toBe(true);
+  });
+
+  test("the task workflow's own writes (opening, the move to review) run as local activities: no activity task, no workflow task of their own", async () => {
+    h.llm.enqueue(submitTurn('done at once'));
+    const agentId = await h.createAgent();
+    const { taskId } = await h.client.startTask({ agentId, title: 'Submit', description: 'Submit at once.' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
+    expect(task.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(0);
+    const markers = task.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes] : []));
+    const localActivities = markers.filter((m) => m.markerName === 'core_local_activity');
+    expect(localActivities).toHaveLength(2);
+    expect(
+      markers
+        .filter((m) => m.markerName === 'core_patch')
+        .flatMap((m) => markerPatchIds({ markerRecordedEventAttributes: m }))
+        .join(),
+    ).toContain(`"${TASK_STORE_LOCAL_PATCH}"`);
+    // Start (records itself, starts the round), the round's start, its end (the move to review): three.
+    expect(task.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(3);
+    const row = await h.db.db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirstOrThrow();
+    expect(row.state).toBe('review');
+    const events = await h.db.db.selectFrom('task_events').select('type').where('task_id', '=', taskId).execute();
+    expect(events.filter((e) => e.type === 'state-changed')).toHaveLength(2);
   });
 
   test('the session cache reads only new rows, keeps message objects, and finds a row that committed late with a lower id', async () => {

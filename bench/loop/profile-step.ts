@@ -1,8 +1,8 @@
 /**
  * `tsx bench/loop/profile-step.ts [calls]`: runs the fused step in process (no Temporal) against the
  * fake provider and prints the mean time, the number of database queries and the process's CPU time per call, for profiling
- * the step (PROFILE_CPU=<file>). PROFILE_SQL=1 also prints the statements of the 21st call (when each ended, ms into the step, and its duration). Needs
- * DATABASE_URL.
+ * the step (PROFILE_CPU=<file>). PROFILE_SQL=1 also prints the statements of the 11th call (when each ended, ms into the step, and its duration).
+ * PROFILE_TASKS=<n> runs n tasks of `calls` calls one after another (the bench's tasks have 21). Needs DATABASE_URL.
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
@@ -53,19 +53,8 @@ async function main(): Promise<void> {
     config: {},
     workspaceDir: mkdtempSync(`${os.tmpdir()}/da-prof-`),
   });
-  const taskId = randomUUID();
-  await db
-    .insertInto('tasks')
-    .values({
-      id: taskId,
-      agent_id: agentId,
-      title: 'Write the report',
-      description: 'Write it.',
-      state: 'in_progress',
-      priority: 'medium',
-    })
-    .execute();
-  scripts.add(taskId, { calls, answerMs: 0 });
+  // PROFILE_TASKS=<n>: n tasks of `calls` calls each, one after another (the bench's tasks have 21 calls).
+  const tasks = Number(process.env.PROFILE_TASKS ?? 1);
   const times: number[] = [];
   const cpu: number[] = [];
   const queries: number[] = [];
@@ -73,29 +62,44 @@ async function main(): Promise<void> {
   // PROFILE_CPU=<file>: a V8 CPU profile of the calls after the first 5 (startup and warm-up left out).
   const inspector = process.env.PROFILE_CPU ? new Session() : undefined;
   inspector?.connect();
-  for (let turn = 0; turn < calls; turn += 1) {
-    if (turn === 5 && inspector) {
-      await inspector.post('Profiler.enable');
-      await inspector.post('Profiler.start');
+  for (let t = 0; t < tasks; t += 1) {
+    const taskId = randomUUID();
+    await db
+      .insertInto('tasks')
+      .values({
+        id: taskId,
+        agent_id: agentId,
+        title: 'Write the report',
+        description: 'Write it.',
+        state: 'in_progress',
+        priority: 'medium',
+      })
+      .execute();
+    scripts.add(taskId, { calls, answerMs: 0 });
+    for (let turn = 0; turn < calls; turn += 1) {
+      if (t === 0 && turn === 5 && inspector) {
+        await inspector.post('Profiler.enable');
+        await inspector.post('Profiler.start');
+      }
+      statements = [];
+      const t0 = performance.now();
+      stepStart = t0;
+      const c0 = process.cpuUsage();
+      await runStepWithTools(db, router, {
+        agentId,
+        taskId,
+        sessionId: `prof_${taskId}`,
+        scenario: 'task',
+        attempt: 1,
+        turn,
+        ...(turn === 0 ? { opening: {} } : {}),
+      });
+      times.push(performance.now() - t0);
+      const c = process.cpuUsage(c0);
+      cpu.push((c.user + c.system) / 1_000);
+      queries.push(statements.length);
+      if (t === 0 && turn === 10) middle = statements;
     }
-    statements = [];
-    const t0 = performance.now();
-    stepStart = t0;
-    const c0 = process.cpuUsage();
-    await runStepWithTools(db, router, {
-      agentId,
-      taskId,
-      sessionId: `prof_${taskId}`,
-      scenario: 'task',
-      attempt: 1,
-      turn,
-      ...(turn === 0 ? { opening: {} } : {}),
-    });
-    times.push(performance.now() - t0);
-    const c = process.cpuUsage(c0);
-    cpu.push((c.user + c.system) / 1_000);
-    queries.push(statements.length);
-    if (turn === 20) middle = statements;
   }
   if (inspector)
     writeFileSync(process.env.PROFILE_CPU!, JSON.stringify((await inspector.post('Profiler.stop')).profile));

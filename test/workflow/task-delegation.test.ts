@@ -7,6 +7,8 @@ import { parameterNames, unofferedToolNames } from '../support/tool-mentions';
 import { toolsForScenario } from '../../activities/tools/registry';
 import { bodyText, isReflection, lastToolResults, offersTools } from './task-support';
 import { eventually } from '../support/eventually';
+import { Worker } from '@temporalio/worker';
+import { taskWorkflowId } from '../../workflows/contract';
 
 /**
  * Agents that delegate, on the real Temporal server and PostgreSQL with the fake provider: a lead
@@ -110,6 +112,16 @@ describe('task delegation', () => {
   const stateOf = async (taskId: string) =>
     (await h.db.db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirstOrThrow()).state;
 
+  /** Each task workflow's latest run replays whole on this code, as a worker restart or a query on a closed task makes it. */
+  async function expectWholeReplays(taskIds: string[]): Promise<void> {
+    for (const taskId of taskIds) {
+      const history = await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory();
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } }, history),
+      ).resolves.toBeUndefined();
+    }
+  }
+
   test('a parent with three subtasks, two dependent: they unblock in order as each completes', async () => {
     planScript('CSV');
     const parent = randomUUID();
@@ -153,6 +165,10 @@ describe('task delegation', () => {
     };
     expect(await at(build!.id, 'in_progress')).toBeGreaterThanOrEqual(await at(design!.id, 'completed'));
     expect(await at(check!.id, 'in_progress')).toBeGreaterThanOrEqual(await at(build!.id, 'completed'));
+
+    // A dependant opens with a local activity and then reads its gates behind a patch: a patch marker
+    // follows a local activity's marker in one workflow task, and the history still replays whole.
+    await expectWholeReplays([parent, design!.id, build!.id, check!.id]);
 
     // What a human sees with `agents task tree <parent>`: the subtasks indented, each with what it waits for.
     const tree = await runTaskAdminCommand(admin, { action: 'tree', taskId: parent });
@@ -327,6 +343,8 @@ describe('task delegation', () => {
     expect(events).toEqual(expect.arrayContaining(['retry-requested', 'rerun-requested']));
     const tree = await admin.tree(fetch.taskId);
     expect(tree.task.id).toBe(fetch.taskId);
+    // The retried and rerun runs (carried rounds, local-activity state moves) replay whole too.
+    await expectWholeReplays([fetch.taskId, report.taskId]);
   });
 
   const heartbeatScript: ScriptedResponse[] = [];

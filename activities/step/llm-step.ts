@@ -42,6 +42,7 @@ import { withMcpTools } from '../tools/mcp';
 import { forkedAgent, loadFork } from '../fork/runtime';
 import { prepareCognition, responseDigest } from './step-cognition';
 import { lastSeen, rememberSeen, sameActivations, sameRow } from './seen-sessions';
+import { secretValues } from '../security/secrets';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -340,13 +341,20 @@ export async function runLlmStepWithReply(
   const stream = streamAppendCtes(closing.owner, closing.events);
   // The fused step's first call, when it runs as it is: its ledger row joins the same statement.
   const firstCall = result.content.find((b): b is ToolUseBlock => b.type === 'tool_use');
+  // The worker's secret values, read once for the redactions of this reply's calls (summaries, arguments).
+  const secrets = firstCall ? secretValues() : undefined;
   const firstStart = options.startFirstCall
-    ? startedWithReply(firstCall, tools, {
-        sessionId: input.sessionId,
-        taskId: input.taskId,
-        agentId: input.agentId,
-        ...(fork ? { fork } : {}),
-      })
+    ? startedWithReply(
+        firstCall,
+        tools,
+        {
+          sessionId: input.sessionId,
+          taskId: input.taskId,
+          agentId: input.agentId,
+          ...(fork ? { fork } : {}),
+        },
+        secrets,
+      )
     : undefined;
   const { rows: written } = await sql<{
     inserted: boolean;
@@ -372,7 +380,7 @@ export async function runLlmStepWithReply(
     : { ...usageOf(result), costUsd: storedCostUsd(mainCost) };
   if (spent && input.taskId) await recordCrossedThresholds(db, input.agentId, input.taskId, spent);
   return {
-    step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false),
+    step: summarize(result.content, result.stopReason, usage, result.model, result.provider, tools, false, secrets),
     content: stored,
     agent,
     activatedTools: activations.tools,
@@ -439,10 +447,15 @@ function summarize(
   provider: string,
   tools: ReturnType<typeof toolsForScenario>,
   replayed: boolean,
+  secrets?: readonly string[],
 ): LlmStepResult {
-  const toolCalls = content
-    .filter((b): b is ToolUseBlock => b.type === 'tool_use')
-    .map((b) => ({ id: b.id, name: b.name, summary: summarizeCall(tools, b.name, b.input) }));
+  const uses = content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+  const values = uses.length > 0 ? (secrets ?? secretValues()) : undefined;
+  const toolCalls = uses.map((b) => ({
+    id: b.id,
+    name: b.name,
+    summary: summarizeCall(tools, b.name, b.input, values),
+  }));
   const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
   return { stopReason, toolCalls, textPreview: text.slice(0, TEXT_PREVIEW_CHARS), usage, model, provider, replayed };
 }

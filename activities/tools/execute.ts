@@ -5,6 +5,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { findMessage } from '../store/sessions';
 import type { ToolUseBlock } from '../llm/types';
 import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text';
+import { secretValues } from '../security/secrets';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
 import { archiveToolImages, retireOldToolImages } from './tool-result-images';
@@ -127,8 +128,10 @@ export async function executeToolCall(
     }
     unlanded = true;
   }
-  if (options.started && startedWithReply(call, tools, ctx) === undefined)
+  if (options.started && !startsWithReply(call, spec, ctx))
     throw new Error(`tool call ${call.id} was recorded as started with its reply but needs a decision first`);
+  // The worker's secret values, read from its environment once for every redaction of this call.
+  const secrets = secretValues();
 
   const rejection = validate(call, spec);
   if (rejection) return recordWithoutRunning(ctx, call, rejection);
@@ -153,7 +156,7 @@ export async function executeToolCall(
     approved: input.approval?.decision === 'approved',
   };
   const governance = spec!.govern ? await spec!.govern(args, toolCtx) : { tier: 'allow' as const };
-  const summary = safeLine(spec!.summarize?.(args) ?? call.name);
+  const summary = safeLine(spec!.summarize?.(args) ?? call.name, secrets);
 
   if (governance.tier === 'deny') {
     return recordWithoutRunning(
@@ -206,7 +209,7 @@ export async function executeToolCall(
         task_id: ctx.taskId ?? null,
         agent_id: ctx.agentId,
         tool: call.name,
-        args: safeArgumentsJson(args),
+        args: safeArgumentsJson(args, secrets),
         status: 'started',
         side_effecting: spec!.sideEffecting,
         is_error: false,
@@ -235,7 +238,7 @@ export async function executeToolCall(
       content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]`,
     };
   }
-  const safe = safeToolText(output.content, undefined, output.redactions ?? 0);
+  const safe = safeToolText(output.content, secrets, output.redactions ?? 0);
   const content = await offloadIfLarge(ctx, call.id, safe.text);
   // Images go with the message into PostgreSQL only: the workflow gets the text preview, as for any result.
   const images = output.images ?? [];
@@ -244,7 +247,7 @@ export async function executeToolCall(
   if (images.length > 0) await retireOldToolImages(ctx.db, ctx.sessionId);
   const submission =
     call.name === 'task_submit_review' && !output.isError
-      ? safeLine(String((args as { summary: string }).summary))
+      ? safeLine(String((args as { summary: string }).summary), secrets)
       : undefined;
   return done(call.name, content, output.isError ?? false, {
     submission,
@@ -275,17 +278,22 @@ export function startedWithReply(
   call: ToolUseBlock | undefined,
   tools: ReadonlyMap<string, ToolSpec>,
   ctx: Pick<ToolContext, 'sessionId' | 'taskId' | 'agentId' | 'fork'>,
+  secrets?: readonly string[],
 ): RawBuilder<unknown> | undefined {
   const spec = call && tools.get(call.name);
-  if (!call || !spec || spec.govern || spec.runsInWorkflow || ctx.fork || validate(call, spec)) return undefined;
-  const parsed = spec.schema.safeParse(call.input);
-  if (!parsed.success) return undefined;
+  if (!call || !spec || !startsWithReply(call, spec, ctx)) return undefined;
   return sql`insert into tool_calls (session_id, tool_call_id, task_id, agent_id, tool, args, status, side_effecting, is_error, executions)
     select ${ctx.sessionId}::text, ${call.id}::text, ${ctx.taskId ?? null}::text, ${ctx.agentId}::text, ${call.name}::text,
-      ${safeArgumentsJson(parsed.data)}::jsonb, 'started', ${spec.sideEffecting}::boolean, false, 1
+      ${safeArgumentsJson(spec.schema.parse(call.input), secrets)}::jsonb, 'started', ${spec.sideEffecting}::boolean, false, 1
     where exists (select 1 from reply)
     on conflict (session_id, tool_call_id) do nothing
     returning 1`;
+}
+
+/** The call needs no decision before it runs: a known tool, valid arguments, no governance, not in the workflow, not a fork's. */
+function startsWithReply(call: ToolUseBlock, spec: ToolSpec | undefined, ctx: Pick<ToolContext, 'fork'>): boolean {
+  if (!spec || spec.govern || spec.runsInWorkflow || ctx.fork || validate(call, spec)) return false;
+  return spec.schema.safeParse(call.input).success;
 }
 
 function validate(call: ToolUseBlock, spec: ToolSpec | undefined): string | undefined {

@@ -167,11 +167,16 @@ export function toolDefinitions(tools: ReadonlyMap<string, ToolSpec>): ToolDefin
 }
 
 /** A one-line description of a call for activity summaries, tolerant of invalid arguments. */
-export function summarizeCall(tools: ReadonlyMap<string, ToolSpec>, name: string, input: unknown): string {
+export function summarizeCall(
+  tools: ReadonlyMap<string, ToolSpec>,
+  name: string,
+  input: unknown,
+  secrets?: readonly string[],
+): string {
   const spec = tools.get(name);
   if (!spec?.summarize) return name;
   const parsed = spec.schema.safeParse(input);
-  return parsed.success ? safeLine(spec.summarize(parsed.data)).slice(0, 120) : name;
+  return parsed.success ? safeLine(spec.summarize(parsed.data), secrets).slice(0, 120) : name;
 }
 
 // Memory (issue 5): the memory tools and their legacy aliases, and edit_agent_file. Heartbeats

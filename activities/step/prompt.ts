@@ -47,6 +47,7 @@ const RECENT_RUNS_FETCH = 5;
  */
 const ACTIVITY_EVENT_TYPES = ['task-created', 'state-changed', 'review-submitted', 'approval-decided', 'note-added'];
 const RUN_STATES = ['completed', 'failed', 'cancelled', 'review'];
+const literals = (values: readonly string[]) => values.map((value) => sql.lit(value));
 
 export interface AssembledContext {
   system: SystemSegment[];
@@ -131,11 +132,7 @@ function promptRowsQuery(
             .selectFrom('task_events')
             .select(['task_id', 'type', 'created_at', 'id'])
             .where('agent_id', '=', agent.id)
-            .where(
-              'type',
-              'in',
-              ACTIVITY_EVENT_TYPES.map((type) => sql.lit(type)),
-            )
+            .where('type', 'in', literals(ACTIVITY_EVENT_TYPES))
             .orderBy('id', 'desc')
             .limit(RECENT_ACTIVITY_FETCH)
             .as('recent'),
@@ -149,11 +146,7 @@ function promptRowsQuery(
         .selectFrom('tasks')
         .select(['title', 'state', 'result_summary', 'updated_at'])
         .where('agent_id', '=', agent.id)
-        .where(
-          'state',
-          'in',
-          RUN_STATES.map((state) => sql.lit(state)),
-        )
+        .where('state', 'in', literals(RUN_STATES))
         .orderBy('updated_at', 'desc')
         .limit(RECENT_RUNS_FETCH),
     ).as('runs'),

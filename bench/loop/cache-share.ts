@@ -15,7 +15,7 @@ import { upsertAgent } from '../../activities/store/agents';
 import { runStepWithTools } from '../../activities/step/with-tools';
 import { injectionsAfterToolIteration } from '../../workflows/rules/harness';
 import { modelPrefixCache, type CacheFigures } from './cache-model';
-import { offersTools, type ScriptedTasks } from './scenario';
+import { insertBenchTask, offersTools, type ScriptedTasks } from './scenario';
 
 /** A realistic pace: the issue's measurement had the model answer after 12 s. */
 const PACE_MS = 12_000;
@@ -52,17 +52,7 @@ export async function runCacheShare(
 
   // Task: the round's loop, as the workflow drives it (opening, harness injections), one call per tick.
   const taskId = randomUUID();
-  await db
-    .insertInto('tasks')
-    .values({
-      id: taskId,
-      agent_id: agentId,
-      title: 'Write the report',
-      description: 'Write the report in parts, then submit it for review.',
-      state: 'in_progress',
-      priority: 'medium',
-    })
-    .execute();
+  await insertBenchTask(db, { id: taskId, agentId });
   scripts.add(taskId, { calls: TASK_CALLS, answerMs: 0 });
   const sessionId = `bench_cache_${taskId}`;
   let injections: string[] = [];

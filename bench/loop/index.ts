@@ -26,7 +26,7 @@ import { runInProcessTask } from './in-process';
 import { analyse, sum, taskFigures, ZERO_FIGURES, type HistoryFigures } from './history';
 import type { FloorInput } from './floor/workflows';
 import { cpuSeconds, loadAverage, sampleRss } from './proc';
-import { ScriptedTasks } from './scenario';
+import { insertBenchTask, ScriptedTasks } from './scenario';
 import { DEV_SERVER_ARGS, startDevServer, startWorkerProcess, stopProcess } from './services';
 import { createLangGraphRunner, LANGGRAPH_PACKAGES, loadLangGraph } from './langgraph';
 
@@ -373,17 +373,7 @@ async function runInProcess(
       ? (taskId: string) => runInProcessTask(bench.db.db, bench.router, taskId)
       : (taskId: string) => bench.langgraph!.run(taskId);
   for (const t of tasks) {
-    await bench.db.db
-      .insertInto('tasks')
-      .values({
-        id: t.taskId,
-        agent_id: t.agentId,
-        title: 'Write the report',
-        description: 'Write the report in parts, then submit it for review.',
-        state: 'in_progress',
-        priority: 'medium',
-      })
-      .execute();
+    await insertBenchTask(bench.db.db, { id: t.taskId, agentId: t.agentId });
   }
   const cpuBefore = await cpuSnapshot(bench);
   const t0 = performance.now();

@@ -17,7 +17,7 @@ import { upsertAgent } from '../../activities/store/agents';
 import { migrateToLatest } from '../../schema/migrate';
 import { runStepWithTools } from '../../activities/step/with-tools';
 import { startFakeLlmServer } from '../../test/fake-llm';
-import { ScriptedTasks } from './scenario';
+import { insertBenchTask, ScriptedTasks } from './scenario';
 import { preparingPool } from '../../activities/store/prepared-statements';
 
 async function main(): Promise<void> {
@@ -64,17 +64,7 @@ async function main(): Promise<void> {
   inspector?.connect();
   for (let t = 0; t < tasks; t += 1) {
     const taskId = randomUUID();
-    await db
-      .insertInto('tasks')
-      .values({
-        id: taskId,
-        agent_id: agentId,
-        title: 'Write the report',
-        description: 'Write it.',
-        state: 'in_progress',
-        priority: 'medium',
-      })
-      .execute();
+    await insertBenchTask(db, { id: taskId, agentId, description: 'Write it.' });
     scripts.add(taskId, { calls, answerMs: 0 });
     for (let turn = 0; turn < calls; turn += 1) {
       if (t === 0 && turn === 5 && inspector) {

@@ -4,6 +4,8 @@
  * `task_submit_review`. Requests are routed to their task by the task prompt's marker, which both the
  * durable loop and the in-process loop send. Only requests the fake actually answered are counted.
  */
+import type { Kysely } from 'kysely';
+import type { Database } from '../../schema/database';
 import { anthropicStreamFrames } from '../../test/fake-llm/anthropic-protocol';
 import type { FakeLlmServer, RecordedRequest, ScriptedMessage, ScriptedResponse } from '../../test/fake-llm';
 
@@ -114,4 +116,22 @@ function taskIdOf(r: RecordedRequest): string | undefined {
   const messages = r.body.messages as Array<{ content: unknown }> | undefined;
   const first = messages?.[0];
   return first ? TASK_ID_PATTERN.exec(JSON.stringify(first.content))?.[1] : undefined;
+}
+
+/** The bench's task row, already `in_progress` (the bench drives the loop itself, not a task workflow). */
+export async function insertBenchTask(
+  db: Kysely<Database>,
+  task: { id: string; agentId: string; description?: string },
+): Promise<void> {
+  await db
+    .insertInto('tasks')
+    .values({
+      id: task.id,
+      agent_id: task.agentId,
+      title: 'Write the report',
+      description: task.description ?? 'Write the report in parts, then submit it for review.',
+      state: 'in_progress',
+      priority: 'medium',
+    })
+    .execute();
 }

@@ -2,17 +2,8 @@ import { CancelledFailure } from '@temporalio/common';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../../prompts/task';
-import { ZERO_USAGE_TOTALS, type UsageTotals } from '../../workflows/contract';
 import type { AgentRow } from '../../schema/database';
-import type {
-  ChatMessage,
-  ChatResult,
-  ChatRouter,
-  ChatTarget,
-  ContentBlock,
-  ToolDefinition,
-  ToolUseBlock,
-} from '../llm/types';
+import type { ChatResult, ChatRouter, ChatTarget, ContentBlock, ToolDefinition, ToolUseBlock } from '../llm/types';
 import {
   assembleContext,
   createSessionSummaryCache,
@@ -28,7 +19,7 @@ import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionM
 import { addTaskEvent, findTask, taskEventInsert } from '../store/tasks';
 import { assistantMessageKey, settleUnansweredCalls, startedWithReply } from '../tools/execute';
 import { requestMemoryFlushIfDue } from '../memory/flush';
-import { summarizeCall, toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
+import { toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
 import { loadTaskNotes } from '../tools/task-tools';
 import { unknownAgent } from '../errors';
 import { loadActivations } from '../store/skills';
@@ -42,12 +33,11 @@ import { withMcpTools } from '../tools/mcp';
 import { forkedAgent, loadFork } from '../fork/runtime';
 import { prepareCognition, responseDigest } from './step-cognition';
 import { lastSeen, rememberSeen, sameActivations, sameRow } from './seen-sessions';
+import { lastUserText, replayRecorded, senderIdentity, summarize } from './step-summary';
 import { secretValues } from '../security/secrets';
 
 /** How often a running LLM call heartbeats, independent of stream chunks (time to first token can be long). */
 export const LLM_HEARTBEAT_INTERVAL_MS = 1_000;
-
-const TEXT_PREVIEW_CHARS = 200;
 
 /**
  * One LLM step: loads the session from PostgreSQL, appends this turn's harness messages, assembles the
@@ -389,17 +379,6 @@ export async function runLlmStepWithReply(
   };
 }
 
-/** A sender as the prompt names it: an agent by its name and description, anyone else by id. */
-async function senderIdentity(
-  db: Kysely<Database>,
-  from: { type: string; id: string },
-): Promise<NonNullable<PromptInputs['sender']>> {
-  const agent = from.type === 'agent' ? await findAgent(db, from.id) : undefined;
-  if (agent)
-    return { id: agent.id, name: agent.name, kind: 'agent', ...(agent.description ? { role: agent.description } : {}) };
-  return { id: from.id, name: from.id, kind: from.type === 'agent' ? 'agent' : 'human' };
-}
-
 /** Messages of the sessions this worker runs, loaded incrementally (see `SessionMessageCache`). */
 const sessionMessages = new SessionMessageCache();
 
@@ -415,65 +394,4 @@ function toolDefinitionsFor(scenario: Scenario, tools: ReturnType<typeof toolsFo
   let defs = toolDefinitionCache.get(key);
   if (!defs) toolDefinitionCache.set(key, (defs = toolDefinitions(tools)));
   return defs;
-}
-
-async function replayRecorded(
-  db: Kysely<Database>,
-  input: LlmStepInput,
-  content: unknown[],
-  tools: ReturnType<typeof toolsForScenario>,
-): Promise<LlmStepResult> {
-  const call = await db
-    .selectFrom('llm_calls')
-    .selectAll()
-    .where('session_id', '=', input.sessionId)
-    .where('idem_key', '=', assistantMessageKey(input.attempt, input.turn))
-    .executeTakeFirst();
-  const usage: UsageTotals = call
-    ? await stepUsage(db, input.sessionId, assistantMessageKey(input.attempt, input.turn))
-    : ZERO_USAGE_TOTALS;
-  const blocks = content as ChatResult['content'];
-  const stopReason =
-    (call?.stop_reason as ChatResult['stopReason'] | null) ??
-    (blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
-  return summarize(blocks, stopReason, usage, call?.model ?? 'unknown', call?.provider ?? 'unknown', tools, true);
-}
-
-function summarize(
-  content: ChatResult['content'],
-  stopReason: ChatResult['stopReason'],
-  usage: UsageTotals,
-  model: string,
-  provider: string,
-  tools: ReturnType<typeof toolsForScenario>,
-  replayed: boolean,
-  secrets?: readonly string[],
-): LlmStepResult {
-  const uses = content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
-  const values = uses.length > 0 ? (secrets ?? secretValues()) : undefined;
-  const toolCalls = uses.map((b) => ({
-    id: b.id,
-    name: b.name,
-    summary: summarizeCall(tools, b.name, b.input, values),
-  }));
-  const text = content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
-  return { stopReason, toolCalls, textPreview: text.slice(0, TEXT_PREVIEW_CHARS), usage, model, provider, replayed };
-}
-
-/** Characters of the latest user message used as the skills query: its opening says what is asked. */
-const SKILL_QUERY_CHARS = 500;
-
-/** The latest user message's text (harness injections included), for the skills relevance filter. */
-function lastUserText(messages: readonly ChatMessage[]): string | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i]!;
-    if (m.role !== 'user') continue;
-    const text = (
-      typeof m.content === 'string'
-        ? m.content
-        : m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
-    ).trim();
-    if (text) return text.slice(0, SKILL_QUERY_CHARS);
-  }
-  return undefined;
 }

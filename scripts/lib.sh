@@ -69,6 +69,22 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 # When something already listens on PORT it is reused and left alone. With `fresh`, a server this
 # function starts begins from an empty state file. Sets TEMPORAL_STARTED_PID (empty when reused).
 TEMPORAL_STARTED_PID=""
+
+# stop_temporal_dev PID: stops a server start_temporal_dev started and waits until it has exited (10 s,
+# then SIGKILL). Without the wait, the next command's fresh server could remove and recreate the state
+# file while this one was still writing it (CI's second test command failed so: "failed setting up
+# schema … index already exists").
+stop_temporal_dev() {
+  local pid="$1" i
+  kill "$pid" 2>/dev/null || return 0
+  for i in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
 start_temporal_dev() {
   local port="$1" ui_port="$2" db_file="$3" log_file="$4" fresh="${5:-}"
   if port_open 127.0.0.1 "$port"; then log "Temporal already listening on 127.0.0.1:$port; reusing it"; return; fi

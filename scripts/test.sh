@@ -14,7 +14,7 @@ if [[ -z "${TEMPORAL_ADDRESS:-}" ]]; then
     "$DATA_DIR/test-temporal.db" "$DATA_DIR/test-temporal.log" fresh
   export TEMPORAL_ADDRESS="127.0.0.1:$TEST_TEMPORAL_PORT"
   # Stop the server at exit only if this run started it.
-  if [[ -n "$TEMPORAL_STARTED_PID" ]]; then trap 'kill "$TEMPORAL_STARTED_PID" 2>/dev/null || true' EXIT; fi
+  if [[ -n "$TEMPORAL_STARTED_PID" ]]; then trap 'stop_temporal_dev "$TEMPORAL_STARTED_PID"' EXIT; fi
 fi
 log "Temporal: $TEMPORAL_ADDRESS; database: ${DATABASE_URL:-embedded PostgreSQL}"
 cd "$ROOT"

@@ -52,6 +52,8 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     defaultHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
     shutdownGraceTime: '10 seconds',
     maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
+    // The task and mailbox bookkeeping runs as local activities: as many slots as regular ones.
+    maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_ACTIVITIES,
     ...options.overrides,
   });
 }

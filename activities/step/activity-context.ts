@@ -11,3 +11,11 @@ export function activityContext(): Context | undefined {
     return undefined;
   }
 }
+
+/**
+ * Heartbeats the running activity. A local activity has no heartbeat (its workflow task's timeout
+ * notices a dead worker), so there the call is skipped.
+ */
+export function heartbeat(ctx: Context | undefined, details?: unknown): void {
+  if (ctx && !ctx.info.isLocal) ctx.heartbeat(details);
+}

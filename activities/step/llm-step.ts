@@ -28,7 +28,7 @@ import { createStepStreamPublisher } from '../streams/publisher';
 import { streamAppendCtes } from '../streams/store';
 import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './spend';
 import type { LlmStepInput, LlmStepResult } from './types';
-import { activityContext } from './activity-context';
+import { activityContext, heartbeat } from './activity-context';
 import { withMcpTools } from '../tools/mcp';
 import { forkedAgent, loadFork } from '../fork/runtime';
 import { prepareCognition, responseDigest } from './step-cognition';
@@ -167,7 +167,7 @@ export async function runLlmStepWithReply(
         workspaceDir: agent.workspace_dir,
         signal: activityContext()?.cancellationSignal ?? new AbortController().signal,
         agentConfig: agentConfig(agent),
-        heartbeat: () => activityContext()?.heartbeat(),
+        heartbeat: () => heartbeat(activityContext()),
       });
       await appendMessage(db, input.sessionId, `a${input.attempt}-interrupted`, {
         role: 'user',
@@ -265,7 +265,7 @@ export async function runLlmStepWithReply(
   }
 
   const publisher = createStepStreamPublisher(db, input, key, ctx);
-  const heartbeat = setInterval(() => ctx?.heartbeat({ turn: input.turn }), LLM_HEARTBEAT_INTERVAL_MS);
+  const beating = setInterval(() => heartbeat(ctx, { turn: input.turn }), LLM_HEARTBEAT_INTERVAL_MS);
   const started = Date.now();
   let result: ChatResult;
   try {
@@ -285,7 +285,7 @@ export async function runLlmStepWithReply(
     if (signal?.aborted) throw new CancelledFailure('LLM call cancelled', undefined, error as Error);
     throw error;
   } finally {
-    clearInterval(heartbeat);
+    clearInterval(beating);
   }
   result = { ...result, content: withSessionUniqueToolIds(result.content, messages, key) };
   if (result.provider === 'anthropic') {

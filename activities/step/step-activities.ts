@@ -3,7 +3,7 @@ import type { ExecuteToolInput } from '../tools/execute';
 import type { Scenario } from '../tools/registry';
 import { runLlmStep } from './llm-step';
 import type { LlmStepInput } from './types';
-import { runStepWithTools, runToolWithLedger } from './with-tools';
+import { runStepWithTools, runToolWithLedger, type StepWithToolsResult } from './with-tools';
 
 /** Activities of the LLM loop: the step, the step with its auto-allowed tools, one tool call. */
 export function createStepActivities(deps: ActivityDeps) {
@@ -18,8 +18,10 @@ export function createStepActivities(deps: ActivityDeps) {
      * One loop iteration in one activity: the LLM step, then the auto-allowed tool calls it asked for,
      * through the ledger (see `runStepWithTools`). Calls that need a human come back as `deferred`.
      */
-    async llmStepWithTools(input: LlmStepInput) {
-      return runStepWithTools(db, router, input);
+    async llmStepWithTools(input: LlmStepInput): Promise<StepWithToolsResult> {
+      const started = performance.now();
+      const result = await runStepWithTools(db, router, input);
+      return { ...result, elapsedMs: Math.round(performance.now() - started) };
     },
 
     /** Runs one tool call exactly once (ledger), or reports that it needs approval. */

@@ -12,7 +12,7 @@ import { unknownAgent } from '../errors';
 import { loadActivations } from '../store/skills';
 import { DISCOVER_TOOLS } from '../tools/discover-tools';
 import { inToolSpan } from '../tracing';
-import { activityContext } from './activity-context';
+import { activityContext, heartbeat } from './activity-context';
 import { forkedAgent, loadFork } from '../fork/runtime';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
@@ -34,6 +34,8 @@ export interface StepWithToolsResult extends LlmStepResult {
   toolResults: Array<{ id: string; summary: string; result: Extract<ExecuteToolResult, { kind: 'done' }> }>;
   /** The first call that needs approval (or runs in the workflow) and every call after it, in order; empty when all ran. */
   deferred: DeferredToolCall[];
+  /** Wall time inside the step activity, ms, as the step measured it (the loop bench reports it from history). */
+  elapsedMs?: number;
 }
 
 /**
@@ -60,8 +62,8 @@ export async function runToolWithLedger(
   // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
   await ensureWorkspace(agent, agent.workspace_dir, { gitIdentity: false });
   const ctx = activityContext();
-  const beat = (): void => ctx?.heartbeat(heartbeatDetails);
-  const heartbeat = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
+  const beat = (): void => heartbeat(ctx, heartbeatDetails);
+  const beating = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
   const config = agentConfig(agent);
   try {
     // Tools discover_tools activated in this session or task are dispatched too.
@@ -106,7 +108,7 @@ export async function runToolWithLedger(
       ),
     );
   } finally {
-    clearInterval(heartbeat);
+    clearInterval(beating);
   }
 }
 

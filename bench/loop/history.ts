@@ -2,7 +2,7 @@
  * Reads what Temporal recorded for a task (its workflow and its round's) and derives the cost of an
  * iteration: events, workflow tasks and their latency, activities and the time spent inside them.
  */
-import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter, type Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 
@@ -17,6 +17,11 @@ export interface HistoryFigures {
   activities: number;
   activityScheduleToStart: number;
   activityStartToClose: number;
+  /** Local activities (their markers). */
+  localActivities: number;
+  /** Loop steps (regular or local) whose result says how long they ran, and the sum of that (`elapsedMs`). */
+  steps: number;
+  stepElapsed: number;
 }
 
 const ZERO: HistoryFigures = {
@@ -27,7 +32,23 @@ const ZERO: HistoryFigures = {
   activities: 0,
   activityScheduleToStart: 0,
   activityStartToClose: 0,
+  localActivities: 0,
+  steps: 0,
+  stepElapsed: 0,
 };
+
+/** The marker Core records for a local activity: its data (type, attempt) and its result. */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
+/** The step's own measure of the time inside it, from its result payload (absent from other activities). */
+function stepElapsed(payload: unknown): number | undefined {
+  try {
+    const result = defaultPayloadConverter.fromPayload(payload as never) as { elapsedMs?: unknown } | undefined;
+    return typeof result?.elapsedMs === 'number' ? result.elapsedMs : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function ms(event: Event | undefined): number {
   const t = event?.eventTime;
@@ -38,6 +59,12 @@ export function analyse(events: readonly Event[]): HistoryFigures {
   const byId = new Map<number, Event>();
   for (const e of events) byId.set(Number(e.eventId), e);
   const out = { ...ZERO, events: events.length };
+  const countStep = (payload: unknown): void => {
+    const elapsed = stepElapsed(payload);
+    if (elapsed === undefined) return;
+    out.steps += 1;
+    out.stepElapsed += elapsed;
+  };
   for (const e of events) {
     if (e.workflowTaskStartedEventAttributes) {
       out.workflowTasks += 1;
@@ -50,6 +77,10 @@ export function analyse(events: readonly Event[]): HistoryFigures {
         ms(e) - ms(byId.get(Number(e.activityTaskStartedEventAttributes.scheduledEventId)));
     } else if (e.activityTaskCompletedEventAttributes) {
       out.activityStartToClose += ms(e) - ms(byId.get(Number(e.activityTaskCompletedEventAttributes.startedEventId)));
+      countStep(e.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
+    } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
+      out.localActivities += 1;
+      countStep(e.markerRecordedEventAttributes.details?.result?.payloads?.[0]);
     }
   }
   return out;

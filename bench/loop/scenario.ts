@@ -79,6 +79,14 @@ export class ScriptedTasks {
     return taskIds.reduce((sum, id) => sum + (this.scripts.get(id)?.served ?? 0), 0);
   }
 
+  /** Whether every one of these tasks has been served its last scripted call. */
+  lastCallsServed(taskIds: readonly string[]): boolean {
+    return taskIds.every((id) => {
+      const script = this.scripts.get(id);
+      return script !== undefined && script.served >= script.calls;
+    });
+  }
+
   /** Every request the fake received, in order. */
   recorded(): RecordedRequest[] {
     return this.fake.requests;

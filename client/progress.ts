@@ -35,6 +35,8 @@ export function describeEvent(event: TaskEvent): string {
       return `note: ${String(d.note)}`;
     case 'user-notified':
       return `notification: ${String(d.message)}`;
+    case 'round-stop-requested':
+      return `${d.reason === 'pause' ? 'pause' : 'cancel'} requested: stopping round ${String(d.round)} (attempt ${String(d.attempt)})`;
     case 'budget-exceeded':
       return `budget exceeded: ${String(d.message)}`;
     default:

@@ -43,6 +43,12 @@ import { evalForkTaskId } from '../workflows/eval-contract';
 
 /** Small enough that a dozen tool iterations make the round continue as new; larger than the other scenarios' runs. */
 const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 100;
+/**
+ * Iterations of the continue-as-new scenario: quick steps run as local activities (one marker event
+ * each) and Temporal's suggestion reaches the round at its regular steps, about one a second, so it
+ * takes a few seconds of steps (24 were enough while every step was an activity).
+ */
+const CONTINUE_AS_NEW_ITERATIONS = 200;
 const ROOT = path.resolve(__dirname, '..');
 /** This release's folder; older releases' folders stay as they were recorded. */
 const HISTORIES_DIR = path.join(
@@ -283,12 +289,13 @@ const SCENARIOS: Record<string, Scenario> = {
     },
   },
   'continue-as-new': {
-    description: `a round of 24 tool iterations that continues as new (suggested after ${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS} events)`,
+    description: `a round of ${CONTINUE_AS_NEW_ITERATIONS} tool iterations that continues as new (suggested after ${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS} events)`,
     async run(h, agents) {
       const agentId = await h.createAgent();
-      const ITERATIONS = 24;
       const taskId = agents.task(({ index }) =>
-        index < ITERATIONS ? toolTurn('task_note', { note: `step ${index}` }) : submitTurn('24 notes'),
+        index < CONTINUE_AS_NEW_ITERATIONS
+          ? toolTurn('task_note', { note: `step ${index}` })
+          : submitTurn(`${CONTINUE_AS_NEW_ITERATIONS} notes`),
       );
       const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: 'many small steps' });
       await h.waitForStatus(taskId, (s) => s.state === 'review', 120_000);

@@ -35,6 +35,17 @@ export const TASK_TOOL: ActivityOptions = {
  */
 export const FUSED_STEP: ActivityOptions = { ...TASK_LLM, startToCloseTimeout: '50 minutes' };
 
+/**
+ * The fused step run as a local activity (a quick step after a quick one: rules/step-placement.ts):
+ * the same timeout and retry policy. It has no heartbeat; a dead worker is noticed by its workflow
+ * task's timeout, and the step runs again on another worker, where its keys and the ledger find
+ * whatever it already did.
+ */
+export const FUSED_STEP_LOCAL: LocalActivityOptions = {
+  startToCloseTimeout: FUSED_STEP.startToCloseTimeout!,
+  retry: FUSED_STEP.retry!,
+};
+
 /** Chat is interactive: a provider outage fails the reply within minutes rather than hours. */
 export const CHAT_LLM: ActivityOptions = {
   startToCloseTimeout: '10 minutes',

@@ -37,6 +37,11 @@ export const FailureType = {
   InvalidFork: 'InvalidFork',
   /** An eval workflow's input is malformed. */
   InvalidEval: 'InvalidEval',
+  /**
+   * A local step that stopped because its round was asked to stop (a pause or a cancel recorded in
+   * PostgreSQL): the round then waits for the cancellation itself. Never retried.
+   */
+  RoundStopRequested: 'RoundStopRequested',
   /** Temporal's own type for an update that reached a run which ended before handling it. */
   UnprocessedUpdate: 'UnprocessedUpdate',
 } as const;

@@ -57,6 +57,13 @@ export const APPROVAL_POLICY_WAIT_PATCH = 'approval-policy-wait';
 export const SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH = 'subagents-settle-before-cancel';
 /** The task row's opening and state moves run as local activities (`TASK_STORE_LOCAL`). */
 export const TASK_STORE_LOCAL_PATCH = 'task-store-local-activities';
+/**
+ * A round runs a quick step after a quick one as a local activity (rules/step-placement.ts): one marker
+ * event instead of an activity task, six events and a workflow task.
+ */
+export const LOCAL_STEP_PATCH = 'round-local-steps';
+/** A task workflow records a round's stop request (pause, cancel) in PostgreSQL, where a local step sees it. */
+export const ROUND_STOP_RECORDED_PATCH = 'task-round-stop-recorded';
 
 export const PATCHES: readonly PatchEntry[] = [
   {
@@ -138,6 +145,20 @@ export const PATCHES: readonly PatchEntry[] = [
     addedIn: '0.7.0',
     legacy: 'openTask and every recordTaskState as activities: each an activity task and a workflow task more',
     deprecateAfter: '0.9.0',
+    status: 'active',
+  },
+  {
+    id: LOCAL_STEP_PATCH,
+    addedIn: '0.8.0',
+    legacy: 'every fused step as a regular activity',
+    deprecateAfter: '0.10.0',
+    status: 'active',
+  },
+  {
+    id: ROUND_STOP_RECORDED_PATCH,
+    addedIn: '0.8.0',
+    legacy: 'a pause or cancel only cancels the round child workflow',
+    deprecateAfter: '0.10.0',
     status: 'active',
   },
 ];

@@ -9,14 +9,17 @@ import {
   deprecatePatch,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { FUSED_STEP, TASK_STORE, TASK_TOOL } from './activity-options';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { FUSED_STEP, FUSED_STEP_LOCAL, TASK_STORE, TASK_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { ApprovalOutcome, ExecuteToolResult } from '../activities/tools/execute';
 import type { DeferredToolCall, StepWithToolsResult } from '../activities/step/with-tools';
+import type { LlmStepInput } from '../activities/step/types';
 import {
   addUsage,
   approvalDecisionSignal,
@@ -33,7 +36,15 @@ import {
   type TaskComment,
   type TaskPhase,
 } from './contract';
-import { APPROVAL_POLICY_WAIT_PATCH, FUSED_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
+import { APPROVAL_POLICY_WAIT_PATCH, FUSED_STEP_PATCH, LOCAL_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
+import { FailureType } from './failure-types';
+import {
+  FIRST_STEP_PLACEMENT,
+  nextStepPlacement,
+  ROUND_STOP_GRACE_MS,
+  roundStopKey,
+  type StepPlacement,
+} from './rules/step-placement';
 import {
   injectionsAfterToolIteration,
   phaseReportDue,
@@ -49,6 +60,7 @@ import { CONTINUATION_PROMPT, finalCriticalReminderText, roundCommentText } from
 
 const tools = proxyActivities<Activities>(TASK_TOOL);
 const fused = proxyActivities<Activities>(FUSED_STEP);
+const fusedLocal = proxyLocalActivities<Activities>(FUSED_STEP_LOCAL);
 const store = proxyActivities<Activities>(TASK_STORE);
 
 /**
@@ -80,6 +92,11 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   deprecatePatch(FUSED_STEP_PATCH);
   // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH).
   if (!carry && patched(NO_START_REPORT_PATCH)) lastReportedIteration = toolIterations;
+  // Quick steps after quick ones run as local activities (see LOCAL_STEP_PATCH, rules/step-placement.ts).
+  const localSteps = patched(LOCAL_STEP_PATCH);
+  let placement: StepPlacement = FIRST_STEP_PLACEMENT;
+  /** Local steps since the last regular one: their markers are not in `historyLength` until their workflow task completes. */
+  let unseenMarkers = 0;
 
   /** Requests waiting under a policy, and what reached them (each decision counts, not only the first). */
   const policyInboxes = new Map<string, ApprovalInboxItem[]>();
@@ -156,14 +173,16 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 
   async function harnessLoop(): Promise<RoundOutcome> {
     for (;;) {
-      if (shouldContinueAsNew(workflowInfo(), ROUND_MAX_HISTORY_EVENTS_PER_RUN)) {
+      const { continueAsNewSuggested, historyLength } = workflowInfo();
+      const history = { continueAsNewSuggested, historyLength: historyLength + unseenMarkers };
+      if (shouldContinueAsNew(history, ROUND_MAX_HISTORY_EVENTS_PER_RUN)) {
         // Signal handlers are synchronous, but wait anyway so that nothing received is lost.
         await condition(allHandlersFinished);
         log.info('round continues as new', {
           round: input.round,
           turn,
           toolIterations,
-          historyLength: workflowInfo().historyLength,
+          historyLength: history.historyLength,
         });
         await continueAsNew<typeof taskRoundWorkflow>({
           ...input,
@@ -194,10 +213,10 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
         opening,
         injections,
       };
-      const step: StepWithToolsResult = await fused.llmStepWithTools.executeWithOptions(
-        { summary: `llm ${input.modelLabel} + tools · round ${input.round} turn ${turn}` },
-        [stepInput],
-      );
+      const local = localSteps && placement.kind === 'local';
+      const step = await runStep(stepInput, local);
+      unseenMarkers = local ? unseenMarkers + 1 : 0;
+      placement = nextStepPlacement(placement, step.elapsedMs);
       const stepTurn = turn;
       turn += 1;
       opening = undefined;
@@ -250,6 +269,31 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       details('finished');
       return { kind: 'not-submitted', usage, iterations: toolIterations, lastText: step.textPreview, ...undelivered() };
     }
+  }
+
+  /**
+   * The fused step, as a regular or a local activity. A local step stopped by its round's recorded
+   * stop request waits here for the cancellation that follows it; if none comes within
+   * ROUND_STOP_GRACE_MS, the step runs again as a regular activity.
+   */
+  async function runStep(stepInput: LlmStepInput, local: boolean): Promise<StepWithToolsResult> {
+    const summary = `llm ${input.modelLabel} + tools · round ${input.round} turn ${stepInput.turn}`;
+    if (local) {
+      try {
+        return await fusedLocal.llmStepWithTools.executeWithOptions(
+          { ...FUSED_STEP_LOCAL, summary: `${summary} · local` },
+          [{ ...stepInput, stopKey: roundStopKey(input.round, input.attempt) }],
+        );
+      } catch (error) {
+        if (!isRoundStop(error)) throw error;
+        await condition(() => false, ROUND_STOP_GRACE_MS); // a cancellation ends the wait with CancelledFailure
+        log.warn('the round was asked to stop but no cancellation came; running the step again', {
+          round: input.round,
+          turn: stepInput.turn,
+        });
+      }
+    }
+    return fused.llmStepWithTools.executeWithOptions({ summary }, [stepInput]);
   }
 
   /** Runs one call as its own activity; `known`: the fused step already found that it needs approval. */
@@ -416,6 +460,14 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 
 /** The workflow's current details name the calls a fused step ran, cut to this length. */
 const TOOL_DETAILS_MAX_CHARS = 300;
+
+function isRoundStop(error: unknown): boolean {
+  return (
+    error instanceof ActivityFailure &&
+    error.cause instanceof ApplicationFailure &&
+    error.cause.type === FailureType.RoundStopRequested
+  );
+}
 
 function drainComments(comments: TaskComment[]): string[] {
   return comments.splice(0).map((c) => (c.kind === 'message' ? c.text : roundCommentText(c.from, c.text)));

@@ -6,6 +6,7 @@ import {
   isCancellation,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -15,7 +16,9 @@ import {
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
 import { TASK_STORE } from './activity-options';
-import { taskRowStore } from './task-store';
+import { roundStopStore, taskRowStore } from './task-store';
+import { ROUND_STOP_RECORDED_PATCH } from './patches';
+import { roundStopKey } from './rules/step-placement';
 import type { Activities } from '../activities';
 import {
   addUsage,
@@ -446,6 +449,22 @@ export class TaskRun {
     });
   }
 
+  /**
+   * When `roundScope` is cancelled (a pause, or the task's cancellation) while its round runs, records
+   * the stop request in PostgreSQL: a local step learns of the round's cancellation only when its
+   * workflow task ends, so it polls for this instead (activities/step/round-stop.ts).
+   */
+  private recordStopWhenCancelled(roundScope: CancellationScope): void {
+    const { round, attempt, taskId } = this;
+    roundScope.cancelRequested.catch(async () => {
+      if (this.roundScope !== roundScope) return; // the round had already ended
+      const reason = this.pauseRequested ? 'pause' : 'cancel';
+      await CancellationScope.nonCancellable(() =>
+        roundStopStore.recordRoundStop({ taskId, round, attempt, stopKey: roundStopKey(round, attempt), reason }),
+      ).catch((error: unknown) => log.warn('could not record the round stop request', { error: String(error) }));
+    });
+  }
+
   /** Runs the current round (attempt); transient failures retry it in the same session up to the design's limit. */
   private async runRound(modelLabel: string): Promise<RoundResult> {
     const { input, taskId, agentId } = this;
@@ -453,6 +472,7 @@ export class TaskRun {
       if (this.pauseRequested) return { kind: 'paused' };
       const roundScope = new CancellationScope();
       this.roundScope = roundScope;
+      if (patched(ROUND_STOP_RECORDED_PATCH)) this.recordStopWhenCancelled(roundScope);
       try {
         return await roundScope.run(async () => {
           // With a budget: what earlier rounds and attempts spent (recorded calls, sub-agents included) counts.

@@ -13,3 +13,6 @@ const local = proxyLocalActivities<Activities>(TASK_STORE_LOCAL);
 export function taskRowStore(): Pick<Activities, 'openTask' | 'recordTaskState'> {
   return patched(TASK_STORE_LOCAL_PATCH) ? local : remote;
 }
+
+/** A round's stop request, written while the task workflow's scope is being cancelled (a local activity). */
+export const roundStopStore: Pick<Activities, 'recordRoundStop'> = local;

@@ -28,7 +28,7 @@ import { createStepStreamPublisher } from '../streams/publisher';
 import { streamAppendCtes } from '../streams/store';
 import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf } from './spend';
 import type { LlmStepInput, LlmStepResult } from './types';
-import { activityContext, heartbeat } from './activity-context';
+import { activityContext, cancellationSignal, heartbeat } from './activity-context';
 import { withMcpTools } from '../tools/mcp';
 import { forkedAgent, loadFork } from '../fork/runtime';
 import { prepareCognition, responseDigest } from './step-cognition';
@@ -122,7 +122,7 @@ export async function runLlmStepWithReply(
     sessionId: input.sessionId,
     stepKey: key,
     activations,
-    signal: activityContext()?.cancellationSignal,
+    signal: cancellationSignal(activityContext()),
   });
   if (recorded)
     return {
@@ -165,7 +165,7 @@ export async function runLlmStepWithReply(
         taskId: input.taskId,
         sessionId: input.sessionId,
         workspaceDir: agent.workspace_dir,
-        signal: activityContext()?.cancellationSignal ?? new AbortController().signal,
+        signal: cancellationSignal(activityContext()) ?? new AbortController().signal,
         agentConfig: agentConfig(agent),
         heartbeat: () => heartbeat(activityContext()),
       });
@@ -191,7 +191,7 @@ export async function runLlmStepWithReply(
   const model = router.candidates(target)[0]?.model ?? 'unknown';
   const toolDefs = toolDefinitionsFor(input.scenario, tools);
   const ctx = activityContext();
-  const signal = ctx?.cancellationSignal;
+  const signal = cancellationSignal(ctx);
   const summaryCache = createSessionSummaryCache(db, input.sessionId);
   const recordAuxiliary = async (result: ChatResult, purpose: string, durationMs: number): Promise<void> => {
     await recordLlmCall(db, {

@@ -2,6 +2,7 @@ import type { ActivityDeps } from '../deps';
 import type { ExecuteToolInput } from '../tools/execute';
 import type { Scenario } from '../tools/registry';
 import { runLlmStep } from './llm-step';
+import { recordRoundStop, stoppableStep } from './round-stop';
 import type { LlmStepInput } from './types';
 import { runStepWithTools, runToolWithLedger, type StepWithToolsResult } from './with-tools';
 
@@ -20,8 +21,15 @@ export function createStepActivities(deps: ActivityDeps) {
      */
     async llmStepWithTools(input: LlmStepInput): Promise<StepWithToolsResult> {
       const started = performance.now();
-      const result = await runStepWithTools(db, router, input);
+      const { stopKey, taskId } = input;
+      const run = () => runStepWithTools(db, router, input);
+      const result = await (stopKey && taskId ? stoppableStep(db, { taskId, stopKey }, run) : run());
       return { ...result, elapsedMs: Math.round(performance.now() - started) };
+    },
+
+    /** Records that a round attempt is being stopped, for its local step to see (see `stoppableStep`). */
+    async recordRoundStop(input: Parameters<typeof recordRoundStop>[1]): Promise<void> {
+      await recordRoundStop(db, input);
     },
 
     /** Runs one tool call exactly once (ledger), or reports that it needs approval. */

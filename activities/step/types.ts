@@ -18,6 +18,11 @@ export interface LlmStepInput {
   opening?: { revisionFeedback?: string };
   /** Harness text merged into this turn ([SYSTEM REMINDER], comments, continuation…). */
   injections?: string[];
+  /**
+   * Set on a task's local step: the idempotency key of its round attempt's stop request, which the step
+   * polls for (a local activity hears of a cancellation only when its workflow task ends).
+   */
+  stopKey?: string;
   /** Who the conversation's message is from: shown in Tier 3 as the sender's identity (seed D1 B4, E14). */
   sender?: { type: string; id: string };
 }

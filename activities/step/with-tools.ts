@@ -12,7 +12,7 @@ import { unknownAgent } from '../errors';
 import { loadActivations } from '../store/skills';
 import { DISCOVER_TOOLS } from '../tools/discover-tools';
 import { inToolSpan } from '../tracing';
-import { activityContext, heartbeat } from './activity-context';
+import { activityContext, cancellationSignal, heartbeat } from './activity-context';
 import { forkedAgent, loadFork } from '../fork/runtime';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
@@ -81,7 +81,7 @@ export async function runToolWithLedger(
           sessionId: input.sessionId,
           stepKey: assistantMessageKey(input.attempt, input.turn),
           activations: { ...activations, tools: new Set(activated) },
-          signal: ctx?.cancellationSignal,
+          signal: cancellationSignal(ctx),
         })
       : toolsForAgent(input.scenario, config, activated);
     // The workspace's repositories get the agent's git identity before a call that runs programs (or
@@ -98,7 +98,7 @@ export async function runToolWithLedger(
           taskId: input.taskId,
           sessionId: input.sessionId,
           workspaceDir: agent.workspace_dir,
-          signal: ctx?.cancellationSignal ?? new AbortController().signal,
+          signal: cancellationSignal(ctx) ?? new AbortController().signal,
           agentConfig: config,
           heartbeat: beat,
           ...(fork ? { fork } : {}),

@@ -1,4 +1,7 @@
-import { pauseSignal } from '../../workflows/contract';
+import { pauseSignal, resumeSignal, roundWorkflowId } from '../../workflows/contract';
+import { describeEvent } from '../../client/progress';
+import type { TaskEvent } from '../../client';
+import { roundStopKey } from '../../workflows/rules/step-placement';
 import { submitTurn, toolTurn } from '../support/harness';
 import { useScriptedHarness } from './task-support';
 import { eventually } from '../support/eventually';
@@ -39,10 +42,10 @@ describe('cancellation', () => {
   });
 
   /** Cancels and measures how long until PostgreSQL says `cancelled`. */
-  async function cancelAndMeasure(taskId: string): Promise<number> {
+  async function cancelAndMeasure(taskId: string, alreadyCancelledAt?: number): Promise<number> {
     const handle = h.client.handle(taskId);
-    const cancelledAt = Date.now();
-    await handle.cancel();
+    const cancelledAt = alreadyCancelledAt ?? Date.now();
+    if (alreadyCancelledAt === undefined) await handle.cancel();
     await eventually(
       async () => (await h.client.getTaskRow(taskId)).state === 'cancelled' || undefined,
       'the task to be cancelled',
@@ -89,5 +92,51 @@ describe('cancellation', () => {
       const approvals = await h.db.db.selectFrom('approvals').select('status').where('task_id', '=', taskId).execute();
       expect(approvals.map((a) => a.status)).toEqual(['withdrawn']);
     }
+  });
+
+  /** A quick step, then one that streams until stopped: the second runs as a local activity. */
+  async function startWithLocalHang(title: string) {
+    const agentId = await h.createAgent();
+    const taskId = agents.task([toolTurn('task_note', { note: 'quick' }), { kind: 'hang' }, submitTurn('resumed')]);
+    const { handle } = await h.client.startTask({ agentId, taskId, title, description: 'a slow local step' });
+    await agents.waitForRequests(taskId, 2);
+    await new Promise((r) => setTimeout(r, 500));
+    const round = await h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)).fetchHistory();
+    // The hanging step is local: the round scheduled one activity only (the first step).
+    expect((round.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(1);
+    return { taskId, handle };
+  }
+
+  test('a cancel reaches a slow local step through its recorded stop request: the stream stops and the task is cancelled within 5 s', async () => {
+    const { taskId, handle } = await startWithLocalHang('Cancel local');
+    const abortedBefore = h.llm.abortedRequests;
+    const cancelledAt = Date.now();
+    await handle.cancel();
+    await h.llm.waitForAbortedRequests(abortedBefore + 1, 5_000);
+    expect(Date.now() - cancelledAt).toBeLessThan(5_000);
+    expect(await cancelAndMeasure(taskId, cancelledAt)).toBeLessThan(5_000);
+    const stops = await h.db.db
+      .selectFrom('task_events')
+      .select(['data', 'idem_key'])
+      .where('task_id', '=', taskId)
+      .where('type', '=', 'round-stop-requested')
+      .execute();
+    expect(stops).toEqual([{ data: { round: 1, attempt: 1, reason: 'cancel' }, idem_key: roundStopKey(1, 1) }]);
+    expect(describeEvent({ type: 'round-stop-requested', data: stops[0]!.data } as TaskEvent)).toBe(
+      'cancel requested: stopping round 1 (attempt 1)',
+    );
+  });
+
+  test('a pause stops a slow local step within 5 s, and the resumed attempt is not stopped by it', async () => {
+    const { taskId, handle } = await startWithLocalHang('Pause local');
+    const pausedAt = Date.now();
+    await handle.signal(pauseSignal, {});
+    await h.waitForStatus(taskId, (s) => s.state === 'blocked', 5_000);
+    expect(Date.now() - pausedAt).toBeLessThan(5_000);
+    await handle.signal(resumeSignal);
+    const status = await h.waitForStatus(taskId, (s) => s.state === 'review', 30_000);
+    expect(status.submission).toBe('resumed');
+    const round = await h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)).describe();
+    expect(round.status.name).toBe('COMPLETED');
   });
 });

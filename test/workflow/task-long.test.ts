@@ -9,15 +9,16 @@ import { historiesOfAllRuns, offersTools, useScriptedHarness } from './task-supp
 const MAX_EVENTS_PER_RUN = 10_000;
 /**
  * Enough iterations that the round passes its own event bound (ROUND_MAX_HISTORY_EVENTS_PER_RUN) and
- * continues as new: the fused loop records about 6 events per iteration.
+ * continues as new: quick steps run as local activities (one marker each), a regular step about every
+ * second, so the loop records a little over one event per iteration.
  */
-const ITERATIONS = 400;
+const ITERATIONS = 1_600;
 
 /**
- * A long task: 400 tool iterations in one round. The conversation lives in PostgreSQL and the round
+ * A long task: 1,600 tool iterations in one round. The conversation lives in PostgreSQL and the round
  * continues as new, so no run's history comes near Temporal's limits.
  */
-describe(`a ${ITERATIONS}-iteration task`, () => {
+describe(`a ${ITERATIONS.toLocaleString('en')}-iteration task`, () => {
   const { h, agents } = useScriptedHarness();
   beforeAll(() => {
     writeFileSync(path.join(h.workspaceDir, 'readme.txt'), 'a small file');

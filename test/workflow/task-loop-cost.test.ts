@@ -3,13 +3,19 @@ import { sql } from 'kysely';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
-import { FUSED_STEP_PATCH, NO_START_REPORT_PATCH, TASK_STORE_LOCAL_PATCH } from '../../workflows/patches';
+import {
+  FUSED_STEP_PATCH,
+  LOCAL_STEP_PATCH,
+  NO_START_REPORT_PATCH,
+  TASK_STORE_LOCAL_PATCH,
+} from '../../workflows/patches';
+import { LOCAL_STEP_MAX_MS } from '../../workflows/rules/step-placement';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import { runStepWithTools } from '../../activities/step/with-tools';
 import { useHarness, submitTurn, toolTurn } from '../support/harness';
-import { activitySummaries, historiesOfAllRuns, toolCallSummaries } from './task-support';
+import { historiesOfAllRuns, stepSummaries, toolCallSummaries } from './task-support';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -27,7 +33,7 @@ const ITERATIONS = 6;
 describe('what a loop iteration costs', () => {
   const h = useHarness({ worker: true });
 
-  test('one activity and one workflow task per iteration; every LLM and tool call named in history; no signals to the task workflow', async () => {
+  test('the first step is an activity and the quick ones after it run locally in one workflow task; every LLM and tool call named in history; no signals to the task workflow', async () => {
     h.llm.enqueue(
       ...Array.from({ length: ITERATIONS }, (_, i) =>
         toolTurn('file_write', { path: `cost/${i}.txt`, content: `part ${i}` }),
@@ -44,23 +50,33 @@ describe('what a loop iteration costs', () => {
 
     const [round] = await historiesOfAllRuns(h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)));
     const calls = ITERATIONS + 1;
-    const activities = round!.filter((e) => e.activityTaskScheduledEventAttributes);
-    expect(activities.map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name)).toEqual(
-      Array(calls).fill('llmStepWithTools'),
+    const steps = stepSummaries(round!);
+    // The run's first step is regular; each quick one after it runs locally (the fake answers at once).
+    expect(steps.map((s) => s.kind)).toEqual(['regular', ...Array(ITERATIONS).fill('local')]);
+    expect(round!.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(1);
+    expect(
+      steps.every((s, i) => s.summary.startsWith(`llm `) && s.summary.includes(`+ tools · round 1 turn ${i}`)),
+    ).toBe(true);
+    expect(steps.slice(1).every((s) => s.summary.endsWith(' · local'))).toBe(true);
+    expect(steps.every((s) => typeof s.result.elapsedMs === 'number' && s.result.elapsedMs < LOCAL_STEP_MAX_MS)).toBe(
+      true,
     );
-    expect(activitySummaries(round!).every((s) => /^llm .+ \+ tools · round 1 turn \d+$/.test(s))).toBe(true);
     expect(toolCallSummaries(round!)).toEqual([
       ...Array.from({ length: ITERATIONS }, (_, i) => `file_write cost/${i}.txt (${`part ${i}`.length} chars)`),
       'task_submit_review: wrote the parts',
     ]);
+    // The start, the first step's completion (which runs every local step after it), and now and then
+    // one more when the task workflow's events arrive between them; eight when every step was an activity.
     const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
-    // One per iteration, plus the first (start): the last step's completion completes the round.
-    expect(workflowTasks).toBe(calls + 1);
+    expect(workflowTasks).toBeLessThanOrEqual(3);
     // The run carries the patch markers, so a later change of the loop can tell its history apart.
-    const markers = round!.filter((e) => e.markerRecordedEventAttributes);
-    expect(markers).toHaveLength(2);
-    expect(markerPatchIds(markers[0]!).join()).toContain(`"${FUSED_STEP_PATCH}"`);
-    expect(markerPatchIds(markers[1]!).join()).toContain(`"${NO_START_REPORT_PATCH}"`);
+    const patches = round!
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .map((e) => markerPatchIds(e).join());
+    expect(patches).toHaveLength(3);
+    expect(patches[0]).toContain(`"${FUSED_STEP_PATCH}"`);
+    expect(patches[1]).toContain(`"${NO_START_REPORT_PATCH}"`);
+    expect(patches[2]).toContain(`"${LOCAL_STEP_PATCH}"`);
 
     // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.
     const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
@@ -75,6 +91,26 @@ describe('what a loop iteration costs', () => {
       .execute();
     expect(ledger).toHaveLength(calls);
     expect(ledger.every((l) => l.executions === 1)).toBe(true);
+  });
+
+  test('a slow step sends the next one back to a regular activity, and a chain of local steps ends after its time', async () => {
+    const slow = {
+      ...toolTurn('file_write', { path: 'slow/0.txt', content: 'slow' }),
+      chunkDelayMs: LOCAL_STEP_MAX_MS / 4,
+    };
+    h.llm.enqueue(
+      toolTurn('file_write', { path: 'slow/a.txt', content: 'a' }),
+      slow, // local (after a quick one), and slow: more than a second in all
+      toolTurn('file_write', { path: 'slow/b.txt', content: 'b' }),
+      submitTurn('wrote them'),
+    );
+    const agentId = await h.createAgent();
+    const { taskId } = await h.client.startTask({ agentId, title: 'Slow', description: 'Write, slowly.' });
+    await h.waitForStatus(taskId, (s) => s.state === 'review');
+    const [round] = await historiesOfAllRuns(h.temporal.workflow.getHandle(roundWorkflowId(taskId, 1)));
+    const steps = stepSummaries(round!);
+    expect(steps[1]!.result.elapsedMs).toBeGreaterThanOrEqual(LOCAL_STEP_MAX_MS);
+    expect(steps.map((s) => s.kind)).toEqual(['regular', 'local', 'regular', 'local']);
   });
 
   test("the task workflow's own writes (opening, the move to review) run as local activities: no activity task, no workflow task of their own", async () => {

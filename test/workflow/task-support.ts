@@ -110,29 +110,76 @@ export function activitySummaries(events: HistoryEvent[]): string[] {
     );
 }
 
-/**
- * The summaries of every tool call a round's history shows: calls run as their own activity (their
- * activity summary) and calls the fused LLM step ran (listed with their summary in its recorded result).
- */
-export function toolCallSummaries(events: HistoryEvent[]): string[] {
+/** A local activity's marker, read: its type, its recorded result and the summary it was given. */
+export interface LocalActivityMarker {
+  eventId: string;
+  activityType: string;
+  result: unknown;
+  summary: string;
+}
+
+/** Every local activity a history recorded (`core_local_activity` markers), in order. */
+export function localActivityMarkers(events: HistoryEvent[]): LocalActivityMarker[] {
+  return events.flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const read = (name: string): unknown => {
+      const payload = marker.details?.[name]?.payloads?.[0];
+      return payload ? defaultPayloadConverter.fromPayload(payload as never) : undefined;
+    };
+    const data = read('data') as { activity_type: string };
+    const summary = e.userMetadata?.summary
+      ? String(defaultPayloadConverter.fromPayload(e.userMetadata.summary as never))
+      : '';
+    return [{ eventId: String(e.eventId), activityType: data.activity_type, result: read('result'), summary }];
+  });
+}
+
+/** A fused step a round ran: where (regular or local), its summary, its recorded result, the event that ended it. */
+export interface StepRecord {
+  kind: 'regular' | 'local';
+  summary: string;
+  result: { toolResults: Array<{ summary: string }>; elapsedMs?: number };
+  eventId: number;
+}
+
+/** Each fused step a round's history recorded, in order. */
+export function stepSummaries(events: HistoryEvent[]): StepRecord[] {
   const scheduled = new Map<string, HistoryEvent>();
   for (const e of events) if (e.activityTaskScheduledEventAttributes) scheduled.set(String(e.eventId), e);
-  const out: string[] = [];
-  for (const e of events) {
-    const schedule = e.activityTaskScheduledEventAttributes;
-    if (schedule && schedule.activityType?.name === 'executeTool') out.push(activitySummaries([e])[0]!);
+  const regular = events.flatMap((e): StepRecord[] => {
     const completed = e.activityTaskCompletedEventAttributes;
-    const type = completed
-      ? scheduled.get(String(completed.scheduledEventId))?.activityTaskScheduledEventAttributes?.activityType?.name
-      : undefined;
-    if (completed && type === 'llmStepWithTools') {
-      const result = defaultPayloadConverter.fromPayload(completed.result!.payloads![0] as never) as {
-        toolResults: Array<{ summary: string }>;
-      };
-      out.push(...result.toolResults.map((r) => r.summary));
-    }
-  }
-  return out;
+    const schedule = completed ? scheduled.get(String(completed.scheduledEventId)) : undefined;
+    if (!completed || schedule?.activityTaskScheduledEventAttributes?.activityType?.name !== 'llmStepWithTools')
+      return [];
+    const result = defaultPayloadConverter.fromPayload(completed.result!.payloads![0] as never) as StepRecord['result'];
+    return [{ kind: 'regular', summary: activitySummaries([schedule])[0]!, result, eventId: Number(e.eventId) }];
+  });
+  const local = localActivityMarkers(events)
+    .filter((m) => m.activityType === 'llmStepWithTools' && m.result !== undefined)
+    .map((m): StepRecord => ({
+      kind: 'local',
+      summary: m.summary,
+      result: m.result as never,
+      eventId: Number(m.eventId),
+    }));
+  return [...regular, ...local].sort((x, y) => x.eventId - y.eventId);
+}
+
+/**
+ * The summaries of every tool call a round's history shows: calls run as their own activity (their
+ * activity summary) and calls the fused LLM step ran, regular or local (listed with their summary in
+ * its recorded result).
+ */
+export function toolCallSummaries(events: HistoryEvent[]): string[] {
+  const own = events
+    .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool')
+    .map((e) => ({ eventId: Number(e.eventId), summaries: activitySummaries([e]) }));
+  const fused = stepSummaries(events).map((s) => ({
+    eventId: s.eventId,
+    summaries: s.result.toolResults.map((r) => r.summary),
+  }));
+  return [...own, ...fused].sort((x, y) => x.eventId - y.eventId).flatMap((x) => x.summaries);
 }
 
 /** The workflow's current details (`setCurrentDetails`), as the Temporal UI shows them. */

@@ -1,0 +1,53 @@
+import {
+  FIRST_STEP_PLACEMENT,
+  LOCAL_STEP_CHAIN_MAX_MS,
+  LOCAL_STEP_MAX_MS,
+  nextStepPlacement,
+  roundStopKey,
+  type StepPlacement,
+} from '../../workflows/rules/step-placement';
+
+/** The placements of a run's steps, given each step's wall time. */
+function placements(elapsed: Array<number | undefined>): string[] {
+  let placement: StepPlacement = FIRST_STEP_PLACEMENT;
+  const kinds: string[] = [];
+  for (const ms of elapsed) {
+    kinds.push(placement.kind);
+    placement = nextStepPlacement(placement, ms);
+  }
+  return kinds;
+}
+
+describe('where a fused step runs', () => {
+  test('the first step of a run is regular; a step after a quick one is local', () => {
+    expect(FIRST_STEP_PLACEMENT.kind).toBe('regular');
+    expect(placements([10, 10, 10])).toEqual(['regular', 'local', 'local']);
+  });
+
+  test('a step after a slow one (or one whose time is unknown) is regular', () => {
+    expect(placements([10, LOCAL_STEP_MAX_MS, 10, 10])).toEqual(['regular', 'local', 'regular', 'local']);
+    expect(placements([10, undefined, 10])).toEqual(['regular', 'local', 'regular']);
+    expect(placements([LOCAL_STEP_MAX_MS - 1, 5])).toEqual(['regular', 'local']);
+  });
+
+  test('local steps in a row end with a regular one once they have taken LOCAL_STEP_CHAIN_MAX_MS in all', () => {
+    const step = LOCAL_STEP_CHAIN_MAX_MS / 4;
+    // The regular step's own time does not count; four local quarters reach the bound.
+    expect(placements([step, step, step, step, step, step, step])).toEqual([
+      'regular',
+      'local',
+      'local',
+      'local',
+      'local',
+      'regular',
+      'local',
+    ]);
+    const after = nextStepPlacement({ kind: 'local', chainMs: LOCAL_STEP_CHAIN_MAX_MS - 1 }, 1);
+    expect(after).toEqual(FIRST_STEP_PLACEMENT);
+  });
+
+  test("a stop request's key names the round and the attempt", () => {
+    expect(roundStopKey(2, 3)).toBe('round-stop:2:3');
+    expect(roundStopKey(2, 3)).not.toBe(roundStopKey(2, 4));
+  });
+});

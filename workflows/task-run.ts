@@ -18,7 +18,6 @@ import {
 import { TASK_STORE } from './activity-options';
 import { roundStopStore, taskRowStore } from './task-store';
 import { ROUND_STOP_RECORDED_PATCH } from './patches';
-import { roundStopKey } from './rules/step-placement';
 import type { Activities } from '../activities';
 import {
   addUsage,
@@ -460,7 +459,7 @@ export class TaskRun {
       if (this.roundScope !== roundScope) return; // the round had already ended
       const reason = this.pauseRequested ? 'pause' : 'cancel';
       await CancellationScope.nonCancellable(() =>
-        roundStopStore.recordRoundStop({ taskId, round, attempt, stopKey: roundStopKey(round, attempt), reason }),
+        roundStopStore.recordRoundStop({ taskId, round, attempt, reason }),
       ).catch((error: unknown) => log.warn('could not record the round stop request', { error: String(error) }));
     });
   }

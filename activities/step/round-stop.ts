@@ -2,20 +2,20 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import { FailureType } from '../../workflows/failure-types';
-import { ROUND_STOP_POLL_MS } from '../../workflows/rules/step-placement';
+import { ROUND_STOP_POLL_MS, roundStopKey } from '../../workflows/rules/step-placement';
 import { addTaskEvent } from '../store/tasks';
 import { withStopSignal } from './activity-context';
 
 /** The task event that records a round attempt's stop request (a pause or a cancel). */
 export const ROUND_STOP_EVENT = 'round-stop-requested';
 
-/** Records that a round attempt is being stopped; idempotent by `stopKey`. */
+/** Records that a round attempt is being stopped; idempotent by its `roundStopKey`. */
 export async function recordRoundStop(
   db: Kysely<Database>,
-  input: { taskId: string; round: number; attempt: number; stopKey: string; reason: 'pause' | 'cancel' },
+  input: { taskId: string; round: number; attempt: number; reason: 'pause' | 'cancel' },
 ): Promise<void> {
-  const { taskId, stopKey, ...data } = input;
-  await addTaskEvent(db, taskId, ROUND_STOP_EVENT, data, stopKey);
+  const { taskId, ...data } = input;
+  await addTaskEvent(db, taskId, ROUND_STOP_EVENT, data, roundStopKey(input.round, input.attempt));
 }
 
 /**

@@ -77,6 +77,8 @@ export function createSubagentSpawner(options: {
   carry?: SubagentCarry;
   /** Tells the task workflow (and the status query) that the tree holds or runs again. */
   onHeldChange: (held: boolean) => Promise<void>;
+  /** SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH as the round asked it at its start (see 'Up-front patches' in patches.ts); else asked at the spawn. */
+  settleBeforeCancel?: boolean;
 }) {
   const self = options.workflowId;
   let started = options.carry?.started ?? 0;
@@ -211,6 +213,7 @@ export function createSubagentSpawner(options: {
       let usage = ZERO_USAGE_TOTALS;
       const reports = await stopScope.run(() =>
         settleAll(
+          options.settleBeforeCancel,
           briefs.map(async (brief): Promise<SubagentReport> => {
             started += 1;
             const n = started;
@@ -289,8 +292,8 @@ export type SubagentSpawner = ReturnType<typeof createSubagentSpawner>;
  * policy instead (their final state TERMINATED, their cleanup cut short). Histories recorded before
  * the patch keep Promise.all's order of commands.
  */
-async function settleAll<T>(work: Array<Promise<T>>): Promise<T[]> {
-  if (!patched(SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH)) return Promise.all(work);
+async function settleAll<T>(askedUpFront: boolean | undefined, work: Array<Promise<T>>): Promise<T[]> {
+  if (!(askedUpFront ?? patched(SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH))) return Promise.all(work);
   const settled = await Promise.allSettled(work);
   const rejected = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (rejected) throw rejected.reason;

@@ -155,7 +155,8 @@ export async function passStartGates(run: TaskRun, read?: StartGates): Promise<'
   }
   run.resumeRequested = false; // a resume sent before the task was blocked is not an override
   let reason = '';
-  const wakeKept = gates.blockedBy.length > 0 && patched(DEPENDENCY_WAKE_KEPT_PATCH);
+  const wakeKept =
+    gates.blockedBy.length > 0 && (run.upFront?.dependencyWakeKept ?? patched(DEPENDENCY_WAKE_KEPT_PATCH));
   while (gates.blockedBy.length > 0) {
     const waitingFor = `waiting for ${gates.blockedBy.map((d) => `${d.id} (${d.state})`).join(', ')}`;
     if (run.state !== 'blocked') {

@@ -36,7 +36,13 @@ import {
   type TaskComment,
   type TaskPhase,
 } from './contract';
-import { APPROVAL_POLICY_WAIT_PATCH, FUSED_STEP_PATCH, LOCAL_STEP_PATCH, NO_START_REPORT_PATCH } from './patches';
+import {
+  APPROVAL_POLICY_WAIT_PATCH,
+  FUSED_STEP_PATCH,
+  LOCAL_STEP_PATCH,
+  NO_START_REPORT_PATCH,
+  SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
+} from './patches';
 import { FailureType } from './failure-types';
 import {
   FIRST_STEP_PLACEMENT,
@@ -94,6 +100,13 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   if (!carry && patched(NO_START_REPORT_PATCH)) lastReportedIteration = toolIterations;
   // Quick steps after quick ones run as local activities (see LOCAL_STEP_PATCH, rules/step-placement.ts).
   const localSteps = patched(LOCAL_STEP_PATCH);
+  // A run with local steps asks its later patches here, in its first workflow task (see 'Up-front patches' in patches.ts).
+  const upFront = localSteps
+    ? {
+        approvalPolicyWait: patched(APPROVAL_POLICY_WAIT_PATCH),
+        settleBeforeCancel: patched(SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH),
+      }
+    : undefined;
   let placement: StepPlacement = FIRST_STEP_PLACEMENT;
   /** Local steps since the last regular one: their markers are not in `historyLength` until their workflow task completes. */
   let unseenMarkers = 0;
@@ -122,6 +135,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     spentBeforeUsd: input.budgetSpentBeforeUsd ?? 0,
     carry: carry?.subagents,
     onHeldChange: (held) => report(held ? 'awaiting-budget' : spawner.spawning() ? 'running-tool' : 'thinking', true),
+    settleBeforeCancel: upFront?.settleBeforeCancel,
   });
 
   let phase: TaskPhase = 'thinking';
@@ -327,7 +341,8 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     if (first.kind !== 'approval-required') return first;
 
     const { requestId } = first;
-    if (patched(APPROVAL_POLICY_WAIT_PATCH)) return awaitApproval(first, call, stepTurn, base);
+    if (upFront?.approvalPolicyWait ?? patched(APPROVAL_POLICY_WAIT_PATCH))
+      return awaitApproval(first, call, stepTurn, base);
     const { requestedAt } = await store.recordApprovalRequest(approvalRequestInput(first, call.id, stepTurn));
     pending.set(requestId, { requestId, tool: first.tool, summary: first.summary, requestedAt });
     await report('awaiting-approval', true);

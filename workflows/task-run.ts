@@ -17,7 +17,12 @@ import {
 } from '@temporalio/workflow';
 import { TASK_STORE } from './activity-options';
 import { roundStopStore, taskRowStore } from './task-store';
-import { ROUND_STOP_RECORDED_PATCH } from './patches';
+import {
+  DEPENDENCY_WAKE_KEPT_PATCH,
+  ROUND_STOP_RECORDED_PATCH,
+  START_GATES_PATCH,
+  TASK_FAILURE_RECORDED_PATCH,
+} from './patches';
 import type { Activities } from '../activities';
 import {
   addUsage,
@@ -110,6 +115,10 @@ export class TaskRun {
   budgetLive = false;
   /** The task row exists (recorded from the input): a failure from here on is recorded on it. */
   recorded = false;
+  /** This run records a round's stop request for its local steps (ROUND_STOP_RECORDED_PATCH). */
+  readonly recordsRoundStops: boolean;
+  /** The later patches, asked in the run's first workflow task by a run that records round stops ('Up-front patches' in patches.ts). */
+  readonly upFront: { startGates: boolean; dependencyWakeKept: boolean; failureRecorded: boolean } | undefined;
 
   constructor(
     readonly input: TaskWorkflowInput,
@@ -138,6 +147,15 @@ export class TaskRun {
     this.phase = this.state === 'review' ? 'awaiting-review' : 'starting';
     this.reviews = [...(this.carry?.pendingReview ?? [])];
     this.queuedComments = [...(this.carry?.comments ?? [])];
+    // Asked in the run's first workflow task (see 'Up-front patches' in patches.ts).
+    this.recordsRoundStops = patched(ROUND_STOP_RECORDED_PATCH);
+    this.upFront = this.recordsRoundStops
+      ? {
+          startGates: patched(START_GATES_PATCH),
+          dependencyWakeKept: patched(DEPENDENCY_WAKE_KEPT_PATCH),
+          failureRecorded: patched(TASK_FAILURE_RECORDED_PATCH),
+        }
+      : undefined;
   }
 
   /** The running round's usage for the status: with a live tree report, its cost includes the sub-agents' spend so far. */
@@ -471,7 +489,7 @@ export class TaskRun {
       if (this.pauseRequested) return { kind: 'paused' };
       const roundScope = new CancellationScope();
       this.roundScope = roundScope;
-      if (patched(ROUND_STOP_RECORDED_PATCH)) this.recordStopWhenCancelled(roundScope);
+      if (this.recordsRoundStops) this.recordStopWhenCancelled(roundScope);
       try {
         return await roundScope.run(async () => {
           // With a budget: what earlier rounds and attempts spent (recorded calls, sub-agents included) counts.

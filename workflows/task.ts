@@ -60,7 +60,8 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
     run.recorded = true;
     if (run.state === 'pending') {
       // Approval (agent-created tasks, where configured) and dependencies (blocked until they complete).
-      const gate = fresh || patched(START_GATES_PATCH) ? await passStartGates(run, gates) : 'start';
+      const gate =
+        fresh || (run.upFront?.startGates ?? patched(START_GATES_PATCH)) ? await passStartGates(run, gates) : 'start';
       if (gate === 'start') await run.startNextRound();
     }
     while (!isTerminal(run.state)) {
@@ -78,7 +79,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       error instanceof TemporalFailure &&
       run.recorded &&
       !isTerminal(run.state) &&
-      patched(TASK_FAILURE_RECORDED_PATCH)
+      (run.upFront?.failureRecorded ?? patched(TASK_FAILURE_RECORDED_PATCH))
     ) {
       // Only failures that end the workflow: any other error fails just the workflow task, whose
       // commands are discarded and which Temporal retries (continue-as-new is not a failure either).

@@ -139,13 +139,24 @@ describe('the embedded default database serves every process', () => {
       readFileSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'), 'utf8').split('\n')[0],
     );
     process.kill(postmasterPid, 'SIGKILL');
-    await eventually(
-      async () => ((await runningUrl()) === 'not running' ? true : undefined),
-      'the killed server to be gone',
-    );
-    // The next process that needs it (here the CLI) starts it again; PostgreSQL recovers from its WAL.
+    // Gone once signal 0 finds no such process (the running worker's health probe may start a new server
+    // at once, so "not running" may never be seen).
+    await eventually(async () => {
+      try {
+        process.kill(postmasterPid, 0);
+        return undefined;
+      } catch {
+        return true;
+      }
+    }, 'the killed server to be gone');
+    // The next process that needs it (the CLI, or the worker's probe) starts it again; PostgreSQL recovers
+    // from its WAL.
     expect(await cli('token', 'list')).toContain(' api-user  (created');
     expect(await runningUrl()).toBe(url);
+    const restartedPid = Number(
+      readFileSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'), 'utf8').split('\n')[0],
+    );
+    expect(restartedPid).not.toBe(postmasterPid);
     // What was committed before the crash is there.
     expect(await cli('task', 'status', taskId)).toMatch(/review/);
 

@@ -4,9 +4,11 @@ import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
 import {
+  APPROVAL_POLICY_WAIT_PATCH,
   FUSED_STEP_PATCH,
   LOCAL_STEP_PATCH,
   NO_START_REPORT_PATCH,
+  SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
   TASK_STORE_LOCAL_PATCH,
 } from '../../workflows/patches';
 import { LOCAL_STEP_MAX_MS } from '../../workflows/rules/step-placement';
@@ -14,6 +16,7 @@ import { appendMessage, ensureSession, SessionMessageCache } from '../../activit
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import { runStepWithTools } from '../../activities/step/with-tools';
+import { eventually } from '../support/eventually';
 import { useHarness, submitTurn, toolTurn } from '../support/harness';
 import { historiesOfAllRuns, stepSummaries, toolCallSummaries } from './task-support';
 
@@ -69,14 +72,20 @@ describe('what a loop iteration costs', () => {
     // one more when the task workflow's events arrive between them; eight when every step was an activity.
     const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
     expect(workflowTasks).toBeLessThanOrEqual(3);
-    // The run carries the patch markers, so a later change of the loop can tell its history apart.
+    // The run carries the patch markers, so a later change of the loop can tell its history apart; a run
+    // with local steps asks its later patches in its first workflow task too ('Up-front patches').
+    const firstStep = round!.find((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
     const patches = round!
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-      .map((e) => markerPatchIds(e).join());
-    expect(patches).toHaveLength(3);
-    expect(patches[0]).toContain(`"${FUSED_STEP_PATCH}"`);
-    expect(patches[1]).toContain(`"${NO_START_REPORT_PATCH}"`);
-    expect(patches[2]).toContain(`"${LOCAL_STEP_PATCH}"`);
+      .map((e) => ({ ids: markerPatchIds(e).join(), eventId: Number(e.eventId) }));
+    expect(patches.map((p) => JSON.parse(p.ids) as { id: string }).map((p) => p.id)).toEqual([
+      FUSED_STEP_PATCH,
+      NO_START_REPORT_PATCH,
+      LOCAL_STEP_PATCH,
+      APPROVAL_POLICY_WAIT_PATCH,
+      SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
+    ]);
+    expect(patches.every((p) => p.eventId < Number(firstStep!.eventId))).toBe(true);
 
     // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.
     const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
@@ -118,9 +127,16 @@ describe('what a loop iteration costs', () => {
     const agentId = await h.createAgent();
     const { taskId } = await h.client.startTask({ agentId, title: 'Submit', description: 'Submit at once.' });
     await h.waitForStatus(taskId, (s) => s.state === 'review');
-    const task = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
+    // The row says review while the move's local activity is still running: its marker is written when
+    // its workflow task completes, a moment later.
+    const markersOf = (events: HistoryEvent[]) =>
+      events.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes] : []));
+    const task = await eventually(async () => {
+      const events = (await h.temporal.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory()).events ?? [];
+      return markersOf(events).filter((m) => m.markerName === 'core_local_activity').length >= 2 ? events : undefined;
+    }, "the move to review's marker");
     expect(task.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(0);
-    const markers = task.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes] : []));
+    const markers = markersOf(task);
     const localActivities = markers.filter((m) => m.markerName === 'core_local_activity');
     expect(localActivities).toHaveLength(2);
     expect(

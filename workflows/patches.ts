@@ -12,15 +12,16 @@
  */
 
 /*
- * Up-front patches: why the runs of 0.8.0 on ask most patches in their first workflow task (`TaskRun.upFront`, the round's
- * `upFront`) rather than where the branch is taken. In replay, `patched()` learns that a marker is present
- * only while the workflow task that wrote it is replayed. A local activity's result can reach the
- * original run one workflow task later than it reaches a replay: a query (the status poll) or the task's
- * heartbeat makes the worker complete the workflow task as soon as the activity ends, and the code after
- * it runs in the next one. A `patched()` asked right after a local activity could then be answered
- * `false` in replay where the original run wrote the marker, which fails as "Non-deprecated patch marker
- * encountered … but there is no corresponding change command". The first workflow task is the same in
- * both. Runs recorded before 0.8.0 carry their markers where they were asked, so they still ask there.
+ * Up-front patches: why the runs of 0.8.0 on ask most patches in their first workflow task
+ * (`TaskRun.upFront`, the round's `upFront`) rather than where the branch is taken. In replay,
+ * `patched()` learns that a marker is present only while the workflow task that wrote it is replayed.
+ * A local activity's result can reach the original run one workflow task later than it reaches a
+ * replay: a query (the status poll) or the task's heartbeat makes the worker complete the workflow task
+ * as soon as the activity ends, and the code after it runs in the next one. A `patched()` asked right
+ * after a local activity could then be answered `false` in replay where the original run wrote the
+ * marker, which fails as "Non-deprecated patch marker encountered … but there is no corresponding
+ * change command". The first workflow task is the same in both. Runs recorded before 0.8.0 carry their
+ * markers where they were asked, so they still ask there.
  */
 
 /** Releases whose committed histories must replay: open runs of an older release are not supported by an upgrade. */

@@ -77,7 +77,10 @@ export function createSubagentSpawner(options: {
   carry?: SubagentCarry;
   /** Tells the task workflow (and the status query) that the tree holds or runs again. */
   onHeldChange: (held: boolean) => Promise<void>;
-  /** SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH as the round asked it at its start (see 'Up-front patches' in patches.ts); else asked at the spawn. */
+  /**
+   * SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH as the round asked it at its start ('Up-front patches' in
+   * patches.ts); when undefined it is asked at the spawn, as runs before 0.8.0 did.
+   */
   settleBeforeCancel?: boolean;
 }) {
   const self = options.workflowId;

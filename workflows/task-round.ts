@@ -100,7 +100,8 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   if (!carry && patched(NO_START_REPORT_PATCH)) lastReportedIteration = toolIterations;
   // Quick steps after quick ones run as local activities (see LOCAL_STEP_PATCH, rules/step-placement.ts).
   const localSteps = patched(LOCAL_STEP_PATCH);
-  // A run with local steps asks its later patches here, in its first workflow task (see 'Up-front patches' in patches.ts).
+  // A run with local steps asks its later patches here, in its first workflow task ('Up-front patches'
+  // in patches.ts).
   const upFront = localSteps
     ? {
         approvalPolicyWait: patched(APPROVAL_POLICY_WAIT_PATCH),

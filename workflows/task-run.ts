@@ -117,7 +117,10 @@ export class TaskRun {
   recorded = false;
   /** This run records a round's stop request for its local steps (ROUND_STOP_RECORDED_PATCH). */
   readonly recordsRoundStops: boolean;
-  /** The later patches, asked in the run's first workflow task by a run that records round stops ('Up-front patches' in patches.ts). */
+  /**
+   * The later patches, asked in the run's first workflow task by a run that records round stops
+   * ('Up-front patches' in patches.ts); undefined for runs before 0.8.0, which ask where they branch.
+   */
   readonly upFront: { startGates: boolean; dependencyWakeKept: boolean; failureRecorded: boolean } | undefined;
 
   constructor(

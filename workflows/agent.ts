@@ -50,7 +50,7 @@ import { conversationScenario } from './rules/conversation';
 import { groupNameOf } from './rules/group';
 import { chatRunWorkflow } from './scenario-run';
 import { fromRecord, view, type Item } from './mailbox-items';
-import { AGENT_ANSWERS_JOIN_TASK_PATCH, AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH } from './patches';
+import { AGENT_ANSWERS_JOIN_TASK_PATCH, AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH, BASELINE_0_9_0_PATCH } from './patches';
 import { FailureType } from './failure-types';
 import { agentMessageText, taskCommentText } from '../prompts/conversation';
 
@@ -77,6 +77,10 @@ export const AGENT_MAX_HISTORY_EVENTS_PER_RUN = 5_000;
  */
 export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
   const { agentId } = input;
+  // Asked first, in the run's first workflow task: a run started by 0.9.0 or later takes the two
+  // patches below without asking them, where the runs before asked them after a local activity ('The
+  // release baseline' and 'Up-front patches' in patches.ts).
+  const baseline = patched(BASELINE_0_9_0_PATCH);
   const counters = { delivered: 0, completed: 0, merged: 0, preempted: 0, ...input.carry };
   const items = new Map<string, Item>();
   let current: { item: Item; scope?: CancellationScope; preempted: boolean; since: string } | undefined;
@@ -219,7 +223,10 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       // A delivery may have arrived while the changes were written: continuing as new now would abandon
       // it (the sender gets UnprocessedUpdate; found by the mailbox bench). Loop instead. Behind
       // patched() so histories recorded before the fix replay (the marker is written only on this path).
-      if (queued().length === 0 && (allHandlersFinished() || !patched(AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH))) {
+      if (
+        queued().length === 0 &&
+        (allHandlersFinished() || !(baseline || patched(AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH)))
+      ) {
         log.info('agent continues as new', { agentId, historyLength: workflowInfo().historyLength });
         await continueAsNew<typeof agentWorkflow>({ agentId, carry: counters });
       }
@@ -272,7 +279,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       item.from.type === 'agent' &&
       item.taskId &&
       item.replyTo &&
-      patched(AGENT_ANSWERS_JOIN_TASK_PATCH) &&
+      (baseline || patched(AGENT_ANSWERS_JOIN_TASK_PATCH)) &&
       (await forwardToTask(item, item.taskId))
     ) {
       return `handed to the running round of task ${item.taskId}`;

@@ -24,6 +24,16 @@
  * markers where they were asked, so they still ask there.
  */
 
+/*
+ * The release baseline: why the runs of 0.9.0 on ask one patch, not ten. A run of the task workflow, the
+ * round or the agent asks `BASELINE_0_9_0_PATCH` first, in its first workflow task. A run that carries
+ * its marker was started by 0.9.0 or later and takes the new branch of every patch listed here before it
+ * without asking them: one marker (two events) per run instead of one per patch, and no patch asked after
+ * a local activity (the agent's two were, since 0.3.0 and 0.4.0). A run recorded before 0.9.0 has no
+ * baseline marker and asks each patch where it always did, so its history replays unchanged. A patch
+ * added after the baseline is asked up front as usual, until the next baseline.
+ */
+
 /** Releases whose committed histories must replay: open runs of an older release are not supported by an upgrade. */
 export const SUPPORTED_RELEASES = 4;
 
@@ -77,6 +87,12 @@ export const TASK_STORE_LOCAL_PATCH = 'task-store-local-activities';
 export const LOCAL_STEP_PATCH = 'round-local-steps';
 /** A task workflow records a round's stop request (pause, cancel) in PostgreSQL, where a local step sees it. */
 export const ROUND_STOP_RECORDED_PATCH = 'task-round-stop-recorded';
+
+/**
+ * A run started by 0.9.0 or later: every patch above is taken without being asked (see 'The release
+ * baseline' above). Asked first by the task workflow, the round and the agent.
+ */
+export const BASELINE_0_9_0_PATCH = 'baseline-0.9.0';
 
 export const PATCHES: readonly PatchEntry[] = [
   {
@@ -172,6 +188,14 @@ export const PATCHES: readonly PatchEntry[] = [
     addedIn: '0.8.0',
     legacy: 'a pause or cancel only cancels the round child workflow',
     deprecateAfter: '0.10.0',
+    status: 'active',
+  },
+  {
+    id: BASELINE_0_9_0_PATCH,
+    addedIn: '0.9.0',
+    legacy:
+      'each earlier patch asked where its branch is taken (the agent asked two of them after a local activity), one marker per patch',
+    deprecateAfter: '0.11.0',
     status: 'active',
   },
 ];

@@ -56,15 +56,17 @@ export async function recordTask(
  * `recordTask` for a fresh task, with its start folded into the same activity: when the row is
  * pending and no gate holds it, the activity also records the move to `in_progress` for `start.round`
  * (`started`); otherwise it returns the gates it read, for `passStartGates`. Same refusals as `recordTask`.
+ * `baseline`: the run carries the release baseline (`TaskRun.baseline`).
  */
 export async function openTask(
   input: TaskWorkflowInput,
   taskId: string,
   start: { round: number; attempt: number },
+  baseline: boolean,
 ): ReturnType<Activities['openTask']> {
   let opened: Awaited<ReturnType<Activities['openTask']>>;
   try {
-    opened = await taskRowStore().openTask({
+    opened = await taskRowStore(baseline).openTask({
       ...recordInput(input, taskId),
       start: { round: start.round, eventKey: `state:${start.round}:${start.attempt}:in_progress` },
     });

@@ -38,6 +38,7 @@ import {
 } from './contract';
 import {
   APPROVAL_POLICY_WAIT_PATCH,
+  BASELINE_0_9_0_PATCH,
   FUSED_STEP_PATCH,
   LOCAL_STEP_PATCH,
   NO_START_REPORT_PATCH,
@@ -93,21 +94,26 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   const pending = new Map<string, PendingApproval>();
   let opening = carry ? undefined : { revisionFeedback: input.revisionFeedback };
   let lastReportedIteration: number | undefined;
-  // Every round in the support window runs the fused step; the marker is still written first, so
-  // the histories that carry it replay unchanged (see FUSED_STEP_PATCH in patches.ts).
-  deprecatePatch(FUSED_STEP_PATCH);
+  // Asked first: a run started by 0.9.0 or later takes every earlier patch without asking it ('The
+  // release baseline' in patches.ts).
+  const baseline = patched(BASELINE_0_9_0_PATCH);
+  // Every round in the support window runs the fused step; runs before the baseline still write its
+  // marker first, so the histories that carry it replay unchanged (see FUSED_STEP_PATCH in patches.ts).
+  if (!baseline) deprecatePatch(FUSED_STEP_PATCH);
   // A fresh round tells its task workflow nothing at start (see NO_START_REPORT_PATCH).
-  if (!carry && patched(NO_START_REPORT_PATCH)) lastReportedIteration = toolIterations;
+  if (!carry && (baseline || patched(NO_START_REPORT_PATCH))) lastReportedIteration = toolIterations;
   // Quick steps after quick ones run as local activities (see LOCAL_STEP_PATCH, rules/step-placement.ts).
-  const localSteps = patched(LOCAL_STEP_PATCH);
+  const localSteps = baseline || patched(LOCAL_STEP_PATCH);
   // A run with local steps asks its later patches here, in its first workflow task ('Up-front patches'
   // in patches.ts).
-  const upFront = localSteps
-    ? {
-        approvalPolicyWait: patched(APPROVAL_POLICY_WAIT_PATCH),
-        settleBeforeCancel: patched(SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH),
-      }
-    : undefined;
+  const upFront = baseline
+    ? { approvalPolicyWait: true, settleBeforeCancel: true }
+    : localSteps
+      ? {
+          approvalPolicyWait: patched(APPROVAL_POLICY_WAIT_PATCH),
+          settleBeforeCancel: patched(SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH),
+        }
+      : undefined;
   let placement: StepPlacement = FIRST_STEP_PLACEMENT;
   /** Local steps since the last regular one: their markers are not in `historyLength` until their workflow task completes. */
   let unseenMarkers = 0;

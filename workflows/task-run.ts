@@ -18,6 +18,7 @@ import {
 import { TASK_STORE } from './activity-options';
 import { roundStopStore, taskRowStore } from './task-store';
 import {
+  BASELINE_0_9_0_PATCH,
   DEPENDENCY_WAKE_KEPT_PATCH,
   ROUND_STOP_RECORDED_PATCH,
   START_GATES_PATCH,
@@ -115,11 +116,14 @@ export class TaskRun {
   budgetLive = false;
   /** The task row exists (recorded from the input): a failure from here on is recorded on it. */
   recorded = false;
+  /** Started by 0.9.0 or later: every earlier patch is taken without being asked ('The release baseline' in patches.ts). */
+  readonly baseline: boolean;
   /** This run records a round's stop request for its local steps (ROUND_STOP_RECORDED_PATCH). */
   readonly recordsRoundStops: boolean;
   /**
    * The later patches, asked in the run's first workflow task by a run that records round stops
-   * ('Up-front patches' in patches.ts); undefined for runs before 0.8.0, which ask where they branch.
+   * ('Up-front patches' in patches.ts), or all taken with the baseline; undefined for runs before 0.8.0,
+   * which ask where they branch.
    */
   readonly upFront: { startGates: boolean; dependencyWakeKept: boolean; failureRecorded: boolean } | undefined;
 
@@ -150,15 +154,18 @@ export class TaskRun {
     this.phase = this.state === 'review' ? 'awaiting-review' : 'starting';
     this.reviews = [...(this.carry?.pendingReview ?? [])];
     this.queuedComments = [...(this.carry?.comments ?? [])];
-    // Asked in the run's first workflow task (see 'Up-front patches' in patches.ts).
-    this.recordsRoundStops = patched(ROUND_STOP_RECORDED_PATCH);
-    this.upFront = this.recordsRoundStops
-      ? {
-          startGates: patched(START_GATES_PATCH),
-          dependencyWakeKept: patched(DEPENDENCY_WAKE_KEPT_PATCH),
-          failureRecorded: patched(TASK_FAILURE_RECORDED_PATCH),
-        }
-      : undefined;
+    // Asked in the run's first workflow task (see 'Up-front patches' and 'The release baseline' in patches.ts).
+    this.baseline = patched(BASELINE_0_9_0_PATCH);
+    this.recordsRoundStops = this.baseline || patched(ROUND_STOP_RECORDED_PATCH);
+    this.upFront = this.baseline
+      ? { startGates: true, dependencyWakeKept: true, failureRecorded: true }
+      : this.recordsRoundStops
+        ? {
+            startGates: patched(START_GATES_PATCH),
+            dependencyWakeKept: patched(DEPENDENCY_WAKE_KEPT_PATCH),
+            failureRecorded: patched(TASK_FAILURE_RECORDED_PATCH),
+          }
+        : undefined;
   }
 
   /** The running round's usage for the status: with a live tree report, its cost includes the sub-agents' spend so far. */
@@ -299,7 +306,7 @@ export class TaskRun {
     this.showDetails();
     // Histories recorded before the activity returned usage replay `undefined` here.
     return (
-      (await taskRowStore().recordTaskState({
+      (await taskRowStore(this.baseline).recordTaskState({
         taskId: this.taskId,
         state: this.state,
         round: this.round,
@@ -433,7 +440,7 @@ export class TaskRun {
         this.phase = 'finished';
         this.lastError = message;
         upsertSearchAttributes([{ key: TaskStateSearchAttribute, value: this.state }]);
-        await taskRowStore().recordTaskState({
+        await taskRowStore(this.baseline).recordTaskState({
           taskId: this.taskId,
           state: this.state,
           round: this.round,

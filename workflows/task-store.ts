@@ -8,10 +8,11 @@ const local = proxyLocalActivities<Activities>(TASK_STORE_LOCAL);
 
 /**
  * The task row's own writes: its opening and its state moves. Runs recorded before 0.7.0 ran them as
- * activities and replay that way; new runs run them as local activities (`TASK_STORE_LOCAL`).
+ * activities and replay that way; new runs run them as local activities (`TASK_STORE_LOCAL`). `baseline`:
+ * the run carries the release baseline, which takes the patch without asking it.
  */
-export function taskRowStore(): Pick<Activities, 'openTask' | 'recordTaskState'> {
-  return patched(TASK_STORE_LOCAL_PATCH) ? local : remote;
+export function taskRowStore(baseline: boolean): Pick<Activities, 'openTask' | 'recordTaskState'> {
+  return baseline || patched(TASK_STORE_LOCAL_PATCH) ? local : remote;
 }
 
 /** A round's stop request, written while the task workflow's scope is being cancelled (a local activity). */

@@ -46,11 +46,11 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
 
   try {
     // A fresh task records itself, reads its gates and (with none) starts in one activity.
-    const fresh = run.carry === undefined && run.state === 'pending' && patched(OPEN_TASK_PATCH);
+    const fresh = run.carry === undefined && run.state === 'pending' && (run.baseline || patched(OPEN_TASK_PATCH));
     let context: Awaited<ReturnType<typeof recordTask>>;
     let gates: Awaited<ReturnType<typeof openTask>>['gates'];
     if (fresh) {
-      const opened = await openTask(input, taskId, { round: run.round + 1, attempt: run.attempt });
+      const opened = await openTask(input, taskId, { round: run.round + 1, attempt: run.attempt }, run.baseline);
       context = opened.context;
       gates = opened.gates;
       if (opened.started) run.startedByOpen();

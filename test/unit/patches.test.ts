@@ -99,6 +99,31 @@ describe('the patch registry (workflows/patches.ts)', () => {
     }
   });
 
+  test("in this release's histories every patch marker is written by the run's first workflow task", () => {
+    // 'Up-front patches' and 'The release baseline' in patches.ts: a patch asked later, after a local
+    // activity, can be answered differently in replay. The first workflow task's commands follow its
+    // completion event and come before the next workflow task completes.
+    const version = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string })
+      .version;
+    const dir = path.join(ROOT, 'test', 'histories', version);
+    const late: string[] = [];
+    let markers = 0;
+    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+      const { events } = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as {
+        events: Array<{ eventType: string; markerRecordedEventAttributes?: { markerName: string } }>;
+      };
+      let completed = 0;
+      for (const [index, event] of events.entries()) {
+        if (event.eventType === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED') completed += 1;
+        if (event.markerRecordedEventAttributes?.markerName !== 'core_patch') continue;
+        markers += 1;
+        if (completed !== 1) late.push(`${file} event ${index + 1}`);
+      }
+    }
+    expect(markers).toBeGreaterThan(0);
+    expect(late).toEqual([]);
+  });
+
   test('every patch marker in the committed histories is a registered id', () => {
     const markers = new Set<string>();
     const dir = path.join(ROOT, 'test', 'histories');

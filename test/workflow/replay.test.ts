@@ -151,7 +151,7 @@ describe('recorded workflow histories replay on the current code', () => {
     };
     // The line before the task workflow's first activity (recordTask, or openTask on a fresh run).
     const firstActivity =
-      "    const fresh = run.carry === undefined && run.state === 'pending' && patched(OPEN_TASK_PATCH);";
+      "    const fresh = run.carry === undefined && run.state === 'pending' && (run.baseline || patched(OPEN_TASK_PATCH));";
     const taskHistories = histories.filter(
       (h) =>
         workflowType(h) === 'taskWorkflow' &&

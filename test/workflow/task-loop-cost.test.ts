@@ -3,14 +3,7 @@ import { sql } from 'kysely';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
-import {
-  APPROVAL_POLICY_WAIT_PATCH,
-  FUSED_STEP_PATCH,
-  LOCAL_STEP_PATCH,
-  NO_START_REPORT_PATCH,
-  SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
-  TASK_STORE_LOCAL_PATCH,
-} from '../../workflows/patches';
+import { BASELINE_0_9_0_PATCH } from '../../workflows/patches';
 import { LOCAL_STEP_MAX_MS } from '../../workflows/rules/step-placement';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
 import { LlmRouter } from '../../activities/llm/router';
@@ -72,19 +65,14 @@ describe('what a loop iteration costs', () => {
     // one more when the task workflow's events arrive between them; eight when every step was an activity.
     const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
     expect(workflowTasks).toBeLessThanOrEqual(3);
-    // The run carries the patch markers, so a later change of the loop can tell its history apart; a run
-    // with local steps asks its later patches in its first workflow task too ('Up-front patches').
-    const firstStep = round!.find((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+    // The run carries one patch marker, the release baseline, which stands for every earlier patch
+    // ('The release baseline' in patches.ts): a later change of the loop can tell its history apart.
+    // It is written in the run's first workflow task, before the first step.
+    const firstStep = round!.find((e) => e.activityTaskScheduledEventAttributes);
     const patches = round!
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
       .map((e) => ({ ids: markerPatchIds(e).join(), eventId: Number(e.eventId) }));
-    expect(patches.map((p) => JSON.parse(p.ids) as { id: string }).map((p) => p.id)).toEqual([
-      FUSED_STEP_PATCH,
-      NO_START_REPORT_PATCH,
-      LOCAL_STEP_PATCH,
-      APPROVAL_POLICY_WAIT_PATCH,
-      SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
-    ]);
+    expect(patches.map((p) => (JSON.parse(p.ids) as { id: string }).id)).toEqual([BASELINE_0_9_0_PATCH]);
     expect(patches.every((p) => p.eventId < Number(firstStep!.eventId))).toBe(true);
 
     // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.
@@ -139,12 +127,14 @@ describe('what a loop iteration costs', () => {
     const markers = markersOf(task);
     const localActivities = markers.filter((m) => m.markerName === 'core_local_activity');
     expect(localActivities).toHaveLength(2);
+    // One patch marker: the release baseline, which takes TASK_STORE_LOCAL_PATCH (and every earlier
+    // patch) without asking it.
     expect(
       markers
         .filter((m) => m.markerName === 'core_patch')
         .flatMap((m) => markerPatchIds({ markerRecordedEventAttributes: m }))
-        .join(),
-    ).toContain(`"${TASK_STORE_LOCAL_PATCH}"`);
+        .map((ids) => (JSON.parse(ids) as { id: string }).id),
+    ).toEqual([BASELINE_0_9_0_PATCH]);
     // Start (records itself, starts the round), the round's start, its end (the move to review): three,
     // now and then four when events arrive between them; six when these writes were activities.
     expect(task.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBeLessThanOrEqual(4);

@@ -19,6 +19,19 @@ export const HEARTBEAT_THROTTLE = '1 second';
  */
 export const MAX_CONCURRENT_ACTIVITIES = 400;
 
+/** Workflow-task slots kept for everything but local activities: the SDK's own default. */
+export const WORKFLOW_TASK_SLOTS_BESIDE_LOCAL = 40;
+
+/**
+ * Workflow-task slots per worker. A workflow task stays open, and keeps its slot, while its local
+ * activities run (a round's local steps, the task row's writes, the agent's mailbox writes). With the
+ * SDK's default of 40 and 39 workflows each in a 5 s local activity, a new workflow's first task waited
+ * about 4.5 s for a slot (38 ms with none held); at 200 tasks the loop bench's workflow tasks waited
+ * 1.0–1.1 s to start, and 0.44–0.57 s with these slots. So every local-activity slot may hold one and
+ * the default number stay free for the rest (chats, approvals, heartbeats).
+ */
+export const MAX_CONCURRENT_WORKFLOW_TASKS = MAX_CONCURRENT_ACTIVITIES + WORKFLOW_TASK_SLOTS_BESIDE_LOCAL;
+
 export interface AgentWorkerOptions {
   connection: NativeConnection;
   namespace: string;
@@ -54,6 +67,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
     // The task and mailbox bookkeeping runs as local activities: as many slots as regular ones.
     maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: MAX_CONCURRENT_WORKFLOW_TASKS,
     ...options.overrides,
   });
 }

@@ -8,7 +8,11 @@ import { NativeConnection, Runtime, DefaultLogger, Worker } from '@temporalio/wo
 import { LlmRouter } from '../../activities/llm/router';
 import { createProvider } from '../../activities/llm/providers';
 import { openDatabase } from '../../activities/store/db';
-import { createAgentWorker, MAX_CONCURRENT_ACTIVITIES } from '../../worker/create-worker';
+import {
+  createAgentWorker,
+  MAX_CONCURRENT_ACTIVITIES,
+  MAX_CONCURRENT_WORKFLOW_TASKS,
+} from '../../worker/create-worker';
 import { floorActivities } from './floor/activities';
 import { workerTuning } from './tuning';
 
@@ -34,7 +38,7 @@ async function main(): Promise<void> {
     workflowBundle: { codePath: env.BENCH_WORKFLOW_BUNDLE! },
     overrides: workerTuning(env),
   });
-  // The floor worker gets the product worker's activity slots (and as many local-activity slots).
+  // The floor worker gets the product worker's activity, local-activity and workflow-task slots.
   const floor = await Worker.create({
     connection,
     namespace: 'default',
@@ -43,6 +47,7 @@ async function main(): Promise<void> {
     activities: floorActivities,
     maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
     maxConcurrentLocalActivityExecutions: MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: MAX_CONCURRENT_WORKFLOW_TASKS,
     ...workerTuning(env),
   });
   const running = Promise.all([worker.run(), floor.run()]);

@@ -105,19 +105,15 @@ describe('the patch registry (workflows/patches.ts)', () => {
     // completion event and come before the next workflow task completes.
     const version = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string })
       .version;
-    const dir = path.join(ROOT, 'test', 'histories', version);
     const late: string[] = [];
     let markers = 0;
-    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-      const { events } = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as {
-        events: Array<{ eventType: string; markerRecordedEventAttributes?: { markerName: string } }>;
-      };
+    for (const history of committedHistories().filter((h) => h.version === version)) {
       let completed = 0;
-      for (const [index, event] of events.entries()) {
+      for (const [index, event] of history.events.entries()) {
         if (event.eventType === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED') completed += 1;
         if (event.markerRecordedEventAttributes?.markerName !== 'core_patch') continue;
         markers += 1;
-        if (completed !== 1) late.push(`${file} event ${index + 1}`);
+        if (completed !== 1) late.push(`${history.file} event ${index + 1}`);
       }
     }
     expect(markers).toBeGreaterThan(0);
@@ -126,29 +122,49 @@ describe('the patch registry (workflows/patches.ts)', () => {
 
   test('every patch marker in the committed histories is a registered id', () => {
     const markers = new Set<string>();
-    const dir = path.join(ROOT, 'test', 'histories');
-    for (const version of fs.readdirSync(dir)) {
-      for (const file of fs.readdirSync(path.join(dir, version)).filter((f) => f.endsWith('.json'))) {
-        const history = JSON.parse(fs.readFileSync(path.join(dir, version, file), 'utf8')) as {
-          events: Array<{
-            markerRecordedEventAttributes?: {
-              markerName: string;
-              details: Record<string, { payloads: Array<{ data: string }> }>;
-            };
-          }>;
-        };
-        for (const event of history.events) {
-          const marker = event.markerRecordedEventAttributes;
-          if (marker?.markerName !== 'core_patch') continue;
-          for (const payload of marker.details['patch-data']?.payloads ?? [])
-            markers.add((JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8')) as { id: string }).id);
-        }
+    for (const { events } of committedHistories()) {
+      for (const event of events) {
+        const marker = event.markerRecordedEventAttributes;
+        if (marker?.markerName !== 'core_patch') continue;
+        for (const payload of marker.details['patch-data']?.payloads ?? [])
+          markers.add((JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8')) as { id: string }).id);
       }
     }
     expect(markers.size).toBeGreaterThan(0);
     expect([...markers].filter((id) => !registryIds.has(id))).toEqual([]);
   });
 });
+
+interface CommittedHistory {
+  version: string;
+  file: string;
+  events: Array<{
+    eventType: string;
+    markerRecordedEventAttributes?: {
+      markerName: string;
+      details: Record<string, { payloads: Array<{ data: string }> }>;
+    };
+  }>;
+}
+
+/** Every recorded history under `test/histories/<version>/`, read once for the tests above. */
+let histories: CommittedHistory[] | undefined;
+function committedHistories(): CommittedHistory[] {
+  const dir = path.join(ROOT, 'test', 'histories');
+  histories ??= fs.readdirSync(dir).flatMap((version) =>
+    fs
+      .readdirSync(path.join(dir, version))
+      .filter((file) => file.endsWith('.json'))
+      .map((file) => ({
+        version,
+        file,
+        events: (
+          JSON.parse(fs.readFileSync(path.join(dir, version, file), 'utf8')) as { events: CommittedHistory['events'] }
+        ).events,
+      })),
+  );
+  return histories;
+}
 
 function compareVersions(a: string, b: string): number {
   const pa = a.split('.').map(Number);

@@ -29,8 +29,11 @@ export async function startDevServer(): Promise<{ address: string; process: Chil
 /** Starts bench/loop/worker-main.ts in its own process; resolves once it polls. */
 export async function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
   // Node itself with tsx as a loader (not the tsx launcher): the measured pid is the worker's.
-  // BENCH_WORKER_CPU_PROF=<dir>: write a V8 CPU profile of the worker there (for finding where its CPU goes).
-  const profile = env.BENCH_WORKER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_WORKER_CPU_PROF}`] : [];
+  // BENCH_WORKER_CPU_PROF=<dir>: write V8 CPU profiles of the worker there (for finding where its CPU goes),
+  // one per thread (the main thread, and each workflow thread), sampled every 100 µs (V8's default is 1 ms).
+  const profile = env.BENCH_WORKER_CPU_PROF
+    ? ['--cpu-prof', '--cpu-prof-interval', '100', `--cpu-prof-dir=${env.BENCH_WORKER_CPU_PROF}`]
+    : [];
   // BENCH_NO_VM_TIMEOUT=1: the vm-timeout experiment (see no-vm-timeout.cjs).
   const noVmTimeout = env.BENCH_NO_VM_TIMEOUT ? ['--require', path.join(__dirname, 'no-vm-timeout.cjs')] : [];
   const child = spawn(

@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileWrite, partialWriteName } from '../../activities/tools/file-tools';
 import type { ToolContext } from '../../activities/tools/types';
-import { replaceWorkspaceFile } from '../../activities/tools/workspace';
+import { replaceWorkspaceFile, SYNC_WRITE_MAX_BYTES } from '../../activities/tools/workspace';
 
 describe('file_write replaces files atomically', () => {
   let root: string;
@@ -74,6 +74,15 @@ describe('file_write replaces files atomically', () => {
     expect(readFileSync(path.join(ws, 'run.sh'), 'utf8')).toBe('echo new\n');
     expect(statSync(path.join(ws, 'deep/er/new.txt')).mode & 0o777).toBe(0o644 & ~process.umask());
     expect(readdirSync(ws).sort()).toEqual(['deep', 'run.sh']);
+  });
+
+  test('a partial left by an earlier attempt of the call is emptied before it is reused, at either size (synchronous up to SYNC_WRITE_MAX_BYTES, through the thread pool above)', async () => {
+    for (const size of [10, SYNC_WRITE_MAX_BYTES + 1]) {
+      writeFileSync(path.join(ws, '.retry.partial'), 'x'.repeat(size * 2));
+      await replaceWorkspaceFile(ws, 'retried.txt', 'y'.repeat(size), '.retry.partial');
+      expect(readFileSync(path.join(ws, 'retried.txt'), 'utf8')).toBe('y'.repeat(size));
+      expect(readdirSync(ws)).toEqual(['retried.txt']);
+    }
   });
 
   test('a refused write changes nothing and leaves no partial file', async () => {

@@ -14,15 +14,15 @@ import {
 import { calibrate, countMessageTokens, type PromptInputs } from '../context';
 import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from '../llm/usage';
 import { evaluatePreparedContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
-import { agentConfig, findAgent } from '../store/agents';
+import { agentConfig } from '../store/agents';
 import { appendMessage, appendMessageQuery, ensureSession, findMessage, SessionMessageCache } from '../store/sessions';
-import { addTaskEvent, findTask, taskEventInsert } from '../store/tasks';
+import { addTaskEvent, taskEventInsert } from '../store/tasks';
 import { assistantMessageKey, settleUnansweredCalls, startedWithReply } from '../tools/execute';
 import { requestMemoryFlushIfDue } from '../memory/flush';
 import { toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
 import { loadTaskNotes } from '../tools/task-tools';
 import { unknownAgent } from '../errors';
-import { loadActivations } from '../store/skills';
+import { activationsFromRows, loadActivations } from '../store/skills';
 import { withSessionUniqueToolIds } from '../llm/tool-ids';
 import { createStepStreamPublisher } from '../streams/publisher';
 import { streamAppendCtes } from '../streams/store';
@@ -32,7 +32,7 @@ import { activityContext, cancellationSignal, heartbeat } from './activity-conte
 import { withMcpTools } from '../tools/mcp';
 import { forkedAgent, loadFork } from '../fork/runtime';
 import { prepareCognition, responseDigest } from './step-cognition';
-import { lastSeen, rememberSeen, sameActivations, sameRow } from './seen-sessions';
+import { findAgentVersioned, findTaskVersioned, lastSeen, rememberSeen, sameActivations } from './seen-sessions';
 import { lastUserText, replayRecorded, senderIdentity, summarize } from './step-summary';
 import { secretValues } from '../security/secrets';
 
@@ -81,39 +81,59 @@ export async function runLlmStepWithReply(
   options: { startFirstCall?: boolean } = {},
 ): Promise<LlmStepReply> {
   const key = assistantMessageKey(input.attempt, input.turn);
-  // What this worker saw at the session's last step: the prompt's reads start with it, beside the
-  // step's own reads, and are kept only when the agent, task and activations read now are unchanged.
+  // What this worker saw at the session's last step: one statement reads the prompt's rows with it and
+  // reports whether the agent row, the task row and the activations are still those (their versions).
   const seen = lastSeen.get(input.sessionId);
-  const speculativeRows = seen
-    ? fetchPromptRows(db, seen.agent, input.scenario, seen.task, seen.activations)
-    : undefined;
+  const checked =
+    seen && seen.row.id === input.agentId && seen.task?.id === input.taskId
+      ? fetchPromptRows(db, seen.agent, input.scenario, seen.task, seen.activations, input.sessionId).catch(
+          () => undefined,
+        )
+      : undefined;
   // A session this worker has loaded: its new messages are read alongside too (again below if this step appends any).
   const knownSession = sessionMessages.has(input.sessionId);
   // Independent reads in one round trip's time.
-  const [found, read, task, activations, loaded, guessedRows] = await Promise.all([
-    findAgent(db, input.agentId),
+  const [guess, read, loaded] = await Promise.all([
+    checked,
     // A loaded session's reply for this key, if stored, comes with its new messages (one statement fewer).
     knownSession ? undefined : findMessage(db, input.sessionId, key),
-    input.taskId ? findTask(db, input.taskId) : undefined,
-    // What discover_tools activated in this session or task: tools offered, skills shown in full.
-    loadActivations(db, input.sessionId, input.taskId),
     knownSession ? sessionMessages.load(db, input.sessionId) : undefined,
-    speculativeRows?.catch(() => undefined),
   ]);
-  if (!found) throw unknownAgent(input.agentId);
+  const unchanged =
+    seen !== undefined &&
+    guess !== undefined &&
+    guess[0].agent_version === seen.agentVersion &&
+    (guess[0].task_version ?? undefined) === seen.taskVersion &&
+    sameActivations(activationsFromRows(guess[0].activation_rows), seen.activations);
+  // Otherwise (a session new to this worker, or a row that changed) they are read.
+  const [agentRead, taskRead, activations] = unchanged
+    ? [
+        { row: seen.row, version: seen.agentVersion },
+        seen.task && { row: seen.task, version: seen.taskVersion! },
+        seen.activations,
+      ]
+    : await Promise.all([
+        findAgentVersioned(db, input.agentId),
+        input.taskId ? findTaskVersioned(db, input.taskId) : undefined,
+        // What discover_tools activated in this session or task: tools offered, skills shown in full.
+        loadActivations(db, input.sessionId, input.taskId),
+      ]);
+  if (!agentRead) throw unknownAgent(input.agentId);
+  const found = agentRead.row;
+  const task = taskRead?.row;
   const recorded = loaded ? sessionMessages.findLoaded(input.sessionId, key) : read;
   // A fork's steps see its overrides (identity files, model) and its own workspace.
   const fork = task?.fork_of ? await loadFork(db, task.id, task.fork_of) : undefined;
   const agent = fork ? forkedAgent(found, fork) : found;
-  rememberSeen(input.sessionId, { agent, task, activations });
-  const prefetchedRows =
-    seen &&
-    guessedRows &&
-    sameRow(seen.agent, agent) &&
-    sameRow(seen.task, task) &&
-    sameActivations(seen.activations, activations)
-      ? guessedRows
-      : undefined;
+  rememberSeen(input.sessionId, {
+    row: found,
+    agent,
+    task,
+    activations,
+    agentVersion: agentRead.version,
+    taskVersion: taskRead?.version,
+  });
+  const prefetchedRows = unchanged ? guess : undefined;
   // MCP servers' tools join the agent's own from the step's recorded snapshot (activities/tools/mcp).
   const tools = await withMcpTools(db, toolsForAgent(input.scenario, agentConfig(agent), activations.tools), {
     agent,

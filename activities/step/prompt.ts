@@ -27,7 +27,7 @@ import { agentConfig } from '../store/agents';
 import { PRIORITY_RANK } from '../store/task-graph';
 import { grantedPermissions, type Scenario } from '../tools/registry';
 import { worldFromRow, worldSelections } from './prompt-world';
-import { loadActivations, type Activations } from '../store/skills';
+import { activationsQuery, loadActivations, type Activations } from '../store/skills';
 import { promptPriority } from '../../workflows/rules/priority';
 import { SUMMARIZER_SYSTEM_PROMPT } from '../../prompts/system';
 import { capKnowledge, knowledgeQuery } from '../memory/knowledge-store';
@@ -94,6 +94,7 @@ function promptRowsQuery(
   scenario: Scenario,
   task: TaskRow | undefined,
   activations: Activations | undefined,
+  sessionId: string | undefined,
 ) {
   const config = agentConfig(agent);
   const context = { scenario, task, ...(activations ? { activations } : {}) };
@@ -101,6 +102,19 @@ function promptRowsQuery(
   // sorts, so timestamps arrive as ISO strings) and the organisation's world (colleagues, skills,
   // announcements, team status, attention): one statement.
   return db.selectNoFrom((eb) => [
+    // Whether the agent row, the task row and the activations are still the ones the rows were read
+    // for: the row versions (`xmin`, see `readVersioned`) and the activations as they are now.
+    eb
+      .selectFrom('agents')
+      .select(sql<string>`xmin::text`.as('v'))
+      .where('id', '=', agent.id)
+      .as('agent_version'),
+    eb
+      .selectFrom('tasks')
+      .select(sql<string>`xmin::text`.as('v'))
+      .where('id', '=', task?.id ?? '')
+      .as('task_version'),
+    jsonArrayFrom(activationsQuery(db, sessionId ?? '', task?.id)).as('activation_rows'),
     ...worldSelections(eb, agent, config, context),
     // The board's top: open tasks by priority (urgent first), then the most recently updated.
     jsonArrayFrom(
@@ -173,30 +187,37 @@ export function promptRowsStatement(
   scenario: Scenario,
   task: TaskRow | undefined,
   activations: Activations | undefined,
+  sessionId?: string,
 ): CompiledQuery<PromptRowsRow> {
   const key = JSON.stringify([
     agent,
     scenario,
     task ?? null,
     activations ? [[...activations.tools], [...activations.skills]] : null,
+    sessionId ?? null,
   ]);
   let compiled = compiledPromptReads.get(key);
   if (compiled) compiledPromptReads.delete(key);
-  else compiled = promptRowsQuery(db, agent, scenario, task, activations).compile();
+  else compiled = promptRowsQuery(db, agent, scenario, task, activations, sessionId).compile();
   compiledPromptReads.set(key, compiled);
   if (compiledPromptReads.size > PROMPT_READS_CACHED_MAX)
     compiledPromptReads.delete(compiledPromptReads.keys().next().value!);
   return compiled;
 }
 
+/**
+ * `sessionId`: the session whose activations the row reports (`activation_rows`, with `agent_version`
+ * and `task_version`), for a step that read these rows with what it saw last.
+ */
 export async function fetchPromptRows(
   db: Kysely<Database>,
   agent: AgentRow,
   scenario: Scenario,
   task: TaskRow | undefined,
   activations: Activations | undefined,
+  sessionId?: string,
 ) {
-  const compiled = promptRowsStatement(db, agent, scenario, task, activations);
+  const compiled = promptRowsStatement(db, agent, scenario, task, activations, sessionId);
   const row = (await db.executeQuery(compiled)).rows[0];
   if (!row) throw new Error('the prompt read returned no row');
   const context = { scenario, task, ...(activations ? { activations } : {}) };

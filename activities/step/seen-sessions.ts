@@ -1,4 +1,5 @@
-import type { AgentRow, TaskRow } from '../../schema/database';
+import { sql, type Kysely } from 'kysely';
+import type { AgentRow, Database, TaskRow } from '../../schema/database';
 import type { Activations } from '../store/skills';
 
 /**
@@ -7,24 +8,65 @@ import type { Activations } from '../store/skills';
  */
 const LAST_SEEN_SESSIONS_MAX = 2_000;
 
-/** Per session: the agent row, task row and activations its last step on this worker read. */
-export const lastSeen = new Map<string, { agent: AgentRow; task: TaskRow | undefined; activations: Activations }>();
+/** What a session's last step on this worker read, with the versions of the rows it read. */
+export interface SeenEntry {
+  /** The agent row as stored (`agent` is the same row with a fork's overrides, when the task is a fork). */
+  row: AgentRow;
+  agent: AgentRow;
+  task: TaskRow | undefined;
+  activations: Activations;
+  /** The rows' versions (`xmin`) when they were read; the task's is undefined without a task. */
+  agentVersion: string;
+  taskVersion: string | undefined;
+}
 
-export function rememberSeen(
-  sessionId: string,
-  entry: { agent: AgentRow; task: TaskRow | undefined; activations: Activations },
-): void {
+/** Per session: what its last step on this worker read. */
+export const lastSeen = new Map<string, SeenEntry>();
+
+export function rememberSeen(sessionId: string, entry: SeenEntry): void {
   lastSeen.delete(sessionId);
   lastSeen.set(sessionId, entry);
   if (lastSeen.size > LAST_SEEN_SESSIONS_MAX) lastSeen.delete(lastSeen.keys().next().value!);
 }
 
-/** Two rows as read from PostgreSQL are the same when every column is (dates compared by their time). */
-export function sameRow(a: object | undefined, b: object | undefined): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
 export function sameActivations(a: Activations, b: Activations): boolean {
   const same = (x: Set<string>, y: Set<string>) => x.size === y.size && [...x].every((v) => y.has(v));
   return same(a.tools, b.tools) && same(a.skills, b.skills);
+}
+
+/**
+ * The agent or task row with its version: PostgreSQL's `xmin`, the id of the transaction that wrote this
+ * version of the row. Any update writes a new version under the updating transaction's id, and a reader
+ * only ever sees committed versions, so an unchanged `xmin` means an unchanged row (the optimistic
+ * concurrency token other PostgreSQL clients use). The row and its version come from one statement.
+ */
+export async function findAgentVersioned(
+  db: Kysely<Database>,
+  id: string,
+): Promise<{ row: AgentRow; version: string } | undefined> {
+  const found = await db
+    .selectFrom('agents')
+    .selectAll()
+    .select(sql<string>`xmin::text`.as('row_version'))
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!found) return undefined;
+  const { row_version: version, ...row } = found;
+  return { row, version };
+}
+
+/** The task row with its version (see `findAgentVersioned`). */
+export async function findTaskVersioned(
+  db: Kysely<Database>,
+  id: string,
+): Promise<{ row: TaskRow; version: string } | undefined> {
+  const found = await db
+    .selectFrom('tasks')
+    .selectAll()
+    .select(sql<string>`xmin::text`.as('row_version'))
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!found) return undefined;
+  const { row_version: version, ...row } = found;
+  return { row, version };
 }

@@ -255,15 +255,22 @@ export interface Activations {
 }
 
 /** What discover_tools activated in this session or, for a task, in any session of the task. */
-export async function loadActivations(db: Db, sessionId: string, taskId: string | undefined): Promise<Activations> {
-  const rows = await db
+/** The activations of a session or its task, oldest first (also read inside the step's prompt statement). */
+export function activationsQuery(db: Db, sessionId: string, taskId: string | undefined) {
+  return db
     .selectFrom('skill_activations')
     .select(['kind', 'name'])
     .where((eb) =>
       taskId ? eb.or([eb('session_id', '=', sessionId), eb('task_id', '=', taskId)]) : eb('session_id', '=', sessionId),
     )
-    .orderBy('created_at')
-    .execute();
+    .orderBy('created_at');
+}
+
+export async function loadActivations(db: Db, sessionId: string, taskId: string | undefined): Promise<Activations> {
+  return activationsFromRows(await activationsQuery(db, sessionId, taskId).execute());
+}
+
+export function activationsFromRows(rows: ReadonlyArray<{ kind: string; name: string }>): Activations {
   const out: Activations = { skills: new Set(), tools: new Set() };
   for (const r of rows) (r.kind === 'skill' ? out.skills : out.tools).add(r.name);
   return out;

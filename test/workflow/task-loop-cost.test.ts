@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../../schema/database';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
@@ -242,5 +244,49 @@ describe('what a loop iteration costs', () => {
     expect(byTool('file_write')).toContain(true);
     expect(byTool('shell_execute')).not.toContain(true);
     expect(rows.every((r) => r.executions === 1)).toBe(true);
+  });
+
+  test('a step reads the agent, the task and the activations again only when their versions changed since its session’s last step here, and then sees the change', async () => {
+    const { agentId, taskId, router } = await directStep();
+    // The same database through a client that lists every statement.
+    const statements: string[] = [];
+    const pool = new pg.Pool({ connectionString: h.db.url, max: 4 });
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool }),
+      log: (event) => void statements.push(event.query.sql),
+    });
+    const rowReads = () =>
+      statements.filter((q) => /xmin::text as "row_version"|^select "kind", "name" from "skill_activations"/.test(q));
+    try {
+      h.llm.enqueue(
+        ...Array.from({ length: 3 }, (_, i) => toolTurn('file_write', { path: `versions/${i}.txt`, content: `${i}` })),
+        submitTurn('wrote them'),
+      );
+      const input = { agentId, taskId, sessionId: `versions-${agentId}`, scenario: 'task' as const, attempt: 1 };
+      // The session is new to this worker: its rows are read, with their versions.
+      await runStepWithTools(db, router, { ...input, turn: 0, opening: {} });
+      expect(rowReads()).toHaveLength(3);
+      // Unchanged: the prompt's statement reports the same versions, and nothing else is read.
+      statements.length = 0;
+      await runStepWithTools(db, router, { ...input, turn: 1 });
+      expect(rowReads()).toEqual([]);
+      // The agent row changes (an operator's edit): the next step reads the rows again and shows it.
+      await h.db.db
+        .updateTable('agents')
+        .set({ soul_md: 'A soul edited between two steps.' })
+        .where('id', '=', agentId)
+        .execute();
+      statements.length = 0;
+      await runStepWithTools(db, router, { ...input, turn: 2 });
+      expect(rowReads()).toHaveLength(3);
+      expect(JSON.stringify(h.llm.requests.at(-1)!.body)).toContain('A soul edited between two steps.');
+      // The task row changes (an update that leaves every value as it was still writes a new version).
+      await h.db.db.updateTable('tasks').set({ priority: 'medium' }).where('id', '=', taskId).execute();
+      statements.length = 0;
+      await runStepWithTools(db, router, { ...input, turn: 3 });
+      expect(rowReads()).toHaveLength(3);
+    } finally {
+      await db.destroy();
+    }
   });
 });

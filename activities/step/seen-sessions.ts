@@ -35,38 +35,32 @@ export function sameActivations(a: Activations, b: Activations): boolean {
 }
 
 /**
- * The agent or task row with its version: PostgreSQL's `xmin`, the id of the transaction that wrote this
- * version of the row. Any update writes a new version under the updating transaction's id, and a reader
- * only ever sees committed versions, so an unchanged `xmin` means an unchanged row (the optimistic
- * concurrency token other PostgreSQL clients use). The row and its version come from one statement.
+ * A row's version: PostgreSQL's `xmin`, the id of the transaction that wrote this version of the row.
+ * Any update writes a new version under the updating transaction's id, and a reader only ever sees
+ * committed versions, so an unchanged `xmin` means an unchanged row (the optimistic concurrency token
+ * other PostgreSQL clients use). The row and its version come from one statement.
  */
-export async function findAgentVersioned(
-  db: Kysely<Database>,
-  id: string,
-): Promise<{ row: AgentRow; version: string } | undefined> {
-  const found = await db
-    .selectFrom('agents')
-    .selectAll()
-    .select(sql<string>`xmin::text`.as('row_version'))
-    .where('id', '=', id)
-    .executeTakeFirst();
+const ROW_VERSION = sql<string>`xmin::text`.as('row_version');
+
+async function withVersion<R>(
+  read: Promise<(R & { row_version: string }) | undefined>,
+): Promise<{ row: R; version: string } | undefined> {
+  const found = await read;
   if (!found) return undefined;
   const { row_version: version, ...row } = found;
-  return { row, version };
+  return { row: row as R, version };
 }
 
-/** The task row with its version (see `findAgentVersioned`). */
-export async function findTaskVersioned(
-  db: Kysely<Database>,
-  id: string,
-): Promise<{ row: TaskRow; version: string } | undefined> {
-  const found = await db
-    .selectFrom('tasks')
-    .selectAll()
-    .select(sql<string>`xmin::text`.as('row_version'))
-    .where('id', '=', id)
-    .executeTakeFirst();
-  if (!found) return undefined;
-  const { row_version: version, ...row } = found;
-  return { row, version };
+/** The agent row with its version. */
+export function findAgentVersioned(db: Kysely<Database>, id: string) {
+  return withVersion<AgentRow>(
+    db.selectFrom('agents').selectAll().select(ROW_VERSION).where('id', '=', id).executeTakeFirst(),
+  );
+}
+
+/** The task row with its version. */
+export function findTaskVersioned(db: Kysely<Database>, id: string) {
+  return withVersion<TaskRow>(
+    db.selectFrom('tasks').selectAll().select(ROW_VERSION).where('id', '=', id).executeTakeFirst(),
+  );
 }

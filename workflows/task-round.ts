@@ -14,7 +14,6 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { FUSED_STEP, FUSED_STEP_LOCAL, TASK_STORE, TASK_TOOL } from './activity-options';
 import type { Activities } from '../activities';
 import type { ApprovalOutcome, ExecuteToolResult } from '../activities/tools/execute';
@@ -44,9 +43,9 @@ import {
   NO_START_REPORT_PATCH,
   SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
 } from './patches';
-import { FailureType } from './failure-types';
 import {
   FIRST_STEP_PLACEMENT,
+  isRoundStop,
   nextStepPlacement,
   ROUND_STOP_GRACE_MS,
   roundStopKey,
@@ -482,14 +481,6 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
 
 /** The workflow's current details name the calls a fused step ran, cut to this length. */
 const TOOL_DETAILS_MAX_CHARS = 300;
-
-function isRoundStop(error: unknown): boolean {
-  return (
-    error instanceof ActivityFailure &&
-    error.cause instanceof ApplicationFailure &&
-    error.cause.type === FailureType.RoundStopRequested
-  );
-}
 
 function drainComments(comments: TaskComment[]): string[] {
   return comments.splice(0).map((c) => (c.kind === 'message' ? c.text : roundCommentText(c.from, c.text)));

@@ -1,5 +1,8 @@
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../../workflows/failure-types';
 import {
   FIRST_STEP_PLACEMENT,
+  isRoundStop,
   LOCAL_STEP_CHAIN_MAX_MS,
   LOCAL_STEP_MAX_MS,
   nextStepPlacement,
@@ -49,5 +52,21 @@ describe('where a fused step runs', () => {
   test("a stop request's key names the round and the attempt", () => {
     expect(roundStopKey(2, 3)).toBe('round-stop:2:3');
     expect(roundStopKey(2, 3)).not.toBe(roundStopKey(2, 4));
+  });
+
+  test("a local step's stop request is recognised whether it arrives wrapped in an ActivityFailure or bare", () => {
+    const stop = ApplicationFailure.create({
+      type: FailureType.RoundStopRequested,
+      message: 'stop',
+      nonRetryable: true,
+    });
+    const other = ApplicationFailure.create({ type: 'SomethingElse', message: 'other', nonRetryable: true });
+    const wrapped = (cause: Error) =>
+      new ActivityFailure('activity failed', 'llmStepWithTools', '1', undefined, undefined, cause);
+    expect(isRoundStop(wrapped(stop))).toBe(true);
+    expect(isRoundStop(stop)).toBe(true); // as a step resolved after the workflow task's heartbeats arrived in CI
+    expect(isRoundStop(wrapped(other))).toBe(false);
+    expect(isRoundStop(other)).toBe(false);
+    expect(isRoundStop(new Error('stop'))).toBe(false);
   });
 });

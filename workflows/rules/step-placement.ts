@@ -1,3 +1,6 @@
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../failure-types';
+
 /**
  * Where a round's next fused step runs: as a regular activity (an activity task through the server:
  * six history events and a workflow task of its own) or as a local activity (run by the worker inside
@@ -51,4 +54,16 @@ export function nextStepPlacement(previous: StepPlacement, elapsedMs: number | u
 /** The idempotency key of a round attempt's stop request (one per round and attempt). */
 export function roundStopKey(round: number, attempt: number): string {
   return `round-stop:${round}:${attempt}`;
+}
+
+/**
+ * Whether a local step failed because its round was asked to stop (`RoundStopRequested`). The step's
+ * failure usually reaches the round as an `ActivityFailure` with it as the cause, but not always: a
+ * local step resolved in a workflow task after the SDK's workflow-task heartbeats (a step over 8 s)
+ * has been seen to arrive as the bare failure (a CI run of task-lifecycle.test.ts, where the round
+ * then failed instead of waiting for its cancellation). Both shapes count.
+ */
+export function isRoundStop(error: unknown): boolean {
+  const failure = error instanceof ActivityFailure ? error.cause : error;
+  return failure instanceof ApplicationFailure && failure.type === FailureType.RoundStopRequested;
 }

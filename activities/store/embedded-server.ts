@@ -2,21 +2,26 @@ import { spawn } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
-  closeSync,
   existsSync,
   mkdirSync,
-  openSync,
   readFileSync,
   renameSync,
   statSync,
-  unlinkSync,
   writeFileSync,
-  writeSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import {
+  acquireLock,
+  freeLoopbackPort,
+  LOCK_POLL_MS,
+  portFree,
+  readPidFile,
+  serverProcessRunning,
+} from './embedded-host';
+
+export { freeLoopbackPort } from './embedded-host';
 
 /**
  * The embedded default database: a real PostgreSQL server (PostgreSQL's own binaries, shipped on npm by
@@ -52,9 +57,9 @@ interface ServerRecord {
 
 /** How long one process waits for another that is initialising or starting the server. */
 export const EMBEDDED_START_TIMEOUT_MS = 120_000;
-/** A start lock older than this was left by a process that died while holding it. */
-const STALE_LOCK_MS = 150_000;
-const LOCK_POLL_MS = 100;
+/** How long a stop waits for the server's postmaster to exit (pg_ctl's own default wait). */
+export const EMBEDDED_STOP_TIMEOUT_MS = 60_000;
+const STOP_POLL_MS = 50;
 /** How long a start may keep failing because the previous, killed server's processes are still exiting. */
 const RESTART_AFTER_CRASH_MS = 30_000;
 /** A local server answers a probe in milliseconds; a port that does not is not ours. */
@@ -79,12 +84,17 @@ export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer>
   const known = readRecord(paths.record);
   if (known && (await isOurServer(known.port, paths.cluster)))
     return { url: embeddedUrl(known.port), port: known.port, started: false };
-  const release = await acquireLock(paths.lock);
+  const release = await acquireLock(paths.lock, EMBEDDED_START_TIMEOUT_MS);
   try {
     // Another process may have started it while this one waited for the lock.
     const record = readRecord(paths.record);
     if (record && (await isOurServer(record.port, paths.cluster)))
       return { url: embeddedUrl(record.port), port: record.port, started: false };
+    const answering = await waitForRunningServer(paths);
+    if (answering !== undefined) {
+      if (answering !== record?.port) writeRecord(paths.record, { port: answering });
+      return { url: embeddedUrl(answering), port: answering, started: false };
+    }
     const owner = serverUser();
     if (!existsSync(path.join(paths.cluster, 'PG_VERSION'))) await initialise(paths.cluster, owner);
     const port =
@@ -108,19 +118,34 @@ export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer>
 /**
  * Stops the embedded server under `dir`: a fast shutdown by default (it checkpoints), or `immediate` (no
  * checkpoint: the next start recovers from the WAL, as after a crash). False if it was not running.
+ *
+ * It waits for that server's postmaster to exit, not for the cluster's pid file to go: `pg_ctl stop -w`
+ * waits for the file, and a running worker that starts the server again the moment it is down (its
+ * pool does) writes a new one, so pg_ctl would wait out its timeout on the new server and fail.
  */
 export async function stopEmbeddedServer(dir: string, options: { mode?: 'fast' | 'immediate' } = {}): Promise<boolean> {
   const paths = embeddedPaths(dir);
-  if (!existsSync(path.join(paths.cluster, 'postmaster.pid'))) return false;
+  const pid = readPidFile(paths.cluster)?.pid;
+  // A pid file left by a server that died (a crash, kill -9) is not a running server.
+  if (pid === undefined || !serverProcessRunning(pid)) return false;
   const { code, output } = await run(
     binary('pg_ctl'),
-    ['stop', '-D', paths.cluster, '-m', options.mode ?? 'fast', '-w', '-t', '60'],
+    ['stop', '-D', paths.cluster, '-m', options.mode ?? 'fast', '-W'],
     serverUser(),
   );
-  // A pid file left by a server that died (a crash, kill -9) is not a running server.
-  if (code !== 0 && !/Is server running\?|No such process/.test(output))
+  if (code !== 0) {
+    if (/Is server running\?|No such process/.test(output)) return false;
     throw new Error(`could not stop the embedded PostgreSQL in ${paths.cluster}: ${output.trim()}`);
-  return code === 0;
+  }
+  const deadline = Date.now() + EMBEDDED_STOP_TIMEOUT_MS;
+  while (serverProcessRunning(pid) && readPidFile(paths.cluster)?.pid === pid) {
+    if (Date.now() > deadline)
+      throw new Error(
+        `the embedded PostgreSQL in ${paths.cluster} (process ${pid}) did not shut down within ${EMBEDDED_STOP_TIMEOUT_MS / 1000} s; its log is ${paths.log}`,
+      );
+    await new Promise((r) => setTimeout(r, STOP_POLL_MS));
+  }
+  return true;
 }
 
 /** The running server's address, or undefined: never starts one. */
@@ -304,39 +329,6 @@ async function isOurServer(port: number, cluster: string): Promise<boolean> {
   }
 }
 
-/** An exclusive lock file across processes; one whose holder died is taken over. */
-async function acquireLock(file: string): Promise<() => void> {
-  const deadline = Date.now() + EMBEDDED_START_TIMEOUT_MS;
-  for (;;) {
-    try {
-      const fd = openSync(file, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => {
-        try {
-          unlinkSync(file);
-        } catch {
-          // Already gone.
-        }
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const holder = Number(readText(file));
-    if ((holder > 0 && !processAlive(holder)) || ageMs(file) > STALE_LOCK_MS) {
-      try {
-        unlinkSync(file);
-      } catch {
-        // Another waiter removed it first.
-      }
-      continue;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for process ${holder} to start the embedded PostgreSQL (lock ${file})`);
-    await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
-  }
-}
-
 function readRecord(file: string): ServerRecord | undefined {
   try {
     const record = JSON.parse(readFileSync(file, 'utf8')) as ServerRecord;
@@ -352,49 +344,22 @@ function writeRecord(file: string, record: ServerRecord): void {
   renameSync(`${file}.${process.pid}.tmp`, file);
 }
 
-function readText(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-function ageMs(file: string): number {
-  try {
-    return Date.now() - statSync(file).mtimeMs;
-  } catch {
-    return 0;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
-}
-
-/** A port on 127.0.0.1 that was free a moment ago (the OS picks it). */
-export async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+/**
+ * When the cluster's postmaster is still running but did not answer (it is shutting down, or starting or
+ * recovering), waits until it answers (true) or exits (false). Its port is not free meanwhile, and a
+ * start must not move the server to another one for that.
+ */
+async function waitForRunningServer(paths: ReturnType<typeof embeddedPaths>): Promise<number | undefined> {
+  const deadline = Date.now() + EMBEDDED_START_TIMEOUT_MS;
+  for (;;) {
+    const server = readPidFile(paths.cluster);
+    if (!server || !serverProcessRunning(server.pid)) return undefined;
+    const { pid, port } = server;
+    if (port > 0 && (await isOurServer(port, paths.cluster))) return port;
+    if (Date.now() > deadline)
+      throw new Error(
+        `the embedded PostgreSQL in ${paths.cluster} (process ${pid}) is running but does not answer on 127.0.0.1:${port}; its log is ${paths.log}`,
       );
-    });
-  });
+    await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
+  }
 }

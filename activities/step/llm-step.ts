@@ -4,13 +4,7 @@ import type { Database } from '../../schema/database';
 import { INTERRUPTED_RETRY_TEXT, taskPromptText } from '../../prompts/task';
 import type { AgentRow } from '../../schema/database';
 import type { ChatResult, ChatRouter, ChatTarget, ContentBlock, ToolDefinition, ToolUseBlock } from '../llm/types';
-import {
-  assembleContext,
-  createSessionSummaryCache,
-  fetchPromptRows,
-  loadPromptInputs,
-  type AssembledContext,
-} from './prompt';
+import { assembleContext, createSessionSummaryCache, loadPromptInputs, type AssembledContext } from './prompt';
 import { calibrate, countMessageTokens, type PromptInputs } from '../context';
 import { auxiliaryCallKey, llmCallInsert, recordLlmCall } from '../llm/usage';
 import { evaluatePreparedContext, type CognitiveOutcome, type CognitiveRun } from './cognitive';
@@ -21,8 +15,6 @@ import { assistantMessageKey, settleUnansweredCalls, startedWithReply } from '..
 import { requestMemoryFlushIfDue } from '../memory/flush';
 import { toolDefinitions, toolsForAgent, type toolsForScenario, type Scenario } from '../tools/registry';
 import { loadTaskNotes } from '../tools/task-tools';
-import { unknownAgent } from '../errors';
-import { activationsFromRows, loadActivations } from '../store/skills';
 import { withSessionUniqueToolIds } from '../llm/tool-ids';
 import { createStepStreamPublisher } from '../streams/publisher';
 import { streamAppendCtes } from '../streams/store';
@@ -30,9 +22,8 @@ import { guardBudget, recordCrossedThresholds, stepUsage, storedCostUsd, usageOf
 import type { LlmStepInput, LlmStepResult } from './types';
 import { activityContext, cancellationSignal, heartbeat } from './activity-context';
 import { withMcpTools } from '../tools/mcp';
-import { forkedAgent, loadFork } from '../fork/runtime';
 import { prepareCognition, responseDigest } from './step-cognition';
-import { findAgentVersioned, findTaskVersioned, lastSeen, rememberSeen, sameActivations } from './seen-sessions';
+import { checkSeenRows, stepRows } from './seen-sessions';
 import { lastUserText, replayRecorded, senderIdentity, summarize } from './step-summary';
 import { secretValues } from '../security/secrets';
 
@@ -81,59 +72,19 @@ export async function runLlmStepWithReply(
   options: { startFirstCall?: boolean } = {},
 ): Promise<LlmStepReply> {
   const key = assistantMessageKey(input.attempt, input.turn);
-  // What this worker saw at the session's last step: one statement reads the prompt's rows with it and
-  // reports whether the agent row, the task row and the activations are still those (their versions).
-  const seen = lastSeen.get(input.sessionId);
-  const checked =
-    seen && seen.row.id === input.agentId && seen.task?.id === input.taskId
-      ? fetchPromptRows(db, seen.agent, input.scenario, seen.task, seen.activations, input.sessionId).catch(
-          () => undefined,
-        )
-      : undefined;
+  // The prompt's rows, checked against what this worker saw at the session's last step (one statement).
+  const rowsChecked = checkSeenRows(db, input);
   // A session this worker has loaded: its new messages are read alongside too (again below if this step appends any).
   const knownSession = sessionMessages.has(input.sessionId);
   // Independent reads in one round trip's time.
-  const [guess, read, loaded] = await Promise.all([
-    checked,
+  const [check, read, loaded] = await Promise.all([
+    rowsChecked,
     // A loaded session's reply for this key, if stored, comes with its new messages (one statement fewer).
     knownSession ? undefined : findMessage(db, input.sessionId, key),
     knownSession ? sessionMessages.load(db, input.sessionId) : undefined,
   ]);
-  const unchanged =
-    seen !== undefined &&
-    guess !== undefined &&
-    guess[0].agent_version === seen.agentVersion &&
-    (guess[0].task_version ?? undefined) === seen.taskVersion &&
-    sameActivations(activationsFromRows(guess[0].activation_rows), seen.activations);
-  // Otherwise (a session new to this worker, or a row that changed) they are read.
-  const [agentRead, taskRead, activations] = unchanged
-    ? [
-        { row: seen.row, version: seen.agentVersion },
-        seen.task && { row: seen.task, version: seen.taskVersion! },
-        seen.activations,
-      ]
-    : await Promise.all([
-        findAgentVersioned(db, input.agentId),
-        input.taskId ? findTaskVersioned(db, input.taskId) : undefined,
-        // What discover_tools activated in this session or task: tools offered, skills shown in full.
-        loadActivations(db, input.sessionId, input.taskId),
-      ]);
-  if (!agentRead) throw unknownAgent(input.agentId);
-  const found = agentRead.row;
-  const task = taskRead?.row;
+  const { agent, task, fork, activations, prefetchedRows } = await stepRows(db, input, check);
   const recorded = loaded ? sessionMessages.findLoaded(input.sessionId, key) : read;
-  // A fork's steps see its overrides (identity files, model) and its own workspace.
-  const fork = task?.fork_of ? await loadFork(db, task.id, task.fork_of) : undefined;
-  const agent = fork ? forkedAgent(found, fork) : found;
-  rememberSeen(input.sessionId, {
-    row: found,
-    agent,
-    task,
-    activations,
-    agentVersion: agentRead.version,
-    taskVersion: taskRead?.version,
-  });
-  const prefetchedRows = unchanged ? guess : undefined;
   // MCP servers' tools join the agent's own from the step's recorded snapshot (activities/tools/mcp).
   const tools = await withMcpTools(db, toolsForAgent(input.scenario, agentConfig(agent), activations.tools), {
     agent,

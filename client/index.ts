@@ -21,6 +21,7 @@ import { findTask } from '../activities/store/tasks';
 import { readSkillsFolder, upsertSkills, type SkillDefinition } from '../activities/store/skills';
 import { postAnnouncement, readOrganisationFolder, upsertOrganisation } from '../activities/store/organisations';
 import { usageTotals, type UsageTotalsRow } from '../activities/llm/usage';
+import { recordedRoundProgress } from '../activities/store/round-progress';
 import {
   AgentIdSearchAttribute,
   approvalDecisionSignal,
@@ -30,6 +31,7 @@ import {
   resumeSignal,
   reviewDecisionSignal,
   roundProgressQuery,
+  roundSessionId,
   roundWorkflowId,
   statusQuery,
   TaskIdSearchAttribute,
@@ -38,6 +40,7 @@ import {
   withLiveRound,
   type ApprovalDecision,
   type RecordedApprovalDecision,
+  type RoundProgress,
   type ReviewDecision,
   type TaskPriority,
   type TaskStatus,
@@ -68,6 +71,13 @@ import { FailureType } from '../workflows/failure-types';
 export * from '../workflows/contract';
 export type { AgentConfig, AgentDefinition } from '../activities/store/agents';
 export { AgentConfigSchema, AgentDefinitionSchema, InvalidAgentError } from '../activities/store/agents';
+
+/**
+ * How long `getStatus` waits for a running round's `progress` query before it reads what the round's
+ * steps recorded. An idle or waiting round answers in milliseconds; one in a chain of local steps
+ * answers only when the chain ends (up to LOCAL_STEP_CHAIN_MAX_MS).
+ */
+export const ROUND_PROGRESS_WAIT_MS = 500;
 
 /** `agent.json`, if present: `{ name?, description?, config? }`; anything else is refused in words. */
 function parseManifest(
@@ -312,18 +322,14 @@ export class AgentsClient {
 
   /**
    * Live status from the workflow (`status` query), with the running round's own progress merged in
-   * (its `progress` query: iteration, phase, usage so far); falls back to the stored row once the
-   * workflow is gone.
+   * (iteration, phase, usage so far: `roundProgress`); falls back to the stored row once the workflow
+   * is gone.
    */
   async getStatus(taskId: string): Promise<TaskStatus> {
     try {
       const status = await this.handle(taskId).query(statusQuery);
       if (status.state !== 'in_progress' || status.round === 0) return status;
-      // The round may just have ended (or not started): the task's own answer stands then.
-      const live = await this.temporal.workflow
-        .getHandle(roundWorkflowId(taskId, status.round))
-        .query(roundProgressQuery)
-        .catch(() => undefined);
+      const live = await this.roundProgress(status);
       return live ? withLiveRound(status, live) : status;
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
@@ -338,6 +344,36 @@ export class AgentsClient {
         pendingApprovals: [],
         usage: await this.usageFromCalls(taskId),
         ...(task.last_error ? { lastError: task.last_error } : {}),
+      };
+    }
+  }
+
+  /**
+   * The running round's progress: its `progress` query, or, when that does not answer within
+   * ROUND_PROGRESS_WAIT_MS, what its steps recorded. A query waits for the round's open workflow task,
+   * which a chain of local steps holds for up to LOCAL_STEP_CHAIN_MAX_MS (5 s); the recorded progress
+   * has the iteration and usage the steps wrote, the phase `thinking` (the round is running steps) and
+   * the tree's spend as the round last reported it. Undefined when the round has ended or not started:
+   * the task's own answer stands then.
+   */
+  private async roundProgress(status: TaskStatus): Promise<RoundProgress | undefined> {
+    const asked = Date.now();
+    try {
+      return await this.temporal.withDeadline(asked + ROUND_PROGRESS_WAIT_MS, () =>
+        this.temporal.workflow.getHandle(roundWorkflowId(status.taskId, status.round)).query(roundProgressQuery),
+      );
+    } catch {
+      // Refused at once (no such run): ended or not started. Past the wait, whatever the error: busy.
+      if (Date.now() - asked < ROUND_PROGRESS_WAIT_MS) return undefined;
+      const recorded = await recordedRoundProgress(this.db, roundSessionId(status.taskId, status.round));
+      if (!recorded) return undefined;
+      return {
+        round: status.round,
+        iteration: recorded.iteration,
+        phase: 'thinking',
+        usage: recorded.usage,
+        pendingApprovals: [],
+        ...(status.budget ? { budget: status.budget } : {}),
       };
     }
   }

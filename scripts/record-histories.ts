@@ -45,10 +45,15 @@ import { evalForkTaskId } from '../workflows/eval-contract';
 const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 100;
 /**
  * Iterations of the continue-as-new scenario: quick steps run as local activities (one marker event
- * each) and Temporal's suggestion reaches the round at its regular steps, about one a second, so it
- * takes a few seconds of steps (24 were enough while every step was an activity).
+ * each) and Temporal's suggestion reaches the round at its regular steps, one per LOCAL_STEP_CHAIN_MAX_MS
+ * of local steps, so it takes a few chains (24 iterations were enough while every step was an activity).
  */
 const CONTINUE_AS_NEW_ITERATIONS = 200;
+/**
+ * Delay between the fake's stream events in that scenario (about ten per answer): steps of ~0.1 s, so
+ * that the 200 iterations span several 5 s chains; at full speed they fit in one.
+ */
+const CONTINUE_AS_NEW_CHUNK_DELAY_MS = 10;
 const ROOT = path.resolve(__dirname, '..');
 /** This release's folder; older releases' folders stay as they were recorded. */
 const HISTORIES_DIR = path.join(
@@ -294,7 +299,7 @@ const SCENARIOS: Record<string, Scenario> = {
       const agentId = await h.createAgent();
       const taskId = agents.task(({ index }) =>
         index < CONTINUE_AS_NEW_ITERATIONS
-          ? toolTurn('task_note', { note: `step ${index}` })
+          ? { ...toolTurn('task_note', { note: `step ${index}` }), chunkDelayMs: CONTINUE_AS_NEW_CHUNK_DELAY_MS }
           : submitTurn(`${CONTINUE_AS_NEW_ITERATIONS} notes`),
       );
       const { handle } = await h.client.startTask({ agentId, taskId, title: 'Long', description: 'many small steps' });

@@ -93,6 +93,11 @@ export const ROUND_STOP_RECORDED_PATCH = 'task-round-stop-recorded';
  * baseline' above). Asked first by the task workflow, the round and the agent.
  */
 export const BASELINE_0_9_0_PATCH = 'baseline-0.9.0';
+/**
+ * A round places its steps with 5 s bounds instead of 1 s (`LOCAL_STEP_BOUNDS` in
+ * rules/step-placement.ts): on a saturated worker, quick steps stay local. Asked up front.
+ */
+export const LOCAL_STEP_BOUNDS_5S_PATCH = 'round-local-step-bounds-5s';
 
 export const PATCHES: readonly PatchEntry[] = [
   {
@@ -196,6 +201,13 @@ export const PATCHES: readonly PatchEntry[] = [
     legacy:
       'each earlier patch asked where its branch is taken (the agent asked two of them after a local activity), one marker per patch',
     deprecateAfter: '0.11.0',
+    status: 'active',
+  },
+  {
+    id: LOCAL_STEP_BOUNDS_5S_PATCH,
+    addedIn: '0.10.0',
+    legacy: 'a step runs locally after one under 1 s, and a chain of local steps is cut after 1 s',
+    deprecateAfter: '0.12.0',
     status: 'active',
   },
 ];

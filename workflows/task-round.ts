@@ -39,6 +39,7 @@ import {
   APPROVAL_POLICY_WAIT_PATCH,
   BASELINE_0_9_0_PATCH,
   FUSED_STEP_PATCH,
+  LOCAL_STEP_BOUNDS_5S_PATCH,
   LOCAL_STEP_PATCH,
   NO_START_REPORT_PATCH,
   SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
@@ -46,6 +47,8 @@ import {
 import {
   FIRST_STEP_PLACEMENT,
   isRoundStop,
+  LOCAL_STEP_BOUNDS,
+  LOCAL_STEP_BOUNDS_0_8_0,
   nextStepPlacement,
   ROUND_STOP_GRACE_MS,
   roundStopKey,
@@ -113,6 +116,8 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
           settleBeforeCancel: patched(SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH),
         }
       : undefined;
+  // Asked up front too; runs of 0.8.0 and 0.9.0 keep their 1 s bounds.
+  const stepBounds = localSteps && patched(LOCAL_STEP_BOUNDS_5S_PATCH) ? LOCAL_STEP_BOUNDS : LOCAL_STEP_BOUNDS_0_8_0;
   let placement: StepPlacement = FIRST_STEP_PLACEMENT;
   /** Local steps since the last regular one: their markers are not in `historyLength` until their workflow task completes. */
   let unseenMarkers = 0;
@@ -236,7 +241,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       const local = localSteps && placement.kind === 'local';
       const step = await runStep(stepInput, local);
       unseenMarkers = local ? unseenMarkers + 1 : 0;
-      placement = nextStepPlacement(placement, step.elapsedMs);
+      placement = nextStepPlacement(placement, step.elapsedMs, stepBounds);
       const stepTurn = turn;
       turn += 1;
       opening = undefined;

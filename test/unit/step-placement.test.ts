@@ -3,6 +3,8 @@ import { FailureType } from '../../workflows/failure-types';
 import {
   FIRST_STEP_PLACEMENT,
   isRoundStop,
+  LOCAL_STEP_BOUNDS,
+  LOCAL_STEP_BOUNDS_0_8_0,
   LOCAL_STEP_CHAIN_MAX_MS,
   LOCAL_STEP_MAX_MS,
   nextStepPlacement,
@@ -47,6 +49,24 @@ describe('where a fused step runs', () => {
     ]);
     const after = nextStepPlacement({ kind: 'local', chainMs: LOCAL_STEP_CHAIN_MAX_MS - 1 }, 1);
     expect(after).toEqual(FIRST_STEP_PLACEMENT);
+  });
+
+  test('runs recorded by 0.8.0 and 0.9.0 keep their 1 s bounds; runs since take 5 s', () => {
+    expect(LOCAL_STEP_BOUNDS).toEqual({ stepMaxMs: 5_000, chainMaxMs: 5_000 });
+    const legacy = (elapsed: number[]) => {
+      let placement: StepPlacement = FIRST_STEP_PLACEMENT;
+      return elapsed.map((ms) => {
+        const kind = placement.kind;
+        placement = nextStepPlacement(placement, ms, LOCAL_STEP_BOUNDS_0_8_0);
+        return kind;
+      });
+    };
+    // A 2 s step keeps the next one local now, and sends it back to a regular activity under 0.8.0's bounds.
+    expect(placements([10, 2_000, 10])).toEqual(['regular', 'local', 'local']);
+    expect(legacy([10, 2_000, 10])).toEqual(['regular', 'local', 'regular']);
+    // Four local steps of 400 ms: one chain now; cut after the third under 0.8.0's bounds.
+    expect(placements([10, 400, 400, 400, 400, 10])).toEqual(['regular', 'local', 'local', 'local', 'local', 'local']);
+    expect(legacy([10, 400, 400, 400, 400, 10])).toEqual(['regular', 'local', 'local', 'local', 'regular', 'local']);
   });
 
   test("a stop request's key names the round and the attempt", () => {

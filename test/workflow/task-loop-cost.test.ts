@@ -5,7 +5,7 @@ import type { Database } from '../../schema/database';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
-import { BASELINE_0_9_0_PATCH } from '../../workflows/patches';
+import { BASELINE_0_9_0_PATCH, LOCAL_STEP_BOUNDS_5S_PATCH } from '../../workflows/patches';
 import { LOCAL_STEP_MAX_MS } from '../../workflows/rules/step-placement';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
 import { LlmRouter } from '../../activities/llm/router';
@@ -76,14 +76,18 @@ describe('what a loop iteration costs', () => {
     // one more when the task workflow's events arrive between them; eight when every step was an activity.
     const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
     expect(workflowTasks).toBeLessThanOrEqual(3);
-    // The run carries one patch marker, the release baseline, which stands for every earlier patch
-    // ('The release baseline' in patches.ts): a later change of the loop can tell its history apart.
-    // It is written in the run's first workflow task, before the first step.
+    // The run carries two patch markers: the release baseline, which stands for every earlier patch
+    // ('The release baseline' in patches.ts), and the one patch added since (the 5 s step bounds), so a
+    // later change of the loop can tell its history apart. Both are written in the run's first workflow
+    // task, before the first step.
     const firstStep = round!.find((e) => e.activityTaskScheduledEventAttributes);
     const patches = round!
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
       .map((e) => ({ ids: markerPatchIds(e).join(), eventId: Number(e.eventId) }));
-    expect(patches.map((p) => (JSON.parse(p.ids) as { id: string }).id)).toEqual([BASELINE_0_9_0_PATCH]);
+    expect(patches.map((p) => (JSON.parse(p.ids) as { id: string }).id)).toEqual([
+      BASELINE_0_9_0_PATCH,
+      LOCAL_STEP_BOUNDS_5S_PATCH,
+    ]);
     expect(patches.every((p) => p.eventId < Number(firstStep!.eventId))).toBe(true);
 
     // A fresh round does not signal its task workflow at all: no start report, no per-iteration reports.

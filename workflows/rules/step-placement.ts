@@ -8,19 +8,35 @@ import { FailureType } from '../failure-types';
  *
  * A local step is cheap but holds its workflow task open while it runs, and the server delivers
  * nothing to the workflow (signals, cancellation, a fresh history length) until that task completes.
- * So only a step that is likely quick runs locally, and a chain of them is cut after a second:
+ * So only a step that is likely quick runs locally, and a chain of them is cut after a few seconds:
  * - the first step of every run is regular;
  * - a step that follows one that took under LOCAL_STEP_MAX_MS runs locally;
  * - once the local steps in a row have taken LOCAL_STEP_CHAIN_MAX_MS, the next step is regular, and the
  *   workflow task completes at it, so whatever waited gets in.
+ * A status read does not wait for the chain: the client reads a busy round's progress from the rows its
+ * steps wrote (`recordedRoundProgress`).
  * A slow local step (a long answer after quick ones) is still stoppable: the round's stop request is
  * recorded in PostgreSQL and the step polls for it (ROUND_STOP_POLL_MS).
  */
 
-/** A step under this wall time makes the next one local. */
-export const LOCAL_STEP_MAX_MS = 1_000;
+/**
+ * A step under this wall time makes the next one local. 5 s, not 1 s (0.8.0 and 0.9.0): on a saturated
+ * worker a quick step waits for a slot, and at 1 s most steps of 200 tasks at once went back to regular
+ * activities (0.7 per iteration; 0.2 at 5 s, and a third less Temporal CPU: docs/benchmarks.md). Under
+ * the SDK's workflow-task heartbeat (80 % of the 10 s workflow-task timeout).
+ */
+export const LOCAL_STEP_MAX_MS = 5_000;
 /** Local steps in a row run at most this long in all before a regular step lets waiting signals in. */
-export const LOCAL_STEP_CHAIN_MAX_MS = 1_000;
+export const LOCAL_STEP_CHAIN_MAX_MS = 5_000;
+
+export interface LocalStepBounds {
+  stepMaxMs: number;
+  chainMaxMs: number;
+}
+/** The bounds of runs started by 0.10.0 or later (LOCAL_STEP_BOUNDS_5S_PATCH). */
+export const LOCAL_STEP_BOUNDS: LocalStepBounds = { stepMaxMs: LOCAL_STEP_MAX_MS, chainMaxMs: LOCAL_STEP_CHAIN_MAX_MS };
+/** The bounds of runs recorded by 0.8.0 and 0.9.0, kept so that their histories replay. */
+export const LOCAL_STEP_BOUNDS_0_8_0: LocalStepBounds = { stepMaxMs: 1_000, chainMaxMs: 1_000 };
 /** How often a running local step checks whether its round was asked to stop (it has no heartbeat). */
 export const ROUND_STOP_POLL_MS = 1_000;
 /**
@@ -44,10 +60,14 @@ export const FIRST_STEP_PLACEMENT: StepPlacement = { kind: 'regular', chainMs: 0
  * Where the step after `previous` runs, given how long `previous` took (ms; unknown counts as slow).
  * `previous` is the placement `previous` ran with.
  */
-export function nextStepPlacement(previous: StepPlacement, elapsedMs: number | undefined): StepPlacement {
-  if (elapsedMs === undefined || elapsedMs >= LOCAL_STEP_MAX_MS) return FIRST_STEP_PLACEMENT;
+export function nextStepPlacement(
+  previous: StepPlacement,
+  elapsedMs: number | undefined,
+  bounds: LocalStepBounds = LOCAL_STEP_BOUNDS,
+): StepPlacement {
+  if (elapsedMs === undefined || elapsedMs >= bounds.stepMaxMs) return FIRST_STEP_PLACEMENT;
   const chainMs = previous.kind === 'local' ? previous.chainMs + elapsedMs : 0;
-  if (chainMs >= LOCAL_STEP_CHAIN_MAX_MS) return FIRST_STEP_PLACEMENT;
+  if (chainMs >= bounds.chainMaxMs) return FIRST_STEP_PLACEMENT;
   return { kind: 'local', chainMs };
 }
 

@@ -29,6 +29,14 @@ import { cpuSeconds, loadAverage, sampleRss } from './proc';
 import { insertBenchTask, ScriptedTasks } from './scenario';
 import { DEV_SERVER_ARGS, startDevServer, startWorkerProcess, stopProcess } from './services';
 import { createLangGraphRunner, LANGGRAPH_PACKAGES, loadLangGraph } from './langgraph';
+import {
+  probeStatus,
+  STATUS_PROBE_CALLS,
+  statusProbeTable,
+  viaGetStatus,
+  viaRoundQuery,
+  type StatusProbe,
+} from './status-probe';
 
 const RESULTS_FILE = path.join(__dirname, '..', 'results', 'loop-latest.md');
 /**
@@ -194,9 +202,17 @@ async function main(): Promise<void> {
         for (const kind of FLOOR_KINDS)
           rows.push(floorRow(scenario, kind, await runFloor(bench, scenario, kind, true), inProcess));
     }
+    log('status reads during a chain of local steps');
+    const status = await runStatusProbes(bench);
     log('cacheable input share (paced clock)');
     const cache = await runCacheShare(db.db, router, scripts, workspace);
-    const text = report(rows, cache, address, own !== undefined, (performance.now() - started) / 1_000);
+    const text = report(
+      rows,
+      [...status, '', ...cache],
+      address,
+      own !== undefined,
+      (performance.now() - started) / 1_000,
+    );
     process.stdout.write(`${text}\n`);
     mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
     writeFileSync(RESULTS_FILE, text);
@@ -342,6 +358,25 @@ async function runDurable(bench: Bench, scenario: Scenario, measure: boolean): P
   return { wallMs, served: bench.scripts.served(ids), expected: scenario.tasks * scenario.calls, cpu, rssMb, history };
 }
 
+/** Status reads during a task's chains of local steps: through `getStatus`, then the round's query alone. */
+async function runStatusProbes(bench: Bench): Promise<string[]> {
+  const shape: Scenario = { name: 'status', tasks: 1, calls: STATUS_PROBE_CALLS, answerMs: 0, sequential: true };
+  const readers: Array<[string, (taskId: string) => () => Promise<number>]> = [
+    ['`getStatus`', (taskId) => viaGetStatus(bench.agents, taskId)],
+    ["the round's `progress` query alone", (taskId) => viaRoundQuery(bench.temporal, taskId)],
+  ];
+  const rows: Array<[string, StatusProbe]> = [];
+  for (const [name, reader] of readers) {
+    const [task] = await createTasks(bench, shape, 's');
+    const { agentId, taskId } = task!;
+    await bench.agents.startTask({ agentId, taskId, title: 'Write the report', description: 'Write it in parts.' });
+    rows.push([name, await probeStatus(reader(taskId), async () => bench.scripts.lastCallsServed([taskId]))]);
+    await waitForSubmissions(bench, [taskId]);
+    await bench.temporal.workflow.getHandle(taskWorkflowId(taskId)).terminate('bench run finished');
+  }
+  return statusProbeTable(rows);
+}
+
 /**
  * The Temporal floor for a run shape: the bench-only workflow (bench/loop/floor) with the same number
  * of workflows and iterations, each iteration one no-op activity that waits the fake's answer time.
@@ -452,7 +487,7 @@ function floorRow(scenario: Scenario, kind: FloorInput['kind'], floor: RunFigure
   return measuredRow(scenario, FLOOR_LABEL[kind], floor, inProcess);
 }
 
-function report(rows: string[], cache: string[], address: string, ownServer: boolean, seconds: number): string {
+function report(rows: string[], tail: string[], address: string, ownServer: boolean, seconds: number): string {
   return [
     '# Loop benchmark (`npm run bench:loop`)',
     '',
@@ -469,7 +504,7 @@ function report(rows: string[], cache: string[], address: string, ownServer: boo
       ? `LangGraph JS rows: ${LANGGRAPH_PACKAGES.join(', ')} (installed for the bench only), a model node and a tools node, PostgresSaver checkpoints in this PostgreSQL, run in the bench process (its CPU is under "bench").`
       : 'LangGraph JS: not run (optional: `npm run bench:loop -- --langgraph` installs it for the bench; it is not a dependency).',
     '',
-    ...cache,
+    ...tail,
     '',
     `Total run time: ${seconds.toFixed(0)} s.`,
     '',

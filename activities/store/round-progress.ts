@@ -6,11 +6,10 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { UsageTotals } from '../../workflows/contract';
-import { toolResultKey } from '../tools/ledger-writes';
+import { ASSISTANT_KEY_PREFIX, toolResultKey } from '../tools/ledger-writes';
 
 /** The attempt in a step's key (`assistant-a{attempt}-t{turn}`, `assistantMessageKey`). */
-const STEP_KEY_ATTEMPT = '^assistant-a([0-9]+)-t';
-const STEP_KEY_PREFIX = 'assistant-a';
+const STEP_KEY_ATTEMPT = `^${ASSISTANT_KEY_PREFIX}([0-9]+)-t`;
 
 export interface RecordedRoundProgress {
   /** The attempt the latest step belongs to. */
@@ -39,7 +38,7 @@ export async function recordedRoundProgress(
     with steps as (
       select content, substring(idem_key from ${STEP_KEY_ATTEMPT})::int as attempt
       from messages
-      where session_id = ${sessionId} and role = 'assistant' and idem_key like ${`${STEP_KEY_PREFIX}%`}
+      where session_id = ${sessionId} and role = 'assistant' and idem_key like ${`${ASSISTANT_KEY_PREFIX}%`}
     ), latest as (select max(attempt) as attempt from steps)
     select latest.attempt,
       (select count(*) from steps
@@ -59,7 +58,7 @@ export async function recordedRoundProgress(
         coalesce(sum(cache_read_tokens), 0) as cache_read_tokens,
         coalesce(sum(cache_write_tokens), 0) as cache_write_tokens, coalesce(sum(cost_usd), 0) as cost_usd
       from llm_calls
-      where session_id = ${sessionId} and idem_key like ${STEP_KEY_PREFIX} || latest.attempt || '-t%'
+      where session_id = ${sessionId} and idem_key like ${ASSISTANT_KEY_PREFIX} || latest.attempt || '-t%'
     ) as calls`.execute(db);
   const row = rows[0];
   if (!row || row.attempt === null) return undefined;

@@ -9,7 +9,7 @@ import { secretValues } from '../security/secrets';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
 import { archiveToolImages, retireOldToolImages } from './tool-result-images';
-import { appendResult, finish } from './ledger-writes';
+import { appendResult, assistantMessageKey, finish } from './ledger-writes';
 import { settleInterrupted } from './interrupted-calls';
 
 export { toolResultKey } from './ledger-writes';
@@ -69,9 +69,7 @@ export function approvalRequestId(sessionId: string, toolCallId: string): string
 }
 
 /** Unique per session: attempts of a round share its session, each numbering its own turns. */
-export function assistantMessageKey(attempt: number, turn: number): string {
-  return `assistant-a${attempt}-t${turn}`;
-}
+export { assistantMessageKey };
 
 /**
  * Runs one tool call with an exactly-once effect under Temporal's at-least-once activities:

@@ -3,6 +3,14 @@ import type { ToolResultImage } from '../llm/types';
 import { appendMessage, appendMessageQuery } from '../store/sessions';
 import type { ToolContext } from './types';
 
+/** Every task step's reply key starts with this (`assistantMessageKey`). */
+export const ASSISTANT_KEY_PREFIX = 'assistant-a';
+
+/** The session message key of a task step's reply: `assistant-a{attempt}-t{turn}`. */
+export function assistantMessageKey(attempt: number, turn: number): string {
+  return `${ASSISTANT_KEY_PREFIX}${attempt}-t${turn}`;
+}
+
 /** The session message key of a tool call's result. */
 export function toolResultKey(toolCallId: string): string {
   return `result-${toolCallId}`;

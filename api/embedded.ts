@@ -2,6 +2,7 @@
  * The API inside another process (`npm start`'s demo): shares its database handle and Temporal client,
  * creates a fresh operator token for the person at the terminal, and listens on API_PORT.
  */
+import { PLATFORM } from '../activities/store/tenancy';
 import type { Registry } from 'prom-client';
 import type { DatabaseHandle } from '../activities/store/db';
 import type { AgentsClient } from '../client';
@@ -31,7 +32,7 @@ export async function startEmbeddedApi(options: {
   });
   await app.listen({ host: config.host, port: config.port });
   await revokeToken(options.database.db, DEMO_TOKEN_NAME);
-  const { token } = await createToken(options.database.db, DEMO_TOKEN_NAME, 'operator');
+  const { token } = await createToken(options.database.db, DEMO_TOKEN_NAME, 'operator', { org: PLATFORM });
   return {
     url: `http://${config.host}:${config.port}`,
     token,

@@ -14,6 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../schema/database';
 import { ApiError } from './errors';
 import type { ApiPrincipal, TokenScope } from './tokens';
+import type { OrgScope } from '../activities/store/tenancy';
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'da_session';
@@ -33,7 +34,7 @@ export interface InboxSession extends ApiPrincipal {
 /** Opens a session for `who`; returns the cookie value (the only place the id exists in clear). */
 export async function openSession(
   db: Kysely<Database>,
-  who: { name: string; scope: TokenScope; tokenId?: string; groups?: string[] },
+  who: { name: string; scope: TokenScope; org: OrgScope; tokenId?: string; groups?: string[] },
 ): Promise<{ id: string; csrfToken: string }> {
   const id = randomBytes(SESSION_SECRET_BYTES).toString('base64url');
   const csrfToken = randomBytes(SESSION_SECRET_BYTES).toString('base64url');
@@ -47,6 +48,7 @@ export async function openSession(
       token_id: who.tokenId ?? null,
       csrf_token: csrfToken,
       groups: who.groups ? JSON.stringify(who.groups) : null,
+      org: who.org,
       expires_at: new Date(Date.now() + SESSION_IDLE_MS),
     })
     .execute();
@@ -69,6 +71,7 @@ export async function findSession(db: Kysely<Database>, id: string): Promise<Inb
       'inbox_sessions.token_id',
       'inbox_sessions.csrf_token',
       'inbox_sessions.groups',
+      'inbox_sessions.org',
       'inbox_sessions.created_at',
       'inbox_sessions.expires_at',
       'api_tokens.revoked_at',
@@ -93,6 +96,7 @@ export async function findSession(db: Kysely<Database>, id: string): Promise<Inb
     tokenId: row.token_id ?? `session-${row.id_hash.slice(0, 12)}`,
     name: row.name,
     scope: row.scope,
+    org: row.org,
     csrfToken: row.csrf_token,
     ...(row.groups ? { groups: row.groups } : {}),
   };

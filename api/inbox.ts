@@ -91,7 +91,12 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
         reply.status(403),
         signInPage(`The inbox needs an operator token; "${principal.name}" has scope "${principal.scope}".`, withSso),
       );
-    const session = await openSession(db, { name: principal.name, scope: principal.scope, tokenId: principal.tokenId });
+    const session = await openSession(db, {
+      name: principal.name,
+      scope: principal.scope,
+      org: principal.org,
+      tokenId: principal.tokenId,
+    });
     setSessionCookie(request, reply, session.id);
     return reply.redirect('/inbox', 303);
   });

@@ -16,6 +16,8 @@ import type { Database } from '../schema/database';
 import { ApiError } from './errors';
 import { openSession, ownOrigin, setSessionCookie } from './inbox-sessions';
 import { TOKEN_SCOPES, type TokenScope } from './tokens';
+import { DEFAULT_ORG } from '../activities/store/tenancy';
+import { ORG_NAME_PATTERN } from '../activities/store/organisations';
 
 /** A login must come back from the provider within this time. */
 export const SSO_LOGIN_TTL_MS = 10 * 60_000;
@@ -39,6 +41,11 @@ export interface SsoOptions {
   roles: Partial<Record<TokenScope, string[]>>;
   /** The claim whose values are the person's groups, matched against approval policies' `@group`s (default `groups`). */
   groupsClaim?: string;
+  /**
+   * The claim that names the person's organisation (`OIDC_ORG_CLAIM`). Unset: every person acts for
+   * `DEFAULT_ORG`. Set: a person without a valid organisation in it is refused at sign-in.
+   */
+  orgClaim?: string;
   /** Where the provider sends the browser back; default `<this API's origin>/inbox/sso/callback`. */
   redirectUrl?: string;
   scopes?: string;
@@ -70,6 +77,7 @@ export function ssoFromEnv(env: NodeJS.ProcessEnv = process.env): SsoOptions | u
     ...(env.OIDC_CLIENT_SECRET ? { clientSecret: env.OIDC_CLIENT_SECRET } : {}),
     roleClaim: env.OIDC_ROLE_CLAIM || 'groups',
     groupsClaim: env.OIDC_GROUPS_CLAIM || 'groups',
+    ...(env.OIDC_ORG_CLAIM ? { orgClaim: env.OIDC_ORG_CLAIM } : {}),
     roles,
     ...(env.OIDC_REDIRECT_URL ? { redirectUrl: env.OIDC_REDIRECT_URL } : {}),
     ...(env.OIDC_SCOPES ? { scopes: env.OIDC_SCOPES } : {}),
@@ -93,6 +101,17 @@ export function groupsFromClaims(options: SsoOptions, claims: Record<string, unk
     (g) => g !== '' && g.length <= SSO_GROUP_MAX_CHARS,
   );
   return [...new Set(values)].slice(0, SSO_GROUPS_MAX);
+}
+
+/**
+ * The organisation a person acts for: `DEFAULT_ORG` without an organisation claim configured, else the
+ * claim's single valid organisation name; undefined (refused) when the claim is missing, ambiguous or
+ * not an organisation name. A person never spans organisations: that takes a platform token.
+ */
+export function orgFromClaims(options: SsoOptions, claims: Record<string, unknown>): string | undefined {
+  if (!options.orgClaim) return DEFAULT_ORG;
+  const values = claimValues(claims[options.orgClaim]);
+  return values.length === 1 && ORG_NAME_PATTERN.test(values[0]!) ? values[0] : undefined;
 }
 
 /** The highest scope any of the person's roles maps to, or undefined. */
@@ -203,9 +222,18 @@ export function registerSso(
         `${who} is signed in with the provider but holds no role that may decide here (${options.roleClaim}: ${JSON.stringify(claims[options.roleClaim] ?? null)}).`,
       );
     }
+    const org = orgFromClaims(options, claims);
+    if (org === undefined) {
+      return page(
+        reply,
+        403,
+        `${who} is signed in with the provider but names no single organisation (${options.orgClaim}: ${JSON.stringify(claims[options.orgClaim!] ?? null)}).`,
+      );
+    }
     const session = await openSession(db, {
       name: `sso:${who}`.slice(0, 200),
       scope,
+      org,
       groups: groupsFromClaims(options, claims),
     });
     setSessionCookie(request, reply, session.id);

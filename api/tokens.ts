@@ -1,10 +1,14 @@
 /**
  * Bearer tokens for the HTTP API. A token is `da_<id>_<secret>`; only the sha256 of the whole token is
  * stored, so a database dump reveals no usable token. Scopes nest: `operator` ⊃ `service` ⊃ `read`.
+ * A token acts for one organisation (`DEFAULT_ORG` unless created for another) and reaches nothing of
+ * any other; only a platform token (organisation `PLATFORM`) spans them all.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema/database';
+import { DEFAULT_ORG, PLATFORM, type OrgScope } from '../activities/store/tenancy';
+import { ORG_NAME_PATTERN } from '../activities/store/organisations';
 
 export const TOKEN_SCOPES = ['read', 'service', 'operator'] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
@@ -22,6 +26,8 @@ export interface ApiPrincipal {
   scope: TokenScope;
   /** A person signed in through OIDC: the groups in their groups claim. */
   groups?: string[];
+  /** The organisation the principal acts for; `PLATFORM` (null) for the platform operator alone. */
+  org: OrgScope;
 }
 
 /**
@@ -36,6 +42,8 @@ export interface TokenInfo {
   id: string;
   name: string;
   scope: TokenScope;
+  /** null: a platform token, which spans organisations. */
+  org: OrgScope;
   createdAt: Date;
   lastUsedAt: Date | null;
   revokedAt: Date | null;
@@ -48,12 +56,23 @@ export function scopeAllows(have: TokenScope, need: TokenScope): boolean {
   return TOKEN_SCOPES.indexOf(have) >= TOKEN_SCOPES.indexOf(need);
 }
 
-/** Creates a token; the secret is returned once and never stored. */
+/**
+ * Creates a token for one organisation (default `DEFAULT_ORG`; `PLATFORM` for a platform token, which
+ * only an operator-scope token may be); the secret is returned once and never stored.
+ */
 export async function createToken(
   db: Kysely<Database>,
   name: string,
   scope: TokenScope,
+  options: { org?: OrgScope } = {},
 ): Promise<{ token: string; id: string }> {
+  const org = options.org === undefined ? DEFAULT_ORG : options.org;
+  if (org === PLATFORM && scope !== 'operator')
+    throw new Error(
+      `a platform token spans organisations and must have scope "operator", not ${JSON.stringify(scope)}`,
+    );
+  if (org !== PLATFORM && !ORG_NAME_PATTERN.test(org))
+    throw new Error(`invalid organisation ${JSON.stringify(org)}: 1-63 lowercase letters, digits, '-' or '_'`);
   if (!TOKEN_NAME_PATTERN.test(name))
     throw new Error(`invalid token name ${JSON.stringify(name)}: 1-63 letters, digits, space, '.', '_', '@' or '-'`);
   if (!TOKEN_SCOPES.includes(scope))
@@ -76,7 +95,7 @@ export async function createToken(
   const token = `da_${id}_${randomBytes(TOKEN_SECRET_BYTES).toString('base64url')}`;
   await db
     .insertInto('api_tokens')
-    .values({ id, name, scope, token_hash: hashToken(token) })
+    .values({ id, name, scope, org, token_hash: hashToken(token) })
     .execute();
   return { token, id };
 }
@@ -98,6 +117,7 @@ export async function listTokens(db: Kysely<Database>): Promise<TokenInfo[]> {
     id: r.id,
     name: r.name,
     scope: r.scope,
+    org: r.org,
     createdAt: r.created_at,
     lastUsedAt: r.last_used_at,
     revokedAt: r.revoked_at,
@@ -115,5 +135,5 @@ export async function verifyToken(db: Kysely<Database>, token: string): Promise<
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > LAST_USED_WRITE_INTERVAL_MS) {
     await db.updateTable('api_tokens').set({ last_used_at: new Date() }).where('id', '=', row.id).execute();
   }
-  return { tokenId: row.id, name: row.name, scope: row.scope };
+  return { tokenId: row.id, name: row.name, scope: row.scope, org: row.org };
 }

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { openDatabase } from '../activities/store/db';
 import { createToken, listTokens, revokeToken, TOKEN_SCOPES, type TokenScope } from '../api/tokens';
 import { loadConfig } from '../worker/config';
+import { DEFAULT_ORG, PLATFORM } from '../activities/store/tenancy';
 
 /**
  * `agents token create|revoke|list`: HTTP API bearer tokens. Needs only the database (DATABASE_URL, else the embedded one);
@@ -22,9 +23,15 @@ export function addTokenCommands(program: Command): void {
     .command('create <name>')
     .description('create a token; its name is recorded as "decided by" on approvals and reviews')
     .option('--scope <scope>', `one of ${TOKEN_SCOPES.join(', ')}`, 'read')
-    .action(async (name: string, opts: { scope: string }) => {
-      const created = await withDb((db) => createToken(db, name, opts.scope as TokenScope));
-      console.log(`token ${created.id} (${name}, ${opts.scope}); shown once, store it now:\n${created.token}`);
+    .option('--org <org>', `the organisation the token acts for (its agents, tasks and approvals only)`, DEFAULT_ORG)
+    .option('--platform', 'a platform token: spans every organisation (scope operator only)')
+    .action(async (name: string, opts: { scope: string; org: string; platform?: boolean }) => {
+      const org = opts.platform ? PLATFORM : opts.org;
+      const created = await withDb((db) => createToken(db, name, opts.scope as TokenScope, { org }));
+      const reach = org === PLATFORM ? 'every organisation' : `organisation ${org}`;
+      console.log(
+        `token ${created.id} (${name}, ${opts.scope}, ${reach}); shown once, store it now:\n${created.token}`,
+      );
     });
   token.command('revoke <idOrName>').action(async (idOrName: string) => {
     if (!(await withDb((db) => revokeToken(db, idOrName))))
@@ -36,7 +43,9 @@ export function addTokenCommands(program: Command): void {
       const state = t.revokedAt
         ? `revoked ${t.revokedAt.toISOString()}`
         : `last used ${t.lastUsedAt?.toISOString() ?? 'never'}`;
-      console.log(`${t.id}  ${t.scope.padEnd(8)}  ${t.name}  (created ${t.createdAt.toISOString()}, ${state})`);
+      console.log(
+        `${t.id}  ${t.scope.padEnd(8)}  ${(t.org ?? '*platform*').padEnd(12)}  ${t.name}  (created ${t.createdAt.toISOString()}, ${state})`,
+      );
     }
   });
 }

@@ -23,6 +23,8 @@ export interface AgentsTable {
   /** AgentConfig: model, provider, tier, budget, permissions, timezone. */
   config: JSONColumnType<Record<string, unknown>>;
   workspace_dir: string;
+  /** The organisation: `config.org`, else 'default' (a generated column: never written). */
+  org: ColumnType<string, never, never>;
   created_at: CreatedAt;
   updated_at: Timestamp;
 }
@@ -47,6 +49,8 @@ export interface TasksTable {
   needs_approval: Generated<boolean>;
   /** A fork's source task (issue 25); null for every other task. */
   fork_of: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The assignee's organisation, stamped by a trigger on insert and moved with the agent: never written. */
+  org: ColumnType<string, never, never>;
 }
 
 /** `task_id` stays blocked until `depends_on` is completed. */
@@ -428,6 +432,8 @@ export interface InboxSessionsTable {
   expires_at: Timestamp;
   /** Migration 031: the OIDC groups the person signed in with (JSON array of strings); null for a token's session. */
   groups: ColumnType<string[] | null, string | null | undefined, string | null>;
+  /** The organisation the person acts for; null for the platform operator (spans organisations). */
+  org: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Single sign-on logins under way (migration 021): one row per authorization request, used once. */
@@ -444,6 +450,8 @@ export interface ApiTokensTable {
   name: string;
   scope: 'operator' | 'service' | 'read';
   token_hash: string;
+  /** The organisation the token acts for; null for a platform token (the only kind that spans). */
+  org: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   last_used_at: NullableTimestamp;
   revoked_at: NullableTimestamp;

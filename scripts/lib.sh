@@ -95,7 +95,7 @@ start_temporal_dev() {
   nohup temporal server start-dev --ip 127.0.0.1 --port "$port" --ui-port "$ui_port" \
     --db-filename "$db_file" --log-level warn \
     --search-attribute AgentId=Keyword --search-attribute TaskId=Keyword \
-    --search-attribute TaskState=Keyword --search-attribute ForkOf=Keyword "${TEMPORAL_DEV_DYNAMIC_CONFIG[@]}" >"$log_file" 2>&1 &
+    --search-attribute TaskState=Keyword --search-attribute ForkOf=Keyword --search-attribute OrgId=Keyword "${TEMPORAL_DEV_DYNAMIC_CONFIG[@]}" >"$log_file" 2>&1 &
   TEMPORAL_STARTED_PID=$!
   local i
   for i in $(seq 1 120); do

@@ -31,7 +31,7 @@ export const CLUSTER_HISTORY_SHARDS = 16;
 export const CLUSTER_WORKERS = 2;
 export const CLUSTER_APIS = 2;
 /** The product's search attributes (workflows/contract.ts); a cluster needs them registered once. */
-const SEARCH_ATTRIBUTES = ['AgentId', 'TaskId', 'TaskState', 'ForkOf'];
+const SEARCH_ATTRIBUTES = ['AgentId', 'TaskId', 'TaskState', 'ForkOf', 'OrgId'];
 const START_TIMEOUT_MS = 180_000;
 /** gRPC's status code for "not found" (the raw service answers with gRPC errors). */
 const GRPC_NOT_FOUND = 5;

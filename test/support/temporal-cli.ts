@@ -42,6 +42,8 @@ export const SEARCH_ATTRIBUTE_ARGS = [
   'TaskState=Keyword',
   '--search-attribute',
   'ForkOf=Keyword',
+  '--search-attribute',
+  'OrgId=Keyword',
 ];
 /**
  * Dynamic config every dev server we start runs with. The history service reads new transfer tasks for a

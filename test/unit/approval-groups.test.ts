@@ -85,8 +85,8 @@ describe('approval groups from sign-in', () => {
       groups: { operator: [] },
       policies: [{ toolClass: 'shell', approvers: ['@operator'], expireAfterMs: MIN }],
     });
-    const operator = approverGroupsOf({ tokenId: 't1', name: 'ci-bot', scope: 'operator' });
-    const service = approverGroupsOf({ tokenId: 't2', name: 'svc', scope: 'service' });
+    const operator = approverGroupsOf({ tokenId: 't1', name: 'ci-bot', scope: 'operator', org: 'default' });
+    const service = approverGroupsOf({ tokenId: 't2', name: 'svc', scope: 'service', org: 'default' });
     expect(operator).toEqual(['operator']);
     expect(
       policyDecisionProblem(s, { decision: 'approved', decidedBy: 'ci-bot', decidedByGroups: operator }, T0),
@@ -95,7 +95,13 @@ describe('approval groups from sign-in', () => {
       /allowed now: a member of @operator$/,
     );
     expect(
-      approverGroupsOf({ tokenId: 's', name: 'sso:olivia', scope: 'operator', groups: ['release', 'operator'] }),
+      approverGroupsOf({
+        tokenId: 's',
+        name: 'sso:olivia',
+        scope: 'operator',
+        org: 'default',
+        groups: ['release', 'operator'],
+      }),
     ).toEqual(['release', 'operator']);
   });
 

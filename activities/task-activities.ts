@@ -24,6 +24,8 @@ export interface TaskContext {
   title: string;
   modelLabel: string;
   state: string;
+  /** The task's organisation (its assignee's): a run started without `OrgId` tags itself with it. */
+  org?: string;
 }
 
 /** Activities of the task workflow: its row, its gates, its approvals. */
@@ -138,6 +140,7 @@ export function createTaskActivities(deps: ActivityDeps) {
       title: task.title,
       modelLabel: route[0]?.model ?? config.model ?? 'default model',
       state: task.state,
+      org: task.org,
     };
   }
 }

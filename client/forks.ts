@@ -19,6 +19,7 @@ import {
   ForkOfSearchAttribute,
   TaskIdSearchAttribute,
   TaskStateSearchAttribute,
+  OrgIdSearchAttribute,
   taskWorkflowId,
   type ForkInput,
   type ForkOverrides,
@@ -127,7 +128,7 @@ export class ForkClient {
     const plan = await prepareFork(this.db, taskId, fork, { createdBy: options.createdBy });
     const task = await this.db
       .selectFrom('tasks')
-      .select(['agent_id', 'title'])
+      .select(['agent_id', 'title', 'org'])
       .where('id', '=', taskId)
       .executeTakeFirstOrThrow();
     try {
@@ -150,6 +151,7 @@ export class ForkClient {
           { key: TaskIdSearchAttribute, value: taskId },
           { key: TaskStateSearchAttribute, value: 'pending' },
           { key: ForkOfSearchAttribute, value: sourceTaskId },
+          { key: OrgIdSearchAttribute, value: task.org },
         ],
         memo: { forkOf: sourceTaskId, atStep: options.at },
         staticSummary: `fork of ${sourceTaskId} at step ${options.at}`,

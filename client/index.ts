@@ -36,6 +36,7 @@ import {
   statusQuery,
   TaskIdSearchAttribute,
   TaskStateSearchAttribute,
+  OrgIdSearchAttribute,
   taskWorkflowId,
   withLiveRound,
   type ApprovalDecision,
@@ -306,6 +307,7 @@ export class AgentsClient {
           { key: AgentIdSearchAttribute, value: agent.id },
           { key: TaskIdSearchAttribute, value: taskId },
           { key: TaskStateSearchAttribute, value: 'pending' },
+          { key: OrgIdSearchAttribute, value: agent.org },
         ],
         staticSummary: `${agent.name}: ${options.title}`.slice(0, 200),
       });

@@ -18,6 +18,7 @@ import {
   taskApprovalSignal,
   TaskIdSearchAttribute,
   TaskStateSearchAttribute,
+  OrgIdSearchAttribute,
   taskWorkflowId,
   type TaskWorkflowInput,
 } from '../workflows/contract';
@@ -256,6 +257,7 @@ export class TaskAdmin {
           { key: AgentIdSearchAttribute, value: task.agent_id },
           { key: TaskIdSearchAttribute, value: task.id },
           { key: TaskStateSearchAttribute, value: 'pending' },
+          { key: OrgIdSearchAttribute, value: task.org },
         ],
         staticSummary: `${task.agent_id}: ${task.title} (${kind})`.slice(0, 200),
       });

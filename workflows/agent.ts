@@ -53,6 +53,7 @@ import { fromRecord, view, type Item } from './mailbox-items';
 import { AGENT_ANSWERS_JOIN_TASK_PATCH, AGENT_WAITS_FOR_LATE_DELIVERIES_PATCH, BASELINE_0_9_0_PATCH } from './patches';
 import { FailureType } from './failure-types';
 import { agentMessageText, taskCommentText } from '../prompts/conversation';
+import { inheritedOrgOption } from './org-attribute';
 
 const store = proxyLocalActivities<Activities>({
   ...MAILBOX_STORE_LOCAL,
@@ -300,6 +301,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       executeChild(chatRunWorkflow, {
         workflowId,
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        ...inheritedOrgOption(),
         args: [{ agentId, itemId: item.itemId, sessionId, channel: item.channel, from: item.from, text, scenario }],
       }),
     );
@@ -365,6 +367,7 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<void> {
       executeChild(chatRunWorkflow, {
         workflowId,
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+        ...inheritedOrgOption(),
         args: [
           {
             agentId,

@@ -31,12 +31,19 @@ export const TaskIdSearchAttribute = defineSearchAttributeKey('TaskId', SearchAt
 export const TaskStateSearchAttribute = defineSearchAttributeKey('TaskState', SearchAttributeType.KEYWORD);
 /** On a fork (`agents task fork`): the task it was forked from, so the UI lists every fork of a task. */
 export const ForkOfSearchAttribute = defineSearchAttributeKey('ForkOf', SearchAttributeType.KEYWORD);
+/**
+ * The organisation a run works for (its agent's), so the Web UI and `temporal workflow list` filter by
+ * it: `OrgId="acme"`. Runs started before organisations, and raw starts until their task is recorded,
+ * have none.
+ */
+export const OrgIdSearchAttribute = defineSearchAttributeKey('OrgId', SearchAttributeType.KEYWORD);
 /** Every search attribute the product writes; a namespace must have them all (the worker checks at start). */
 export const PRODUCT_SEARCH_ATTRIBUTES = [
   AgentIdSearchAttribute,
   TaskIdSearchAttribute,
   TaskStateSearchAttribute,
   ForkOfSearchAttribute,
+  OrgIdSearchAttribute,
 ] as const;
 
 // ---- human decisions ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import {
 import { budgetReached, childBudgetShare } from './rules/subagents';
 import { taskWorkflow } from './task';
 import { FailureType } from './failure-types';
+import { inheritedOrgAttribute } from './org-attribute';
 
 const store = proxyActivities<Activities>(EVAL_STORE);
 const settle = proxyActivities<Activities>(EVAL_SETTLE);
@@ -92,6 +93,7 @@ export async function evalWorkflow(input: EvalWorkflowInput): Promise<EvalWorkfl
           { key: AgentIdSearchAttribute, value: agentId },
           { key: TaskIdSearchAttribute, value: item.forkTaskId },
           { key: ForkOfSearchAttribute, value: item.sourceTaskId },
+          ...inheritedOrgAttribute(),
         ],
         memo: { forkOf: item.sourceTaskId, eval: evalId, candidate: item.candidate.name },
         staticSummary: `eval ${evalId} · ${item.candidate.name} · fork of ${item.sourceTaskId}`,

@@ -12,6 +12,7 @@ import {
 } from './contract';
 import { REFLECTION_MAX_TOOL_ITERATIONS } from './rules/memory-limits';
 import { runToolLoop } from './memory-tool-loop';
+import { inheritedOrgAttribute } from './org-attribute';
 
 const store = proxyActivities<Activities>(STORE);
 
@@ -61,6 +62,7 @@ export async function startPostTaskReflection(taskId: string, agentId: string): 
       typedSearchAttributes: [
         { key: AgentIdSearchAttribute, value: agentId },
         { key: TaskIdSearchAttribute, value: taskId },
+        ...inheritedOrgAttribute(),
       ],
       staticSummary: `reflection on task ${taskId}`,
     });

@@ -46,6 +46,7 @@ import {
 import { subagentWorkflow } from './subagent';
 import { SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH } from './patches';
 import { formatSubagentReports } from '../prompts/conversation';
+import { inheritedOrgAttribute } from './org-attribute';
 
 export interface SpawnOutcome {
   content: string;
@@ -243,6 +244,7 @@ export function createSubagentSpawner(options: {
                 typedSearchAttributes: [
                   { key: AgentIdSearchAttribute, value: options.agentId },
                   { key: TaskIdSearchAttribute, value: options.taskId },
+                  ...inheritedOrgAttribute(),
                 ],
                 staticSummary: `sub-agent ${n}: ${brief.task.slice(0, 100)}`,
               });

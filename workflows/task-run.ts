@@ -66,6 +66,7 @@ import { installDecisionHandlers } from './task-decisions';
 import { ApprovalMirror } from './approval-mirror';
 import { startPostTaskReflection } from './reflection';
 import { taskRoundWorkflow } from './task-round';
+import { inheritedOrgAttribute } from './org-attribute';
 
 const store = proxyActivities<Activities>(TASK_STORE);
 
@@ -529,6 +530,7 @@ export class TaskRun {
             typedSearchAttributes: [
               { key: AgentIdSearchAttribute, value: agentId },
               { key: TaskIdSearchAttribute, value: taskId },
+              ...inheritedOrgAttribute(),
             ],
             staticSummary: `round ${this.round} · attempt ${this.attempt}`,
           }).catch((error: unknown) => {

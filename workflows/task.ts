@@ -13,6 +13,7 @@ import { taskInputProblem } from './rules/task-input';
 import { isTerminal } from './rules/task-state';
 import { openTask, passStartGates, recordTask } from './task-gates';
 import { TaskRun } from './task-run';
+import { announceOrg } from './org-attribute';
 
 /**
  * A task's lifecycle: pending → in_progress → review → completed, with blocked (pause),
@@ -58,6 +59,7 @@ export async function taskWorkflow(input: TaskWorkflowInput): Promise<TaskWorkfl
       context = await recordTask(input, taskId, run.carry !== undefined);
     }
     run.recorded = true;
+    announceOrg(context.org);
     if (run.state === 'pending') {
       // Approval (agent-created tasks, where configured) and dependencies (blocked until they complete).
       const gate =

@@ -1,11 +1,15 @@
 /**
  * The evals page beside the inbox: recent evals, and for one eval its totals per candidate with a plot
  * of cost against pass rate (inline SVG: a person compares candidates at a glance), then the table per
- * task. Server-rendered, read-only, behind the same sign-in as the inbox.
+ * task. Server-rendered, read-only, behind the same sign-in as the inbox; a person sees only the evals
+ * of their organisation's tasks.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { CandidateTotals, EvalRow } from '../activities/fork/graders';
 import type { ForkClient } from '../client/forks';
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema/database';
+import { evalsOf, evalTableFor, refused } from './routes/evals';
 import type { ApiPrincipal, TokenScope } from './tokens';
 
 const escape = (text: string): string =>
@@ -92,11 +96,15 @@ function sendPage(reply: FastifyReply, html: string): FastifyReply {
 
 export function registerEvalPages(
   app: FastifyInstance,
-  deps: { forks: ForkClient; requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal },
+  deps: {
+    forks: ForkClient;
+    db: Kysely<Database>;
+    requireScope(principal: ApiPrincipal | undefined, scope: TokenScope): ApiPrincipal;
+  },
 ): void {
   app.get('/inbox/evals', async (request, reply) => {
-    deps.requireScope(request.principal, 'read');
-    const evals = await deps.forks.listEvals();
+    const principal = deps.requireScope(request.principal, 'read');
+    const evals = await evalsOf(deps.forks, deps.db, principal);
     const items = evals.map(
       (e) =>
         `<tr><td><a href="/inbox/evals/${encodeURIComponent(e.evalId)}">${escape(e.evalId)}</a></td><td>${escape(e.state)}</td><td>${escape(e.candidates.join(' vs '))}</td><td>${money(e.spentUsd)}</td><td>${escape(e.createdAt.toISOString())}</td></tr>`,
@@ -112,9 +120,9 @@ export function registerEvalPages(
     );
   });
   app.get('/inbox/evals/:evalId', async (request, reply) => {
-    deps.requireScope(request.principal, 'read');
+    const principal = deps.requireScope(request.principal, 'read');
     const { evalId } = request.params as { evalId: string };
-    const t = await deps.forks.evalTable(evalId);
+    const t = await evalTableFor(deps.forks, deps.db, evalId, principal).catch(refused);
     const budget = t.budgetUsd !== null ? ` of ${money(t.budgetUsd)}` : '';
     return sendPage(
       reply,

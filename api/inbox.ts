@@ -5,12 +5,14 @@
  * carrying the session's form token and checked for our own `Origin`, that go through the same
  * operations as the JSON API (the `decideApproval` update, the `reviewDecision` signal), recorded
  * under the signed-in name. A machine may still call these routes with `Authorization: Bearer`.
+ * A person of one organisation sees and decides only that organisation's approvals and reviews.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { AgentsClient } from '../client';
 import type { Database } from '../schema/database';
 import { roundWorkflowId, taskWorkflowId } from '../workflows/contract';
+import { findTaskInOrg, PLATFORM } from '../activities/store/tenancy';
 import { ApiError } from './errors';
 import {
   clearSessionCookie,
@@ -21,6 +23,7 @@ import {
   setSessionCookie,
   type InboxSession,
 } from './inbox-sessions';
+import { agentOfOrgCondition, taskNotFound } from './org-walls';
 import { registerSso, type SsoOptions } from './sso';
 import { approverGroupsOf, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 import { approvalTrail, trailLine } from '../activities/approvals/views';
@@ -171,8 +174,9 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     const feedback = form.feedback?.trim();
     if (form.decision === 'revise' && !feedback)
       throw new ApiError(400, 'invalid_request', 'a revision needs feedback: say what to change');
-    const task = await db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirst();
-    if (!task) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
+    // Another organisation's task is unknown here, as everywhere.
+    const task = await findTaskInOrg(db, taskId, principal.org);
+    if (!task) throw taskNotFound(taskId);
     if (task.state !== 'review')
       throw new ApiError(409, 'not_in_review', `task ${taskId} is ${task.state}, not waiting for review`);
     try {
@@ -223,6 +227,11 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
       .where('state', '=', 'review')
       .orderBy('updated_at')
       .limit(INBOX_ITEMS_MAX);
+    // A person of one organisation sees only its approvals and reviews (the platform's sees all).
+    if (principal.org !== PLATFORM) {
+      approvalsQuery = approvalsQuery.where(agentOfOrgCondition(principal, 'approvals.agent_id'));
+      reviewsQuery = reviewsQuery.where('org', '=', principal.org);
+    }
     // `?agent=<id>`: one agent's items only.
     if (agent) {
       approvalsQuery = approvalsQuery.where('approvals.agent_id', '=', agent);

@@ -3,7 +3,8 @@
  * HTTP transport (`@modelcontextprotocol/sdk`), so an IDE or a desktop assistant can start tasks, follow
  * them, decide approvals, review work and chat with agents. Same bearer tokens and scopes as the REST
  * routes (each tool names the scope it needs; a weaker token's call is refused with the reason), same
- * rate limit, and every operation goes through the same client library and checks as its REST twin.
+ * rate limit, and every operation goes through the same client library and checks as its REST twin,
+ * organisations' walls included: a client of one organisation finds no other's agent, task or approval.
  *
  * Stateless: each POST gets a fresh server and transport, answered with JSON. Nothing about an MCP
  * client lives in an API process, so any API process behind a load balancer answers any request, a
@@ -17,6 +18,7 @@ import { z } from 'zod';
 import { ConversationClient, DeliveryRejectedError } from '../client/chat';
 import { TASK_STATES, isTerminal } from '../workflows/rules/task-state';
 import { ApiError, toApiError } from './errors';
+import { agentOfOrgCondition, isPlatform } from './org-walls';
 import type { ApiContext } from './route-kit';
 import type { DecideApproval } from './routes/approvals';
 import { ForkBody, refused as refusedFork } from './routes/evals';
@@ -164,7 +166,7 @@ function buildServer(
   };
 
   const statusOf = async (taskId: string) => {
-    await requireTask(taskId);
+    await requireTask(taskId, principal);
     return withTimeout('the status query', () => client.getStatus(taskId));
   };
 
@@ -181,6 +183,8 @@ function buildServer(
     },
     { destructiveHint: false },
     async (args) => {
+      // Another organisation's agent is unknown here, as over REST.
+      await ctx.requireAgent(args.agentId, principal);
       const started = await withTimeout('starting the task', () =>
         client.startTask({ ...args, description: args.description ?? args.title, createdBy: principal.name }),
       );
@@ -224,7 +228,9 @@ function buildServer(
     { taskId: S.TaskIdParams.shape.taskId.optional() },
     { readOnlyHint: true },
     async (args) => {
+      if (args.taskId) await requireTask(args.taskId, principal);
       let query = db.selectFrom('approvals').selectAll().where('status', '=', 'pending');
+      if (!isPlatform(principal)) query = query.where(agentOfOrgCondition(principal, 'approvals.agent_id'));
       if (args.taskId) query = query.where('task_id', '=', args.taskId);
       const rows = await query.orderBy('requested_at').execute();
       return {
@@ -272,10 +278,10 @@ function buildServer(
     async (args) => {
       if (args.decision === 'revise' && !(args.feedback ?? '').trim())
         throw new ApiError(400, 'invalid_request', 'a revision needs feedback: say what to change');
-      const task = await requireTask(args.taskId);
+      const task = await requireTask(args.taskId, principal);
       if (task.state !== 'review')
         throw new ApiError(409, 'not_in_review', `task ${args.taskId} is ${task.state}, not waiting for review`);
-      await signalTask(args.taskId, 'a review decision', () =>
+      await signalTask(args.taskId, principal, 'a review decision', () =>
         client.review(args.taskId, {
           decision: args.decision,
           ...(args.feedback ? { feedback: args.feedback } : {}),
@@ -293,7 +299,7 @@ function buildServer(
     { taskId: S.TaskIdParams.shape.taskId },
     { destructiveHint: true, idempotentHint: true },
     async (args) => {
-      await signalTask(args.taskId, 'cancellation', () => client.cancel(args.taskId));
+      await signalTask(args.taskId, principal, 'cancellation', () => client.cancel(args.taskId));
       return { ok: true, taskId: args.taskId };
     },
   );
@@ -313,6 +319,7 @@ function buildServer(
     },
     { destructiveHint: false },
     async ({ sourceTaskId, forkTaskId, ...options }) => {
+      await requireTask(sourceTaskId, principal);
       const started = await withTimeout('starting the fork', () =>
         forks
           .forkTask(sourceTaskId, {
@@ -332,7 +339,10 @@ function buildServer(
     "A fork's tool calls one by one: replayed from the source's records, executed in the fork's workspace, or refused.",
     { taskId: S.TaskIdParams.shape.taskId },
     { readOnlyHint: true },
-    async (args) => ({ ...(await forks.forkReport(args.taskId).catch(refusedFork)) }),
+    async (args) => {
+      await requireTask(args.taskId, principal);
+      return { ...(await forks.forkReport(args.taskId).catch(refusedFork)) };
+    },
   );
 
   tool(
@@ -342,7 +352,7 @@ function buildServer(
     { agentId: S.AgentIdParams.shape.agentId, text: S.ChatBody.shape.text },
     { destructiveHint: false },
     async (args, signal) => {
-      await ctx.requireAgent(args.agentId);
+      await ctx.requireAgent(args.agentId, principal);
       const stop = AbortSignal.any([signal, AbortSignal.timeout(MCP_CHAT_ANSWER_TIMEOUT_MS)]);
       let text = '';
       let ended: { stoppedBy?: string; error?: string } | undefined;

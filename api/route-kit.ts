@@ -1,7 +1,7 @@
 /**
  * What the route modules of the HTTP API share: the `route()` definer (scope check, zod validation,
  * OpenAPI entry), Temporal calls under the API's timeout, and the lookups that turn a missing agent or
- * task into a 404 before anything is sent to a workflow.
+ * task, or another organisation's, into a 404 before anything is sent to a workflow (api/org-walls.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -55,10 +55,16 @@ export interface ApiContext {
   workspaceRoot: string;
   /** Runs Temporal calls with the API's timeout: 504 (and the gRPC call cancelled) when it passes. */
   withTimeout<T>(what: string, call: () => Promise<T>): Promise<T>;
-  /** The agent's row, or 404 `agent_not_found`. */
-  requireAgent(agentId: string): Promise<AgentRow>;
-  /** The task's row (a task whose workflow runs but has not written its row yet counts as pending), or 404. */
-  requireTask(taskId: string): Promise<{ state: string }>;
-  /** Sends to a running task; a finished task answers 409, so nothing is silently lost. */
-  signalTask(taskId: string, what: string, send: () => Promise<void>): Promise<{ ok: true }>;
+  /**
+   * The agent's row when `principal` reaches it (its own organisation's, or any for the platform), or
+   * 404 `agent_not_found`: another organisation's agent answers exactly as one that never existed.
+   */
+  requireAgent(agentId: string, principal: ApiPrincipal): Promise<AgentRow>;
+  /**
+   * The task's row when `principal` reaches it (a task whose workflow runs but has not written its row
+   * yet counts as pending, for the organisation its `OrgId` names), or 404 `task_not_found`.
+   */
+  requireTask(taskId: string, principal: ApiPrincipal): Promise<{ state: string }>;
+  /** Sends to a running task `principal` reaches; a finished task answers 409, so nothing is silently lost. */
+  signalTask(taskId: string, principal: ApiPrincipal, what: string, send: () => Promise<void>): Promise<{ ok: true }>;
 }

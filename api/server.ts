@@ -18,10 +18,11 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { ZodObject, type z } from 'zod';
-import { findAgent } from '../activities/store/agents';
 import { findTask } from '../activities/store/tasks';
+import { findTaskInOrg, PLATFORM } from '../activities/store/tenancy';
 import type { AgentsClient } from '../client';
 import type { AgentRow, Database } from '../schema/database';
+import { OrgIdSearchAttribute } from '../workflows/contract';
 import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 import { ApiError, errorBody, toApiError } from './errors';
 import { registerInbox } from './inbox';
@@ -30,6 +31,7 @@ import type { SsoOptions } from './sso';
 import { apiMetrics } from './metrics';
 import { registerMcpEndpoint } from './mcp-server';
 import { buildOpenApi, type RouteDoc } from './openapi';
+import { agentInOrgOr404, agentsInOrg, taskNotFound } from './org-walls';
 import type { ApiContext, DefineRoute } from './route-kit';
 import { registerAgentRoutes } from './routes/agents';
 import { registerApprovalRoutes } from './routes/approvals';
@@ -54,6 +56,8 @@ export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 /** The rate limit's window. */
 const RATE_WINDOW_MS = 60_000;
+/** A metrics series labelled with an agent: its id (escaped as the text format escapes it). */
+const AGENT_LABEL = /^[^#][^{]*\{(?:[^}]*,)?agent="((?:[^"\\]|\\.)*)"/;
 /** Inbox pages a browser may reach before signing in (posts to them still pass the origin check). */
 const INBOX_PUBLIC_PATHS = new Set(['/inbox/sign-in', '/inbox/sso', '/inbox/sso/callback']);
 
@@ -305,23 +309,34 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   };
 
   /**
-   * The task's row; a task whose workflow started but has not written its row yet (its first activity
-   * does, a moment after `POST /v1/tasks` answered) counts as pending, so a client's first GET right
-   * after the 201 never sees a 404.
+   * The task's row when the principal reaches it. A task whose workflow started but has not written its
+   * row yet (its first activity does, a moment after `POST /v1/tasks` answered) counts as pending, so a
+   * client's first GET right after the 201 never sees a 404, but only for a principal of the
+   * organisation the run names in its `OrgId` search attribute (set by every start of ours): a run
+   * without one is the platform's alone until its row says whose it is. A row of another organisation
+   * answers exactly as a task that never existed.
    */
-  const requireTask = async (taskId: string): Promise<{ state: string }> => {
-    const task = await findTask(db, taskId);
+  const requireTask = async (taskId: string, principal: ApiPrincipal): Promise<{ state: string }> => {
+    const task = await findTaskInOrg(db, taskId, principal.org);
     if (task) return task;
+    if (principal.org !== PLATFORM && (await findTask(db, taskId))) throw taskNotFound(taskId);
     const started = await withTimeout('looking up the task workflow', () => client.handle(taskId).describe()).then(
-      (d) => d.status.name === 'RUNNING',
+      (d) =>
+        d.status.name === 'RUNNING' &&
+        (principal.org === PLATFORM || d.typedSearchAttributes.get(OrgIdSearchAttribute) === principal.org),
       (error: unknown) => (error instanceof ApiError ? Promise.reject(error) : false),
     );
-    if (!started) throw new ApiError(404, 'task_not_found', `no task ${JSON.stringify(taskId)}`);
+    if (!started) throw taskNotFound(taskId);
     return { state: 'pending' };
   };
   /** Signals to a task whose workflow has ended are refused with 409, not lost. */
-  const signalTask = async (taskId: string, what: string, send: () => Promise<void>): Promise<{ ok: true }> => {
-    const task = await requireTask(taskId);
+  const signalTask = async (
+    taskId: string,
+    principal: ApiPrincipal,
+    what: string,
+    send: () => Promise<void>,
+  ): Promise<{ ok: true }> => {
+    const task = await requireTask(taskId, principal);
     if (isTerminal(task.state as TaskState))
       throw new ApiError(409, 'task_finished', `task ${taskId} is ${task.state}; it no longer takes ${what}`);
     await withTimeout(what, send);
@@ -351,10 +366,13 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   });
 
   app.get('/metrics', async (request, reply) => {
-    requireScope(request.principal, 'read');
+    const principal = requireScope(request.principal, 'read');
     const parts = [await metrics.registry.metrics()];
     for (const registry of options.registries ?? []) parts.push(await registry.metrics());
-    return reply.header('content-type', metrics.registry.contentType).send(parts.join('\n'));
+    const text = parts.join('\n');
+    return reply
+      .header('content-type', metrics.registry.contentType)
+      .send(principal.org === PLATFORM ? text : await seriesOfOwnAgents(db, text, principal));
   });
   // The Temporal runtime's own metrics keep the SDK's names (counters without `_total`): served apart,
   // so /metrics passes `promtool check metrics` and a scrape config can treat them on their own.
@@ -383,11 +401,9 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     buildOpenApi(routes, { serverUrl: `${request.protocol}://${request.host}` }),
   );
 
-  const requireAgent = async (agentId: string): Promise<AgentRow> => {
-    const agent = await findAgent(db, agentId);
-    if (!agent) throw new ApiError(404, 'agent_not_found', `no agent ${JSON.stringify(agentId)}`);
-    return agent;
-  };
+  /** The agent's row when the principal reaches it; another organisation's answers as an unknown one. */
+  const requireAgent = (agentId: string, principal: ApiPrincipal): Promise<AgentRow> =>
+    agentInOrgOr404(db, agentId, principal);
   const context: ApiContext = {
     app,
     client,
@@ -420,7 +436,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   });
   const forks = registerEvalRoutes(context);
   registerMcpEndpoint(context, decideApproval, forks);
-  registerEvalPages(app, { forks, requireScope });
+  registerEvalPages(app, { forks, db, requireScope });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;
@@ -429,6 +445,25 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     runStreams.closeAll();
   };
   return server;
+}
+
+/**
+ * The metrics an organisation's principal reads: the deployment's aggregates, without the series that
+ * name another organisation's agent (`agent="…"`, the per-agent spend).
+ */
+async function seriesOfOwnAgents(db: Kysely<Database>, text: string, principal: ApiPrincipal): Promise<string> {
+  const lines = text.split('\n');
+  const named = lines.flatMap((line) => {
+    const match = AGENT_LABEL.exec(line);
+    return match ? [match[1]!] : [];
+  });
+  const own = await agentsInOrg(db, named, principal);
+  return lines
+    .filter((line) => {
+      const match = AGENT_LABEL.exec(line);
+      return !match || own.has(match[1]!);
+    })
+    .join('\n');
 }
 
 /**

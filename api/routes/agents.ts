@@ -3,8 +3,10 @@ import path from 'node:path';
 import { z } from 'zod';
 import { findAgent } from '../../activities/store/agents';
 import { InvalidWorkspaceDirError } from '../../activities/store/workspace-dir';
+import { orgAllows, orgOfConfig, PLATFORM } from '../../activities/store/tenancy';
 import type { AgentRow } from '../../schema/database';
 import { ApiError } from '../errors';
+import { agentNotFound, upsertOrg } from '../org-walls';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 
@@ -17,7 +19,13 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     params: S.AgentIdParams,
     body: S.AgentUpsertBody,
     response: S.AgentSchema,
-    handler: async ({ params, body }) => {
+    handler: async ({ params, body, principal }) => {
+      // Organisations: another's agent is unknown here, a body may not name another, and a body without
+      // an organisation gets the caller's (only the platform moves an agent between organisations).
+      const existing = await findAgent(db, params.agentId);
+      if (existing && !orgAllows(principal.org, existing.org)) throw agentNotFound(params.agentId);
+      const org = upsertOrg(principal, params.agentId, body.config?.org);
+      const config = org !== orgOfConfig(body.config) ? { ...body.config, org } : body.config;
       // The API's working directory means nothing to a caller elsewhere: a relative path is refused.
       if (body.workspaceDir !== undefined && !path.isAbsolute(body.workspaceDir)) {
         throw new ApiError(
@@ -31,7 +39,7 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
         name: body.name,
         description: body.description,
         files: body.files,
-        config: body.config,
+        config,
         workspaceDir: body.workspaceDir ?? path.join(workspaceRoot, params.agentId),
       });
       return agentJson((await findAgent(db, params.agentId))!);
@@ -44,8 +52,8 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     summary: 'An agent with its identity files',
     params: S.AgentIdParams,
     response: S.AgentWithFilesSchema,
-    handler: async ({ params }) => {
-      const agent = await requireAgent(params.agentId);
+    handler: async ({ params, principal }) => {
+      const agent = await requireAgent(params.agentId, principal);
       return {
         ...agentJson(agent),
         files: { soul: agent.soul_md, agents: agent.agents_md, heartbeat: agent.heartbeat_md, tools: agent.tools_md },
@@ -58,9 +66,11 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     scope: 'read',
     summary: 'Every agent',
     response: z.object({ agents: z.array(S.AgentSchema) }),
-    handler: async () => ({
-      agents: (await db.selectFrom('agents').selectAll().orderBy('id').execute()).map(agentJson),
-    }),
+    handler: async ({ principal }) => {
+      let query = db.selectFrom('agents').selectAll().orderBy('id');
+      if (principal.org !== PLATFORM) query = query.where('org', '=', principal.org);
+      return { agents: (await query.execute()).map(agentJson) };
+    },
   });
   route({
     method: 'GET',
@@ -70,8 +80,8 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
     params: S.AgentIdParams,
     query: S.UsageQuery,
     response: S.UsageResponse,
-    handler: async ({ params, query }) => {
-      await requireAgent(params.agentId);
+    handler: async ({ params, query, principal }) => {
+      await requireAgent(params.agentId, principal);
       return client.agentUsage(params.agentId, { since: query.since ? new Date(query.since) : undefined });
     },
   });

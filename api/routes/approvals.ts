@@ -7,6 +7,8 @@ import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 import { approverGroupsOf, type ApiPrincipal } from '../tokens';
 import { approvalTrail, pendingApprovalViews } from '../../activities/approvals/views';
+import { NOTIFICATIONS_LIST_MAX } from '../../activities/store/notifications';
+import { agentOfOrgCondition, agentsInOrg, approvalInOrgOr404, approvalNotFound, isPlatform } from '../org-walls';
 
 /**
  * The approvals row is written by an activity just before the workflow registers the request, so a
@@ -40,13 +42,25 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
       'The notification inbox (what agents told people with `notify_user`, and questions nobody waits on), newest first, at most 200; `?agentId=` for one agent, `?unread=true` for unread only',
     query: S.NotificationsQuery,
     response: S.NotificationsResponse,
-    handler: async ({ query }) => {
-      if (query.agentId) await requireAgent(query.agentId);
-      const rows = await admin.notifications({
-        ...(query.agentId ? { agentId: query.agentId } : {}),
-        unreadOnly: query.unread === 'true',
-      });
-      return { notifications: rows.map(notificationJson) };
+    handler: async ({ query, principal }) => {
+      if (query.agentId) await requireAgent(query.agentId, principal);
+      if (query.agentId || isPlatform(principal)) {
+        const rows = await admin.notifications({
+          ...(query.agentId ? { agentId: query.agentId } : {}),
+          unreadOnly: query.unread === 'true',
+        });
+        return { notifications: rows.map(notificationJson) };
+      }
+      // The same listing, inside the caller's organisation (the store's cap applies after the wall).
+      let rows = db
+        .selectFrom('notifications')
+        .selectAll()
+        .where(agentOfOrgCondition(principal, 'notifications.agent_id'))
+        .orderBy('created_at', 'desc')
+        .orderBy('id')
+        .limit(NOTIFICATIONS_LIST_MAX);
+      if (query.unread === 'true') rows = rows.where('read_at', 'is', null);
+      return { notifications: (await rows.execute()).map(notificationJson) };
     },
   });
   route({
@@ -59,7 +73,9 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     response: S.MarkReadResponse,
     handler: async ({ body, principal }) => {
       const ids = [...new Set(body.ids)];
-      const found = await db.selectFrom('notifications').select('id').where('id', 'in', ids).execute();
+      let within = db.selectFrom('notifications').select('id').where('id', 'in', ids);
+      if (!isPlatform(principal)) within = within.where(agentOfOrgCondition(principal, 'notifications.agent_id'));
+      const found = await within.execute();
       const missing = ids.filter((id) => !found.some((r) => r.id === id));
       if (missing.length)
         throw new ApiError(
@@ -81,8 +97,16 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
       "Pending approval requests across all tasks, oldest first, each with what it waits for under its policy (`waitingFor`, `waitingOn`); `?for=<name>`: that person's own queue (the requests they may decide now and have not)",
     query: S.ApprovalsQuery,
     response: S.ApprovalsResponse,
-    handler: async ({ query }) => {
-      const views = await pendingApprovalViews(db, query.for ? { forPerson: query.for } : {});
+    handler: async ({ query, principal }) => {
+      const all = await pendingApprovalViews(db, query.for ? { forPerson: query.for } : {});
+      const reached = isPlatform(principal)
+        ? undefined
+        : await agentsInOrg(
+            db,
+            all.map((v) => v.agentId),
+            principal,
+          );
+      const views = reached ? all.filter((v) => reached.has(v.agentId)) : all;
       return { approvals: views.map((v) => ({ ...v, requestedAt: v.requestedAt.toISOString() })) };
     },
   });
@@ -94,7 +118,8 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
       "A request's audit trail, oldest first: who was asked, reminded, escalated to, each decision, delegations, expiry",
     params: S.RequestIdParams,
     response: S.ApprovalTrailResponse,
-    handler: async ({ params }) => {
+    handler: async ({ params, principal }) => {
+      await approvalInOrgOr404(db, params.requestId, principal);
       const trail = await approvalTrail(db, params.requestId);
       if (!trail)
         throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(params.requestId)}`);
@@ -133,13 +158,8 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     body: z.infer<typeof S.DecideApprovalBody>,
     principal: ApiPrincipal,
   ) {
-    const row = await db
-      .selectFrom('approvals')
-      .select(['task_id', 'status'])
-      .where('id', '=', requestId)
-      .executeTakeFirst();
-    if (!row || !row.task_id)
-      throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
+    const row = await approvalInOrgOr404(db, requestId, principal);
+    if (!row.task_id) throw approvalNotFound(requestId);
     if (row.status !== 'pending')
       throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
     const taskId = row.task_id;
@@ -173,13 +193,8 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     body: z.infer<typeof S.DelegateApprovalBody>,
     principal: ApiPrincipal,
   ) {
-    const row = await db
-      .selectFrom('approvals')
-      .select(['task_id', 'status'])
-      .where('id', '=', requestId)
-      .executeTakeFirst();
-    if (!row || !row.task_id)
-      throw new ApiError(404, 'approval_not_found', `no approval request ${JSON.stringify(requestId)}`);
+    const row = await approvalInOrgOr404(db, requestId, principal);
+    if (!row.task_id) throw approvalNotFound(requestId);
     if (row.status !== 'pending')
       throw new ApiError(409, 'approval_decided', `approval request ${requestId} is already ${row.status}`);
     const taskId = row.task_id;

@@ -53,7 +53,9 @@ export function registerConversationRoutes({
     body: S.ChatBody,
     stream: true,
     handler: async ({ params, body, principal, request, reply }) => {
-      await requireAgent(params.agentId);
+      await requireAgent(params.agentId, principal);
+      // A message in another agent's name stays inside the caller's organisation too.
+      if (body.from?.type === 'agent') await requireAgent(body.from.id, principal);
       const from = body.from ?? { type: 'human' as const, id: principal.name };
       const idempotencyKey = scopedIdempotencyKey(request, principal);
       const message = { kind: 'chat', from, channel: body.channel ?? directChannel(from), text: body.text };
@@ -91,8 +93,8 @@ export function registerConversationRoutes({
       'The answer to a chat message as Server-Sent Events (the chat run stream), from the start or after `Last-Event-ID`, with no gap and no duplicate on any API process; ends with `end`; a resume at or after `end` gets 204 at once. A run stopped from outside writes no `end`: once the agent has settled the item, the stream closes with an `end` without an id whose data names the status of the item (and `error` for a dropped one). A merged message follows the item it was merged into',
     params: S.ChatItemParams,
     stream: true,
-    handler: async ({ params, request, reply }) => {
-      await requireAgent(params.agentId);
+    handler: async ({ params, principal, request, reply }) => {
+      await requireAgent(params.agentId, principal);
       const item = await db
         .selectFrom('mailbox_items')
         .select(['id', 'merged_into'])
@@ -123,8 +125,8 @@ export function registerConversationRoutes({
       "The agent's mailbox (the agent workflow's `mailbox` query): items with their triage state and result, what it is focused on, counters. An agent that never received anything has an empty, idle mailbox",
     params: S.AgentIdParams,
     response: S.MailboxResponse,
-    handler: async ({ params }) => {
-      await requireAgent(params.agentId);
+    handler: async ({ params, principal }) => {
+      await requireAgent(params.agentId, principal);
       return withTimeout('the mailbox query', () => conversations.mailbox(params.agentId)).catch((error: unknown) => {
         if (error instanceof WorkflowNotFoundError)
           return {

@@ -2,7 +2,11 @@
 import { z } from 'zod';
 import { ForkOverridesSchema, EvalCandidateSchema } from '../../activities/fork/spec';
 import { EvalError, ForkClient, ForkError } from '../../client/forks';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../schema/database';
 import { ApiError } from '../errors';
+import { evalsVisibleTo, evalVisibleTo, isPlatform, taskInOrg, taskNotFound } from '../org-walls';
+import type { ApiPrincipal } from '../tokens';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 
@@ -67,7 +71,7 @@ export function refused(error: unknown): never {
   throw error;
 }
 
-export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContext): ForkClient {
+export function registerEvalRoutes({ route, client, db, withTimeout, requireTask }: ApiContext): ForkClient {
   const forks = new ForkClient(client.temporal, db, { taskQueue: client.taskQueue });
   route({
     method: 'POST',
@@ -79,10 +83,12 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     body: ForkBody,
     response: ForkStartedResponse,
     status: 201,
-    handler: async ({ params, body, principal }) =>
-      withTimeout('starting the fork', () =>
+    handler: async ({ params, body, principal }) => {
+      await requireTask(params.taskId, principal);
+      return withTimeout('starting the fork', () =>
         forks.forkTask(params.taskId, { ...body, createdBy: principal.name }),
-      ).catch(refused),
+      ).catch(refused);
+    },
   });
   route({
     method: 'GET',
@@ -91,7 +97,10 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     summary: "A fork's tool calls one by one: replayed, executed in its own workspace, or refused",
     params: S.TaskIdParams,
     response: ReportObject,
-    handler: async ({ params }) => forks.forkReport(params.taskId).catch(refused),
+    handler: async ({ params, principal }) => {
+      await requireTask(params.taskId, principal);
+      return forks.forkReport(params.taskId).catch(refused);
+    },
   });
   route({
     method: 'POST',
@@ -102,16 +111,18 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     body: EvalBody,
     response: EvalStartedResponse,
     status: 201,
-    handler: async ({ body }) =>
-      withTimeout('starting the eval', () =>
+    handler: async ({ body, principal }) => {
+      const selection = await selectionInOrg(body, principal);
+      return withTimeout('starting the eval', () =>
         forks.startEval({
-          selection: body.taskIds ? { taskIds: body.taskIds } : { query: body.query ?? '' },
+          selection,
           candidates: body.candidates,
           ...(body.budgetUsd !== undefined ? { budgetUsd: body.budgetUsd } : {}),
           ...(body.concurrency !== undefined ? { concurrency: body.concurrency } : {}),
           ...(body.judge ? { judge: body.judge } : {}),
         }),
-      ).catch(refused),
+      ).catch(refused);
+    },
   });
   route({
     method: 'GET',
@@ -119,7 +130,7 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     scope: 'read',
     summary: 'Recent evals',
     response: z.object({ evals: z.array(ReportObject) }),
-    handler: async () => ({ evals: await forks.listEvals() }),
+    handler: async ({ principal }) => ({ evals: await evalsOf(forks, db, principal) }),
   });
   route({
     method: 'GET',
@@ -128,7 +139,79 @@ export function registerEvalRoutes({ route, client, db, withTimeout }: ApiContex
     summary: "An eval's table (per task and candidate) and totals per candidate, as stored",
     params: EvalIdParams,
     response: ReportObject,
-    handler: async ({ params }) => forks.evalTable(params.evalId).catch(refused),
+    handler: async ({ params, principal }) => {
+      return evalTableFor(forks, db, params.evalId, principal).catch(refused);
+    },
   });
+  /**
+   * What an eval of this caller replays: the tasks it names must be its organisation's (another's is
+   * unknown: 404); a Temporal list query is resolved here, inside the organisation, to the task ids it
+   * matches, so the eval workflow never lists another organisation's runs. The platform's is as given.
+   */
+  const selectionInOrg = async (
+    body: z.infer<typeof EvalBody>,
+    principal: ApiPrincipal,
+  ): Promise<{ taskIds: string[] } | { query: string }> => {
+    if (body.taskIds) {
+      if (!isPlatform(principal))
+        for (const taskId of body.taskIds) if (!(await taskInOrg(db, taskId, principal))) throw taskNotFound(taskId);
+      return { taskIds: body.taskIds };
+    }
+    const query = body.query ?? '';
+    if (isPlatform(principal) || !query.trim()) return { query };
+    const taskIds: string[] = [];
+    await withTimeout('the eval selection query', async () => {
+      for await (const wf of client.temporal.workflow.list({
+        query: `WorkflowType = 'taskWorkflow' AND OrgId = '${principal.org}' AND (${query})`,
+      })) {
+        const taskId = wf.workflowId.startsWith('task-') ? wf.workflowId.slice('task-'.length) : wf.workflowId;
+        // The query is the caller's text: the row's organisation is what decides.
+        const task = await taskInOrg(db, taskId, principal);
+        if (task && task.fork_of === null && !taskIds.includes(taskId)) taskIds.push(taskId);
+        if (taskIds.length >= EVAL_TASKS_MAX) break;
+      }
+    }).catch((error: unknown) => {
+      if (error instanceof ApiError) throw error;
+      throw new ApiError(
+        400,
+        'invalid_eval',
+        `the list query ${JSON.stringify(query)} was refused by Temporal: ${(error as Error).message}`,
+      );
+    });
+    if (taskIds.length === 0)
+      throw new ApiError(
+        400,
+        'invalid_eval',
+        `the selection ${JSON.stringify(query)} matches no recorded task (forks are left out)`,
+      );
+    return { taskIds };
+  };
   return forks;
+}
+
+/** An eval's task ids are at most this many (the body's own limit on `taskIds`). */
+const EVAL_TASKS_MAX = 500;
+/** Recent evals listed, as the CLI lists them. */
+const EVALS_LISTED = 50;
+
+const evalNotFound = (evalId: string): ApiError =>
+  new ApiError(404, 'eval_not_found', `unknown eval ${JSON.stringify(evalId)}`);
+
+/** The recent evals the principal reaches (see org-walls.ts `evalVisibleTo`). */
+export async function evalsOf(forks: ForkClient, db: Kysely<Database>, principal: ApiPrincipal) {
+  if (isPlatform(principal)) return forks.listEvals(EVALS_LISTED);
+  // Looks further back, so another organisation's busy week does not hide this one's evals.
+  const recent = await forks.listEvals(EVALS_LISTED * 20);
+  const visible = await evalsVisibleTo(
+    db,
+    recent.map((e) => e.evalId),
+    principal,
+  );
+  return recent.filter((e) => visible.has(e.evalId)).slice(0, EVALS_LISTED);
+}
+
+/** The eval's table when the principal reaches it; else the 404 of an unknown eval. */
+export async function evalTableFor(forks: ForkClient, db: Kysely<Database>, evalId: string, principal: ApiPrincipal) {
+  if (!(await evalVisibleTo(db, evalId, principal))) throw evalNotFound(evalId);
+  return forks.evalTable(evalId);
 }

@@ -3,24 +3,31 @@
  * CLI's `org upsert`, `skills` and `org announce` do, over HTTP. The stores validate (the same rules as
  * a folder) and write; their errors become 400s and 404s in api/errors.ts.
  */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../schema/database';
 import {
   ANNOUNCEMENTS_LISTED_MAX,
   findOrganisation,
   liveAnnouncements,
   upsertOrganisation,
   userFromProfile,
+  UnknownOrganisationError,
   type OrganisationSummary,
 } from '../../activities/store/organisations';
+import { orgAllows } from '../../activities/store/tenancy';
 import { listSkills, skillScope, upsertSkills, visibleSkills } from '../../activities/store/skills';
 import { agentConfig } from '../../activities/store/agents';
-import { ApiError } from '../errors';
+import { isPlatform, organisationNotFound, platformOnly, requireOwnOrganisation } from '../org-walls';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
+import type { ApiPrincipal } from '../tokens';
 
 export function registerOrganisationRoutes({ route, client, db, requireAgent }: ApiContext): void {
-  const requireOrganisation = async (name: string): Promise<OrganisationSummary> => {
+  /** The organisation when the principal reaches it (its own; any for the platform), else 404. */
+  const requireOrganisation = async (name: string, principal: ApiPrincipal): Promise<OrganisationSummary> => {
+    requireOwnOrganisation(principal, name);
     const org = await findOrganisation(db, name);
-    if (!org) throw new ApiError(404, 'organisation_not_found', `no organisation ${JSON.stringify(name)}`);
+    if (!org) throw organisationNotFound(name);
     return org;
   };
 
@@ -33,7 +40,8 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     params: S.OrgParams,
     body: S.OrganisationUpsertBody,
     response: S.OrganisationSchema,
-    handler: async ({ params, body }) => {
+    handler: async ({ params, body, principal }) => {
+      requireOwnOrganisation(principal, params.org);
       await upsertOrganisation(db, {
         name: params.org,
         context: body.context?.trim() ?? '',
@@ -46,7 +54,7 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
           body: s.body.trim(),
         })),
       });
-      return organisationJson(await requireOrganisation(params.org));
+      return organisationJson(await requireOrganisation(params.org, principal));
     },
   });
   route({
@@ -56,7 +64,7 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     summary: 'An organisation: its documents, users (handle, name) and skills (no bodies)',
     params: S.OrgParams,
     response: S.OrganisationSchema,
-    handler: async ({ params }) => organisationJson(await requireOrganisation(params.org)),
+    handler: async ({ params, principal }) => organisationJson(await requireOrganisation(params.org, principal)),
   });
 
   route({
@@ -68,7 +76,9 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     params: S.SkillNameParams,
     body: S.SharedSkillBody,
     response: S.SkillSchema,
-    handler: async ({ params, body }) => {
+    handler: async ({ params, body, principal }) => {
+      // Every organisation's agents may discover a shared skill: writing one is the platform's.
+      if (!isPlatform(principal)) throw platformOnly('a shared skill', principal);
       const skill = {
         name: params.name,
         description: body.description,
@@ -91,8 +101,8 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     summary: "Shared skills, without bodies, by name; `?org=` adds that organisation's (the scope says whose)",
     query: S.SkillsQuery,
     response: S.SkillsResponse,
-    handler: async ({ query }) => {
-      if (query.org) await requireOrganisation(query.org);
+    handler: async ({ query, principal }) => {
+      if (query.org) await requireOrganisation(query.org, principal);
       return { skills: await listSkills(db, query.org ? { org: query.org } : {}) };
     },
   });
@@ -104,8 +114,8 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
       "The skills an agent can see (its own, its organisation's, shared; the most specific of a name wins), whether each is bound, without bodies",
     params: S.AgentIdParams,
     response: S.AgentSkillsResponse,
-    handler: async ({ params }) => {
-      const agent = await requireAgent(params.agentId);
+    handler: async ({ params, principal }) => {
+      const agent = await requireAgent(params.agentId, principal);
       const skills = await visibleSkills(db, agent.id, agentConfig(agent).org);
       return {
         skills: skills.map((s) => ({
@@ -128,11 +138,16 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     body: S.AnnouncementBody,
     response: S.AnnouncementIdResponse,
     status: 201,
-    handler: async ({ body }) =>
-      client.announce(body.text, {
+    handler: async ({ body, principal }) => {
+      // An organisation's token announces to its own organisation; to every agent is the platform's.
+      if (body.org && !orgAllows(principal.org, body.org)) throw new UnknownOrganisationError(body.org);
+      else if (!isPlatform(principal))
+        throw platformOnly(`an announcement to every agent (name your organisation in "org")`, principal);
+      return client.announce(body.text, {
         ...(body.org ? { org: body.org } : {}),
         ...(body.expiresAt ? { expiresAt: new Date(body.expiresAt) } : {}),
-      }),
+      });
+    },
   });
   route({
     method: 'GET',
@@ -141,8 +156,14 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
     summary: `Live system announcements (not expired), newest first, at most ${ANNOUNCEMENTS_LISTED_MAX}; \`?org=\` for those that organisation's agents see (its own and everyone's)`,
     query: S.AnnouncementsQuery,
     response: S.AnnouncementsResponse,
-    handler: async ({ query }) => {
-      const rows = await liveAnnouncements(db, query.org ? { org: query.org } : {});
+    handler: async ({ query, principal }) => {
+      if (query.org && !orgAllows(principal.org, query.org)) throw new UnknownOrganisationError(query.org);
+      // An organisation's token sees what its agents see: its own announcements and everyone's (its
+      // organisation need not have a folder: the default one seldom has).
+      const rows =
+        query.org || isPlatform(principal)
+          ? await liveAnnouncements(db, query.org ? { org: query.org } : {})
+          : await announcementsSeenBy(db, principal.org!);
       return {
         announcements: rows.map((a) => ({
           id: a.id,
@@ -154,6 +175,25 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
       };
     },
   });
+}
+
+/** Live announcements for everyone and for `org`, newest first (as `liveAnnouncements` lists them). */
+async function announcementsSeenBy(db: Kysely<Database>, org: string) {
+  const rows = await db
+    .selectFrom('announcements')
+    .selectAll()
+    .where((w) => w.or([w('org', 'is', null), w('org', '=', org)]))
+    .where((w) => w.or([w('expires_at', 'is', null), w('expires_at', '>', sql<Date>`now()`)]))
+    .orderBy('id', 'desc')
+    .limit(ANNOUNCEMENTS_LISTED_MAX)
+    .execute();
+  return rows.map((r) => ({
+    id: String(r.id),
+    text: r.text,
+    org: r.org,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  }));
 }
 
 function organisationJson(org: OrganisationSummary) {

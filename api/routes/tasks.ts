@@ -1,18 +1,20 @@
 /** `/v1/tasks`: start, status, usage, the timeline and the text as SSE, cancel, pause, resume, comment, review. */
 import type { Kysely } from 'kysely';
 import { findTask } from '../../activities/store/tasks';
+import { findTaskInOrg } from '../../activities/store/tenancy';
 import { usageTotals } from '../../activities/llm/usage';
 import type { Database } from '../../schema/database';
 import { BudgetDecisionRejectedError, DeliveryRejectedError } from '../../client';
 import { isTerminal, type TaskState } from '../../workflows/rules/task-state';
 import { ApiError } from '../errors';
+import { taskNotFound } from '../org-walls';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 import { openSse, resumeAfter, streamEnded } from '../sse';
 import { followTaskText, readTaskEvents, taskTextEnded, type TaskEventHub } from '../streams';
 
 export function registerTaskRoutes(
-  { route, client, db, databaseUrl, runStreams, withTimeout, requireTask, signalTask }: ApiContext,
+  { route, client, db, databaseUrl, runStreams, withTimeout, requireAgent, requireTask, signalTask }: ApiContext,
   events: TaskEventHub,
 ): void {
   const streamSource: { db: Kysely<Database>; connectionString?: string } = {
@@ -28,6 +30,11 @@ export function registerTaskRoutes(
     response: S.StartTaskResponse,
     status: 201,
     handler: async ({ body, principal }) => {
+      // Another organisation's agent is unknown here; a parent or a dependency must be of the agent's own.
+      const agent = await requireAgent(body.agentId, principal);
+      for (const linked of [...(body.parentTaskId ? [body.parentTaskId] : []), ...(body.dependsOn ?? [])])
+        if (!(await findTaskInOrg(db, linked, agent.org))) throw taskNotFound(linked);
+      // Task ids are one namespace across organisations: a taken id says only that it is taken.
       if (body.taskId && (await findTask(db, body.taskId)))
         throw new ApiError(409, 'task_exists', `task ${body.taskId} already exists; omit taskId for a fresh one`);
       const { taskId, workflowId } = await withTimeout('starting the task', () =>
@@ -43,8 +50,8 @@ export function registerTaskRoutes(
     summary: 'Live status (the workflow `status` query; the stored row once the workflow is gone)',
     params: S.TaskIdParams,
     response: S.TaskStatusSchema,
-    handler: async ({ params }) => {
-      await requireTask(params.taskId);
+    handler: async ({ params, principal }) => {
+      await requireTask(params.taskId, principal);
       return withTimeout('the status query', () => client.getStatus(params.taskId));
     },
   });
@@ -55,8 +62,8 @@ export function registerTaskRoutes(
     summary: "A task's LLM tokens, cost and call count",
     params: S.TaskIdParams,
     response: S.UsageResponse,
-    handler: async ({ params }) => {
-      await requireTask(params.taskId);
+    handler: async ({ params, principal }) => {
+      await requireTask(params.taskId, principal);
       return usageTotals(db, { taskId: params.taskId });
     },
   });
@@ -70,8 +77,8 @@ export function registerTaskRoutes(
     query: S.EventsQuery,
     response: S.EventsResponse,
     stream: true,
-    handler: async ({ params, query, request, reply }) => {
-      const task = await requireTask(params.taskId);
+    handler: async ({ params, query, principal, request, reply }) => {
+      const task = await requireTask(params.taskId, principal);
       const after = resumeAfter(request, query.after ?? 0);
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {
         return { events: await readTaskEvents(db, params.taskId, after) };
@@ -104,8 +111,8 @@ export function registerTaskRoutes(
       "The LLM's text as it streams (Server-Sent Events), read from the task's stored run stream: each event's id is its sequence number in the stream, so `Last-Event-ID` resumes with no gap and no duplicate on any API process. Events: `delta` (`text`), `step-start`, `step-end`, `rewind` (an attempt that died mid-stream: drop the text of the deltas `data.fromSeq`..`data.toSeq`, the retry writes it again), then `end` once the task is finished; a reconnect after the last event of a finished task gets 204",
     params: S.TaskIdParams,
     stream: true,
-    handler: async ({ params, request, reply }) => {
-      const task = await requireTask(params.taskId);
+    handler: async ({ params, principal, request, reply }) => {
+      const task = await requireTask(params.taskId, principal);
       const after = resumeAfter(request);
       if (await taskTextEnded(db, params.taskId, task.state, after)) return streamEnded(reply);
       const sse = openSse(request, reply);
@@ -121,7 +128,8 @@ export function registerTaskRoutes(
     params: S.TaskIdParams,
     response: S.AcceptedResponse,
     status: 202,
-    handler: async ({ params }) => signalTask(params.taskId, 'cancellation', () => client.cancel(params.taskId)),
+    handler: async ({ params, principal }) =>
+      signalTask(params.taskId, principal, 'cancellation', () => client.cancel(params.taskId)),
   });
   route({
     method: 'POST',
@@ -132,8 +140,8 @@ export function registerTaskRoutes(
     body: S.PauseBody,
     response: S.AcceptedResponse,
     status: 202,
-    handler: async ({ params, body }) =>
-      signalTask(params.taskId, 'a pause', () => client.pause(params.taskId, body.reason)),
+    handler: async ({ params, body, principal }) =>
+      signalTask(params.taskId, principal, 'a pause', () => client.pause(params.taskId, body.reason)),
   });
   route({
     method: 'POST',
@@ -143,7 +151,8 @@ export function registerTaskRoutes(
     params: S.TaskIdParams,
     response: S.AcceptedResponse,
     status: 202,
-    handler: async ({ params }) => signalTask(params.taskId, 'a resume', () => client.resume(params.taskId)),
+    handler: async ({ params, principal }) =>
+      signalTask(params.taskId, principal, 'a resume', () => client.resume(params.taskId)),
   });
   route({
     method: 'POST',
@@ -156,7 +165,7 @@ export function registerTaskRoutes(
     response: S.CommentResponse,
     status: 202,
     handler: async ({ params, body, principal }) => {
-      const task = await requireTask(params.taskId);
+      const task = await requireTask(params.taskId, principal);
       if (isTerminal(task.state as TaskState))
         throw new ApiError(409, 'task_finished', `task ${params.taskId} is ${task.state}; it no longer takes comments`);
       const { itemId, mentioned } = await withTimeout('delivering the comment', () =>
@@ -176,8 +185,8 @@ export function registerTaskRoutes(
       "The task tree's spend per node (its round and each sub-agent) and in total, its limit, and whether it holds for a decision (the `budget` query)",
     params: S.TaskIdParams,
     response: S.BudgetReportSchema,
-    handler: async ({ params }) => {
-      await requireTask(params.taskId);
+    handler: async ({ params, principal }) => {
+      await requireTask(params.taskId, principal);
       return withTimeout('the budget query', () => client.getBudget(params.taskId));
     },
   });
@@ -191,7 +200,7 @@ export function registerTaskRoutes(
     body: S.BudgetDecisionBody,
     response: S.RecordedBudgetDecisionSchema,
     handler: async ({ params, body, principal }) => {
-      const task = await requireTask(params.taskId);
+      const task = await requireTask(params.taskId, principal);
       if (isTerminal(task.state as TaskState))
         throw new ApiError(
           409,
@@ -217,10 +226,10 @@ export function registerTaskRoutes(
     response: S.AcceptedResponse,
     status: 202,
     handler: async ({ params, body, principal }) => {
-      const task = await requireTask(params.taskId);
+      const task = await requireTask(params.taskId, principal);
       if (task.state !== 'review')
         throw new ApiError(409, 'not_in_review', `task ${params.taskId} is ${task.state}, not waiting for review`);
-      return signalTask(params.taskId, 'a review decision', () =>
+      return signalTask(params.taskId, principal, 'a review decision', () =>
         client.review(params.taskId, { ...body, decidedBy: principal.name }),
       );
     },

@@ -1,15 +1,24 @@
 /** Shared by the API tests: an API server in front of a harness, with one token per scope. */
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { buildApi, type ApiOptions, type ApiServer } from '../../api/server';
 import { createToken, type TokenScope } from '../../api/tokens';
+import { PLATFORM } from '../../activities/store/tenancy';
 import type { Harness } from '../support/harness';
 import { checkContract, recordResponses } from './contract';
 
 export interface TestApi {
   url: string;
   app: ApiServer;
+  /** One token per scope, each acting for the default organisation (as every token did before organisations). */
   tokens: Record<TokenScope, string>;
+  /** A platform token (scope operator, organisation null): the only one that reaches every organisation. */
+  platformToken: string;
+  /** Tokens of another organisation, made on demand and kept per organisation and scope. */
+  orgToken(org: string, scope?: TokenScope): Promise<string>;
   /** The tokens' names (what the API records as `createdBy`, `from`, `decidedBy`). */
   tokenNames: Record<TokenScope, string>;
   /** A request with a token (default operator) and a JSON body. */
@@ -37,11 +46,14 @@ export async function startTestApi(
       done();
     },
   });
+  const workspaceRoot = mkdtempSync(path.join(os.tmpdir(), 'da-api-ws-'));
   const app = await buildApi({
     client: h.client,
     db: h.db.db,
     databaseUrl: h.db.url,
-    workspaceRoot: h.workspaceDir,
+    // Beside the harness's folder, which tests give agents as their workspace: a workspace root, or a
+    // folder that contains one, cannot be an agent's workspace (activities/store/workspace-roots.ts).
+    workspaceRoot,
     logger: { stream, where: 'the test log', level: 'error' },
     ...options,
   });
@@ -56,10 +68,19 @@ export async function startTestApi(
     service: (await createToken(h.db.db, tokenNames.service, 'service')).token,
     read: (await createToken(h.db.db, tokenNames.read, 'read')).token,
   };
+  const platformToken = (await createToken(h.db.db, `platform-${suffix}`, 'operator', { org: PLATFORM })).token;
+  const orgTokens = new Map<string, string>();
   return {
     url,
     app,
     tokens,
+    platformToken,
+    async orgToken(org, scope = 'operator') {
+      const key = `${org}/${scope}`;
+      if (!orgTokens.has(key))
+        orgTokens.set(key, (await createToken(h.db.db, `${scope}-${org}-${suffix}`, scope, { org })).token);
+      return orgTokens.get(key)!;
+    },
     tokenNames,
     async call(method, path, opts = {}) {
       const token = opts.token === undefined ? tokens.operator : opts.token;
@@ -86,6 +107,7 @@ export async function startTestApi(
         await checkContract(url, responses);
       } finally {
         await app.close();
+        rmSync(workspaceRoot, { recursive: true, force: true });
       }
     },
   };

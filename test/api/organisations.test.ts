@@ -41,12 +41,18 @@ describe('HTTP API: organisations, skills and announcements', () => {
     ]);
   };
 
+  /** This file manages several organisations: the platform's token by default, a read token of `org` to read. */
+  let readToken: string;
+  const call: TestApi['call'] = (method, path, options = {}) =>
+    api.call(method, path, { token: api.platformToken, ...options });
+
   beforeAll(async () => {
     api = await startTestApi(h);
+    readToken = await api.orgToken(org, 'read');
   });
 
   test('PUT then GET an organisation; a second PUT replaces its users and skills', async () => {
-    const put = await api.call('PUT', `/v1/organisations/${org}`, {
+    const put = await call('PUT', `/v1/organisations/${org}`, {
       body: {
         context: '  Acme builds data pipelines.  ',
         announcements: 'Code freeze on Fridays.',
@@ -81,7 +87,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
       updatedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     };
     expect(put.body).toEqual(expected);
-    const get = await api.call('GET', `/v1/organisations/${org}`, { token: api.tokens.read });
+    const get = await call('GET', `/v1/organisations/${org}`, { token: readToken });
     expect([get.status, get.body]).toEqual([200, expected]);
     // What the prompt reads: the profile text is stored as given.
     const profile = await h.db.db
@@ -92,7 +98,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
       .executeTakeFirstOrThrow();
     expect(profile.profile_md).toBe('# Hana Ito\nPrefers numbers.');
 
-    const replaced = await api.call('PUT', `/v1/organisations/${org}`, {
+    const replaced = await call('PUT', `/v1/organisations/${org}`, {
       body: {
         context: 'Acme builds data pipelines.',
         users: [{ handle: 'cy', profile: 'New here.' }],
@@ -116,7 +122,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
   });
 
   test("a shared skill is listed; ?org= adds the organisation's; an agent of the organisation sees both, bound ones marked", async () => {
-    const put = await api.call('PUT', `/v1/skills/${sharedSkill}`, {
+    const put = await call('PUT', `/v1/skills/${sharedSkill}`, {
       body: {
         description: 'Summarise meeting notes for the weekly digest',
         category: 'writing',
@@ -132,7 +138,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
         scope: 'shared',
       },
     ]);
-    await api.call('PUT', `/v1/organisations/${org}`, {
+    await call('PUT', `/v1/organisations/${org}`, {
       body: {
         skills: [
           { name: 'csv-import', description: 'Import CSV files', body: 'Check the header.' },
@@ -141,7 +147,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
       },
     });
 
-    const shared = await api.call('GET', '/v1/skills', { token: api.tokens.read });
+    const shared = await call('GET', '/v1/skills', { token: readToken });
     expect(shared.status).toBe(200);
     expect(shared.body.skills).toContainEqual({
       name: sharedSkill,
@@ -151,7 +157,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
     });
     expect(shared.body.skills.filter((s: { scope: string }) => s.scope !== 'shared')).toEqual([]);
     expect(JSON.stringify(shared.body)).not.toContain('Lead with decisions.');
-    const withOrg = await api.call('GET', `/v1/skills?org=${org}`, { token: api.tokens.read });
+    const withOrg = await call('GET', `/v1/skills?org=${org}`, { token: readToken });
     expect(withOrg.body.skills).toEqual(
       expect.arrayContaining([
         { name: 'csv-import', description: 'Import CSV files', category: '', scope: `org:${org}` },
@@ -163,11 +169,11 @@ describe('HTTP API: organisations, skills and announcements', () => {
 
     // An agent joins the organisation and binds one organisation skill and the shared one.
     const agentId = `analyst-${suffix}`;
-    const agent = await api.call('PUT', `/v1/agents/${agentId}`, {
+    const agent = await call('PUT', `/v1/agents/${agentId}`, {
       body: agentBody({ org, skills: ['csv-import', sharedSkill] }),
     });
     expect([agent.status, agent.body.config]).toEqual([200, { org, skills: ['csv-import', sharedSkill] }]);
-    const visible = await api.call('GET', `/v1/agents/${agentId}/skills`, { token: api.tokens.read });
+    const visible = await call('GET', `/v1/agents/${agentId}/skills`, { token: readToken });
     expect(visible.status).toBe(200);
     const mine = visible.body.skills.filter((s: { name: string }) =>
       ['csv-import', 'etl-checks', sharedSkill].includes(s.name),
@@ -185,14 +191,14 @@ describe('HTTP API: organisations, skills and announcements', () => {
     ]);
     expect(visible.body.skills.every((s: Record<string, unknown>) => !('body' in s))).toBe(true);
     // Another organisation's skills stay out of this agent's view.
-    await api.call('PUT', `/v1/organisations/${otherOrg}`, {
+    await call('PUT', `/v1/organisations/${otherOrg}`, {
       body: { skills: [{ name: `rival-${suffix}`, description: 'Rival skill', body: 'x' }] },
     });
-    const again = await api.call('GET', `/v1/agents/${agentId}/skills`, { token: api.tokens.read });
+    const again = await call('GET', `/v1/agents/${agentId}/skills`, { token: readToken });
     expect(again.body.skills.map((s: { name: string }) => s.name)).not.toContain(`rival-${suffix}`);
 
     // Binding a skill the agent cannot see is refused with the store's message, not a 500.
-    const unseen = await api.call('PUT', `/v1/agents/${agentId}`, {
+    const unseen = await call('PUT', `/v1/agents/${agentId}`, {
       body: agentBody({ org, skills: [`rival-${suffix}`] }),
     });
     expectError(
@@ -204,9 +210,9 @@ describe('HTTP API: organisations, skills and announcements', () => {
   });
 
   test('announcements: posted per organisation, listed newest first, filtered by organisation, gone once expired', async () => {
-    await api.call('PUT', `/v1/organisations/${org}`, { body: { context: 'Acme.' } });
-    await api.call('PUT', `/v1/organisations/${otherOrg}`, { body: { context: 'Globex.' } });
-    const post = (body: Record<string, unknown>) => api.call('POST', '/v1/announcements', { body });
+    await call('PUT', `/v1/organisations/${org}`, { body: { context: 'Acme.' } });
+    await call('PUT', `/v1/organisations/${otherOrg}`, { body: { context: 'Globex.' } });
+    const post = (body: Record<string, unknown>) => call('POST', '/v1/announcements', { body });
     const first = await post({ text: 'Maintenance tonight.', org });
     expect([first.status, first.body]).toEqual([201, { id: expect.stringMatching(/^\d+$/) }]);
     const expiresAt = new Date(Date.now() + 5_000).toISOString();
@@ -224,7 +230,7 @@ describe('HTTP API: organisations, skills and announcements', () => {
     const mineOnly = (body: { announcements: Array<{ id: string }> }, ids: string[]) =>
       body.announcements.filter((a) => ids.includes(a.id));
     const ids = [first, soon, expired, other, expiredForAll].map((r) => r.body.id as string);
-    const forOrg = await api.call('GET', `/v1/announcements?org=${org}`, { token: api.tokens.read });
+    const forOrg = await call('GET', `/v1/announcements?org=${org}`, { token: readToken });
     expect(forOrg.status).toBe(200);
     expect(mineOnly(forOrg.body, ids)).toEqual([
       {
@@ -236,12 +242,13 @@ describe('HTTP API: organisations, skills and announcements', () => {
       },
       { id: first.body.id, text: 'Maintenance tonight.', org, createdAt: expect.any(String), expiresAt: null },
     ]);
-    const all = await api.call('GET', '/v1/announcements', { token: api.tokens.read });
+    // The platform sees every organisation's.
+    const all = await call('GET', '/v1/announcements');
     expect(mineOnly(all.body, ids).map((a) => a.id)).toEqual([other.body.id, soon.body.id, first.body.id]);
 
     await eventually(
       async () => {
-        const now = await api.call('GET', `/v1/announcements?org=${org}`, { token: api.tokens.read });
+        const now = await call('GET', `/v1/announcements?org=${org}`, { token: readToken });
         return (
           mineOnly(now.body, ids)
             .map((a) => a.id)
@@ -256,20 +263,20 @@ describe('HTTP API: organisations, skills and announcements', () => {
   test('bad input answers 400/404 naming the problem, and writes nothing', async () => {
     const fresh = `fresh-${suffix}`;
     expectError(
-      await api.call('PUT', '/v1/organisations/Bad%20Name', { body: {} }),
+      await call('PUT', '/v1/organisations/Bad%20Name', { body: {} }),
       400,
       'invalid_request',
       /^path\.org: an organisation name is 1-63 lowercase/,
     );
     expectError(
-      await api.call('PUT', `/v1/organisations/${fresh}`, {
+      await call('PUT', `/v1/organisations/${fresh}`, {
         body: { context: 'x'.repeat(ORG_DOCUMENT_MAX_CHARS + 1) },
       }),
       400,
       'invalid_request',
       new RegExp(`context \\(CONTEXT.md\\) is longer than ${ORG_DOCUMENT_MAX_CHARS} characters`),
     );
-    const many = await api.call('PUT', `/v1/organisations/${fresh}`, {
+    const many = await call('PUT', `/v1/organisations/${fresh}`, {
       body: {
         users: [
           ...Array.from({ length: ORG_USERS_MAX }, (_, i) => ({ handle: `u${i}`, profile: 'p' })),
@@ -291,14 +298,14 @@ describe('HTTP API: organisations, skills and announcements', () => {
       expect(many.body.error.message).toContain(problem);
     }
     expectError(
-      await api.call('PUT', `/v1/organisations/${fresh}`, { body: { users: [{ handle: 'x' }] } }),
+      await call('PUT', `/v1/organisations/${fresh}`, { body: { users: [{ handle: 'x' }] } }),
       400,
       'invalid_request',
       /^body\.users\.0\.profile: /,
     );
     // Nothing of the refused requests was written.
     expectError(
-      await api.call('GET', `/v1/organisations/${fresh}`, { token: api.tokens.read }),
+      await call('GET', `/v1/organisations/${fresh}`, { token: readToken }),
       404,
       'organisation_not_found',
       new RegExp(`no organisation "${fresh}"`),
@@ -308,14 +315,14 @@ describe('HTTP API: organisations, skills and announcements', () => {
     ).toBeUndefined();
 
     expectError(
-      await api.call('PUT', '/v1/skills/Bad_Name', { body: { description: 'd', body: 'b' } }),
+      await call('PUT', '/v1/skills/Bad_Name', { body: { description: 'd', body: 'b' } }),
       400,
       'invalid_request',
       /^path\.name: a skill name is 1-64 lowercase/,
     );
     const blank = `blank-${suffix}`;
     expectError(
-      await api.call('PUT', `/v1/skills/${blank}`, { body: { description: '  ', body: 'b' } }),
+      await call('PUT', `/v1/skills/${blank}`, { body: { description: '  ', body: 'b' } }),
       400,
       'invalid_request',
       new RegExp(`invalid skill "${blank}" \\(shared\\): description: missing`),
@@ -324,45 +331,45 @@ describe('HTTP API: organisations, skills and announcements', () => {
       await h.db.db.selectFrom('skills').select('name').where('name', '=', blank).executeTakeFirst(),
     ).toBeUndefined();
     expectError(
-      await api.call('GET', `/v1/skills?org=${fresh}`, { token: api.tokens.read }),
+      await call('GET', `/v1/skills?org=${fresh}`, { token: readToken }),
       404,
       'organisation_not_found',
       /no organisation/,
     );
 
     expectError(
-      await api.call('POST', '/v1/announcements', { body: { text: 'Hello', org: fresh } }),
+      await call('POST', '/v1/announcements', { body: { text: 'Hello', org: fresh } }),
       404,
       'organisation_not_found',
       new RegExp(`unknown organisation "${fresh}": load it first`),
     );
     expectError(
-      await api.call('POST', '/v1/announcements', { body: { text: '   ', org } }),
+      await call('POST', '/v1/announcements', { body: { text: '   ', org } }),
       400,
       'invalid_request',
       /^an announcement needs text$/,
     );
     expectError(
-      await api.call('POST', '/v1/announcements', { body: { text: 'x'.repeat(ANNOUNCEMENT_MAX_CHARS + 1), org } }),
+      await call('POST', '/v1/announcements', { body: { text: 'x'.repeat(ANNOUNCEMENT_MAX_CHARS + 1), org } }),
       400,
       'invalid_request',
       new RegExp(`^an announcement is at most ${ANNOUNCEMENT_MAX_CHARS} characters$`),
     );
     expectError(
-      await api.call('POST', '/v1/announcements', { body: { text: 'Hi', org, expiresAt: 'tomorrow' } }),
+      await call('POST', '/v1/announcements', { body: { text: 'Hi', org, expiresAt: 'tomorrow' } }),
       400,
       'invalid_request',
       /^body\.expiresAt: expiresAt must be an ISO 8601 date-time/,
     );
     expectError(
-      await api.call('GET', `/v1/announcements?org=${fresh}`, { token: api.tokens.read }),
+      await call('GET', `/v1/announcements?org=${fresh}`, { token: readToken }),
       404,
       'organisation_not_found',
       /unknown organisation/,
     );
 
     expectError(
-      await api.call('GET', `/v1/agents/no-such-agent-${suffix}/skills`, { token: api.tokens.read }),
+      await call('GET', `/v1/agents/no-such-agent-${suffix}/skills`, { token: readToken }),
       404,
       'agent_not_found',
       /no agent "no-such-agent-/,
@@ -370,24 +377,19 @@ describe('HTTP API: organisations, skills and announcements', () => {
   });
 
   test('a read token reads but cannot write (403); the OpenAPI document lists the routes', async () => {
-    await api.call('PUT', `/v1/organisations/${org}`, { body: { context: 'Acme.' } });
+    await call('PUT', `/v1/organisations/${org}`, { body: { context: 'Acme.' } });
     for (const [method, path, body] of [
       ['PUT', `/v1/organisations/${org}`, {}],
       ['PUT', `/v1/skills/${sharedSkill}`, { description: 'd', body: 'b' }],
       ['POST', '/v1/announcements', { text: 'Hi', org }],
     ] as const) {
-      const refused = await api.call(method, path, { token: api.tokens.read, body });
+      const refused = await call(method, path, { token: readToken, body });
       expectError(refused, 403, 'forbidden', /this needs a token with scope "operator"/);
-      expectError(
-        await api.call(method, path, { token: api.tokens.service, body }),
-        403,
-        'forbidden',
-        /scope "operator"/,
-      );
+      expectError(await call(method, path, { token: api.tokens.service, body }), 403, 'forbidden', /scope "operator"/);
     }
-    expect((await api.call('GET', `/v1/organisations/${org}`, { token: api.tokens.read })).body.context).toBe('Acme.');
+    expect((await call('GET', `/v1/organisations/${org}`, { token: readToken })).body.context).toBe('Acme.');
 
-    const { body } = await api.call('GET', '/v1/openapi.json', { token: api.tokens.read });
+    const { body } = await call('GET', '/v1/openapi.json', { token: readToken });
     for (const [path, methods] of [
       ['/v1/organisations/{org}', ['get', 'put']],
       ['/v1/skills/{name}', ['put']],

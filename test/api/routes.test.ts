@@ -36,6 +36,8 @@ describe('HTTP API: auth and bad input on every route', () => {
     scope: 'read' | 'service' | 'operator';
     body?: unknown;
     task?: boolean;
+    /** Concerns every organisation: the right scope passes only with the platform token. */
+    platform?: boolean;
   }> => [
     { method: 'GET', path: '/metrics', scope: 'read' },
     { method: 'GET', path: '/v1/agents', scope: 'read' },
@@ -87,7 +89,13 @@ describe('HTTP API: auth and bad input on every route', () => {
       body: { users: [{ handle: 'not a handle', profile: 'x' }] },
     },
     { method: 'GET', path: '/v1/skills', scope: 'read' },
-    { method: 'PUT', path: '/v1/skills/no-such-skill', scope: 'operator', body: { description: '', body: 'x' } },
+    {
+      method: 'PUT',
+      path: '/v1/skills/no-such-skill',
+      scope: 'operator',
+      body: { description: '', body: 'x' },
+      platform: true,
+    },
     { method: 'GET', path: `/v1/agents/${agentId}/skills`, scope: 'read' },
     // An unknown organisation: even a request that got through would post nothing to every agent.
     {
@@ -157,7 +165,8 @@ describe('HTTP API: auth and bad input on every route', () => {
         expectError(refused, 403, 'forbidden');
         expect(refused.body.error.message).toContain(`scope "${route.scope}"`);
       }
-      const allowed = await api.call(route.method, route.path, { token: api.tokens[route.scope], body: route.body });
+      const token = route.platform ? api.platformToken : api.tokens[route.scope];
+      const allowed = await api.call(route.method, route.path, { token, body: route.body });
       expect([route.path, [401, 403].includes(allowed.status)]).toEqual([route.path, false]);
       // Nothing polls this test's task queue: end the workflow the start route began.
       if (allowed.status === 201) await h.client.handle(allowed.body.taskId).terminate('test cleanup');

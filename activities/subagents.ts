@@ -2,7 +2,7 @@ import type { ActivityDeps } from './deps';
 import { findMessage } from './store/sessions';
 import { assistantMessageKey } from './tools/execute';
 import type { TextBlock } from './llm/types';
-import { usageTotals } from './llm/usage';
+import { budgetTreeCostUsd } from './store/task-budget';
 
 /** Activities of the sub-agent workflow. */
 export function createSubagentActivities(deps: ActivityDeps) {
@@ -19,9 +19,12 @@ export function createSubagentActivities(deps: ActivityDeps) {
       return text.slice(0, input.maxChars);
     },
 
-    /** What a task's LLM calls cost so far, sub-agents included: what a new round's tree has already spent. */
+    /**
+     * What a task's LLM calls cost so far, sub-agents included, and those of every task created under
+     * its budget (store/task-budget.ts): what a new round's tree has already spent.
+     */
     async taskCostUsd(input: { taskId: string }): Promise<number> {
-      return (await usageTotals(db, { taskId: input.taskId })).costUsd;
+      return budgetTreeCostUsd(db, input.taskId);
     },
   };
 }

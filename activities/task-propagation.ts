@@ -25,14 +25,21 @@ const CASCADES = new Set(['cancelled', 'rejected']);
 export async function startTaskWorkflow(
   client: Client,
   taskQueue: string,
-  task: { id: string; agentId: string; title: string },
+  /** `costBudgetUsd`: the task's cost budget (a budget child's grant, store/task-budget.ts); absent: none. */
+  task: { id: string; agentId: string; title: string; costBudgetUsd?: number },
 ): Promise<{ workflowId: string; started: boolean }> {
   const workflowId = taskWorkflowId(task.id);
   try {
     await client.workflow.start('taskWorkflow', {
       workflowId,
       taskQueue,
-      args: [{ taskId: task.id, agentId: task.agentId }],
+      args: [
+        {
+          taskId: task.id,
+          agentId: task.agentId,
+          ...(task.costBudgetUsd !== undefined ? { costBudgetUsd: task.costBudgetUsd } : {}),
+        },
+      ],
       typedSearchAttributes: [
         { key: AgentIdSearchAttribute, value: task.agentId },
         { key: TaskIdSearchAttribute, value: task.id },

@@ -51,6 +51,10 @@ export interface TasksTable {
   fork_of: ColumnType<string | null, string | null | undefined, string | null>;
   /** The assignee's organisation, stamped by a trigger on insert and moved with the agent: never written. */
   org: ColumnType<string, never, never>;
+  /** The task whose cost budget this one draws on (the agent's task that created it); its spend counts there. */
+  budget_parent_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The budget granted at creation (its budget ancestors' remaining then), USD; null: none. */
+  cost_budget_usd: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** `task_id` stays blocked until `depends_on` is completed. */

@@ -7,6 +7,8 @@ import { channelSessionId } from '../../workflows/agent-contract';
 import { GROUP_NAME_PATTERN, groupChannel } from '../../workflows/rules/group';
 import { MAILBOX_TEXT_MAX_CHARS } from '../../workflows/rules/mailbox';
 import { createGroup, postGroupMessage } from './group';
+import { findAgentInOrg } from '../store/tenancy';
+import { agentWorkRefusal } from '../store/work-policy';
 import { FailureType } from '../../workflows/failure-types';
 
 /** Groups listed by agent_list_group_chats: more than an agent is in for any real team setup. */
@@ -37,6 +39,8 @@ export const agentSendGroupMessage = defineTool({
   summarize: (a) => `agent_send_group_message → group:${a.group}: ${a.text.slice(0, 100)}`,
   run: async (args, ctx) =>
     asToolError(async () => {
+      // A group the agent is not in reads as one that does not exist, whichever organisation it is in.
+      if (!(await isGroupMember(ctx, args.group))) return noSuchGroup(args.group);
       const answering = await answeredGroupMessage(ctx, args.group);
       const activity = Context.current();
       const outcome = await postGroupMessage(ctx.db, activity.client, activity.info.taskQueue, {
@@ -122,7 +126,26 @@ export const agentCreateGroupChat = defineTool({
         ...args.agents.map((id) => ({ type: 'agent' as const, id })),
         ...(args.humans ?? []).map((id) => ({ type: 'human' as const, id })),
       ];
-      await createGroup(ctx.db, { name: args.name, createdBy: `agent:${ctx.agentId}`, members });
+      // Adding an agent to a group lets this agent address it there: its policy decides, as for a message.
+      const me = await findAgentInOrg(ctx.db, ctx.agentId, ctx.org);
+      for (const id of args.agents) {
+        const agent = await findAgentInOrg(ctx.db, id, ctx.org);
+        if (!agent) return { content: `Not created: unknown agent ${JSON.stringify(id)}.`, isError: true };
+        const refusal = me ? agentWorkRefusal(agent, me) : undefined;
+        if (refusal) return { content: `Not created: ${refusal}; a human can add it to a group.`, isError: true };
+      }
+      // A name is unique across organisations: a taken one is refused in the same words wherever it is.
+      const taken = await ctx.db
+        .selectFrom('group_channels')
+        .select('name')
+        .where('name', '=', args.name)
+        .executeTakeFirst();
+      if (taken)
+        return {
+          content: `Not created: the group name ${JSON.stringify(args.name)} is taken; choose another.`,
+          isError: true,
+        };
+      await createGroup(ctx.db, { name: args.name, createdBy: `agent:${ctx.agentId}`, members, org: ctx.org });
       return { content: `Created ${groupChannel(args.name)} with ${members.map((m) => m.id).join(', ')}.` };
     }),
 });
@@ -133,9 +156,11 @@ export const agentListColleagues = defineTool({
   schema: z.object({}).strict(),
   sideEffecting: false,
   run: async (_args, ctx) => {
+    // Colleagues are the agents of the caller's organisation; no other organisation's agent is named.
     const rows = await ctx.db
       .selectFrom('agents')
       .select(['id', 'name', 'description'])
+      .where('org', '=', ctx.org)
       .where('id', '!=', ctx.agentId)
       .orderBy('name')
       .orderBy('id')
@@ -172,6 +197,26 @@ async function answeredGroupMessage(ctx: ToolContext, group: string): Promise<st
     .orderBy('updated_at', 'desc')
     .executeTakeFirst();
   return item?.reply_to ?? undefined;
+}
+
+/** Whether the calling agent is a member of the group (a group it is not in does not exist for it). */
+async function isGroupMember(ctx: ToolContext, group: string): Promise<boolean> {
+  const row = await ctx.db
+    .selectFrom('group_members')
+    .select('group_name')
+    .where('group_name', '=', group)
+    .where('member_type', '=', 'agent')
+    .where('member_id', '=', ctx.agentId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The answer for a group the agent is not a member of, whether or not it exists anywhere. */
+function noSuchGroup(group: string): ToolOutput {
+  return {
+    content: `Not posted: you are in no group chat ${JSON.stringify(group)}. agent_list_group_chats lists yours.`,
+    isError: true,
+  };
 }
 
 /** A refused group operation (unknown group, not a member, bad name) becomes an error the model reads. */

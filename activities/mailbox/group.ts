@@ -14,7 +14,7 @@ import {
   type GroupMember,
   type GroupRecipient,
 } from '../../workflows/rules/group';
-import { findAgent } from '../store/agents';
+import { findAgentInOrg, PLATFORM, type OrgScope } from '../store/tenancy';
 import { FailureType } from '../../workflows/failure-types';
 import { deliverToAgent } from './deliver-to-agent';
 import { groupPrompt } from '../../prompts/conversation';
@@ -36,10 +36,15 @@ export type GroupPostOutcome = { posted: true; message: GroupMessageView } | { p
 const groupProblem = (message: string): ApplicationFailure =>
   ApplicationFailure.nonRetryable(message, FailureType.InvalidGroup);
 
-/** Creates a group channel with its members (agents must exist). Refuses a name in use or bad members. */
+/**
+ * Creates a group channel with its members (agents must exist). Refuses a name in use or bad members.
+ * A group belongs to one organisation, its agents': agents of two organisations are refused, and with
+ * `org` (an agent's or a token's scope) an agent outside it is refused as unknown, the same words as an
+ * agent that does not exist. Posting needs membership, so a group is walled by who could join it.
+ */
 export async function createGroup(
   db: Kysely<Database>,
-  input: { name: string; createdBy: string; members: GroupMember[] },
+  input: { name: string; createdBy: string; members: GroupMember[]; org?: OrgScope },
 ): Promise<void> {
   if (!GROUP_NAME_PATTERN.test(input.name))
     throw groupProblem(
@@ -49,11 +54,19 @@ export async function createGroup(
   if (members.filter((m) => m.type === 'agent').length === 0) throw groupProblem('a group needs at least one agent');
   if (members.length > GROUP_MAX_MEMBERS)
     throw groupProblem(`a group has at most ${GROUP_MAX_MEMBERS} members (got ${members.length})`);
+  const orgs = new Set<string>();
   for (const m of members) {
     if (!['agent', 'human'].includes(m.type) || !m.id?.trim())
       throw groupProblem('members are { type: "agent" | "human", id }');
-    if (m.type === 'agent' && !(await findAgent(db, m.id))) throw groupProblem(`unknown agent ${JSON.stringify(m.id)}`);
+    if (m.type !== 'agent') continue;
+    const agent = await findAgentInOrg(db, m.id, input.org ?? PLATFORM);
+    if (!agent) throw groupProblem(`unknown agent ${JSON.stringify(m.id)}`);
+    orgs.add(agent.org);
   }
+  if (orgs.size > 1)
+    throw groupProblem(
+      `a group's agents are of one organisation; these are of ${[...orgs].sort().join(', ')}: make one group per organisation`,
+    );
   await db.transaction().execute(async (trx) => {
     const existing = await trx
       .selectFrom('group_channels')

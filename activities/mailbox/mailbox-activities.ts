@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import { unknownAgent } from '../errors';
 import { findAgent } from '../store/agents';
+import { orgOfAgent } from '../store/tenancy';
 import { appendMessage, ensureSession } from '../store/sessions';
 import { addTaskEvent, findTask } from '../store/tasks';
 import { Context } from '@temporalio/activity';
@@ -190,9 +191,12 @@ export function createMailboxActivities(deps: { db: Kysely<Database> }) {
       const text = await lastAnswer(db, input.sessionId);
       if (!text || text === NO_RESPONSE_MARKER)
         return { sent: false, reason: 'no reply: the agent chose not to answer' };
+      const fromOrg = await orgOfAgent(db, input.agentId);
+      if (fromOrg === undefined) return { sent: false, reason: `reply not sent: unknown agent ${input.agentId}` };
       const activity = Context.current();
       const outcome = await sendAgentMessage(db, activity.client, activity.info.taskQueue, {
         fromAgentId: input.agentId,
+        fromOrg,
         to: input.to,
         text,
         replyTo: input.replyTo,

@@ -3,7 +3,8 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import type { DeliverInput } from '../../workflows/agent-contract';
 import { mentionTokens } from '../../workflows/rules/group';
-import { findAgent } from '../store/agents';
+import { findAgentInOrg } from '../store/tenancy';
+import { agentWorkRefusal } from '../store/work-policy';
 import { deliverToAgent } from './deliver-to-agent';
 import { mentionText } from '../../prompts/conversation';
 
@@ -56,8 +57,9 @@ export async function deliverAgentComment(
 /**
  * Seed task-comment notification rules: every `@agent` in a comment gets a `mention` item (high
  * priority, answered in the task's thread), once per comment (set dedup), skipping the author and the
- * agents that already get the comment itself (`skip`: the task's assignee). Unknown names are ignored
- * (an `@` in prose is not an error). At most `COMMENT_MAX_MENTIONS`, and an agent's comment only within
+ * agents that already get the comment itself (`skip`: the task's assignee). Unknown names, agents of
+ * another organisation than the task's, and agents whose `acceptsWorkFrom` does not take the author's
+ * messages are ignored (an `@` in prose is not an error). At most `COMMENT_MAX_MENTIONS`, and an agent's comment only within
  * `AGENT_COMMENT_DELIVERIES_PER_TASK_HOUR`. Idempotent by `commentItemId`.
  */
 export async function deliverCommentMentions(
@@ -71,10 +73,18 @@ export async function deliverCommentMentions(
     input.from.type === 'agent'
       ? Math.min(COMMENT_MAX_MENTIONS, await agentCommentRoom(db, input.taskId))
       : COMMENT_MAX_MENTIONS;
+  // Only agents of the task's organisation: another organisation's is as unknown as a name in prose.
+  const task = await db.selectFrom('tasks').select('org').where('id', '=', input.taskId).executeTakeFirst();
+  if (!task) return [];
+  const author = input.from.type === 'agent' ? await findAgentInOrg(db, input.from.id, task.org) : undefined;
+  if (input.from.type === 'agent' && !author) return [];
   const mentioned: string[] = [];
   for (const id of mentionTokens(input.text)) {
     if (mentioned.length >= room) break;
-    if (skip.has(id) || mentioned.includes(id) || !(await findAgent(db, id))) continue;
+    if (skip.has(id) || mentioned.includes(id)) continue;
+    const agent = await findAgentInOrg(db, id, task.org);
+    // An agent that does not take this agent's messages is not addressed by its mention either.
+    if (!agent || (author && agentWorkRefusal(agent, author))) continue;
     mentioned.push(id);
   }
   const from = `${input.from.type}:${input.from.id}`;

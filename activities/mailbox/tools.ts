@@ -41,6 +41,7 @@ export const agentSendMessage = defineTool({
       return { content: `No message ${args.reply_to} in your mailbox: check the id.`, isError: true };
     const outcome = await sendAgentMessage(ctx.db, activity.client, activity.info.taskQueue, {
       fromAgentId: ctx.agentId,
+      fromOrg: ctx.org,
       to: args.to,
       text: args.text,
       ...(args.reply_to ? { replyTo: args.reply_to, thread: answered!.thread_id } : {}),

@@ -133,6 +133,7 @@ export async function runLlmStepWithReply(
       await settleUnansweredCalls(await sessionMessages.load(db, input.sessionId), tools, {
         db,
         agentId: input.agentId,
+        org: agent.org,
         taskId: input.taskId,
         sessionId: input.sessionId,
         workspaceDir: agent.workspace_dir,

@@ -95,6 +95,8 @@ export async function runToolWithLedger(
         {
           db,
           agentId: input.agentId,
+          // The agents row read above (or the one the fused step holds): no query per tool call.
+          org: agent.org,
           taskId: input.taskId,
           sessionId: input.sessionId,
           workspaceDir: agent.workspace_dir,

@@ -18,6 +18,10 @@ export const IDENTITY_FILES = {
 } as const;
 export type IdentityColumn = keyof typeof IDENTITY_FILES;
 
+/** Whom an agent takes work and messages from (`acceptsWorkFrom`); the first is the default. */
+export const WORK_SOURCES = ['colleagues', 'manager', 'humans'] as const;
+export type WorkSource = (typeof WORK_SOURCES)[number];
+
 /**
  * Per-agent settings, validated (strict: an unknown key is refused, so a typo never passes silently).
  * A new setting is added here, once: the type is inferred from the schema.
@@ -88,6 +92,13 @@ export const AgentConfigSchema = z
     mcpServers: McpServersSchema.optional(),
     /** Tasks this agent creates with task_create wait in `pending` until a human approves them. */
     tasksNeedApproval: z.boolean().optional(),
+    /**
+     * Who may give this agent work and messages without a human in between (store/work-policy.ts):
+     * `colleagues` (default: any agent of its organisation), `manager` (only its organisation's agents
+     * whose `position` is manager), `humans` (no agent). A task another agent creates for it against the
+     * policy waits for a human's approval; such a message is refused. Other organisations: never.
+     */
+    acceptsWorkFrom: z.enum(WORK_SOURCES).optional(),
     /**
      * Cognitive preparation: cheap appraisal / reflection calls before the first main
      * call of each task attempt, written to the notebook. Off unless `enabled`. `maxDepth` caps the

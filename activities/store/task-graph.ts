@@ -13,6 +13,7 @@ import {
 } from '../../workflows/rules/task-graph';
 import { TERMINAL_STATES } from '../../workflows/rules/task-state';
 import { addTaskEvent } from './tasks';
+import { PLATFORM, type OrgScope } from './tenancy';
 import { PRIORITY_RANK as PRIORITY_RANK_OF, type TaskPriority } from '../../workflows/rules/priority';
 
 /**
@@ -51,6 +52,16 @@ export interface NewTaskRecord {
   parentTaskId?: string;
   dependsOn?: string[];
   needsApproval?: boolean;
+  /**
+   * The organisation the assignee, the parent and the dependencies must be in: another organisation's
+   * agent or task is reported exactly as an unknown one. `PLATFORM` (null) reaches every organisation;
+   * so does an absent scope, which only the operator's client passes (agents' tools always pass theirs).
+   */
+  org?: OrgScope;
+  /** The task whose cost budget it draws on (store/task-budget.ts); its spend counts there. */
+  budgetParentId?: string;
+  /** What it may spend, granted from its budget ancestors' remaining budget. */
+  costBudgetUsd?: number;
 }
 
 /**
@@ -65,9 +76,9 @@ export async function recordNewTask(
   return db.transaction().execute(async (trx) => {
     const existing = await trx.selectFrom('tasks').selectAll().where('id', '=', task.id).executeTakeFirst();
     if (existing) return { created: false, row: existing };
-    await requireAgent(trx, task.agentId);
+    await requireAgent(trx, task.agentId, task.org ?? PLATFORM);
     if (task.parentTaskId) {
-      await requireTasks(trx, [task.parentTaskId], 'parent task');
+      await requireTasks(trx, [task.parentTaskId], 'parent task', task.org ?? PLATFORM);
       const siblings = await trx
         .selectFrom('tasks')
         .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -87,7 +98,7 @@ export async function recordNewTask(
         'too-many',
       );
     }
-    await requireTasks(trx, dependsOn, 'dependency');
+    await requireTasks(trx, dependsOn, 'dependency', task.org ?? PLATFORM);
     const row = await trx
       .insertInto('tasks')
       .values({
@@ -100,6 +111,8 @@ export async function recordNewTask(
         created_by: task.createdBy,
         parent_task_id: task.parentTaskId ?? null,
         needs_approval: task.needsApproval === true,
+        budget_parent_id: task.budgetParentId ?? null,
+        cost_budget_usd: task.costBudgetUsd ?? null,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -119,6 +132,8 @@ export async function recordNewTask(
         ...(task.parentTaskId ? { parentTaskId: task.parentTaskId } : {}),
         ...(dependsOn.length ? { dependsOn } : {}),
         ...(task.needsApproval ? { needsApproval: true } : {}),
+        ...(task.budgetParentId ? { budgetParentId: task.budgetParentId } : {}),
+        ...(task.costBudgetUsd !== undefined ? { costBudgetUsd: task.costBudgetUsd } : {}),
       },
       'created',
     );
@@ -127,20 +142,39 @@ export async function recordNewTask(
 }
 
 /**
+ * Checks, without writing, what `recordNewTask` will check of a new task's place: its assignee, parent
+ * and dependencies exist inside `org`. Throws the same TaskGraphError, so a caller can refuse before
+ * it does anything else (recordNewTask checks again inside its transaction).
+ */
+export async function checkNewTaskPlace(
+  db: Kysely<Database>,
+  task: Pick<NewTaskRecord, 'agentId' | 'parentTaskId' | 'dependsOn'> & { org: OrgScope },
+): Promise<void> {
+  await requireAgent(db, task.agentId, task.org);
+  if (task.parentTaskId) await requireTasks(db, [task.parentTaskId], 'parent task', task.org);
+  await requireTasks(db, [...new Set(task.dependsOn ?? [])], 'dependency', task.org);
+}
+
+/**
  * Adds dependencies to a task that has not started (pending or blocked): they gate its start only.
  * Refuses a dependency that would close a cycle, naming the cycle.
  */
-export async function addDependencies(db: Kysely<Database>, taskId: string, dependsOn: string[]): Promise<string[]> {
+export async function addDependencies(
+  db: Kysely<Database>,
+  taskId: string,
+  dependsOn: string[],
+  org: OrgScope,
+): Promise<string[]> {
   const wanted = [...new Set(dependsOn)];
   return db.transaction().execute(async (trx) => {
-    const [task] = await requireTasks(trx, [taskId], 'task');
+    const [task] = await requireTasks(trx, [taskId], 'task', org);
     if (!['pending', 'blocked'].includes(task!.state)) {
       throw new TaskGraphError(
         `task ${taskId} is ${task!.state}: dependencies only gate a task that has not started (pending or blocked)`,
         'invalid-state',
       );
     }
-    await requireTasks(trx, wanted, 'dependency');
+    await requireTasks(trx, wanted, 'dependency', org);
     const current = await trx
       .selectFrom('task_dependencies')
       .select('depends_on')
@@ -229,19 +263,28 @@ export async function cascadeTargets(db: Kysely<Database>, taskId: string): Prom
   return [...new Set([...subtasks.map((s) => s.id), ...(await waitingDependants(db, taskId))])];
 }
 
-async function requireAgent(trx: Transaction<Database>, agentId: string): Promise<void> {
-  const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
-  if (agent) return;
-  const known = await trx.selectFrom('agents').select('id').orderBy('id').limit(KNOWN_AGENTS_LISTED).execute();
+/** The agent, inside `org`; otherwise an "unknown agent" error naming the organisation's agents only. */
+async function requireAgent(trx: Kysely<Database>, agentId: string, org: OrgScope): Promise<void> {
+  let agent = trx.selectFrom('agents').select('id').where('id', '=', agentId);
+  let known = trx.selectFrom('agents').select('id');
+  if (org !== PLATFORM) {
+    agent = agent.where('org', '=', org);
+    known = known.where('org', '=', org);
+  }
+  if (await agent.executeTakeFirst()) return;
+  const listed = await known.orderBy('id').limit(KNOWN_AGENTS_LISTED).execute();
   throw new TaskGraphError(
-    `unknown agent ${JSON.stringify(agentId)}: no task was created. Known agents: ${known.map((a) => a.id).join(', ') || 'none'}`,
+    `unknown agent ${JSON.stringify(agentId)}: no task was created. Known agents: ${listed.map((a) => a.id).join(', ') || 'none'}`,
     'unknown-agent',
   );
 }
 
-async function requireTasks(trx: Transaction<Database>, ids: string[], what: string): Promise<TaskRow[]> {
+/** The tasks, inside `org`; a missing one (or another organisation's) is an "unknown" error, nothing written. */
+async function requireTasks(trx: Kysely<Database>, ids: string[], what: string, org: OrgScope): Promise<TaskRow[]> {
   if (!ids.length) return [];
-  const rows = await trx.selectFrom('tasks').selectAll().where('id', 'in', ids).execute();
+  let query = trx.selectFrom('tasks').selectAll().where('id', 'in', ids);
+  if (org !== PLATFORM) query = query.where('org', '=', org);
+  const rows = await query.execute();
   const missing = ids.filter((id) => !rows.some((r) => r.id === id));
   if (missing.length)
     throw new TaskGraphError(

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { notificationId, storeNotification } from '../store/notifications';
-import { addTaskEvent, findTask } from '../store/tasks';
+import { addTaskEvent } from '../store/tasks';
+import { findTaskInOrg } from '../store/tenancy';
 import { defineTool } from './types';
 import { NOTIFICATION_PRIORITIES } from '../../workflows/rules/priority';
 
@@ -79,7 +80,8 @@ export const notifyUser = defineTool({
   summarize: (a) => `notify_user: ${(a.title ?? a.message).slice(0, 120)}`,
   run: async (args, ctx) => {
     const taskId = args.related_task_id ?? ctx.taskId;
-    if (args.related_task_id && !(await findTask(ctx.db, args.related_task_id))) {
+    // Another organisation's task reads as one that never existed.
+    if (args.related_task_id && !(await findTaskInOrg(ctx.db, args.related_task_id, ctx.org))) {
       return {
         content: `Not sent: there is no task ${JSON.stringify(args.related_task_id)}. Check the id with task_list or leave related_task_id out.`,
         isError: true,

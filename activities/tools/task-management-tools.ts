@@ -10,10 +10,12 @@
  */
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database, TaskRow } from '../../schema/database';
 import { commentSignal, dependenciesChangedSignal, taskWorkflowId } from '../../workflows/contract';
+import { budgetQuery } from '../../workflows/subagent-contract';
 import {
   SUBTASK_SOFT_CAP,
   TASK_LIST_PAGE_MAX,
@@ -22,9 +24,12 @@ import {
 } from '../../workflows/rules/task-graph';
 import { TASK_PRIORITIES } from '../../workflows/rules/priority';
 import { TERMINAL_STATES } from '../../workflows/rules/task-state';
-import { agentConfig, findAgent } from '../store/agents';
-import { addDependencies, PRIORITY_RANK, recordNewTask, TaskGraphError } from '../store/task-graph';
-import { addTaskEvent, findTask } from '../store/tasks';
+import { agentConfig } from '../store/agents';
+import { addDependencies, checkNewTaskPlace, PRIORITY_RANK, recordNewTask, TaskGraphError } from '../store/task-graph';
+import { addTaskEvent } from '../store/tasks';
+import { findAgentInOrg, findTaskInOrg } from '../store/tenancy';
+import { agentWorkRefusal } from '../store/work-policy';
+import { grantableBudgetUsd } from '../store/task-budget';
 import { ignoreGone, startTaskWorkflow } from '../task-propagation';
 import { deliverAgentComment, deliverCommentMentions } from '../mailbox/mentions';
 import { defineTool, type ToolOutput } from './types';
@@ -41,6 +46,14 @@ export const TASK_COMMENT_MAX_CHARS = 4_000;
 
 /** `created_by` of a task an agent created. */
 export const agentCreator = (agentId: string): string => `agent:${agentId}`;
+
+/**
+ * The answer to a task id the caller cannot see: one that never existed and another organisation's
+ * read the same, so an agent cannot even learn that a task exists outside its organisation.
+ */
+export function noSuchTask(taskId: string): ToolOutput {
+  return { content: `There is no task ${JSON.stringify(taskId)}. Find ids with task_list.`, isError: true };
+}
 
 /** The task id task_create gives the task it creates: the same for a retried call. */
 export function createdTaskId(sessionId: string, toolCallId: string): string {
@@ -73,12 +86,35 @@ export const taskCreate = defineTool({
   summarize: (a) => `task_create: ${a.title}${a.assignee ? ` → ${a.assignee}` : ''}`,
   run: async (args, ctx) =>
     asToolError(async () => {
-      const creator = await findAgent(ctx.db, ctx.agentId);
-      const needsApproval = creator ? agentConfig(creator).tasksNeedApproval === true : false;
-      const assignee = args.assignee ?? ctx.agentId;
+      const creator = await findAgentInOrg(ctx.db, ctx.agentId, ctx.org);
+      const assigneeId = args.assignee ?? ctx.agentId;
+      // Another organisation's agent is an unknown one (recordNewTask says so, naming this organisation's agents).
+      const assignee = assigneeId === ctx.agentId ? creator : await findAgentInOrg(ctx.db, assigneeId, ctx.org);
+      // The assignee's policy, not only the creator's: work it does not take from this agent waits for a human.
+      const refusal = creator && assignee ? agentWorkRefusal(assignee, creator) : undefined;
+      const needsApproval =
+        (creator ? agentConfig(creator).tasksNeedApproval === true : false) || refusal !== undefined;
+      // Assignee, parent and dependencies inside this organisation, before anything else happens.
+      await checkNewTaskPlace(ctx.db, {
+        agentId: assigneeId,
+        ...(args.parent_task_id ? { parentTaskId: args.parent_task_id } : {}),
+        ...(args.depends_on ? { dependsOn: args.depends_on } : {}),
+        org: ctx.org,
+      });
+      // The task this one draws its budget from: the task the agent works on, else the parent it names.
+      const budgetParent = ctx.taskId ?? args.parent_task_id;
+      const taskId = createdTaskId(ctx.sessionId, ctx.toolCallId);
+      const grant = budgetParent
+        ? await grantableBudgetUsd(ctx.db, budgetParent, (id) => liveBudgetLimitUsd(Context.current().client, id))
+        : null;
+      if (grant !== null && grant <= 0 && !(await findTaskInOrg(ctx.db, taskId, ctx.org)))
+        return {
+          content: `Not created: task ${budgetParent} has no cost budget left (its budget, or an ancestor's, is spent or promised to its other subtasks), and a task you create spends from it. Ask a human to raise the budget, or finish with what you have.`,
+          isError: true,
+        };
       const { created, row } = await recordNewTask(ctx.db, {
-        id: createdTaskId(ctx.sessionId, ctx.toolCallId),
-        agentId: assignee,
+        id: taskId,
+        agentId: assigneeId,
         title: args.title,
         description: args.description ?? args.title,
         priority: args.priority ?? 'medium',
@@ -86,24 +122,35 @@ export const taskCreate = defineTool({
         ...(args.parent_task_id ? { parentTaskId: args.parent_task_id } : {}),
         ...(args.depends_on?.length ? { dependsOn: args.depends_on } : {}),
         needsApproval,
+        org: ctx.org,
+        ...(budgetParent ? { budgetParentId: budgetParent } : {}),
+        ...(grant !== null ? { costBudgetUsd: grant } : {}),
       });
       const activity = Context.current();
       await startTaskWorkflow(activity.client, activity.info.taskQueue, {
         id: row.id,
         agentId: row.agent_id,
         title: row.title,
+        // The grant as recorded (a retried call starts the task with the budget it was first given).
+        ...(row.cost_budget_usd !== null ? { costBudgetUsd: row.cost_budget_usd } : {}),
       });
       const waiting = args.depends_on?.length
         ? ` It stays blocked until ${args.depends_on.join(', ')} complete${args.depends_on.length === 1 ? 's' : ''}, then starts by itself.`
         : '';
-      const gate = row.needs_approval ? ' It waits for a human to approve it before it starts.' : '';
+      const gate = row.needs_approval
+        ? ` It waits for a human to approve it before it starts${refusal ? ` (${refusal})` : ''}.`
+        : '';
+      const budget =
+        row.cost_budget_usd !== null
+          ? ` It may spend $${row.cost_budget_usd.toFixed(4)}, what ${row.budget_parent_id} has left; its spend counts against that task's budget.`
+          : '';
       const siblings = args.parent_task_id ? await countSubtasks(ctx.db, args.parent_task_id) : 0;
       const tooFine =
         siblings > SUBTASK_SOFT_CAP
           ? ` Note: ${args.parent_task_id} now has ${siblings} subtasks; more than ${SUBTASK_SOFT_CAP} is usually too fine a split.`
           : '';
       return {
-        content: `${created ? 'Created' : 'Already created'} task ${row.id} "${row.title}" for ${row.agent_id} (priority ${row.priority}${row.parent_task_id ? `, subtask of ${row.parent_task_id}` : ''}).${gate}${waiting}${tooFine}`,
+        content: `${created ? 'Created' : 'Already created'} task ${row.id} "${row.title}" for ${row.agent_id} (priority ${row.priority}${row.parent_task_id ? `, subtask of ${row.parent_task_id}` : ''}).${gate}${budget}${waiting}${tooFine}`,
       };
     }),
 });
@@ -135,7 +182,8 @@ export const taskList = defineTool({
   sideEffecting: false,
   summarize: (a) => `task_list ${a.scope ?? 'mine'}${a.states ? ` ${a.states.join(',')}` : ''}`,
   run: async (args, ctx) => {
-    let query = ctx.db.selectFrom('tasks').selectAll();
+    // Only the caller's organisation: 'all' is all of its tasks, never another organisation's.
+    let query = ctx.db.selectFrom('tasks').selectAll().where('org', '=', ctx.org);
     const scope = args.scope ?? 'mine';
     if (scope === 'mine') query = query.where('agent_id', '=', ctx.agentId);
     if (scope === 'created') query = query.where('created_by', '=', agentCreator(ctx.agentId));
@@ -167,22 +215,30 @@ export const taskGet = defineTool({
   sideEffecting: false,
   summarize: (a) => `task_get ${a.task_id}`,
   run: async (args, ctx) => {
-    const task = await findTask(ctx.db, args.task_id);
-    if (!task)
-      return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+    const task = await findTaskInOrg(ctx.db, args.task_id, ctx.org);
+    if (!task) return noSuchTask(args.task_id);
+    // Related tasks of another organisation (an operator's link, a moved agent) are not shown either.
     const [subtasks, deps, dependants, events] = await Promise.all([
-      ctx.db.selectFrom('tasks').selectAll().where('parent_task_id', '=', task.id).orderBy('created_at').execute(),
+      ctx.db
+        .selectFrom('tasks')
+        .selectAll()
+        .where('parent_task_id', '=', task.id)
+        .where('org', '=', ctx.org)
+        .orderBy('created_at')
+        .execute(),
       ctx.db
         .selectFrom('task_dependencies')
         .innerJoin('tasks', 'tasks.id', 'task_dependencies.depends_on')
         .selectAll('tasks')
         .where('task_dependencies.task_id', '=', task.id)
+        .where('tasks.org', '=', ctx.org)
         .execute(),
       ctx.db
         .selectFrom('task_dependencies')
         .innerJoin('tasks', 'tasks.id', 'task_dependencies.task_id')
         .selectAll('tasks')
         .where('task_dependencies.depends_on', '=', task.id)
+        .where('tasks.org', '=', ctx.org)
         .execute(),
       ctx.db
         .selectFrom('task_events')
@@ -249,9 +305,8 @@ export const taskUpdate = defineTool({
     `task_update ${a.task_id}${a.status ? ` → ${a.status}` : ''}${a.add_dependencies ? ` +deps ${a.add_dependencies.join(',')}` : ''}`,
   run: async (args, ctx) =>
     asToolError(async () => {
-      const task = await findTask(ctx.db, args.task_id);
-      if (!task)
-        return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+      const task = await findTaskInOrg(ctx.db, args.task_id, ctx.org);
+      if (!task) return noSuchTask(args.task_id);
       const mayEdit = task.agent_id === ctx.agentId || task.created_by === agentCreator(ctx.agentId);
       if (!mayEdit)
         return {
@@ -280,7 +335,7 @@ export const taskUpdate = defineTool({
         done.push(`updated ${Object.keys(fields).join(', ')}`);
       }
       if (args.add_dependencies?.length) {
-        const added = await addDependencies(ctx.db, task.id, args.add_dependencies);
+        const added = await addDependencies(ctx.db, task.id, args.add_dependencies, ctx.org);
         if (added.length)
           await ignoreGone(
             Context.current().client.workflow.getHandle(taskWorkflowId(task.id)).signal(dependenciesChangedSignal),
@@ -314,10 +369,23 @@ export const taskComment = defineTool({
   sideEffecting: true,
   summarize: (a) => `task_comment ${a.task_id}: ${a.text.slice(0, 80)}`,
   run: async (args, ctx) => {
-    const task = await findTask(ctx.db, args.task_id);
-    if (!task)
-      return { content: `There is no task ${JSON.stringify(args.task_id)}. Find ids with task_list.`, isError: true };
+    const task = await findTaskInOrg(ctx.db, args.task_id, ctx.org);
+    if (!task) return noSuchTask(args.task_id);
     const from = agentCreator(ctx.agentId);
+    // The assignee answers a comment: its policy decides whether this agent may address it, unless the
+    // task is one this agent created (the creator may always follow up on its own request).
+    if (task.agent_id !== ctx.agentId && task.created_by !== from) {
+      const [assignee, me] = await Promise.all([
+        findAgentInOrg(ctx.db, task.agent_id, ctx.org),
+        findAgentInOrg(ctx.db, ctx.agentId, ctx.org),
+      ]);
+      const refusal = assignee && me ? agentWorkRefusal(assignee, me) : undefined;
+      if (refusal)
+        return {
+          content: `Not commented: ${refusal}. Ask a human to pass it on (notify_user), or message an agent that takes your messages.`,
+          isError: true,
+        };
+    }
     // The comment's id, the same for a retried call: it is delivered, and its mentions, once.
     const commentId = `comment-${createHash('sha256').update(`${ctx.sessionId}\0${ctx.toolCallId}`).digest('hex').slice(0, 32)}`;
     await addTaskEvent(
@@ -377,6 +445,19 @@ function taskLine(t: TaskRow, showAssignee: boolean): string {
 function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/**
+ * A running task's live cost limit, from its workflow (a human's raise included); undefined when the
+ * workflow is not there (the stored grant then stands). Other failures propagate: the activity retries.
+ */
+async function liveBudgetLimitUsd(client: Client, taskId: string): Promise<number | null | undefined> {
+  try {
+    return (await client.workflow.getHandle(taskWorkflowId(taskId)).query(budgetQuery)).limitUsd;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return undefined;
+    throw error;
+  }
 }
 
 async function countSubtasks(db: Kysely<Database>, parentId: string): Promise<number> {

@@ -11,6 +11,12 @@ export type GovernanceDecision =
 export interface ToolContext {
   db: Kysely<Database>;
   agentId: string;
+  /**
+   * The calling agent's organisation, resolved once per step from the agents row the step already read.
+   * Every id a tool takes is looked up inside it (`store/tenancy.ts`): another organisation's task,
+   * agent, group or output answers exactly as an id that was never used.
+   */
+  org: string;
   taskId?: string;
   sessionId: string;
   toolCallId: string;

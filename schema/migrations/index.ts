@@ -17,6 +17,7 @@ import * as toolResultImages from './2026-12-01-040-tool-result-images';
 import * as chatIdempotency from './2026-12-01-041-chat-idempotency';
 import * as agentActivityIndex from './2026-12-01-042-agent-activity-index';
 import * as organisationWalls from './2026-12-04-001-organisation-walls';
+import * as taskBudgetTree from './2026-12-05-001-task-budget-tree';
 
 /**
  * Every migration, by name (date-prefixed so they sort in the order they run). A static list rather
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '2026-12-01-041-chat-idempotency': chatIdempotency,
   '2026-12-01-042-agent-activity-index': agentActivityIndex,
   '2026-12-04-001-organisation-walls': organisationWalls,
+  '2026-12-05-001-task-budget-tree': taskBudgetTree,
 };

@@ -1,3 +1,4 @@
+import { DEFAULT_ORG } from '../../activities/store/tenancy';
 import { randomUUID } from 'node:crypto';
 import type { AgentDefinition } from '../../activities/store/agents';
 import { appendMessage, ensureSession } from '../../activities/store/sessions';
@@ -33,6 +34,7 @@ describe('re-upserting an agent keeps its self-edits', () => {
         workspaceDir: h.workspaceDir,
         signal: new AbortController().signal,
         agentConfig: {},
+        org: DEFAULT_ORG,
         heartbeat: () => undefined,
       },
     );

@@ -1,3 +1,4 @@
+import { DEFAULT_ORG } from '../../activities/store/tenancy';
 import { randomUUID } from 'node:crypto';
 import { countObservations, saveObservation, upsertNotebookEntry } from '../../activities/memory/store';
 import { appendMessage, ensureSession } from '../../activities/store/sessions';
@@ -46,6 +47,7 @@ describe('memory limits', () => {
         workspaceDir: h.workspaceDir,
         signal: new AbortController().signal,
         agentConfig: {},
+        org: DEFAULT_ORG,
         heartbeat: () => undefined,
       },
     );

@@ -1,3 +1,4 @@
+import { DEFAULT_ORG } from '../../activities/store/tenancy';
 import { randomUUID } from 'node:crypto';
 import { AGENT_FILE_DIFF_MAX_BYTES, AGENT_FILE_MAX_BYTES } from '../../activities/memory/self-edit';
 import { identityContentHash } from '../../activities/store/agents';
@@ -34,6 +35,7 @@ describe('edit_agent_file', () => {
       workspaceDir: h.workspaceDir,
       signal: new AbortController().signal,
       agentConfig: {},
+      org: DEFAULT_ORG,
       heartbeat: () => undefined,
     });
     const row = await db

@@ -1,3 +1,4 @@
+import { DEFAULT_ORG } from '../../activities/store/tenancy';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { partialWriteName } from '../../activities/tools/file-tools';
@@ -25,6 +26,7 @@ describe('calls left without a result by an interrupted attempt', () => {
     workspaceDir,
     signal: new AbortController().signal,
     agentConfig: {},
+    org: DEFAULT_ORG,
     heartbeat: () => undefined,
   });
 

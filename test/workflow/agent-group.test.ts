@@ -236,7 +236,7 @@ describe('group chat', () => {
     for await (const e of conv.chat(first, `${conversation}: make a side group with ${second}`, { from: ann })) void e;
     const requests = h.llm.requests.filter((r) => requestMessagesText(r).includes(conversation));
     expect(requests).toHaveLength(3);
-    expect(requestMessagesText(requests[1]!)).toContain(`unknown group \\"${other}\\": create it first`);
+    expect(requestMessagesText(requests[1]!)).toContain(`you are in no group chat \\"${other}\\"`);
     expect(requestMessagesText(requests[2]!)).toContain(`Created group:${other}`);
     expect((await conv.group(other)).members).toEqual(
       expect.arrayContaining([

@@ -93,6 +93,7 @@ const NOT_FOUND_WITHOUT_PARAMS = new Set([
   'GET /v1/notifications',
   'GET /v1/skills',
   'GET /v1/approvals',
+  'POST /v1/evals',
 ]);
 
 /**
@@ -112,8 +113,8 @@ const CALLS_TEMPORAL = (key: string): boolean =>
 const ERROR_MEANING: Record<number, string> = {
   400: 'Invalid input (path, query, body or `Last-Event-ID`): the message names each field and what is wrong. Codes: `invalid_request`, `malformed_json`',
   401: 'No token, or an unknown or revoked one. Code: `unauthorized`',
-  403: 'The token lacks the scope. Code: `forbidden`',
-  404: 'The agent, task, organisation, skill, mailbox item, notification or approval request named in the path, body or filter does not exist. Codes: `agent_not_found`, `task_not_found`, `organisation_not_found`, `item_not_found`, `approval_not_found`, `notification_not_found`',
+  403: 'The token lacks the scope, or the operation concerns every organisation (a shared skill, an announcement to everyone) and needs the platform token. Code: `forbidden`',
+  404: "The agent, task, organisation, skill, mailbox item, notification, eval or approval request named in the path, body or filter does not exist, or is another organisation's (answered exactly alike). Codes: `agent_not_found`, `task_not_found`, `organisation_not_found`, `item_not_found`, `approval_not_found`, `notification_not_found`, `eval_not_found`",
   413: 'Body over the size limit. Code: `payload_too_large`',
   415: 'A body that is not `application/json`. Code: `unsupported_media_type`',
   429: 'Per-token rate limit; see `Retry-After`. Code: `rate_limited`',

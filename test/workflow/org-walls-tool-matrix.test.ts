@@ -274,7 +274,7 @@ describe('agent tools aimed at another organisation (generated from the tool reg
       expect({ key, ...plain(onB, target) }).toEqual({ key, ...plain(onNothing, neverUsed) });
       report.push(`${key}: ${onB.content.slice(0, 120)}`);
     }
-    if (process.env.WALLS_REPORT) console.log(report.join("\n"));
+    if (process.env.WALLS_REPORT) console.log(report.join('\n'));
     expect(report.find((r) => r.startsWith('agent_create_group_chat.name'))).toMatch(/is taken; choose another/);
     // Every row of organisation B is byte-identical: nothing was read into A's state, nothing written to B.
     expect(await dumpOrgRows(h.db.db, fx)).toEqual(before);

@@ -36,7 +36,8 @@ describe('agents token create | list | revoke', () => {
     expect((await api.call('PUT', '/v1/agents/x', { token, body: {} })).status).toBe(403);
 
     const listed = await cli('token', 'list');
-    expect(listed).toMatch(new RegExp(`service\\s+${name}`));
+    // A token acts for the default organisation unless created for another; the list says which.
+    expect(listed).toMatch(new RegExp(`service\\s+default\\s+${name}`));
     expect(listed).not.toContain(tokenSecret(token!));
     const row = await h.db.db.selectFrom('api_tokens').selectAll().where('name', '=', name).executeTakeFirstOrThrow();
     expect(JSON.stringify(row)).not.toContain(tokenSecret(token!));
@@ -51,5 +52,26 @@ describe('agents token create | list | revoke', () => {
       body: { error: { code: 'unauthorized', message: 'that token is unknown or revoked' } },
     });
     await expect(cli('token', 'revoke', name)).rejects.toThrow(/no live token/);
+  });
+
+  test('--org makes a token of that organisation (it reaches none of another), --platform one that spans', async () => {
+    const stamp = Date.now();
+    const org = `tok-org-${stamp}`;
+    const agentOfDefault = await h.createAgent();
+    const created = await cli('token', 'create', `acme-bot-${stamp}`, '--scope', 'service', '--org', org);
+    expect(created).toContain(`organisation ${org}`);
+    const token = /^(da_[0-9a-f]{12}_[A-Za-z0-9_-]{43})$/m.exec(created)![1];
+    expect((await api.call('GET', `/v1/agents/${agentOfDefault}`, { token })).status).toBe(404);
+    const platform = await cli('token', 'create', `platform-${stamp}`, '--scope', 'operator', '--platform');
+    expect(platform).toContain('every organisation');
+    const spanning = /^(da_[0-9a-f]{12}_[A-Za-z0-9_-]{43})$/m.exec(platform)![1];
+    expect((await api.call('GET', `/v1/agents/${agentOfDefault}`, { token: spanning })).status).toBe(200);
+    await expect(cli('token', 'create', `platform-read-${stamp}`, '--scope', 'read', '--platform')).rejects.toThrow(
+      /must have scope "operator"/,
+    );
+    const listed = await cli('token', 'list');
+    expect(listed).toMatch(new RegExp(`service\\s+${org}\\s+acme-bot-${stamp}`));
+    expect(listed).toMatch(new RegExp(`operator\\s+\\*platform\\*\\s+platform-${stamp}`));
+    for (const name of [`acme-bot-${stamp}`, `platform-${stamp}`]) await cli('token', 'revoke', name);
   });
 });

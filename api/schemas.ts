@@ -51,7 +51,7 @@ export const AgentUpsertBody = z
       .object({ soul: identityFile, agents: identityFile, heartbeat: identityFile, tools: identityFile })
       .strict(),
     config: AgentConfigSchema.optional(),
-    /** Absent: `<AGENTS_WORKSPACE_ROOT>/<agentId>`. */
+    /** Absent: `<AGENTS_WORKSPACE_ROOT>/<org>/<agentId>` (see docs/configuration.md for where a folder may lie). */
     workspaceDir: z.string().min(1).optional(),
   })
   .strict()

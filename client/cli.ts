@@ -39,7 +39,8 @@ agent
   .option('--id <id>', 'agent id (default: the folder name)')
   .option(
     '--workspace <dir>',
-    "the agent's workspace folder (default: $AGENTS_WORKSPACE_ROOT/<id>, else $DATA_DIR/workspaces/<id>)",
+    "the agent's workspace folder, under its organisation's root or an allowed root (default: $AGENTS_WORKSPACE_ROOT/<org>/<id>, " +
+      'the root defaulting to $DATA_DIR/workspaces; see docs/configuration.md)',
   )
   .option('--force', 'overwrite identity files the agent edited itself (edit_agent_file)')
   .action(async (folder: string, opts: { id?: string; workspace?: string; force?: boolean }) => {

@@ -28,6 +28,7 @@ export async function connectFromEnv(): Promise<{
   const client = new AgentsClient(temporal, database.db, {
     taskQueue: config.taskQueue,
     workspaceRoot: config.workspaceRoot,
+    workspaceRoots: config.workspaceRoots,
   });
   return {
     client,

@@ -54,6 +54,7 @@ import { commentOnTask, type CommentResult } from './deliver';
 import { InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
 import { recordNewTask } from '../activities/store/task-graph';
 import { readUserTextFile } from '../activities/store/user-files';
+import type { WorkspaceRoots } from '../activities/store/workspace-roots';
 import type { DeliverInput } from '../workflows/agent-contract';
 import {
   delegateApprovalUpdate,
@@ -158,31 +159,47 @@ export interface TaskEvent {
  */
 export class AgentsClient {
   readonly taskQueue: string;
-  /** Where agents without a `workspaceDir` get one (`<root>/<agentId>`); default AGENTS_WORKSPACE_ROOT. */
+  /**
+   * The base of organisations' workspace roots (`<root>/<org>`), where agents without a `workspaceDir`
+   * get one (`<root>/<org>/<agentId>`); default AGENTS_WORKSPACE_ROOT.
+   */
   readonly workspaceRoot: string | undefined;
+  /**
+   * The roots workspace folders are checked against (`loadConfig().workspaceRoots` in the CLI); absent:
+   * read from the environment (AGENTS_WORKSPACE_ROOTS, AGENTS_WORKSPACE_ALLOWED_ROOTS, DATA_DIR) at
+   * each upsert, with `workspaceRoot` as the base.
+   */
+  readonly workspaceRoots: WorkspaceRoots | undefined;
 
   constructor(
     readonly temporal: Client,
     readonly db: Kysely<Database>,
-    options: { taskQueue?: string; workspaceRoot?: string } = {},
+    options: { taskQueue?: string; workspaceRoot?: string; workspaceRoots?: WorkspaceRoots } = {},
   ) {
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
     this.workspaceRoot = options.workspaceRoot ?? process.env.AGENTS_WORKSPACE_ROOT;
+    this.workspaceRoots = options.workspaceRoots;
   }
 
   /**
    * Creates or replaces an agent (identity files, config, workspace), validated first: bad input is
    * refused with `InvalidAgentError` naming every problem, before anything is written. The workspace
-   * folder (`workspaceDir`, else `<workspaceRoot>/<id>`) exists when this returns. Files the agent
-   * rewrote itself with edit_agent_file are kept unless `force`; the returned hash says which files
-   * are current.
+   * folder (`workspaceDir`, else `<workspaceRoot>/<org>/<id>`, or the `<workspaceRoot>/<id>` a
+   * default-organisation agent already has) exists when this returns. A folder outside the agent's
+   * organisation's root and the allowed roots, or in a system folder, a home's dot-folder, the data
+   * folder or the checkout, is refused the same way (docs/configuration.md). Files the agent rewrote
+   * itself with edit_agent_file are kept unless `force`; the returned hash says which files are current.
+   * `workspaceRoot` replaces this client's for this call (the HTTP API's).
    */
   async upsertAgent(
     agent: AgentDefinition,
-    options: { force?: boolean; skills?: SkillDefinition[] } = {},
+    options: { force?: boolean; skills?: SkillDefinition[]; workspaceRoot?: string } = {},
   ): Promise<{ id: string; contentHash: string; workspaceDir: string }> {
+    const workspaceRoot = options.workspaceRoot ?? this.workspaceRoot;
     const row = await upsertAgent(this.db, agent, {
-      workspaceRoot: this.workspaceRoot,
+      workspaceRoot,
+      // The configured roots hold for this client's own base; another base is read with the environment's roots.
+      ...(this.workspaceRoots && workspaceRoot === this.workspaceRoot ? { workspaceRoots: this.workspaceRoots } : {}),
       force: options.force,
       ...(options.skills ? { skills: options.skills } : {}),
     });

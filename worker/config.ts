@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { PROMPT_CACHE_POLICIES, type PromptCachePolicy, type ProviderConfig } from '../activities/llm/types';
 import { DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE } from '../workflows/contract';
+import { parseWorkspaceRoots, type WorkspaceRoots } from '../activities/store/workspace-roots';
 
 export interface WorkerConfig {
   temporalAddress: string;
@@ -11,8 +12,13 @@ export interface WorkerConfig {
   dataDir: string;
   /** The embedded PostgreSQL's folder (`<DATA_DIR>/postgres`), used when DATABASE_URL is unset. */
   embeddedDbDir: string;
-  /** Where agent workspaces are created when an agent names none. */
+  /** AGENTS_WORKSPACE_ROOT: organisations' roots are `<it>/<org>`; agents naming no folder get `<it>/<org>/<id>`. */
   workspaceRoot: string;
+  /**
+   * Where workspace folders may lie (AGENTS_WORKSPACE_ROOT, AGENTS_WORKSPACE_ROOTS,
+   * AGENTS_WORKSPACE_ALLOWED_ROOTS), validated here so a bad value stops the start naming it.
+   */
+  workspaceRoots: WorkspaceRoots;
   /** In priority order: the first is the default, the rest are fallbacks. */
   providers: ProviderConfig[];
   /** True when no provider key is set and the offline demo model answers. */
@@ -44,6 +50,7 @@ function promptCachePolicyFromEnv(value: string | undefined): { promptCache?: Pr
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
+  const workspaceRoots = parseWorkspaceRoots(env);
   const providers: ProviderConfig[] = [];
   if (env.ANTHROPIC_API_KEY) {
     providers.push({
@@ -82,7 +89,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir,
     embeddedDbDir: path.join(dataDir, 'postgres'),
-    workspaceRoot: path.resolve(env.AGENTS_WORKSPACE_ROOT ?? path.join(dataDir, 'workspaces')),
+    workspaceRoot: workspaceRoots.base!,
+    workspaceRoots,
     providers,
     demoModel,
     workflowBundlePath: env.WORKFLOW_BUNDLE_PATH || undefined,

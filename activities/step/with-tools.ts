@@ -4,7 +4,7 @@ import type { ToolUseBlock } from '../llm/types';
 import type { ChatRouter } from '../llm/types';
 import type { LlmStepInput, LlmStepResult } from './types';
 import { runLlmStepWithReply } from './llm-step';
-import { agentConfig, ensureWorkspace, findAgent } from '../store/agents';
+import { agentConfig, ensureWorkspace, findAgent, InvalidAgentError } from '../store/agents';
 import { assistantMessageKey, executeToolCall, type ExecuteToolInput, type ExecuteToolResult } from '../tools/execute';
 import { mayCallExternalTools, withMcpTools } from '../tools/mcp';
 import { toolsForAgent, type Scenario } from '../tools/registry';
@@ -14,6 +14,8 @@ import { DISCOVER_TOOLS } from '../tools/discover-tools';
 import { inToolSpan } from '../tracing';
 import { activityContext, cancellationSignal, heartbeat } from './activity-context';
 import { forkedAgent, loadFork } from '../fork/runtime';
+import { forkWorkspaceRoot } from '../fork/workspace';
+import type { ToolSpec } from '../tools/types';
 
 /** How often a running tool heartbeats, so cancellation and worker death are noticed in seconds. */
 export const TOOL_HEARTBEAT_INTERVAL_MS = 1_000;
@@ -60,7 +62,16 @@ export async function runToolWithLedger(
   const fork = await loadFork(db, input.taskId);
   const agent = fork && !known ? forkedAgent(found, fork) : found;
   // Tools run in the workspace: a missing folder would surface as `spawn … ENOENT` from every command.
-  await ensureWorkspace(agent, agent.workspace_dir, { gitIdentity: false });
+  // One the roots do not allow (a row written before the rule, or around the API) runs no tool at all.
+  // A fork's folder lies under the forks' root, which only the worker's check of a fork accepts.
+  const placement = fork ? { extraRoots: [forkWorkspaceRoot()] } : {};
+  const workspaceRefusal = await ensureWorkspace(agent, agent.workspace_dir, { ...placement, gitIdentity: false }).then(
+    () => undefined,
+    (error: unknown) => {
+      if (error instanceof InvalidAgentError) return error.message;
+      throw error;
+    },
+  );
   const ctx = activityContext();
   const beat = (): void => heartbeat(ctx, heartbeatDetails);
   const beating = setInterval(beat, TOOL_HEARTBEAT_INTERVAL_MS);
@@ -72,22 +83,24 @@ export async function runToolWithLedger(
         ? undefined
         : await loadActivations(db, input.sessionId, input.taskId);
     const activated = known?.activated ?? activations!.tools;
-    // The MCP tools the call's step offered, from its snapshot.
-    const tools = activations
-      ? await withMcpTools(db, toolsForAgent(input.scenario, config, activated), {
-          agent,
-          config,
-          scenario: input.scenario,
-          sessionId: input.sessionId,
-          stepKey: assistantMessageKey(input.attempt, input.turn),
-          activations: { ...activations, tools: new Set(activated) },
-          signal: cancellationSignal(ctx),
-        })
-      : toolsForAgent(input.scenario, config, activated);
+    // The MCP tools the call's step offered, from its snapshot; none (no server started) in a refused workspace.
+    const tools = workspaceRefusal
+      ? refuseEveryTool(toolsForAgent(input.scenario, config, activated), workspaceRefusal)
+      : activations
+        ? await withMcpTools(db, toolsForAgent(input.scenario, config, activated), {
+            agent,
+            config,
+            scenario: input.scenario,
+            sessionId: input.sessionId,
+            stepKey: assistantMessageKey(input.attempt, input.turn),
+            activations: { ...activations, tools: new Set(activated) },
+            signal: cancellationSignal(ctx),
+          })
+        : toolsForAgent(input.scenario, config, activated);
     // The workspace's repositories get the agent's git identity before a call that runs programs (or
     // one not known here); a call known to only touch files skips that scan.
     const fileOnly = known?.call !== undefined && tools.get(known.call.name)?.runsPrograms !== true;
-    if (!fileOnly) await ensureWorkspace(agent, agent.workspace_dir);
+    if (!fileOnly && !workspaceRefusal) await ensureWorkspace(agent, agent.workspace_dir, placement);
     return await inToolSpan({ toolCallId: input.toolCallId, ...(known?.call ? { tool: known.call.name } : {}) }, () =>
       executeToolCall(
         input,
@@ -106,12 +119,24 @@ export async function runToolWithLedger(
           ...(fork ? { fork } : {}),
         },
         known?.call,
-        { fresh: known?.fresh === true, started: known?.started === true },
+        // A call recorded as started with its reply is closed as denied when the workspace is refused.
+        { fresh: known?.fresh === true, started: known?.started === true && !workspaceRefusal },
       ),
     );
   } finally {
     clearInterval(beating);
   }
+}
+
+/**
+ * The tool set with every tool denied by policy, naming why: the call is recorded in the ledger as a
+ * failed call the model reads ("Denied by policy: …"), exactly once, and nothing runs.
+ */
+function refuseEveryTool(tools: ReadonlyMap<string, ToolSpec>, refusal: string): Map<string, ToolSpec> {
+  const reason = `the agent's workspace folder is refused, so no tool runs until an operator moves it (${refusal})`;
+  return new Map(
+    [...tools].map(([name, spec]): [string, ToolSpec] => [name, { ...spec, govern: () => ({ tier: 'deny', reason }) }]),
+  );
 }
 
 /**

@@ -4,7 +4,14 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { AgentRow, Database } from '../../schema/database';
 import { identityIsSelfEdited } from './agent-seed';
-import { InvalidWorkspaceDirError, prepareWorkspace, workspaceDirSyntaxProblem } from './workspace-dir';
+import {
+  InvalidWorkspaceDirError,
+  prepareWorkspace,
+  workspaceDirSyntaxProblem,
+  workspaceRootsFromEnv,
+} from './workspace-dir';
+import { defaultWorkspaceDir, legacyWorkspaceDir, type WorkspaceRoots } from './workspace-roots';
+import { DEFAULT_ORG, orgOfConfig } from './tenancy';
 import { ApprovalsConfigSchema } from '../approvals/policy';
 import { ownedSkillNames, pruneSkills, syncSkillBindings, upsertSkills, type SkillDefinition } from './skills';
 import { McpServersSchema } from '../tools/mcp/config';
@@ -157,7 +164,11 @@ export const AgentDefinitionSchema = z
       })
       .strict(),
     config: AgentConfigSchema.optional(),
-    /** The agent's workspace folder (created if missing). Default: `$AGENTS_WORKSPACE_ROOT/<id>`. */
+    /**
+     * The agent's workspace folder (created if missing); it must lie under its organisation's workspace
+     * root or an allowed root (workspace-roots.ts). Default: `<org root>/<id>`, the org root being
+     * `$AGENTS_WORKSPACE_ROOT/<org>` unless AGENTS_WORKSPACE_ROOTS gives it another.
+     */
     workspaceDir: z.string().min(1).optional(),
   })
   .strict();
@@ -184,19 +195,33 @@ export function parseAgentDefinition(agent: unknown): z.output<typeof AgentDefin
 }
 
 /**
- * The workspace folder an agent gets: the one given, else `<workspaceRoot>/<id>` with the root from
- * the option or AGENTS_WORKSPACE_ROOT. Neither: a clear error rather than a folder nobody chose.
+ * The workspace folder an agent gets: the one given; else, for an agent of the default organisation
+ * whose row already has `<workspaceRoot>/<id>` (the default before organisations), that folder, so
+ * re-upserting an agent after the upgrade keeps its files; else `<org root>/<id>`. No root to build the
+ * default from: a clear error rather than a folder nobody chose. Where the folder may lie is checked
+ * by `ensureWorkspace`, not here.
  */
 export function resolveWorkspaceDir(
   agentId: string,
   workspaceDir: string | undefined,
-  workspaceRoot = process.env.AGENTS_WORKSPACE_ROOT,
+  workspaceRoot: string | undefined = process.env.AGENTS_WORKSPACE_ROOT,
+  options: { org?: string; roots?: WorkspaceRoots; currentDir?: string } = {},
 ): string {
-  const chosen = workspaceDir
-    ? path.resolve(workspaceDir)
-    : workspaceRoot
-      ? path.resolve(workspaceRoot, agentId)
-      : undefined;
+  const org = options.org ?? DEFAULT_ORG;
+  let chosen: string | undefined;
+  if (workspaceDir) chosen = path.resolve(workspaceDir);
+  else {
+    // The caller's root is the base of the default (the API's and the client's `workspaceRoot`).
+    const roots = {
+      ...(options.roots ?? workspaceRootsFromEnv(workspaceRoot || undefined)),
+      base: workspaceRoot ? path.resolve(workspaceRoot) : undefined,
+    };
+    const legacy = legacyWorkspaceDir(roots, agentId);
+    chosen =
+      org === DEFAULT_ORG && legacy !== undefined && options.currentDir === legacy
+        ? legacy
+        : defaultWorkspaceDir(roots, { agentId, org });
+  }
   if (chosen) {
     const problem = workspaceDirSyntaxProblem(chosen);
     if (problem)
@@ -204,22 +229,33 @@ export function resolveWorkspaceDir(
     return chosen;
   }
   throw new InvalidAgentError(agentId, [
-    'workspaceDir: missing, and AGENTS_WORKSPACE_ROOT is not set; pass workspaceDir or set AGENTS_WORKSPACE_ROOT',
+    workspaceRoot
+      ? `workspaceDir: missing, and organisation ${org} has no workspace root; pass workspaceDir or give it a root in AGENTS_WORKSPACE_ROOTS`
+      : 'workspaceDir: missing, and AGENTS_WORKSPACE_ROOT is not set; pass workspaceDir or set AGENTS_WORKSPACE_ROOT',
   ]);
 }
 
 /**
  * Makes sure an agent's workspace folder is usable and exists (validated, then created with its
  * parents; see workspace-dir.ts), and that its repositories commit as the agent. A folder that cannot
- * be one is refused with `InvalidAgentError` naming the agent, the folder and why.
+ * be one, or lies where the agent's organisation may not have one (workspace-roots.ts: system folders,
+ * homes' dot-folders, the data folder, the checkout, another organisation's root …), is refused with
+ * `InvalidAgentError` naming the agent, the folder and why; nothing is created then. The worker runs
+ * this before every tool call, so a row written around the API is refused there too.
  */
 export async function ensureWorkspace(
-  agent: { id: string; name: string },
+  agent: { id: string; name: string; config?: unknown },
   workspaceDir: string,
-  options: { gitIdentity?: boolean } = {},
+  options: { gitIdentity?: boolean; roots?: WorkspaceRoots; extraRoots?: readonly string[] } = {},
 ): Promise<void> {
+  const placement = {
+    agentId: agent.id,
+    org: orgOfConfig(agent.config as AgentConfig | undefined),
+    ...(options.roots ? { roots: options.roots } : {}),
+    ...(options.extraRoots ? { extraRoots: options.extraRoots } : {}),
+  };
   try {
-    await prepareWorkspace(agent, workspaceDir, options);
+    await prepareWorkspace(agent, workspaceDir, placement, { gitIdentity: options.gitIdentity });
   } catch (error) {
     if (error instanceof InvalidWorkspaceDirError)
       throw new InvalidAgentError(agent.id, [`workspaceDir: ${error.message}`]);
@@ -237,11 +273,23 @@ export async function ensureWorkspace(
 export async function upsertAgent(
   db: Kysely<Database>,
   input: AgentDefinition,
-  options: { workspaceRoot?: string; force?: boolean; skills?: SkillDefinition[] } = {},
+  options: {
+    workspaceRoot?: string;
+    workspaceRoots?: WorkspaceRoots;
+    force?: boolean;
+    skills?: SkillDefinition[];
+  } = {},
 ): Promise<AgentRow> {
   const agent = parseAgentDefinition(input);
-  const workspaceDir = resolveWorkspaceDir(agent.id, agent.workspaceDir, options.workspaceRoot);
-  await ensureWorkspace(agent, workspaceDir);
+  const org = orgOfConfig(agent.config);
+  const roots = options.workspaceRoots ?? workspaceRootsFromEnv(options.workspaceRoot || undefined);
+  const currentDir = agent.workspaceDir ? undefined : (await findAgent(db, agent.id))?.workspace_dir;
+  const workspaceDir = resolveWorkspaceDir(agent.id, agent.workspaceDir, options.workspaceRoot, {
+    org,
+    roots,
+    ...(currentDir !== undefined ? { currentDir } : {}),
+  });
+  await ensureWorkspace(agent, workspaceDir, { roots });
   const row = {
     id: agent.id,
     name: agent.name,

@@ -3,15 +3,26 @@
  * the client library all reach it via `upsertAgent`; the worker before every tool call), and the
  * preparation that follows it (the folder created, its repositories given the agent's git identity).
  *
+ * Where the folder may lie is workspace-roots.ts's rule, applied to its real location (`..` and
+ * symbolic links resolved through the longest existing prefix) before anything is created, and again
+ * once the folder exists, so a link planted between the two is caught too.
+ *
  * The folder is created one component at a time with a plain `mkdir`, never `mkdir(…, { recursive })`:
  * Node's recursive mkdir retries a parent that already exists for as long as the kernel answers ENOENT
  * for the child, and procfs answers ENOENT for every new name, so `/proc/nope/ws` made it loop forever
  * on a core. Walking the components bounds the work by the path's length.
  */
 import { execFile } from 'node:child_process';
-import { lstatSync, promises as fs, type Stats } from 'node:fs';
+import { lstatSync, promises as fs, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import {
+  mapWorkspaceRoots,
+  parseWorkspaceRoots,
+  workspacePlacementProblem,
+  type WorkspaceOwner,
+  type WorkspaceRoots,
+} from './workspace-roots';
 
 const run = promisify(execFile);
 
@@ -58,23 +69,37 @@ function virtualRootOf(absolute: string): string | undefined {
   return VIRTUAL_FILESYSTEM_ROOTS.find((root) => absolute === root || absolute.startsWith(`${root}/`));
 }
 
-/**
- * Validates the folder and creates what is missing of it. Throws `InvalidWorkspaceDirError` naming the
- * reason: a virtual filesystem (also reached through a symbolic link), a component that is a file or
- * a device, a folder that cannot be created or written (permissions, read-only, full disk). Bounded:
- * one `lstat` and at most one `mkdir` per path component.
- */
 /** Workspace folders this process has checked whole (`ensureWorkspaceDir`), bounded like its sessions. */
 const ENSURED_DIRS_MAX = 10_000;
 const ensuredDirs = new Set<string>();
 
-export async function ensureWorkspaceDir(workspaceDir: string): Promise<void> {
+/** Who a folder is for and the roots it is checked against (absent: read from the environment). */
+export interface WorkspacePlacement extends WorkspaceOwner {
+  roots?: WorkspaceRoots;
+  /** Roots of the product's own, for the worker only (a fork's workspace under the forks' root). */
+  extraRoots?: readonly string[];
+}
+
+/**
+ * Validates the folder and creates what is missing of it. Throws `InvalidWorkspaceDirError` naming the
+ * reason: a place the roots do not allow (workspace-roots.ts; also reached through `..` or a symbolic
+ * link), a virtual filesystem, a component that is a file or a device, a folder that cannot be created
+ * or written (permissions, read-only, full disk). Nothing is created for a refused folder. Bounded:
+ * one `realpath` per missing trailing component, one `lstat` and at most one `mkdir` per component.
+ */
+export async function ensureWorkspaceDir(workspaceDir: string, placement: WorkspacePlacement): Promise<void> {
   const absolute = path.resolve(workspaceDir);
   const syntax = workspaceDirSyntaxProblem(absolute);
   if (syntax) throw new InvalidWorkspaceDirError(workspaceDir, syntax);
+  // A stored path is used as written: the kernel resolves `link/..` through the link, where
+  // path.resolve only drops a component, so what was checked would not be where tools run.
+  if (workspaceDir.split('/').includes('..'))
+    throw new InvalidWorkspaceDirError(workspaceDir, `it contains "..": give the folder as ${absolute} instead`);
+  checkPlacement(workspaceDir, absolute, placement);
   // Checked whole once per process: after that, the folder itself still being a plain directory is
-  // enough (a tool call runs this before each call; the path above it is the operator's). One lstat,
-  // made synchronously: microseconds, where a thread-pool round trip costs a loaded worker ~0.4 ms.
+  // enough (a tool call runs this before each call; the path above it is the operator's, and its real
+  // location was checked above). One lstat, made synchronously: microseconds, where a thread-pool
+  // round trip costs a loaded worker ~0.4 ms.
   if (ensuredDirs.has(absolute)) {
     let info: Stats | undefined;
     try {
@@ -129,8 +154,79 @@ export async function ensureWorkspaceDir(workspaceDir: string): Promise<void> {
     current = next;
   }
   await checkCreatableIn(absolute, workspaceDir);
+  // A link planted while the folders were made: the folder's real location is checked once more.
+  checkPlacement(workspaceDir, absolute, placement);
   if (ensuredDirs.size >= ENSURED_DIRS_MAX) ensuredDirs.clear();
   ensuredDirs.add(absolute);
+}
+
+/** The roots read from the environment, parsed again only when one of their variables changes. */
+let envRoots: { key: string; roots: WorkspaceRoots } | undefined;
+/** Roots with their folders' real paths, by the roots object (a root may itself be a link). */
+const realRoots = new WeakMap<WorkspaceRoots, WorkspaceRoots>();
+
+/** The roots the process's environment configures (`parseWorkspaceRoots`), with `base` replacing AGENTS_WORKSPACE_ROOT. */
+export function workspaceRootsFromEnv(base?: string): WorkspaceRoots {
+  const env = process.env;
+  const key = [
+    base,
+    env.DATA_DIR,
+    env.AGENTS_WORKSPACE_ROOT,
+    env.AGENTS_WORKSPACE_ROOTS,
+    env.AGENTS_WORKSPACE_ALLOWED_ROOTS,
+    env.HOME,
+  ].join('\0');
+  if (envRoots?.key !== key) envRoots = { key, roots: parseWorkspaceRoots(env, base ? { base } : {}) };
+  return envRoots.roots;
+}
+
+function checkPlacement(workspaceDir: string, absolute: string, placement: WorkspacePlacement): void {
+  const roots = placement.roots ?? workspaceRootsFromEnv();
+  let real = realRoots.get(roots);
+  if (!real) {
+    real = mapWorkspaceRoots(roots, realLocation);
+    realRoots.set(roots, real);
+  }
+  const location = realLocation(absolute);
+  const problem = workspacePlacementProblem(location, real, placement, (placement.extraRoots ?? []).map(realLocation));
+  if (!problem) return;
+  const link = location === absolute ? undefined : firstLink(absolute);
+  const through = link ? `${link.path} is a symbolic link into ${link.target}, so it is ${location}, and ` : '';
+  throw new InvalidWorkspaceDirError(workspaceDir, `${through}${link ? problem.replace(/^it /, '') : problem}`);
+}
+
+/**
+ * Where `absolute` really is: the real path of its longest existing prefix (links resolved by the
+ * kernel) with the missing components after it. One `realpath` per missing component, synchronous:
+ * the whole usually exists, and then it is one system call.
+ */
+export function realLocation(absolute: string): string {
+  const missing: string[] = [];
+  for (let current = absolute; ;) {
+    try {
+      return path.join(realpathSync.native(current), ...missing.reverse());
+    } catch {
+      // Missing, not a folder or not searchable: what is above it decides where it would be.
+      const parent = path.dirname(current);
+      if (parent === current) return absolute;
+      missing.push(path.basename(current));
+      current = parent;
+    }
+  }
+}
+
+/** The first component of `absolute` that is a symbolic link, and where it leads (for messages). */
+function firstLink(absolute: string): { path: string; target: string } | undefined {
+  let current = '/';
+  for (const part of absolute.split('/').filter(Boolean)) {
+    current = path.join(current, part);
+    try {
+      if (lstatSync(current).isSymbolicLink()) return { path: current, target: realLocation(current) };
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 async function lstatOrMissing(target: string, workspaceDir: string): Promise<Stats | undefined> {
@@ -298,8 +394,9 @@ async function gitConfig(args: string[], configFile: string): Promise<string | u
 export async function prepareWorkspace(
   agent: { id: string; name: string },
   workspaceDir: string,
+  placement: WorkspacePlacement,
   options: { gitIdentity?: boolean } = {},
 ): Promise<void> {
-  await ensureWorkspaceDir(workspaceDir);
+  await ensureWorkspaceDir(workspaceDir, placement);
   if (options.gitIdentity ?? true) await applyGitIdentity(workspaceDir, agentGitIdentity(agent));
 }

@@ -34,14 +34,19 @@ export function registerAgentRoutes({ route, client, db, workspaceRoot, requireA
           `invalid agent ${JSON.stringify(params.agentId)}: workspaceDir: ${new InvalidWorkspaceDirError(body.workspaceDir, 'it is not an absolute path').message}`,
         );
       }
-      await client.upsertAgent({
-        id: params.agentId,
-        name: body.name,
-        description: body.description,
-        files: body.files,
-        config,
-        workspaceDir: body.workspaceDir ?? path.join(workspaceRoot, params.agentId),
-      });
+      // Without a folder the agent gets `<workspaceRoot>/<org>/<id>` (or keeps the pre-organisation
+      // `<workspaceRoot>/<id>` it has); either way the store checks where it lies, refused with 400.
+      await client.upsertAgent(
+        {
+          id: params.agentId,
+          name: body.name,
+          description: body.description,
+          files: body.files,
+          config,
+          ...(body.workspaceDir !== undefined ? { workspaceDir: body.workspaceDir } : {}),
+        },
+        { workspaceRoot },
+      );
       return agentJson((await findAgent(db, params.agentId))!);
     },
   });

@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { Connection } from '@temporalio/client';
@@ -19,6 +20,10 @@ export default async function globalSetup(): Promise<void> {
 
   const dataDir = path.resolve('.data');
   mkdirSync(dataDir, { recursive: true });
+  // Tests keep agents' workspaces in temporary folders: the system's temporary folder is an allowed
+  // workspace root (activities/store/workspace-roots.ts) for every test file, the workers it starts in
+  // process and the CLI processes it runs. A file that tests the roots sets its own before its harness.
+  process.env.AGENTS_WORKSPACE_ALLOWED_ROOTS ??= realpathSync(os.tmpdir());
   if (!process.env.DATABASE_URL) {
     const embeddedDir = path.join(dataDir, `test-postgres-${process.pid}`);
     const handle = await openDatabase({ dataDir: embeddedDir });

@@ -16,7 +16,7 @@ describe('agent definitions are validated and get a workspace', () => {
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
   const agentRow = (id: string) => h.db.db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirst();
 
-  test('upsertAgentFromFolder without a workspace: a clear error when no root is configured, else <root>/<id>, created', async () => {
+  test('upsertAgentFromFolder without a workspace: a clear error when no root is configured, else <root>/<org>/<id>, created', async () => {
     const noRoot = new AgentsClient(h.temporal, h.db.db, { taskQueue: h.taskQueue, workspaceRoot: '' });
     await expect(noRoot.upsertAgentFromFolder(scratch, { id: 'no-root-agent' })).rejects.toThrow(
       'invalid agent "no-root-agent": workspaceDir: missing, and AGENTS_WORKSPACE_ROOT is not set; pass workspaceDir or set AGENTS_WORKSPACE_ROOT',
@@ -26,7 +26,7 @@ describe('agent definitions are validated and get a workspace', () => {
     const root = path.join(scratch, 'workspaces');
     const withRoot = new AgentsClient(h.temporal, h.db.db, { taskQueue: h.taskQueue, workspaceRoot: root });
     const created = await withRoot.upsertAgentFromFolder(scratch, { id: 'rooted-agent' });
-    expect(created.workspaceDir).toBe(path.join(root, 'rooted-agent'));
+    expect(created.workspaceDir).toBe(path.join(root, 'default', 'rooted-agent'));
     expect(existsSync(created.workspaceDir)).toBe(true);
     expect((await agentRow('rooted-agent'))?.workspace_dir).toBe(created.workspaceDir);
   });

@@ -69,7 +69,7 @@ describe('the embedded default database serves every process', () => {
       'organisation demo: 1 user profile(s), 1 skill(s)',
     );
     expect(await cli('agent', 'upsert', 'examples/agents/scribe', '--id', 'scribe')).toContain(
-      `workspace ${path.join(dataDir, 'workspaces', 'scribe')}`,
+      `workspace ${path.join(dataDir, 'workspaces', 'default', 'scribe')}`,
     );
     const output = await cli(
       'task',

@@ -1,13 +1,12 @@
 /** `/v1/tasks`: start, status, usage, the timeline and the text as SSE, cancel, pause, resume, comment, review. */
 import type { Kysely } from 'kysely';
 import { findTask } from '../../activities/store/tasks';
-import { findTaskInOrg } from '../../activities/store/tenancy';
+import { checkNewTaskPlace } from '../../activities/store/task-graph';
 import { usageTotals } from '../../activities/llm/usage';
 import type { Database } from '../../schema/database';
 import { BudgetDecisionRejectedError, DeliveryRejectedError } from '../../client';
 import { isTerminal, type TaskState } from '../../workflows/rules/task-state';
 import { ApiError } from '../errors';
-import { taskNotFound } from '../org-walls';
 import type { ApiContext } from '../route-kit';
 import * as S from '../schemas';
 import { openSse, resumeAfter, streamEnded } from '../sse';
@@ -30,10 +29,15 @@ export function registerTaskRoutes(
     response: S.StartTaskResponse,
     status: 201,
     handler: async ({ body, principal }) => {
-      // Another organisation's agent is unknown here; a parent or a dependency must be of the agent's own.
+      // Another organisation's agent is unknown here; a parent or a dependency of another organisation
+      // than the agent's is refused exactly as one that does not exist (the store's own check and words).
       const agent = await requireAgent(body.agentId, principal);
-      for (const linked of [...(body.parentTaskId ? [body.parentTaskId] : []), ...(body.dependsOn ?? [])])
-        if (!(await findTaskInOrg(db, linked, agent.org))) throw taskNotFound(linked);
+      await checkNewTaskPlace(db, {
+        agentId: agent.id,
+        org: agent.org,
+        ...(body.parentTaskId ? { parentTaskId: body.parentTaskId } : {}),
+        ...(body.dependsOn ? { dependsOn: body.dependsOn } : {}),
+      });
       // Task ids are one namespace across organisations: a taken id says only that it is taken.
       if (body.taskId && (await findTask(db, body.taskId)))
         throw new ApiError(409, 'task_exists', `task ${body.taskId} already exists; omit taskId for a fresh one`);

@@ -234,7 +234,8 @@ describe('organisations are walls: every operation and MCP tool, aimed across', 
   const candidates = [{ name: 'baseline' }];
   /**
    * One fixture per operation: how to aim it at B (path parameters come from `pathIds`), and what A
-   * gets. `expect: 404` (the default) compares with the answer for ids that never existed. A list
+   * gets. `expect: 404` (the default) compares with the answer for ids that never existed (whose
+   * status is `status`, 404 unless a body's unknown id is a 400). A list
    * (`expect: 'list'`) answers 200 without any of B's ids; `platformOnly` answers 403 to every
    * organisation's token, since it concerns all of them (nothing of B's to hide). Several variants
    * cover ids in a body or a filter.
@@ -243,6 +244,8 @@ describe('organisations are walls: every operation and MCP tool, aimed across', 
     query?: () => string;
     body?: () => unknown;
     expect?: 404 | 'list' | 'platformOnly' | 'public';
+    /** The status B's object and a never-existed id both get (default 404; a body's ids are often a 400). */
+    status?: number;
     /** The request whose answer for never-existed ids B's must equal (default: the same one; an upsert would create). */
     neverAs?: { method: string };
     /** What the platform token gets for B's object (read operations only): 200, or a status other than 404. */
@@ -266,8 +269,14 @@ describe('organisations are walls: every operation and MCP tool, aimed across', 
     'GET /v1/agents/{agentId}/skills': [{ platform: 200 }],
     'POST /v1/tasks': [
       { body: () => ({ agentId: agentB, title: 'work for me', taskId: freshTaskId }) },
-      { body: () => ({ agentId: agentA, title: 'a subtask of B', taskId: freshTaskId, parentTaskId: taskB }) },
-      { body: () => ({ agentId: agentA, title: 'waits on B', taskId: freshTaskId, dependsOn: [taskB] }) },
+      {
+        body: () => ({ agentId: agentA, title: 'a subtask of B', taskId: freshTaskId, parentTaskId: taskB }),
+        status: 400,
+      },
+      {
+        body: () => ({ agentId: agentA, title: 'waits on B', taskId: freshTaskId, dependsOn: [taskB] }),
+        status: 400,
+      },
     ],
     'GET /v1/tasks/{taskId}': [{ platform: 'not-404' }],
     'GET /v1/tasks/{taskId}/usage': [{ platform: 200 }],
@@ -380,7 +389,7 @@ describe('organisations are walls: every operation and MCP tool, aimed across', 
             tokenA,
             fixture.neverAs ? undefined : body && JSON.parse(neverExisted(JSON.stringify(body))),
           );
-          expect([label, answer.status]).toEqual([label, 404]);
+          expect([label, answer.status]).toEqual([label, fixture.status ?? 404]);
           // Byte for byte the answer for an id that never existed, once B's ids read as those ids.
           expect([label, neverExisted(JSON.stringify(answer.body))]).toEqual([label, JSON.stringify(never.body)]);
         }

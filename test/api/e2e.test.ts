@@ -38,15 +38,8 @@ describe('HTTP API end to end', () => {
     expect(created).toMatchObject({ status: 200, body: { id: agentId, workspaceDir: h.workspaceDir } });
   });
 
-  const operatorName = async () =>
-    (
-      await h.db.db
-        .selectFrom('api_tokens')
-        .select('name')
-        .where('scope', '=', 'operator')
-        .orderBy('created_at', 'desc')
-        .executeTakeFirstOrThrow()
-    ).name;
+  /** The name of the operator token the calls go with (the default organisation's, not the platform's). */
+  const operatorName = async () => api.tokenNames.operator;
 
   test('start → stream to review → approve the shell command → accept → completed, all over HTTP', async () => {
     const file = `api-e2e-${Date.now()}.txt`;

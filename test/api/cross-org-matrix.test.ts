@@ -229,7 +229,14 @@ describe('organisations are walls: every operation and MCP tool, aimed across', 
 
   /** B's ids in a path, query or body replaced by ids that never existed. */
   const neverExisted = (value: string): string =>
-    Object.entries(missing).reduce((text, [from, to]) => text.split(from).join(to), value);
+    Object.entries(missing)
+      .flatMap(([from, to]) => [
+        [from, to],
+        [encodeURIComponent(from), encodeURIComponent(to)],
+      ])
+      // Longest first: B's approval id holds B's task id.
+      .sort(([a], [b]) => b!.length - a!.length)
+      .reduce((text, [from, to]) => text.split(from!).join(to!), value);
 
   const candidates = [{ name: 'baseline' }];
   /**
@@ -497,6 +504,75 @@ describe('organisations are walls: every operation and MCP tool, aimed across', 
     } finally {
       await platform.close();
     }
+  });
+
+  // ---- a task whose row is not written yet, and the inbox ----------------------------------------
+  test('a run that has not written its row yet is pending for its organisation only (OrgId)', async () => {
+    // No worker polls this queue: the workflow runs, its first activity (which writes the row) never does.
+    const { taskId } = await h.client.startTask({
+      agentId: agentB,
+      title: 'just started',
+      description: '',
+      createdBy: 'b',
+    });
+    try {
+      expect(await h.db.db.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst()).toBe(
+        undefined,
+      );
+      const asA = await request('GET', `/v1/tasks/${taskId}/usage`, tokenA);
+      const never = await request('GET', `/v1/tasks/${missing[taskB]}/usage`, tokenA);
+      expect(asA.status).toBe(404);
+      expect(JSON.stringify(asA.body).split(taskId).join(missing[taskB]!)).toBe(JSON.stringify(never.body));
+      expect((await request('GET', `/v1/tasks/${taskId}/usage`, await api.orgToken(orgB, 'read'))).status).toBe(200);
+      expect((await request('GET', `/v1/tasks/${taskId}/usage`, api.platformToken)).status).toBe(200);
+    } finally {
+      await h.client
+        .handle(taskId)
+        .terminate('test finished')
+        .catch(() => undefined);
+    }
+  });
+
+  test("the inbox of A's person lists and decides only A's approvals, reviews and evals", async () => {
+    const before = await dumpB();
+    const page = await request('GET', '/inbox', tokenA);
+    expect(page.status).toBe(200);
+    expect(String(page.body)).toContain(approvalA);
+    expect(String(page.body)).toContain(taskA);
+    for (const secret of [approvalB, taskB, agentB]) expect(String(page.body)).not.toContain(secret);
+    // A decision on B's request is answered as one on a request that never existed.
+    const decide = async (requestId: string) => {
+      const response = await fetch(`${api.url}/inbox/approvals/${encodeURIComponent(requestId)}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokenA}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'decision=approved',
+        redirect: 'manual',
+      });
+      return [response.status, decodeURIComponent(response.headers.get('location') ?? '')] as const;
+    };
+    const [crossedStatus, crossedTo] = await decide(approvalB);
+    expect([crossedStatus, neverExisted(crossedTo)]).toEqual(await decide(missing[approvalB]!));
+    expect(crossedTo).toMatch(/Not recorded: no approval request/);
+    const review = async (taskId: string) => {
+      const response = await fetch(`${api.url}/inbox/reviews/${encodeURIComponent(taskId)}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokenA}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'decision=accept',
+        redirect: 'manual',
+      });
+      return [response.status, neverExisted(await response.text())] as const;
+    };
+    expect(await review(taskB)).toEqual(await review(missing[taskB]!));
+    expect((await review(taskB))[0]).toBe(404);
+    const evals = await request('GET', '/inbox/evals', tokenA);
+    expect([String(evals.body).includes(evalA), String(evals.body).includes(evalB)]).toEqual([true, false]);
+    const evalB404 = await request('GET', `/inbox/evals/${evalB}`, tokenA);
+    const evalNever = await request('GET', `/inbox/evals/${missing[evalB]}`, tokenA);
+    expect([evalB404.status, neverExisted(JSON.stringify(evalB404.body))]).toEqual([
+      404,
+      JSON.stringify(evalNever.body),
+    ]);
+    expect(await dumpB()).toBe(before);
   });
 
   // ---- agents stay in their organisation, tokens from before keep working ------------------------

@@ -36,19 +36,33 @@ export interface ApprovalTrailEvent {
   at: Date;
 }
 
-/** Pending requests, oldest first; `forPerson`: only those in that person's own queue. */
+/**
+ * Pending requests, oldest first; `forPerson`: only those in that person's own queue; `org`: only that
+ * organisation's (filtered before the list's bound, so another organisation's backlog cannot push
+ * this one's requests out of it).
+ */
 export async function pendingApprovalViews(
   db: Kysely<Database>,
-  options: { forPerson?: string; agentId?: string; nowMs?: number } = {},
+  options: { forPerson?: string; agentId?: string; org?: string; nowMs?: number } = {},
 ): Promise<PendingApprovalView[]> {
   const nowMs = options.nowMs ?? Date.now();
   let query = db
     .selectFrom('approvals')
-    .selectAll()
-    .where('status', '=', 'pending')
-    .orderBy('requested_at')
+    .selectAll('approvals')
+    .where('approvals.status', '=', 'pending')
+    .orderBy('approvals.requested_at')
     .limit(APPROVAL_LIST_MAX);
-  if (options.agentId) query = query.where('agent_id', '=', options.agentId);
+  if (options.agentId) query = query.where('approvals.agent_id', '=', options.agentId);
+  if (options.org !== undefined)
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('agents')
+          .select('agents.id')
+          .whereRef('agents.id', '=', 'approvals.agent_id')
+          .where('agents.org', '=', options.org!),
+      ),
+    );
   const rows = await query.execute();
   const views = rows.map((r): PendingApprovalView => {
     const wait = r.wait_state as ApprovalWaitState | null;

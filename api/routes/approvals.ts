@@ -8,7 +8,8 @@ import * as S from '../schemas';
 import { approverGroupsOf, type ApiPrincipal } from '../tokens';
 import { approvalTrail, pendingApprovalViews } from '../../activities/approvals/views';
 import { NOTIFICATIONS_LIST_MAX } from '../../activities/store/notifications';
-import { agentOfOrgCondition, agentsInOrg, approvalInOrgOr404, approvalNotFound, isPlatform } from '../org-walls';
+import { agentOfOrgCondition, approvalInOrgOr404, approvalNotFound, isPlatform } from '../org-walls';
+import { PLATFORM } from '../../activities/store/tenancy';
 
 /**
  * The approvals row is written by an activity just before the workflow registers the request, so a
@@ -98,15 +99,10 @@ export function registerApprovalRoutes({ route, client, db, withTimeout, require
     query: S.ApprovalsQuery,
     response: S.ApprovalsResponse,
     handler: async ({ query, principal }) => {
-      const all = await pendingApprovalViews(db, query.for ? { forPerson: query.for } : {});
-      const reached = isPlatform(principal)
-        ? undefined
-        : await agentsInOrg(
-            db,
-            all.map((v) => v.agentId),
-            principal,
-          );
-      const views = reached ? all.filter((v) => reached.has(v.agentId)) : all;
+      const views = await pendingApprovalViews(db, {
+        ...(query.for ? { forPerson: query.for } : {}),
+        ...(principal.org === PLATFORM ? {} : { org: principal.org }),
+      });
       return { approvals: views.map((v) => ({ ...v, requestedAt: v.requestedAt.toISOString() })) };
     },
   });

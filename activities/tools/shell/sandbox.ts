@@ -13,7 +13,11 @@
  * - resource limits (CPU time, file size, address space, processes) are set with `prlimit` before the
  *   program starts. The kernel does not apply `RLIMIT_NPROC` to root, so each command also gets its
  *   own pids cgroup (`pids.max`) where the pids controller is writable; elsewhere the number of
- *   processes in the sandbox's PID namespace is watched from outside and the sandbox killed past it.
+ *   processes in the sandbox's PID namespace is watched from outside and the sandbox killed past it;
+ * - a seccomp filter (`seccomp-filter.ts`) refuses the system calls no tool needs (ptrace, keyrings,
+ *   io_uring, bpf, mounting, new user namespaces, typing into a terminal …), for every process of it;
+ * - the command sees descriptors 0–2 only: the worker closes what it inherited before each launch
+ *   (`inherited-descriptors.ts`), and bubblewrap consumes the filter's descriptor (`sandbox-launch.ts`).
  *
  * With no usable bubblewrap, tools are refused (`SandboxUnavailableError`), unless the operator sets
  * `AGENTS_SANDBOX=off`, which is logged loudly at every start of the worker and on first use.
@@ -22,6 +26,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, lstatSync, promises as fs, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import { closeInheritableDescriptors } from './inherited-descriptors';
 import {
   SANDBOX_ADDRESS_SPACE_BYTES,
   SANDBOX_CPU_SECONDS,
@@ -29,6 +34,7 @@ import {
   SANDBOX_MAX_PROCESSES,
   SANDBOX_PROBE_TIMEOUT_MS,
 } from './limits';
+import { launcherCommand, SECCOMP_FILTER_FD, seccompFilterFile } from './sandbox-launch';
 
 /** The operator's setting: `AGENTS_SANDBOX=off` runs tools without the sandbox (loudly logged). */
 export const SANDBOX_SETTING = 'AGENTS_SANDBOX';
@@ -166,8 +172,13 @@ function warnOff(): void {
 
 let availability: Promise<{ bwrap: string; prlimit: string } | { error: string }> | undefined;
 
-/** Checks once that bubblewrap can build the sandbox here (user namespaces allowed, /proc mountable). */
+/**
+ * Checks once that bubblewrap can build the sandbox here (user namespaces allowed, /proc mountable,
+ * the seccomp filter installable).
+ */
 export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { error: string }> {
+  // Also reached from the worker's start-up log (sandboxStatus), before anything is launched.
+  closeInheritableDescriptors();
   availability ??= (async () => {
     const configured = process.env[BWRAP_PATH_SETTING];
     const candidates = configured ? [configured] : BWRAP_CANDIDATES;
@@ -178,6 +189,8 @@ export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { e
       };
     const prlimit = PRLIMIT_CANDIDATES.find((candidate) => existsSync(candidate));
     if (!prlimit) return { error: 'prlimit (util-linux) is not installed, so resource limits cannot be set' };
+    const filter = await seccompFilterFile();
+    if (!filter) return { error: `no seccomp filter is defined for this architecture (${process.arch})` };
     const probeDir = await fs.mkdtemp(path.join('/tmp', 'sandbox-probe-'));
     try {
       const args = sandboxArgs({ workspace: probeDir, cwd: probeDir, env: { PATH: '/usr/bin:/bin' } }, [
@@ -186,8 +199,9 @@ export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { e
         '--',
         '/bin/true',
       ]);
+      const launch = launcherCommand(bwrap, args, filter);
       const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(bwrap, args, {
+        const child = spawn(launch.file, launch.args, {
           stdio: ['ignore', 'ignore', 'pipe'],
           env: {},
           timeout: SANDBOX_PROBE_TIMEOUT_MS,
@@ -199,7 +213,7 @@ export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { e
       });
       if (result.code !== 0) {
         return {
-          error: `bubblewrap cannot create the sandbox here (${result.stderr.trim().split('\n')[0] || `exit ${result.code}`}); user, PID, mount and network namespaces are needed`,
+          error: `bubblewrap cannot create the sandbox here (${result.stderr.trim().split('\n')[0] || `exit ${result.code}`}); user, PID, mount and network namespaces and seccomp filters are needed`,
         };
       }
       return { bwrap, prlimit };
@@ -238,6 +252,7 @@ export async function prepareCommand(
   spec: SandboxSpec & { pidsCgroup?: boolean },
 ): Promise<PreparedCommand> {
   const limits = { ...DEFAULT_SANDBOX_LIMITS, ...spec.limits };
+  closeInheritableDescriptors();
   if (sandboxMode() === 'off') {
     warnOff();
     return {
@@ -272,35 +287,20 @@ export async function prepareCommand(
     ...args,
   ];
   const bwrapArgs = sandboxArgs({ ...spec, workspace, cwd }, inner);
+  // Checked at every launch: a temp cleaner may have removed the file since the start.
+  const filter = await seccompFilterFile();
+  if (!filter)
+    throw new SandboxUnavailableError(`no seccomp filter is defined for this architecture (${process.arch})`);
   const group = spec.pidsCgroup ? await createPidsCgroup(limits.processes) : undefined;
-  if (!group)
-    return {
-      file: tools.bwrap,
-      args: bwrapArgs,
-      env: {},
-      cwd: '/',
-      sandboxed: true,
-      limits,
-      release: async () => undefined,
-    };
-  // The trusted host shell joins the group before it becomes bubblewrap, so every process of the
-  // command is counted from its first fork.
+  const launch = launcherCommand(tools.bwrap, bwrapArgs, filter, group && path.join(group, 'cgroup.procs'));
   return {
-    file: '/bin/sh',
-    args: [
-      '-c',
-      'echo $$ > "$1" || exit 125; shift; exec "$@"',
-      'sandbox',
-      path.join(group, 'cgroup.procs'),
-      tools.bwrap,
-      ...bwrapArgs,
-    ],
+    ...launch,
     env: {},
     cwd: '/',
     sandboxed: true,
     limits,
-    pidsCgroup: group,
-    release: () => releasePidsCgroup(group),
+    ...(group ? { pidsCgroup: group } : {}),
+    release: group ? () => releasePidsCgroup(group) : async () => undefined,
   };
 }
 
@@ -358,6 +358,8 @@ function sandboxArgs(spec: SandboxSpec, command: readonly string[]): string[] {
     ...(network ? ['--share-net'] : []),
     '--die-with-parent',
     '--new-session',
+    '--seccomp',
+    String(SECCOMP_FILTER_FD),
     '--cap-drop',
     'ALL',
     '--hostname',

@@ -3,13 +3,16 @@
  *
  * ```json
  * { "mcpServers": {
- *     "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."] },
+ *     "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${WORKSPACE}"] },
  *     "search": { "url": "https://search.example/mcp", "headers": { "Authorization": "Bearer ${SEARCH_TOKEN}" } } } }
  * ```
  *
  * Secret values are never written here: `${NAME}` references are resolved from the worker's own
  * environment when the session is opened, so the stored configuration (agent row, skill, history)
  * only ever holds the reference. The resolved values join the worker's redaction list.
+ *
+ * `${WORKSPACE}` is not a secret: in a stdio server's `args` and `env` it is the agent's workspace
+ * folder, for a server that works on it. Servers start elsewhere (`server-start.ts`), so `.` is not it.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -101,17 +104,31 @@ export class MissingSecretError extends Error {
 
 const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
+/** The reference to the agent's workspace folder (never read from the worker's environment). */
+export const WORKSPACE_REFERENCE = 'WORKSPACE';
+
 /**
  * The configuration with every `${NAME}` replaced by the worker's environment value (in `env`,
  * `headers`, `args` and `url`), and the values that were substituted (they are secrets from here on).
+ * `${WORKSPACE}` in a stdio server's `args` and `env` becomes `workspace` (left as written without
+ * one); anywhere else it is refused like a missing secret.
  */
 export function resolveSecrets(
   config: McpServerConfig,
   env: NodeJS.ProcessEnv = process.env,
+  workspace?: string,
 ): { config: McpServerConfig; secrets: string[] } {
   const secrets = new Set<string>();
+  const stdio = isStdio(config);
   const resolve = (text: string): string =>
-    text.replace(REFERENCE, (_match, name: string) => {
+    text.replace(REFERENCE, (match, name: string) => {
+      if (name === WORKSPACE_REFERENCE) {
+        if (!stdio)
+          throw new MissingSecretError(
+            `\${${name}} is the agent's workspace, usable only in a stdio server's args and env`,
+          );
+        return workspace ?? match;
+      }
       const value = env[name];
       if (value === undefined) throw new MissingSecretError(`\${${name}} is not set in the worker's environment`);
       if (value.length > 0) secrets.add(value);
@@ -119,7 +136,7 @@ export function resolveSecrets(
     });
   const record = (values: Record<string, string> | undefined) =>
     values ? Object.fromEntries(Object.entries(values).map(([k, v]) => [k, resolve(v)])) : undefined;
-  const resolved: McpServerConfig = isStdio(config)
+  const resolved: McpServerConfig = stdio
     ? { ...config, args: config.args?.map(resolve), ...(config.env ? { env: record(config.env) } : {}) }
     : { ...config, url: resolve(config.url), ...(config.headers ? { headers: record(config.headers) } : {}) };
   return { config: resolved, secrets: [...secrets] };

@@ -18,6 +18,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { registerSecretValues } from '../../security/secrets';
 import { prepareCommand } from '../shell/sandbox';
+import { isWithin, realOrSelf, serverEnvironment, serverStartDir } from './server-start';
 import {
   configKey,
   isStdio,
@@ -172,7 +173,7 @@ export class McpSession {
   private async connect(signal?: AbortSignal): Promise<Client> {
     const wait = this.retryAt - Date.now();
     if (wait > 0) await abortableDelay(wait, signal);
-    const { config, secrets } = resolveSecrets(this.config);
+    const { config, secrets } = resolveSecrets(this.config, process.env, realOrSelf(this.workspaceDir));
     registerSecretValues(secrets);
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -231,18 +232,27 @@ export class McpSession {
     this.retryAt = Date.now() + Math.min(MCP_RECONNECT_BASE_MS * 2 ** (this.failures - 1), MCP_RECONNECT_MAX_MS);
   }
 
-  /** A stdio server runs inside the shell tools' sandbox, with the profile its configuration declares. */
+  /**
+   * A stdio server runs inside the shell tools' sandbox, with the profile its configuration declares.
+   * It starts in an empty folder the agent cannot write, never in the workspace (`server-start.ts`):
+   * a module the agent wrote there is not what runs. `workspace: "none"` mounts no workspace at all.
+   */
   private async stdioTransport(config: McpStdioServerConfig): Promise<Transport> {
     const program = resolveProgram(config.command);
+    const workspace = realOrSelf(this.workspaceDir);
+    if (isWithin(workspace, program))
+      throw new McpServerUnavailableError(`MCP server command "${config.command}" is inside the agent's workspace`);
     const profile = config.sandbox ?? {};
-    const workspace = profile.workspace ?? 'rw';
+    const access = profile.workspace ?? 'rw';
+    const startDir = serverStartDir();
     const prepared = await prepareCommand(program, config.args ?? [], {
-      workspace: this.workspaceDir,
-      cwd: this.workspaceDir,
-      env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp/home', ...(config.env ?? {}) },
+      // Something must be mounted as the workspace: for "none", the empty start folder, read-only.
+      workspace: access === 'none' ? startDir : workspace,
+      cwd: startDir,
+      env: serverEnvironment(config.env, workspace),
       limits: { cpuSeconds: SERVER_CPU_SECONDS },
-      readOnlyPaths: [program, ...(profile.readOnlyPaths ?? [])],
-      workspaceReadOnly: workspace === 'ro',
+      readOnlyPaths: [program, startDir, ...(profile.readOnlyPaths ?? [])],
+      workspaceReadOnly: access !== 'rw',
       network: profile.network === true,
     });
     const transport = new StdioClientTransport({

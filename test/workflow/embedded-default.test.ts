@@ -98,7 +98,7 @@ describe('the embedded default database serves every process', () => {
     // Six CLI processes writing at once (the group posts that failed under the former engine).
     const names = Array.from({ length: 6 }, (_, i) => `concurrent-${i}`);
     const created = await Promise.all(names.map((name) => cli('token', 'create', name)));
-    for (const [i, out] of created.entries()) expect(out).toContain(`(${names[i]}, read)`);
+    for (const [i, out] of created.entries()) expect(out).toContain(`(${names[i]}, read, organisation default)`);
     const listed = await cli('token', 'list');
     for (const name of names) expect(listed).toContain(` ${name}  (created`);
   }, 240_000);

@@ -309,9 +309,14 @@ export interface Announcement {
  * `org`, those an agent of that organisation sees (the organisation's and everyone's; an unknown one
  * throws `UnknownOrganisationError`), else all of them.
  */
-export async function liveAnnouncements(db: Kysely<Database>, options: { org?: string } = {}): Promise<Announcement[]> {
+export async function liveAnnouncements(
+  db: Kysely<Database>,
+  options: { org?: string; folderless?: boolean } = {},
+): Promise<Announcement[]> {
   const { org } = options;
-  if (org !== undefined && !(await organisationExists(db, org))) throw new UnknownOrganisationError(org);
+  // `folderless`: the caller's own organisation, which need not have been loaded from a folder.
+  if (org !== undefined && !options.folderless && !(await organisationExists(db, org)))
+    throw new UnknownOrganisationError(org);
   const rows = await db
     .selectFrom('announcements')
     .selectAll()

@@ -3,8 +3,6 @@
  * CLI's `org upsert`, `skills` and `org announce` do, over HTTP. The stores validate (the same rules as
  * a folder) and write; their errors become 400s and 404s in api/errors.ts.
  */
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../../schema/database';
 import {
   ANNOUNCEMENTS_LISTED_MAX,
   findOrganisation,
@@ -163,7 +161,7 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
       const rows =
         query.org || isPlatform(principal)
           ? await liveAnnouncements(db, query.org ? { org: query.org } : {})
-          : await announcementsSeenBy(db, principal.org!);
+          : await liveAnnouncements(db, { org: principal.org!, folderless: true });
       return {
         announcements: rows.map((a) => ({
           id: a.id,
@@ -175,25 +173,6 @@ export function registerOrganisationRoutes({ route, client, db, requireAgent }: 
       };
     },
   });
-}
-
-/** Live announcements for everyone and for `org`, newest first (as `liveAnnouncements` lists them). */
-async function announcementsSeenBy(db: Kysely<Database>, org: string) {
-  const rows = await db
-    .selectFrom('announcements')
-    .selectAll()
-    .where((w) => w.or([w('org', 'is', null), w('org', '=', org)]))
-    .where((w) => w.or([w('expires_at', 'is', null), w('expires_at', '>', sql<Date>`now()`)]))
-    .orderBy('id', 'desc')
-    .limit(ANNOUNCEMENTS_LISTED_MAX)
-    .execute();
-  return rows.map((r) => ({
-    id: String(r.id),
-    text: r.text,
-    org: r.org,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-  }));
 }
 
 function organisationJson(org: OrganisationSummary) {

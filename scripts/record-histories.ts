@@ -19,7 +19,7 @@ import type { ChildProcess } from 'node:child_process';
 import { freeLoopbackPort } from '../activities/store/db';
 import { quietLogger } from '../test/support/quiet-logger';
 import { startTemporalDevServer } from '../test/support/temporal-cli';
-import { mkdirSync, readFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -373,6 +373,8 @@ const SCENARIOS: Record<string, Scenario> = {
 };
 
 async function main(): Promise<void> {
+  // Its agents' workspaces lie in the OS temp folder: an allowed root for this run (and its workers).
+  process.env.AGENTS_WORKSPACE_ALLOWED_ROOTS ??= realpathSync(os.tmpdir());
   const only = process.argv.slice(2);
   const unknown = only.filter((name) => !(name in SCENARIOS));
   if (unknown.length)

@@ -7,7 +7,7 @@
  * `--langgraph` adds a LangGraph JS + PostgresSaver row to every run (installed on demand, see langgraph.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -111,6 +111,8 @@ interface Bench {
 }
 
 async function main(): Promise<void> {
+  // Its agents' workspaces lie in the OS temp folder: an allowed root for this run (and its workers).
+  process.env.AGENTS_WORKSPACE_ALLOWED_ROOTS ??= realpathSync(os.tmpdir());
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl)
     throw new Error(

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, realpathSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -21,6 +21,8 @@ import { insertBenchTask, ScriptedTasks } from './scenario';
 import { preparingPool } from '../../activities/store/prepared-statements';
 
 async function main(): Promise<void> {
+  // Its agents' workspaces lie in the OS temp folder: an allowed root for this run (and its workers).
+  process.env.AGENTS_WORKSPACE_ALLOWED_ROOTS ??= realpathSync(os.tmpdir());
   const calls = Number(process.argv[2] ?? 41);
   let statements: string[] = [];
   let stepStart = 0;

@@ -11,7 +11,6 @@ import { Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import {
-  allowedApprovers,
   initialWaitState,
   waitingForLine,
   type ApprovalWaitState,
@@ -91,7 +90,7 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
           agentId: input.agentId,
           taskId: input.taskId,
           kind: 'asked',
-          targets: allowedApprovers(state, state.requestedAtMs),
+          targets: policy.approvers,
           eventKey: `${input.requestId}:asked`,
           state,
           atMs: state.requestedAtMs,

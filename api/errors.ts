@@ -2,7 +2,6 @@
  * Every failure leaves the API as `{ error: { code, message } }` with a status a client can act on.
  * Internal errors are logged and answered with a generic message: no stack trace reaches a client.
  */
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { InvalidAgentError } from '../activities/store/agents';
 import {
   InvalidAnnouncementError,
@@ -10,7 +9,7 @@ import {
   UnknownOrganisationError,
 } from '../activities/store/organisations';
 import { InvalidSkillError } from '../activities/store/skills';
-import { InvalidTaskInputError, TaskGraphError, UnknownAgentError } from '../client';
+import { apiAnswerOf, TaskGraphError } from '../client';
 
 export class ApiError extends Error {
   constructor(
@@ -73,7 +72,9 @@ export function toApiError(error: unknown, log?: FailureLog): ApiError {
   // Fastify's JSON parser reports SyntaxError with status 400.
   if (e instanceof SyntaxError && e.statusCode === 400)
     return new ApiError(400, 'malformed_json', `the body is not valid JSON (${e.message})`);
-  if (error instanceof UnknownAgentError) return new ApiError(404, 'agent_not_found', error.message);
+  // The client's refusals and Temporal's (one mapping, shared with the CLI).
+  const answer = apiAnswerOf(error);
+  if (answer) return new ApiError(answer.status, answer.code, answer.message);
   if (error instanceof UnknownOrganisationError) return new ApiError(404, 'organisation_not_found', error.message);
   // The stores' own validation (what a folder and a request share): its words name every problem.
   if (
@@ -84,7 +85,6 @@ export function toApiError(error: unknown, log?: FailureLog): ApiError {
   ) {
     return new ApiError(400, 'invalid_request', error.message);
   }
-  if (error instanceof InvalidTaskInputError) return new ApiError(400, 'invalid_request', error.message);
   if (error instanceof TaskGraphError) {
     if (error.code === 'unknown-agent') return new ApiError(404, 'agent_not_found', error.message);
     return new ApiError(
@@ -93,13 +93,6 @@ export function toApiError(error: unknown, log?: FailureLog): ApiError {
       error.message,
     );
   }
-  if (error instanceof WorkflowUpdateFailedError) {
-    // The update's validator refused it (unknown or already-decided request): its words are the message.
-    const cause = (error.cause as { message?: string } | undefined)?.message ?? error.message;
-    return new ApiError(409, 'update_rejected', cause);
-  }
-  if (error instanceof WorkflowNotFoundError)
-    return new ApiError(409, 'task_not_running', 'the task has no running workflow any more');
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500)
     return new ApiError(e.statusCode, 'invalid_request', e.message);
   const whereLogged = log

@@ -5,7 +5,7 @@
  * of their organisation's tasks.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { CandidateTotals, EvalRow } from '../activities/fork/graders';
+import { formatVsOriginal, type CandidateTotals, type EvalRow } from '../activities/fork/graders';
 import type { ForkClient } from '../client/forks';
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema/database';
@@ -64,7 +64,7 @@ function rowsTable(rows: readonly EvalRow[]): string {
       const graders = r.grades
         .map((g) => `${g.passed ? '✓' : '✗'} ${escape(g.grader)}: ${escape(g.detail)}`)
         .join('<br>');
-      return `<tr><td>${escape(r.sourceTaskId)}</td><td>${escape(r.candidate)}</td><td>${result}${r.incomplete ? `<br>${escape(r.incomplete)}` : ''}</td><td>${graders || escape(r.note ?? '')}</td><td>${r.fork?.iterations ?? '-'}</td><td>${r.fork?.tokens ?? '-'}</td><td>${money((r.fork?.costUsd ?? 0) + r.judgeCostUsd)}</td><td>${r.vsOriginal ? `${r.vsOriginal.costUsd}× cost` : '-'}</td><td>${r.calls.replayed} / ${r.calls.executed} / ${r.calls.refused}</td></tr>`;
+      return `<tr><td>${escape(r.sourceTaskId)}</td><td>${escape(r.candidate)}</td><td>${result}${r.incomplete ? `<br>${escape(r.incomplete)}` : ''}</td><td>${graders || escape(r.note ?? '')}</td><td>${r.fork?.iterations ?? '-'}</td><td>${r.fork?.tokens ?? '-'}</td><td>${money((r.fork?.costUsd ?? 0) + r.judgeCostUsd)}</td><td>${r.vsOriginal ? `${formatVsOriginal(r.vsOriginal.costUsd, '×')} cost` : '-'}</td><td>${r.calls.replayed} / ${r.calls.executed} / ${r.calls.refused}</td></tr>`;
     })
     .join('');
   return `<table>${head}${body}</table>`;

@@ -195,7 +195,7 @@ function buildServer(
   tool(
     'task_status',
     'read',
-    `A task's live status: state, round, iteration, the approvals it waits on, usage. With waitSeconds (at most ${MCP_STATUS_WAIT_MAX_SECONDS}) it waits until the state is one of untilStates (default: any change of state or of pending approvals), so a client can follow a task with repeated calls.`,
+    `A task's live status: state, round, iteration, the approvals it waits on, usage. With waitSeconds (at most ${MCP_STATUS_WAIT_MAX_SECONDS}) it waits until the state changes or an approval becomes pending; with untilStates, until the state is one of them or an approval becomes pending (someone must decide before the task can get there). So a client can follow a task with repeated calls.`,
     {
       taskId: S.TaskIdParams.shape.taskId,
       waitSeconds: z.number().min(0).max(MCP_STATUS_WAIT_MAX_SECONDS).optional(),
@@ -205,10 +205,13 @@ function buildServer(
     async (args, signal) => {
       let status = await statusOf(args.taskId);
       const first = `${status.state}|${status.pendingApprovals.map((a) => a.requestId).join(',')}`;
+      const pendingAtFirst = new Set(status.pendingApprovals.map((a) => a.requestId));
       const deadline = Date.now() + (args.waitSeconds ?? 0) * 1000;
+      // A new pending approval always answers: until someone decides it, no awaited state comes.
+      const approvalAsked = () => status.pendingApprovals.some((a) => !pendingAtFirst.has(a.requestId));
       const reached = () =>
         args.untilStates
-          ? args.untilStates.includes(status.state)
+          ? args.untilStates.includes(status.state) || approvalAsked()
           : `${status.state}|${status.pendingApprovals.map((a) => a.requestId).join(',')}` !== first;
       while (!reached() && !isTerminal(status.state) && Date.now() < deadline && !signal.aborted) {
         await new Promise((r) => setTimeout(r, MCP_STATUS_POLL_MS));
@@ -306,7 +309,7 @@ function buildServer(
 
   tool(
     'fork_task',
-    'service',
+    'operator',
     "Fork a recorded task at a step into a new task, with other prompts, model or a changed tool result: calls that match the source's are answered from its records, others run in the fork's own workspace, outside effects are refused. Follow it with task_status; fork_report says call by call what was replayed.",
     {
       sourceTaskId: S.TaskIdParams.shape.taskId,
@@ -390,7 +393,7 @@ export function mcpOpenApiPath(): Record<string, unknown> {
   });
   const jsonRpc = { type: 'object', properties: { jsonrpc: { const: '2.0' } }, required: ['jsonrpc'] };
   const description =
-    'The Model Context Protocol over Streamable HTTP (stateless, JSON answers). Tools: start_task, task_status, list_approvals, decide_approval, review_task, cancel_task, chat. Any valid token may connect; each tool needs the scope it names (read, service or operator). GET and DELETE answer 405: a stateless endpoint has no server stream and no session.';
+    'The Model Context Protocol over Streamable HTTP (stateless, JSON answers). Tools: start_task, task_status, list_approvals, decide_approval, review_task, cancel_task, fork_task, fork_report, chat. Any valid token may connect; each tool needs the scope it names (read, service or operator). GET and DELETE answer 405: a stateless endpoint has no server stream and no session.';
   return {
     post: {
       operationId: 'mcp',

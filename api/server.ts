@@ -21,6 +21,7 @@ import { ZodObject, type z } from 'zod';
 import { findTask } from '../activities/store/tasks';
 import { findTaskInOrg, PLATFORM } from '../activities/store/tenancy';
 import type { AgentsClient } from '../client';
+import { taskFinished } from '../client/errors';
 import type { AgentRow, Database } from '../schema/database';
 import { OrgIdSearchAttribute } from '../workflows/contract';
 import { isTerminal, type TaskState } from '../workflows/rules/task-state';
@@ -337,8 +338,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
     send: () => Promise<void>,
   ): Promise<{ ok: true }> => {
     const task = await requireTask(taskId, principal);
-    if (isTerminal(task.state as TaskState))
-      throw new ApiError(409, 'task_finished', `task ${taskId} is ${task.state}; it no longer takes ${what}`);
+    if (isTerminal(task.state as TaskState)) throw taskFinished(taskId, task.state, what);
     await withTimeout(what, send);
     return { ok: true };
   };

@@ -72,6 +72,8 @@ export const TaskWorkflowInputSchema = z
         'A fork of a recorded task: { sourceTaskId, round?, atStep, overrides?, allowTools? } (docs/fork-and-eval.md); set the ForkOf search attribute too',
       ),
   })
+  // The workflow refuses any other field (TASK_INPUT_FIELDS in workflows/rules/task-input.ts).
+  .strict()
   .describe('taskWorkflow input');
 
 export const TaskWorkflowResultSchema = z.object({

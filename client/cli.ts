@@ -15,6 +15,7 @@ import { addBudgetCommands } from './budget-commands';
 import { addApprovalCommands } from './approval-commands';
 import { addForkCommands } from './fork-commands';
 import { ForkClient } from './forks';
+import { describeFailure } from './failure-text';
 
 /**
  * The `agents` CLI (`npm run agents -- <command>`): define agents, start and follow tasks, decide
@@ -192,7 +193,7 @@ program
   .parseAsync(process.argv)
   .then(async () => session?.close())
   .catch(async (error: unknown) => {
-    console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(describeFailure(error));
     await session?.close().catch(() => undefined);
     process.exit(1);
   });

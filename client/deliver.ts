@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { deliverToAgent as sendDelivery } from '../activities/mailbox/deliver-to-agent';
 import { deliverCommentMentions } from '../activities/mailbox/mentions';
 import { findAgent } from '../activities/store/agents';
-import { findTask } from '../activities/store/tasks';
+import { addTaskEvent, findTask } from '../activities/store/tasks';
 import type { Database } from '../schema/database';
 import type { DeliverInput, DeliverResult } from '../workflows/agent-contract';
 import { deliveryProblem } from '../workflows/rules/mailbox';
@@ -70,7 +70,7 @@ export interface CommentResult {
  * A comment on a task: the task's agent gets a `comment` item (forwarded to its running round and
  * answered in the thread), and every other agent the text @mentions gets a `mention` item it answers
  * in the task's thread (@mentions always notify; the author and the assignee are skipped; once per
- * comment). Throws `DeliveryRejectedError` for an unknown task or bad text: nothing was stored then.
+ * comment). The comment is on the task's timeline as `comment-added`. Throws `DeliveryRejectedError` for an unknown task or bad text: nothing was stored then.
  */
 export async function commentOnTask(
   access: MailboxAccess,
@@ -84,6 +84,14 @@ export async function commentOnTask(
       `unknown task ${JSON.stringify(taskId)}: the item names a task that does not exist`,
     );
   const { itemId } = await deliverToAgent(access, task.agent_id, { kind: 'comment', from, taskId, text });
+  // On the task's timeline as an agent's comment is (task_comment): a person's name, `agent:<id>` for an agent.
+  await addTaskEvent(
+    access.db,
+    taskId,
+    'comment-added',
+    { text, from: from.type === 'human' ? from.id : `${from.type}:${from.id}`, itemId },
+    `comment:${itemId}`,
+  );
   const mentioned = await deliverCommentMentions(access.db, access.temporal, access.taskQueue, {
     taskId,
     text,

@@ -17,7 +17,7 @@ import {
   type AgentConfig,
   type AgentDefinition,
 } from '../activities/store/agents';
-import { findTask } from '../activities/store/tasks';
+import { addTaskEvent, findTask } from '../activities/store/tasks';
 import { readSkillsFolder, upsertSkills, type SkillDefinition } from '../activities/store/skills';
 import { postAnnouncement, readOrganisationFolder, upsertOrganisation } from '../activities/store/organisations';
 import { usageTotals, type UsageTotalsRow } from '../activities/llm/usage';
@@ -47,11 +47,24 @@ import {
   type TaskStatus,
   type TaskWorkflowInput,
   type TaskWorkflowResult,
+  ZERO_USAGE_TOTALS,
 } from '../workflows/contract';
 import { taskInputProblem } from '../workflows/rules/task-input';
 import type { taskWorkflow } from '../workflows/task';
 import { commentOnTask, type CommentResult } from './deliver';
-import { InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
+import {
+  approvalDecided,
+  BudgetDecisionRejectedError,
+  InvalidTaskInputError,
+  innermostMessage,
+  notInReview,
+  taskFinished,
+  unknownApprovalRequest,
+  unknownTask,
+  UnknownAgentError,
+} from './errors';
+import { recordedSpend, withRecordedBudgetSpend, withRecordedSpend } from './spend';
+import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 import { recordNewTask } from '../activities/store/task-graph';
 import { readUserTextFile } from '../activities/store/user-files';
 import type { WorkspaceRoots } from '../activities/store/workspace-roots';
@@ -103,19 +116,16 @@ function parseManifest(
   return value as { name?: string; description?: string; config?: AgentConfig };
 }
 
-/** A budget decision the task refused (no round running, not "raise"/"stop", a raise not above the spend). */
-export class BudgetDecisionRejectedError extends Error {
-  readonly type = FailureType.InvalidBudgetDecision;
-  constructor(
-    message: string,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
-    this.name = 'BudgetDecisionRejectedError';
-  }
-}
-
-export { DeliveryRejectedError, InvalidTaskInputError, innermostMessage, UnknownAgentError } from './errors';
+export {
+  apiAnswerOf,
+  BudgetDecisionRejectedError,
+  DeliveryRejectedError,
+  InvalidTaskInputError,
+  innermostMessage,
+  TaskRefusedError,
+  UnknownAgentError,
+  type ApiAnswer,
+} from './errors';
 export { TaskGraphError } from '../activities/store/task-graph';
 export type { CommentResult } from './deliver';
 
@@ -148,6 +158,8 @@ export interface StartTaskOptions {
 
 export interface TaskEvent {
   id: string;
+  /** Dense per task in commit order: the cursor to read on from (`events`, `follow`, the API's `?after=`). */
+  seq: string;
   type: string;
   data: Record<string, unknown>;
   createdAt: Date;
@@ -341,10 +353,16 @@ export class AgentsClient {
 
   /**
    * Live status from the workflow (`status` query), with the running round's own progress merged in
-   * (iteration, phase, usage so far: `roundProgress`); falls back to the stored row once the workflow
-   * is gone.
+   * (iteration, phase, budget hold: `roundProgress`); falls back to the stored row once the workflow
+   * is gone. Its usage, and its budget's total, are the recorded calls' (client/spend.ts), as every
+   * view of spend shows them.
    */
   async getStatus(taskId: string): Promise<TaskStatus> {
+    const [status, spend] = await Promise.all([this.workflowStatus(taskId), recordedSpend(this.db, taskId)]);
+    return withRecordedSpend(status, spend);
+  }
+
+  private async workflowStatus(taskId: string): Promise<TaskStatus> {
     try {
       const status = await this.handle(taskId).query(statusQuery);
       if (status.state !== 'in_progress' || status.round === 0) return status;
@@ -361,7 +379,7 @@ export class AgentsClient {
         iteration: 0,
         phase: 'finished',
         pendingApprovals: [],
-        usage: await this.usageFromCalls(taskId),
+        usage: ZERO_USAGE_TOTALS,
         ...(task.last_error ? { lastError: task.last_error } : {}),
       };
     }
@@ -399,22 +417,52 @@ export class AgentsClient {
 
   async getTaskRow(taskId: string): Promise<TaskRow> {
     const task = await this.db.selectFrom('tasks').selectAll().where('id', '=', taskId).executeTakeFirst();
-    if (!task) throw new Error(`unknown task ${taskId}`);
+    if (!task) throw unknownTask(taskId);
     return task;
+  }
+
+  /**
+   * Refuses what a task can no longer take, in the API's words: `what` ("cancellation") to a task that
+   * has ended (`task_finished`), anything to a task that does not exist (`task_not_found`). A task whose
+   * workflow started but has not written its row yet passes.
+   */
+  private async assertTakes(taskId: string, what: string): Promise<{ state: string } | undefined> {
+    const task = await this.db.selectFrom('tasks').select('state').where('id', '=', taskId).executeTakeFirst();
+    if (task && isTerminal(task.state as TaskState)) throw taskFinished(taskId, task.state, what);
+    if (!task)
+      await this.handle(taskId)
+        .describe()
+        .catch(() => Promise.reject(unknownTask(taskId)));
+    return task;
+  }
+
+  /** An approval request the task can still take a decision or delegation on. */
+  private async assertPendingApproval(taskId: string, requestId: string, what: string): Promise<void> {
+    await this.assertTakes(taskId, what);
+    const row = await this.db
+      .selectFrom('approvals')
+      .select(['status', 'task_id'])
+      .where('id', '=', requestId)
+      .executeTakeFirst();
+    if (!row || (row.task_id !== null && row.task_id !== taskId)) throw unknownApprovalRequest(requestId);
+    if (row.status !== 'pending') throw approvalDecided(requestId, row.status);
   }
 
   /** Requests cancellation: stops an in-flight LLM stream or command and leaves the task `cancelled`. */
   async cancel(taskId: string): Promise<void> {
+    await this.assertTakes(taskId, 'cancellation');
     await this.handle(taskId).cancel();
   }
 
   /** Decides a pending approval through the validated update; returns the recorded decision. */
   async decideApproval(taskId: string, decision: ApprovalDecision): Promise<RecordedApprovalDecision> {
+    await this.assertPendingApproval(taskId, decision.requestId, 'an approval decision');
     return this.handle(taskId).executeUpdate(decideApprovalUpdate, { args: [decision] });
   }
 
   /** Hands a pending request under a policy to a colleague, who then decides as if asked (validated update). */
   async delegateApproval(taskId: string, delegation: ApprovalDelegationRequest): Promise<RecordedApprovalDelegation> {
+    await this.assertPendingApproval(taskId, delegation.requestId, 'a delegation');
     return this.handle(taskId).executeUpdate(delegateApprovalUpdate, { args: [delegation] });
   }
 
@@ -423,22 +471,48 @@ export class AgentsClient {
     await this.handle(taskId).signal(approvalDecisionSignal, decision);
   }
 
+  /**
+   * Accepts the submitted work or asks for a revision. Refused (`not_in_review`) unless the task waits
+   * for review; the decision is on the task's timeline as `review-decided`.
+   */
   async review(taskId: string, decision: ReviewDecision): Promise<void> {
+    const task = await this.getTaskRow(taskId);
+    if (task.state !== 'review') throw notInReview(taskId, task.state);
     await this.handle(taskId).signal(reviewDecisionSignal, decision);
+    await addTaskEvent(this.db, taskId, 'review-decided', {
+      decision: decision.decision,
+      ...(decision.feedback ? { feedback: decision.feedback } : {}),
+      ...(decision.decidedBy ? { decidedBy: decision.decidedBy } : {}),
+    });
   }
 
   /** Pauses the task (→ blocked) after its current step; `resume` continues the same round and session. */
   async pause(taskId: string, reason?: string): Promise<void> {
+    await this.assertTakes(taskId, 'a pause');
     await this.handle(taskId).signal(pauseSignal, { reason });
   }
 
   async resume(taskId: string): Promise<void> {
+    await this.assertTakes(taskId, 'a resume');
     await this.handle(taskId).signal(resumeSignal);
   }
 
-  /** The tree's spend (the round and each sub-agent, and in total) as the round last reported it. */
+  /**
+   * The tree's budget: its limit, whether it holds, and its nodes (the round and each sub-agent) as the
+   * workflow reports them; its total is the recorded calls' (client/spend.ts), the same figure as the
+   * status's. While a round runs, its own report (the live one the status shows) answers.
+   */
   async getBudget(taskId: string): Promise<BudgetReport> {
-    return this.handle(taskId).query(budgetQuery);
+    const [status, spend] = await Promise.all([this.workflowStatus(taskId), recordedSpend(this.db, taskId)]);
+    if (status.budget) return withRecordedBudgetSpend(status.budget, spend);
+    const reported = await this.handle(taskId)
+      .query(budgetQuery)
+      .catch(async (error: unknown) => {
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+        const granted = (await this.getTaskRow(taskId)).cost_budget_usd;
+        return { limitUsd: granted === null ? null : Number(granted), spentUsd: 0, held: false, nodes: [] };
+      });
+    return withRecordedBudgetSpend(reported, spend);
   }
 
   /**
@@ -448,6 +522,7 @@ export class AgentsClient {
    * the spend) is refused with `BudgetDecisionRejectedError` naming why; nothing is sent then.
    */
   async decideBudget(taskId: string, decision: BudgetDecision): Promise<RecordedBudgetDecision> {
+    await this.assertTakes(taskId, 'a budget decision');
     try {
       return await this.handle(taskId).executeUpdate(decideBudgetUpdate, { args: [decision] });
     } catch (error) {
@@ -471,16 +546,21 @@ export class AgentsClient {
     return this.handle(taskId).result();
   }
 
-  /** Task events after `afterId` (the durable timeline: state changes, LLM calls, tools, approvals). */
-  async events(taskId: string, afterId = '0'): Promise<TaskEvent[]> {
+  /**
+   * Task events after sequence number `afterSeq` (the durable timeline: state changes, LLM calls, tools,
+   * approvals, comments, review decisions). Read by `seq`, as the API's `?after=` is: ids are drawn
+   * before their rows commit, so an event with a lower id can commit after one with a higher id, and a
+   * reader paging by id would skip it; `seq` is given in commit order.
+   */
+  async events(taskId: string, afterSeq: string | number = 0): Promise<TaskEvent[]> {
     const rows = await this.db
       .selectFrom('task_events')
-      .select(['id', 'type', 'data', 'created_at'])
+      .select(['id', 'seq', 'type', 'data', 'created_at'])
       .where('task_id', '=', taskId)
-      .where('id', '>', afterId)
-      .orderBy('id')
+      .where('seq', '>', String(afterSeq) as never)
+      .orderBy('seq')
       .execute();
-    return rows.map((r) => ({ id: r.id, type: r.type, data: r.data, createdAt: r.created_at }));
+    return rows.map((r) => ({ id: r.id, seq: String(r.seq), type: r.type, data: r.data, createdAt: r.created_at }));
   }
 
   /**
@@ -492,11 +572,11 @@ export class AgentsClient {
     options: { until?: TaskStatus['state'][]; intervalMs?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<{ kind: 'event'; event: TaskEvent } | { kind: 'status'; status: TaskStatus }> {
     const until = options.until ?? ['review', 'completed', 'failed', 'cancelled', 'rejected', 'archived'];
-    let afterId = '0';
+    let afterSeq = '0';
     let lastStatus = '';
     for (;;) {
-      for (const event of await this.events(taskId, afterId)) {
-        afterId = event.id;
+      for (const event of await this.events(taskId, afterSeq)) {
+        afterSeq = event.seq;
         yield { kind: 'event', event };
       }
       const status = await this.getStatus(taskId);
@@ -509,12 +589,6 @@ export class AgentsClient {
       if (options.signal?.aborted) return;
       await new Promise((r) => setTimeout(r, options.intervalMs ?? 500));
     }
-  }
-
-  /** LLM spend of one task, from the recorded calls (also after its workflow is gone). */
-  private async usageFromCalls(taskId: string): Promise<TaskStatus['usage']> {
-    const { calls: _calls, ...totals } = await usageTotals(this.db, { taskId });
-    return totals;
   }
 
   /** An agent's LLM spend (tokens by kind, cost, call count), optionally since a date. */

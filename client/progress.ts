@@ -31,6 +31,10 @@ export function describeEvent(event: TaskEvent): string {
       return `approval ${String(d.status)}${d.decidedBy ? ` by ${String(d.decidedBy)}` : ''} [${String(d.requestId)}]`;
     case 'review-submitted':
       return `submitted for review: ${String(d.summary)}`;
+    case 'review-decided':
+      return `review: ${String(d.decision)}${d.decidedBy ? ` by ${String(d.decidedBy)}` : ''}${d.feedback ? `: ${String(d.feedback)}` : ''}`;
+    case 'comment-added':
+      return `comment from ${String(d.from)}: ${String(d.text)}`;
     case 'note-added':
       return `note: ${String(d.note)}`;
     case 'user-notified':

@@ -68,10 +68,10 @@ export function interruptedToolCallText(tool: string): string {
   );
 }
 
-/** A call the model asked for that never started (the worker stopped first): it had no effect. */
+/** A call the model asked for that never started (its attempt ended first): it had no effect. */
 export function notRunToolCallText(tool: string): string {
   return (
-    `Tool call ${tool} was not run: the worker stopped after you asked for it and before it started, so it had no effect. ` +
+    `Tool call ${tool} was not run: the attempt that asked for it ended before it started (the worker stopped or lost its database), so it had no effect. ` +
     `Call it again if you still need it.`
   );
 }

@@ -11,6 +11,7 @@ import { Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../schema/database';
 import {
+  allowedApprovers,
   initialWaitState,
   waitingForLine,
   type ApprovalWaitState,
@@ -90,7 +91,7 @@ export function createApprovalActivities(deps: { db: Kysely<Database> }) {
           agentId: input.agentId,
           taskId: input.taskId,
           kind: 'asked',
-          targets: policy.approvers,
+          targets: allowedApprovers(state, state.requestedAtMs),
           eventKey: `${input.requestId}:asked`,
           state,
           atMs: state.requestedAtMs,

@@ -61,12 +61,24 @@ export function toolErrorsVsOriginal(fork: RunFigures, original: RunFigures): Gr
   };
 }
 
+/**
+ * A ratio to the original as the tables print it: `1.5x`; `-` without a figure; `n/a` when the original
+ * had none of it (it cost $0) and the fork has some, where no ratio exists. Stored results from before
+ * ratios could be null hold null there too.
+ */
+export function formatVsOriginal(ratio: number | null | undefined, times: 'x' | '×'): string {
+  if (ratio === undefined) return '-';
+  if (ratio === null || !Number.isFinite(ratio)) return 'n/a';
+  return `${ratio}${times}`;
+}
+
 /** Not pass/fail: the ratios a person compares candidates by. */
 export function usageVsOriginal(
   fork: RunFigures,
   original: RunFigures,
-): { iterations: number; tokens: number; costUsd: number; wallMs: number } {
-  const ratio = (x: number, y: number): number => (y > 0 ? Math.round((x / y) * 100) / 100 : x > 0 ? Infinity : 1);
+): { iterations: number | null; tokens: number | null; costUsd: number | null; wallMs: number | null } {
+  // Over an original of 0 there is no ratio: null (JSON has no Infinity; it became null and read "nullx").
+  const ratio = (x: number, y: number): number | null => (y > 0 ? Math.round((x / y) * 100) / 100 : x > 0 ? null : 1);
   return {
     iterations: ratio(fork.iterations, original.iterations),
     tokens: ratio(fork.tokens, original.tokens),
@@ -174,7 +186,7 @@ export function formatEvalTable(rows: readonly EvalRow[], totals: readonly Candi
         String(r.fork?.iterations ?? '-').padEnd(5),
         String(r.fork?.tokens ?? '-').padEnd(8),
         money((r.fork?.costUsd ?? 0) + r.judgeCostUsd).padEnd(9),
-        (r.vsOriginal ? `${r.vsOriginal.costUsd}x` : '-').padEnd(8),
+        formatVsOriginal(r.vsOriginal?.costUsd, 'x').padEnd(8),
         `${r.calls.replayed}/${r.calls.executed}/${r.calls.refused}${r.incomplete ? ' (incomplete)' : ''}`,
       ].join(' '),
     );

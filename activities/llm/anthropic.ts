@@ -12,7 +12,10 @@ import {
   DEFAULT_STREAM_TIMEOUT_MS,
   openStreamScope,
   parseToolArguments,
+  scopedFetch,
   serverOf,
+  streamIdleTimeoutFromEnv,
+  withStreamScope,
   type StreamScope,
 } from './adapter-support';
 import type {
@@ -265,38 +268,53 @@ class StreamAccumulator {
 }
 
 /** The error to raise when our own signal, not the server, ended the stream. */
-function stoppedByScope(scope: StreamScope, timeoutMs: number): Error | undefined {
+function stoppedByScope(scope: StreamScope, timeoutMs: number, idleTimeoutMs: number): Error | undefined {
   if (scope.timedOut)
     return new Anthropic.APIConnectionTimeoutError({ message: `Anthropic stream exceeded ${timeoutMs} ms.` });
+  // A retryable timeout: the step's retry asks again, and its stream rewinds what this one showed.
+  if (scope.idle)
+    return new Anthropic.APIConnectionTimeoutError({
+      message: `Anthropic stream sent nothing for ${idleTimeoutMs} ms.`,
+    });
   if (scope.callerAborted) return new Anthropic.APIUserAbortError();
   return undefined;
 }
 
 export function createAnthropicProvider(config: ProviderConfig): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_STREAM_TIMEOUT_MS;
-  const client = new Anthropic({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: timeoutMs });
+  const idleTimeoutMs = config.streamIdleTimeoutMs ?? streamIdleTimeoutFromEnv();
+  const client = new Anthropic({
+    apiKey: config.apiKey,
+    baseURL: config.baseURL,
+    maxRetries: 0,
+    timeout: timeoutMs,
+    // Every byte received, pings included, tells the call's stream scope that the stream is alive.
+    fetch: scopedFetch(),
+  });
   const server = serverOf(client.baseURL);
   const cachePolicy = config.promptCache ?? DEFAULT_PROMPT_CACHE_POLICY;
 
   async function chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
-    const scope = openStreamScope(callbacks.signal, timeoutMs);
+    const scope = openStreamScope(callbacks.signal, timeoutMs, idleTimeoutMs);
     const accumulator = new StreamAccumulator(callbacks.onTextDelta);
     try {
-      const stream = await client.messages.create(
-        { ...toAnthropicParams(request, cachePolicy), stream: true },
-        { signal: scope.signal },
-      );
-      for await (const event of stream) {
-        callbacks.onStreamEvent?.();
-        accumulator.add(event);
-      }
+      await withStreamScope(scope, async () => {
+        const stream = await client.messages.create(
+          { ...toAnthropicParams(request, cachePolicy), stream: true },
+          { signal: scope.signal },
+        );
+        for await (const event of stream) {
+          callbacks.onStreamEvent?.();
+          accumulator.add(event);
+        }
+      });
     } catch (error) {
-      throw stoppedByScope(scope, timeoutMs) ?? error;
+      throw stoppedByScope(scope, timeoutMs, idleTimeoutMs) ?? error;
     } finally {
       scope.dispose();
     }
     // The SDK ends the iteration quietly when its signal fires, so an abort must be detected here.
-    const stopped = stoppedByScope(scope, timeoutMs);
+    const stopped = stoppedByScope(scope, timeoutMs, idleTimeoutMs);
     if (stopped) throw stopped;
     if (!accumulator.complete)
       throw new Anthropic.APIConnectionError({ message: 'Anthropic stream ended before message_stop.' });

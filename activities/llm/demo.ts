@@ -109,17 +109,26 @@ function estimateUsage(request: ChatRequest, output: string): ChatResult['usage'
 }
 
 /**
- * A person chatting (the last message is their plain text, not a harness prompt in brackets): echo it
- * with its place in the conversation, which shows the channel's session being reused.
+ * A person chatting: echo their last message with its place in the conversation (and their first
+ * one), which shows the channel's session being reused. What a person wrote is the user text that is
+ * not a harness note in brackets: the harness appends `[Current time: …]` after the conversation, and
+ * wraps its own prompts (reflections, reports) in brackets; none of those is answered as chat.
  */
 function chatReply(messages: ChatRequest['messages']): string | undefined {
-  const users = messages.filter((m) => m.role === 'user' && m.content.some((b) => b.type === 'text'));
-  const last = users
-    .at(-1)
-    ?.content.find((b) => b.type === 'text')
-    ?.text.trim();
-  if (!last || last.startsWith('[')) return undefined;
-  return `${DEMO_LABEL}\nYou said: "${last.slice(0, 200)}" (message ${users.length} in this conversation). A real model would answer here; the offline demo only echoes.`;
+  const said = messages
+    .filter((m) => m.role === 'user')
+    .flatMap((m) => m.content.filter((b) => b.type === 'text').map((b) => b.text.trim()))
+    .filter((text) => text !== '' && !text.startsWith('['));
+  const last = said.at(-1);
+  if (last === undefined) return undefined;
+  const lastHumanMessage = messages.findLastIndex(
+    (m) => m.role === 'user' && m.content.some((b) => b.type === 'text' && b.text.trim() === last),
+  );
+  // A harness prompt after the person's last message (a report, a reflection) is not a chat turn.
+  const after = messages.slice(lastHumanMessage + 1);
+  if (after.some((m) => m.role === 'assistant')) return undefined;
+  const first = said.length > 1 ? ` Your first message here was "${said[0]!.slice(0, 200)}".` : '';
+  return `${DEMO_LABEL}\nYou said: "${last.slice(0, 200)}" (message ${said.length} in this conversation).${first} A real model would answer here; the offline demo only echoes.`;
 }
 
 function firstUserText(contents: ContentBlock[][]): string {

@@ -13,7 +13,10 @@ import {
   DEFAULT_STREAM_TIMEOUT_MS,
   openStreamScope,
   parseToolArguments,
+  scopedFetch,
   serverOf,
+  streamIdleTimeoutFromEnv,
+  withStreamScope,
   type StreamScope,
 } from './adapter-support';
 import type {
@@ -252,43 +255,51 @@ function startsAnotherCall(
   }
 }
 
-function stoppedByScope(scope: StreamScope, timeoutMs: number): Error | undefined {
+function stoppedByScope(scope: StreamScope, timeoutMs: number, idleTimeoutMs: number): Error | undefined {
   if (scope.timedOut)
     return new OpenAI.APIConnectionTimeoutError({ message: `OpenAI stream exceeded ${timeoutMs} ms.` });
+  // A retryable timeout: the step's retry asks again, and its stream rewinds what this one showed.
+  if (scope.idle)
+    return new OpenAI.APIConnectionTimeoutError({ message: `OpenAI stream sent nothing for ${idleTimeoutMs} ms.` });
   if (scope.callerAborted) return new OpenAI.APIUserAbortError();
   return undefined;
 }
 
 export function createOpenAiProvider(config: ProviderConfig): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_STREAM_TIMEOUT_MS;
+  const idleTimeoutMs = config.streamIdleTimeoutMs ?? streamIdleTimeoutFromEnv();
   const client = new OpenAI({
     // Local compatible servers (Ollama, vLLM) need no key, but the SDK insists on one.
     apiKey: config.apiKey ?? (config.kind === 'openai-compatible' ? 'not-needed' : undefined),
     baseURL: config.baseURL,
     maxRetries: 0,
     timeout: timeoutMs,
+    // Every byte received, keep-alive comments included, tells the call's stream scope that the stream is alive.
+    fetch: scopedFetch(),
   });
   const server = serverOf(client.baseURL);
 
   async function chat(request: ChatRequest, callbacks: ChatCallbacks = {}): Promise<ChatResult> {
-    const scope = openStreamScope(callbacks.signal, timeoutMs);
+    const scope = openStreamScope(callbacks.signal, timeoutMs, idleTimeoutMs);
     const accumulator = new StreamAccumulator(callbacks.onTextDelta);
     try {
-      const stream = await client.chat.completions.create(
-        { ...toOpenAiParams(request, config.kind), stream: true, stream_options: { include_usage: true } },
-        { signal: scope.signal },
-      );
-      for await (const chunk of stream) {
-        callbacks.onStreamEvent?.();
-        accumulator.add(chunk);
-      }
+      await withStreamScope(scope, async () => {
+        const stream = await client.chat.completions.create(
+          { ...toOpenAiParams(request, config.kind), stream: true, stream_options: { include_usage: true } },
+          { signal: scope.signal },
+        );
+        for await (const chunk of stream) {
+          callbacks.onStreamEvent?.();
+          accumulator.add(chunk);
+        }
+      });
     } catch (error) {
-      throw stoppedByScope(scope, timeoutMs) ?? error;
+      throw stoppedByScope(scope, timeoutMs, idleTimeoutMs) ?? error;
     } finally {
       scope.dispose();
     }
     // The SDK ends the iteration quietly when its signal fires, so an abort must be detected here.
-    const stopped = stoppedByScope(scope, timeoutMs);
+    const stopped = stoppedByScope(scope, timeoutMs, idleTimeoutMs);
     if (stopped) throw stopped;
     if (accumulator.finishReason === undefined) {
       throw new OpenAI.APIConnectionError({ message: 'OpenAI stream ended without a finish_reason.' });

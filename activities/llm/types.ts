@@ -135,6 +135,8 @@ export interface ProviderConfig {
   baseURL?: string;
   /** Per-request timeout in ms (the stream's hard cap); default set by the adapter. */
   timeoutMs?: number;
+  /** A stream silent this long (ms) is cut and retried; default `LLM_STREAM_IDLE_TIMEOUT_MS`, else 2 minutes; 0: never. */
+  streamIdleTimeoutMs?: number;
   /** Anthropic: the lifetimes of its prompt-cache breakpoints (`PROMPT_CACHE_POLICIES`); default `prefix-1h`. */
   promptCache?: PromptCachePolicy;
 }

@@ -1,6 +1,4 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { TOOL_RESULT_OFFLOAD_CHARS, TOOL_RESULT_PREVIEW_CHARS } from '../../workflows/rules/harness';
 import { sql, type RawBuilder } from 'kysely';
 import { findMessage } from '../store/sessions';
 import type { ToolUseBlock } from '../llm/types';
@@ -8,9 +6,17 @@ import { safeArgumentsJson, safeLine, safeToolText } from '../security/tool-text
 import { secretValues } from '../security/secrets';
 import type { ToolContext, ToolOutput, ToolSpec } from './types';
 import { decideForkCall } from '../fork/tool-calls';
-import { archiveToolImages, retireOldToolImages } from './tool-result-images';
-import { appendResult, assistantMessageKey, finish } from './ledger-writes';
+import { appendResult, assistantMessageKey, finish, storeOutcome } from './ledger-writes';
 import { settleInterrupted } from './interrupted-calls';
+import {
+  CallBegunElsewhereError,
+  isDatabaseUnavailable,
+  localCallKey,
+  localCalls,
+  marksItsOwnStart,
+  onEffectBegins,
+  type RanOutcome,
+} from './effect-starts';
 
 export { toolResultKey } from './ledger-writes';
 export { settleUnansweredCalls } from './interrupted-calls';
@@ -114,17 +120,25 @@ export async function executeToolCall(
     await appendResult(ctx, call.id, ledger.result ?? '', ledger.is_error);
     return done(call.name, ledger.result ?? '', ledger.is_error, { replayed: true });
   }
-  // A side-effecting call found started was cut off by a dead worker. It is never run twice: its
-  // tool says what happened when it can, else the model is told the outcome is unknown. A call whose
+  const localKey = localCallKey(sessionId, call.id);
+  // A side-effecting call found started is never run twice. When this process began it, it knows
+  // what happened: the run's outcome is stored now (its first write failed: a database outage), and
+  // a call whose start was never reached runs now. Otherwise the worker that ran it stopped: its tool
+  // says what happened when it can, else the model is told the outcome is unknown. A call whose
   // effect never landed changed nothing, so it runs now, once (its ledger row stays as it is).
-  let unlanded = false;
+  let resumed = false;
   if (ledger && ledger.side_effecting && !input.workflowResult) {
-    const { text, isError, landed } = await settleInterrupted(call, spec, ctx);
-    if (landed !== false) {
-      await finish(ctx, call.id, text, isError);
-      return done(call.name, text, isError, landed === undefined ? { interrupted: true } : {});
+    const local = await localCalls.settled(localKey, ctx.signal);
+    if (local?.state === 'ran') return land(ctx, call, spec, local.outcome);
+    if (local?.state === 'not-begun') resumed = true;
+    else {
+      const { text, isError, landed } = await settleInterrupted(call, spec, ctx);
+      if (landed !== false) {
+        await finish(ctx, call.id, text, isError);
+        return done(call.name, text, isError, landed === undefined ? { interrupted: true } : {});
+      }
+      resumed = true;
     }
-    unlanded = true;
   }
   if (options.started && !startsWithReply(call, spec, ctx))
     throw new Error(`tool call ${call.id} was recorded as started with its reply but needs a decision first`);
@@ -198,33 +212,44 @@ export async function executeToolCall(
 
   if (spec!.runsInWorkflow && !input.workflowResult) return { kind: 'run-in-workflow', tool: call.name, summary, args };
 
-  if (!options.started && !unlanded)
-    await db
-      .insertInto('tool_calls')
-      .values({
-        session_id: sessionId,
-        tool_call_id: call.id,
-        task_id: ctx.taskId ?? null,
-        agent_id: ctx.agentId,
-        tool: call.name,
-        args: safeArgumentsJson(args, secrets),
-        status: 'started',
-        side_effecting: spec!.sideEffecting,
-        is_error: false,
-        executions: 1,
-      })
-      .onConflict((oc) =>
-        oc
-          .columns(['session_id', 'tool_call_id'])
-          .doUpdateSet((eb) => ({ executions: eb('tool_calls.executions', '+', 1) })),
-      )
-      .execute();
+  // The `started` row is written when the call's work can begin: right before `run`, or, for a tool
+  // that reads the database first (`startsItsOwnEffect`), when the tool reaches its effect. A row
+  // written with the reply, or one whose run never landed or never began, is there already.
+  const ownStart = marksItsOwnStart(spec!);
+  let begun = false;
+  let ran: ((outcome: RanOutcome | undefined) => void) | undefined;
+  const begin = async (): Promise<void> => {
+    if (begun) return;
+    if (!options.started && !resumed) {
+      try {
+        await writeStarted(ctx, call, spec!, safeArgumentsJson(args, secrets), ownStart);
+      } catch (error) {
+        // The row may have been written (a commit whose answer was lost), but nothing began.
+        localCalls.notBegun(localKey);
+        throw error;
+      }
+    }
+    begun = true;
+    ran = localCalls.running(localKey);
+  };
+  if (ownStart) onEffectBegins(toolCtx, begin);
+  else await begin();
 
   let output: ToolOutput;
   try {
     output = input.workflowResult && spec!.runsInWorkflow ? input.workflowResult : await spec!.run(args, toolCtx);
   } catch (error) {
-    if (ctx.signal.aborted) throw error;
+    if (
+      ctx.signal.aborted ||
+      error instanceof CallBegunElsewhereError ||
+      (ownStart && !begun && isDatabaseUnavailable(error))
+    ) {
+      // Cancelled: the outcome is not known here. Another execution began the call: its record stands.
+      // Or the database went away before the effect began: nothing was recorded and nothing ran, so
+      // the activity's retry runs the call, once.
+      ran?.(undefined);
+      throw error;
+    }
     output = {
       content: `${call.name} failed: ${error instanceof Error ? error.message : String(error)}`,
       isError: true,
@@ -236,21 +261,78 @@ export async function executeToolCall(
       content: `${output.content}\n[Approved${input.approval.decidedBy ? ` by ${input.approval.decidedBy}` : ''} with comment: ${input.approval.comment}]`,
     };
   }
+  // The tool answered without reaching its effect (it refused, or now needs approval): nothing ran.
+  if (!begun) return recordWithoutRunning(ctx, call, output.content, output.isError ?? false);
   const safe = safeToolText(output.content, secrets, output.redactions ?? 0);
-  const content = await offloadIfLarge(ctx, call.id, safe.text);
-  // Images go with the message into PostgreSQL only: the workflow gets the text preview, as for any result.
-  const images = output.images ?? [];
-  await archiveToolImages(ctx.db, ctx.sessionId, call.id, images);
-  await finish(ctx, call.id, content, output.isError ?? false, safe.redactions, images);
-  if (images.length > 0) await retireOldToolImages(ctx.db, ctx.sessionId);
-  const submission =
-    call.name === 'task_submit_review' && !output.isError
-      ? safeLine(String((args as { summary: string }).summary), secrets)
-      : undefined;
-  return done(call.name, content, output.isError ?? false, {
+  const outcome = {
+    text: safe.text,
+    isError: output.isError ?? false,
+    redactions: safe.redactions,
+    images: output.images ?? [],
+  };
+  // Remembered until stored: a retry in this process stores it if the writes below fail.
+  ran!(outcome);
+  return land(ctx, call, spec, outcome, secrets);
+}
+
+/**
+ * Stores a run's outcome (`storeOutcome`) and returns it. Also the retry's path for an outcome this
+ * process remembered because its first storing failed.
+ */
+async function land(
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
+  call: ToolUseBlock,
+  spec: ToolSpec | undefined,
+  outcome: RanOutcome,
+  secrets?: readonly string[],
+): Promise<ExecuteToolResult> {
+  const content = await storeOutcome(ctx, call.id, outcome);
+  const parsed =
+    call.name === 'task_submit_review' && !outcome.isError ? spec?.schema.safeParse(call.input) : undefined;
+  const submission = parsed?.success
+    ? safeLine(String((parsed.data as { summary: string }).summary), secrets)
+    : undefined;
+  return done(call.name, content, outcome.isError, {
     submission,
-    ...(safe.redactions > 0 ? { redactions: safe.redactions } : {}),
+    ...(outcome.redactions > 0 ? { redactions: outcome.redactions } : {}),
   });
+}
+
+/**
+ * The ledger's `started` row, right before the call's work begins. For a tool that marks its own
+ * start, a row already there means another execution of the call began it: this one must not.
+ */
+async function writeStarted(
+  ctx: Omit<ToolContext, 'toolCallId' | 'approvalComment' | 'approved'>,
+  call: ToolUseBlock,
+  spec: ToolSpec,
+  args: string,
+  exclusive: boolean,
+): Promise<void> {
+  const written = await ctx.db
+    .insertInto('tool_calls')
+    .values({
+      session_id: ctx.sessionId,
+      tool_call_id: call.id,
+      task_id: ctx.taskId ?? null,
+      agent_id: ctx.agentId,
+      tool: call.name,
+      args,
+      status: 'started',
+      side_effecting: spec.sideEffecting,
+      is_error: false,
+      executions: 1,
+    })
+    .onConflict((oc) =>
+      exclusive
+        ? oc.columns(['session_id', 'tool_call_id']).doNothing()
+        : oc
+            .columns(['session_id', 'tool_call_id'])
+            .doUpdateSet((eb) => ({ executions: eb('tool_calls.executions', '+', 1) })),
+    )
+    .returning('executions')
+    .executeTakeFirst();
+  if (!written) throw new CallBegunElsewhereError(call.id);
 }
 
 async function loadToolCall(
@@ -270,7 +352,7 @@ async function loadToolCall(
  * valid arguments, no governance, not a fork's, not run by the workflow), as a statement for the
  * fused step to run with the reply that holds the call: `insert … select … where exists (select 1
  * from reply)`, so it is written only when that statement stored the reply. One commit fewer per
- * step. Undefined for any other call, which goes through `executeToolCall` as before.
+ * step. Undefined for any other call (see `startsWithReply`), which goes through `executeToolCall`.
  */
 export function startedWithReply(
   call: ToolUseBlock | undefined,
@@ -288,9 +370,16 @@ export function startedWithReply(
     returning 1`;
 }
 
-/** The call needs no decision before it runs: a known tool, valid arguments, no governance, not in the workflow, not a fork's. */
+/**
+ * The call needs no decision before it runs (a known tool, valid arguments, no governance, not in the
+ * workflow, not a fork's), and a `started` row written before its work can begin loses nothing: the
+ * step still reads the database before the tool runs, and a retry after that read failed finds the
+ * row. So the tool is one a retry runs again anyway (not side-effecting), or one whose `interrupted`
+ * hook tells whether its effect landed (a write), which a retry runs again when it did not.
+ */
 function startsWithReply(call: ToolUseBlock, spec: ToolSpec | undefined, ctx: Pick<ToolContext, 'fork'>): boolean {
   if (!spec || spec.govern || spec.runsInWorkflow || ctx.fork || validate(call, spec)) return false;
+  if (spec.sideEffecting && (!spec.interrupted || marksItsOwnStart(spec))) return false;
   return spec.schema.safeParse(call.input).success;
 }
 
@@ -342,26 +431,6 @@ async function recordWithoutRunning(
     .execute();
   await appendResult(ctx, call.id, text, isError);
   return done(call.name, text, isError);
-}
-
-/** Results over the offload threshold are stored whole; the model gets a preview and the id to page through. */
-async function offloadIfLarge(
-  ctx: Pick<ToolContext, 'db' | 'sessionId'>,
-  toolCallId: string,
-  content: string,
-): Promise<string> {
-  if (content.length <= TOOL_RESULT_OFFLOAD_CHARS) return content;
-  // Deterministic id: a retried call overwrites its own stored output instead of adding another.
-  const id = `out_${createHash('sha256').update(`${ctx.sessionId}\0${toolCallId}`).digest('hex').slice(0, 24)}`;
-  await ctx.db
-    .insertInto('tool_outputs')
-    .values({ id, session_id: ctx.sessionId, tool_call_id: toolCallId, content, chars: content.length })
-    .onConflict((oc) => oc.column('id').doUpdateSet({ content, chars: content.length }))
-    .execute();
-  return (
-    `${content.slice(0, TOOL_RESULT_PREVIEW_CHARS)}\n\n[Output truncated: ${content.length} characters in all. ` +
-    `The full output is stored as ${id}; read more with read_tool_output({"id":"${id}","offset":${TOOL_RESULT_PREVIEW_CHARS}}).]`
-  );
 }
 
 function done(

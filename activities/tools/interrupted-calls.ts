@@ -1,7 +1,8 @@
 import type { ToolUseBlock } from '../llm/types';
 import { safeToolText } from '../security/tool-text';
 import { interruptedToolCallText, notLandedToolCallText, notRunToolCallText } from '../../prompts/task';
-import { appendResult, finish } from './ledger-writes';
+import { appendResult, finish, storeOutcome } from './ledger-writes';
+import { localCallKey, localCalls } from './effect-starts';
 import type { ToolContext, ToolSpec } from './types';
 
 /**
@@ -29,7 +30,8 @@ export async function settleInterrupted(
  * assistant turn that has no result is settled from the ledger, so the model knows which effects
  * happened instead of guessing: a call the ledger finished gets its stored result, one that was
  * running when the worker died is reported as interrupted (and its leftovers cleaned up), and one
- * with no ledger row never started, so it is reported as not run. Returns how many were settled.
+ * with no ledger row never started, so it is reported as not run. A call this process ran, or knows
+ * it never began, while the database was away gets what really happened. Returns how many were settled.
  */
 export async function settleUnansweredCalls(
   messages: readonly { role: string; content: readonly { type: string }[] }[],
@@ -55,8 +57,18 @@ export async function settleUnansweredCalls(
       .where('session_id', '=', ctx.sessionId)
       .where('tool_call_id', '=', call.id)
       .executeTakeFirst();
+    const local =
+      ledger?.status === 'started'
+        ? await localCalls.settled(localCallKey(ctx.sessionId, call.id), ctx.signal)
+        : undefined;
     if (!ledger) {
       await appendResult(ctx, call.id, notRunToolCallText(call.name), true);
+    } else if (local?.state === 'ran') {
+      // This process ran it; only storing its result failed (a database outage).
+      await storeOutcome(ctx, call.id, local.outcome);
+    } else if (local?.state === 'not-begun') {
+      await finish(ctx, call.id, notRunToolCallText(call.name), true);
+      localCalls.forget(localCallKey(ctx.sessionId, call.id));
     } else if (ledger.status === 'started') {
       const { text, isError } = await settleInterrupted(call, tools.get(call.name), ctx);
       await finish(ctx, call.id, text, isError);

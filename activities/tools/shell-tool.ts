@@ -20,6 +20,7 @@ import { judgePushByGit, type GitRunner } from './shell/push-effects';
 import { sandboxStatus, type RemoteAccess } from './shell/sandbox';
 import { approval, strictest, type ShellDecision } from './shell/tiers';
 import { defineTool, type GovernanceDecision, type ToolContext } from './types';
+import { effectBegins, startsItsOwnEffect } from './effect-starts';
 
 /** Longest command string accepted from the model. */
 export const SHELL_COMMAND_MAX_CHARS = 8_000;
@@ -87,6 +88,8 @@ export const shellExecute = defineTool({
     const remotes = await remoteAccess(ctx);
     const runGit = gitRunner(ctx, remotes);
     let identity: GitIdentity | undefined;
+    // Everything above judges and reads (the database among others): the command may run from here.
+    await effectBegins(ctx);
     const execution = await executeShellCommand(verdict.invocations, {
       cwd: ctx.workspaceDir,
       signal: ctx.signal,
@@ -131,6 +134,8 @@ export const shellExecute = defineTool({
     };
   },
 });
+// Its run reads the database before the command starts: its ledger row is written at `effectBegins`.
+startsItsOwnEffect(shellExecute);
 
 /** How a step ended, as the model reads it: a sandbox limit is named as such. */
 export function describeStatus(result: RunResult): string {

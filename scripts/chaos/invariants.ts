@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { sql, type Kysely } from 'kysely';
 import { readTranscript } from '../../client/streams';
+import { streamIdleTimeoutFromEnv } from '../../activities/llm/adapter-support';
 import type { Database } from '../../schema/database';
 import { chatRunWorkflowId } from '../../workflows/agent-contract';
 import type { FollowedChat, StartedTask } from './load';
@@ -227,8 +228,14 @@ async function approvals({ db, tasks }: InvariantInputs): Promise<Invariant> {
   };
 }
 
-/** A chat answer slower than this is counted apart in the table: it waited out a hung provider call. */
-const SLOW_CHAT_ANSWER_S = 300;
+/** With the idle cut off (`LLM_STREAM_IDLE_TIMEOUT_MS=0`), a stalled stream ends at the HTTP client's body timeout. */
+const UNDICI_BODY_TIMEOUT_MS = 300_000;
+/**
+ * A chat answer slower than the stream idle cut is counted apart in the table: it waited out a stalled
+ * provider call, which the adapter cuts after this much silence (before the cut, undici's 300 s body
+ * timeout was the only limit: one answer took 1,037 s over three stalls).
+ */
+const SLOW_CHAT_ANSWER_S = (streamIdleTimeoutFromEnv() || UNDICI_BODY_TIMEOUT_MS) / 1000;
 
 async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
   let equal = 0;
@@ -277,7 +284,7 @@ async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
   const median = answerSeconds[Math.floor(answerSeconds.length / 2)];
   const slow = answerSeconds.filter((s) => s > SLOW_CHAT_ANSWER_S).length;
   const timing = answerSeconds.length
-    ? `; answers ended ${median!.toFixed(1)} s after their message (median), ${slow} after more than ${SLOW_CHAT_ANSWER_S / 60} min, the slowest ${answerSeconds.at(-1)!.toFixed(0)} s`
+    ? `; answers ended ${median!.toFixed(1)} s after their message (median), ${slow} after more than ${SLOW_CHAT_ANSWER_S} s (the stream idle cut: each waited out a stalled provider call), the slowest ${answerSeconds.at(-1)!.toFixed(0)} s`
     : '';
   const postRetries = chats.reduce((n, c) => n + c.postRetries, 0);
   return {

@@ -102,11 +102,16 @@ describe('/mcp: the runtime as an MCP server', () => {
 
     const { taskId } = value(await call(operator, 'start_task', { agentId, title: 'Publish the report' }));
     expect(taskId).toEqual(expect.any(String));
-    // Following: task_status waits (up to waitSeconds) for the task to change; a client repeats it.
-    const waiting = await eventually(async () => {
-      const status = value(await call(operator, 'task_status', { taskId, waitSeconds: 5 }));
-      return status.pendingApprovals.length > 0 ? status : undefined;
-    }, 'the task to wait on an approval');
+    // Following to review: task_status answers as soon as an approval becomes pending (nobody would
+    // reach review before someone decides it), not at the end of waitSeconds.
+    const asked = Date.now();
+    const waiting = value(
+      await call(operator, 'task_status', { taskId, waitSeconds: 25, untilStates: ['review', 'completed'] }),
+    );
+    expect(waiting.waited).toBeUndefined();
+    expect(waiting.state).toBe('in_progress');
+    expect(waiting.pendingApprovals).toHaveLength(1);
+    expect(Date.now() - asked).toBeLessThan(20_000);
     expect(waiting.pendingApprovals[0]).toMatchObject({
       tool: 'request_user_approval',
       summary: expect.stringContaining('May I publish the report?'),
@@ -299,6 +304,14 @@ describe('/mcp: the runtime as an MCP server', () => {
       ]);
     }
     expect(await h.db.db.selectFrom('tasks').select('id').where('agent_id', '=', agentId).execute()).toEqual(before);
+    // Forking takes the operator scope here as over REST: one rule for both doors.
+    const service = await connect(api.tokens.service);
+    const serviceFork = await call(service, 'fork_task', { sourceTaskId: 'some-task', at: 0 });
+    expect((serviceFork.content[0] as { text: string }).text).toBe(
+      `forbidden: fork_task needs a token with scope "operator"; "${api.tokenNames.service}" has scope "service"`,
+    );
+    const restFork = await api.call('POST', '/v1/tasks/some-task/fork', { token: api.tokens.service, body: { at: 0 } });
+    expect([restFork.status, restFork.body.error.code]).toEqual([403, 'forbidden']);
     expect(value(await call(reader, 'list_approvals', {}))).toEqual({ approvals: expect.any(Array) });
     const missing = await call(reader, 'task_status', { taskId: 'no-such-task' });
     expect(missing.isError).toBe(true);

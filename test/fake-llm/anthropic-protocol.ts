@@ -102,6 +102,11 @@ export function anthropicOpeningFrames(message: ScriptedMessage | undefined, ctx
   return [sseFrame(start, 'message_start'), sseFrame({ type: 'ping' }, 'ping')];
 }
 
+/** The keep-alive Anthropic sends while a long answer is being prepared (the SDK skips it). */
+export function anthropicPingFrame(): string {
+  return sseFrame({ type: 'ping' }, 'ping');
+}
+
 export function anthropicStreamFrames(message: ScriptedMessage, ctx: RenderContext): string[] {
   const frames = anthropicOpeningFrames(message, ctx);
   message.content.forEach((block, index) => {

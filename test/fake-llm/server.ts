@@ -10,6 +10,7 @@ import {
   anthropicErrorBody,
   anthropicMessageJson,
   anthropicOpeningFrames,
+  anthropicPingFrame,
   anthropicRequestIdHeader,
   anthropicStreamFrames,
 } from './anthropic-protocol';
@@ -141,7 +142,24 @@ export async function startFakeLlmServer(options: FakeLlmServerOptions = {}): Pr
     }
     const frames =
       protocol === 'anthropic' ? anthropicStreamFrames(scripted, ctx) : openAiStreamFrames(scripted, ctx, includeUsage);
-    await writeFrames(res, frames, scripted.chunkDelayMs ?? 0);
+    const delayMs = scripted.chunkDelayMs ?? 0;
+    if (scripted.stallAfterEvents !== undefined) {
+      await writeFrames(res, frames.slice(0, scripted.stallAfterEvents), delayMs);
+      return; // silent from here until the client aborts or the server closes
+    }
+    if (scripted.pause) {
+      const { afterEvents, ms, keepAliveEveryMs } = scripted.pause;
+      await writeFrames(res, frames.slice(0, afterEvents), delayMs);
+      const keepAlive = protocol === 'anthropic' ? anthropicPingFrame() : ': keep-alive\n\n';
+      const resumeAt = Date.now() + ms;
+      while (!res.destroyed && Date.now() < resumeAt) {
+        await sleep(Math.min(keepAliveEveryMs ?? ms, resumeAt - Date.now()));
+        if (keepAliveEveryMs !== undefined && !res.destroyed && Date.now() < resumeAt) res.write(keepAlive);
+      }
+      await writeFrames(res, frames.slice(afterEvents), delayMs);
+    } else {
+      await writeFrames(res, frames, delayMs);
+    }
     if (!res.destroyed) res.end();
   }
 

@@ -48,6 +48,14 @@ export type ScriptedMessage = {
    */
   toolCallIndexes?: 'numbered' | 'all-zero' | 'omitted';
   omitToolCallIds?: boolean;
+  /** Streaming: send this many events, then nothing more until the client disconnects (a stalled provider). */
+  stallAfterEvents?: number;
+  /**
+   * Streaming: after `afterEvents` events, fall silent for `ms` before the rest, sending only the
+   * provider's keep-alive every `keepAliveEveryMs` if set (Anthropic's `ping` event; an SSE comment for
+   * OpenAI, as compatible servers send): a long think, not a stall.
+   */
+  pause?: { afterEvents: number; ms: number; keepAliveEveryMs?: number };
 };
 
 export type ScriptedErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 422 | 429 | 500 | 503 | 529;

@@ -2,14 +2,17 @@ import { ApprovalsConfigSchema, resolveApprovalPolicy, type ApprovalsConfig } fr
 import { AgentConfigSchema } from '../../activities/store/agents';
 import { organisationProblems } from '../../activities/store/organisations';
 import {
+  actionRecipients,
   allowedApprovers,
   applyAction,
   applyDelegation,
   applyPolicyDecision,
+  delegationProblem,
   dueActions,
   expiresAtMs,
   initialWaitState,
   nextDueAtMs,
+  inQueueOf,
   policyDecisionProblem,
   waitingForLine,
   type ApprovalWaitState,
@@ -136,6 +139,44 @@ describe('the approval wait', () => {
     s = applyPolicyDecision(s, { decision: 'rejected', decidedBy: 'alice' }, T0);
     expect(s.outcome).toBeUndefined();
     expect(applyPolicyDecision(s, { decision: 'rejected', decidedBy: 'bob' }, T0).outcome).toBe('rejected');
+  });
+
+  test('with creatorCounts false, the creator is addressed nowhere: not asked, not reminded, not listed as allowed', () => {
+    const s = stateFor(
+      {
+        policies: [
+          {
+            toolClass: 'shell',
+            approvers: ['alice', 'bob', 'carol'],
+            creatorCounts: false,
+            remind: { afterMs: 10 * MIN },
+            escalate: { afterMs: 20 * MIN, to: ['carol', 'olga'] },
+            expireAfterMs: 60 * MIN,
+          },
+        ],
+      },
+      'shell_execute',
+      'carol',
+    );
+    expect(allowedApprovers(s, T0)).toEqual(['alice', 'bob']);
+    expect(inQueueOf(s, 'carol', T0)).toBe(false);
+    expect(actionRecipients(s, { kind: 'remind', n: 1 }, T0 + 10 * MIN)).toEqual(['alice', 'bob']);
+    expect(actionRecipients(s, { kind: 'escalate' }, T0 + 20 * MIN)).toEqual(['olga']);
+    // A refusal names who may decide, and she is not among them; her own refusal says why.
+    const refused = policyDecisionProblem(s, { decision: 'approved', decidedBy: 'dave' }, T0);
+    expect(refused).toMatch(/allowed now: alice, bob$/);
+    expect(policyDecisionProblem(s, { decision: 'approved', decidedBy: 'carol' }, T0)).toMatch(
+      /carol created the task/,
+    );
+    // Nor can the request be handed to her.
+    expect(delegationProblem(s, { from: 'alice', to: 'carol' }, T0)).toMatch(/carol created the task/);
+    // With creatorCounts (the default), the creator is an approver like any other.
+    const counted = stateFor(
+      { policies: [{ toolClass: 'shell', approvers: ['alice', 'carol'], expireAfterMs: 60 * MIN }] },
+      'shell_execute',
+      'carol',
+    );
+    expect(allowedApprovers(counted, T0)).toEqual(['alice', 'carol']);
   });
 
   test('reminders, escalation and expiry fall due in order, one reminder at a time, with the waiting line to match', () => {

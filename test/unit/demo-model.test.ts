@@ -54,6 +54,42 @@ describe('the offline demo model', () => {
     expect(other.content.every((b) => b.type === 'text')).toBe(true);
   });
 
+  test("answers a person's chat by echoing it, also with the harness's [Current time] note after it", async () => {
+    const text = (role: 'user' | 'assistant', t: string): ChatMessage => ({
+      role,
+      content: [{ type: 'text', text: t }],
+    });
+    const now = text('user', '[Current time: 2026-12-01 12:00 UTC]');
+    const first = await demo.chat(request([text('user', 'hello scribe, can you hear me?'), now]));
+    expect(first.content).toEqual([
+      {
+        type: 'text',
+        text: `${DEMO_LABEL}\nYou said: "hello scribe, can you hear me?" (message 1 in this conversation). A real model would answer here; the offline demo only echoes.`,
+      },
+    ]);
+    const second = await demo.chat(
+      request([
+        text('user', 'hello scribe, can you hear me?'),
+        { role: 'assistant', content: first.content },
+        text('user', 'what did I say first?'),
+        now,
+      ]),
+    );
+    expect((second.content[0] as { text: string }).text).toContain(
+      'You said: "what did I say first?" (message 2 in this conversation). Your first message here was "hello scribe, can you hear me?".',
+    );
+    // A harness prompt (in brackets) after the chat is not answered as chat.
+    const report = await demo.chat(
+      request([
+        text('user', 'hello'),
+        { role: 'assistant', content: first.content },
+        text('user', '[DAILY REPORT] write it'),
+        now,
+      ]),
+    );
+    expect((report.content[0] as { text: string }).text).toContain('Nothing to add from the offline demo model');
+  });
+
   test('stops at once when aborted', async () => {
     const controller = new AbortController();
     const pending = demo.chat(request([taskPrompt]), { signal: controller.signal });

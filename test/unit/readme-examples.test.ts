@@ -215,6 +215,50 @@ describe("the README's and docs' examples", () => {
     expect(githubSlug('The loop: `npm run bench:loop`')).toBe('the-loop-npm-run-benchloop');
   });
 
+  test("every table is whole: each row has its header's cells, and no paragraph line runs into it", () => {
+    expect(tableProblems(documentFiles())).toEqual([]);
+  });
+
+  test('the table check bites: a row with a cell too few, a missing delimiter row, a paragraph line inside', () => {
+    const probe = path.relative(ROOT, path.join(OUT, 'tables-probe.md'));
+    writeFileSync(
+      path.join(ROOT, probe),
+      [
+        '| a | b |',
+        '| - | - |',
+        '| `x \\| y` | 2 |',
+        '| only one |',
+        'a paragraph line that runs into the table',
+        '',
+        '| no delimiter |',
+        '| row |',
+        '',
+      ].join('\n'),
+    );
+    expect(tableProblems([probe])).toEqual([
+      `${probe}:4: a row of 1 cell(s) in a table of 2 columns`,
+      `${probe}:5: a paragraph line inside a table (leave a blank line after the table)`,
+      `${probe}:7: a table without a delimiter row (| --- | --- |) under its header`,
+    ]);
+  });
+
+  test("the /mcp page's tool count and tool table are the endpoint's tools, and so is its OpenAPI description", () => {
+    const source = readFileSync(path.join(ROOT, 'api/mcp-server.ts'), 'utf8');
+    const tools = [...source.matchAll(/\n {2}tool\(\n {4}'([a-z_]+)',/g)].map((m) => m[1]!);
+    expect(tools.length).toBeGreaterThan(5);
+    const page = 'docs/web-and-mcp-server.md';
+    const text = prose(page);
+    const counts = text.flatMap((line, i) =>
+      [...line.matchAll(/\b(\d+) tools\b/g)].map((m) => `${page}:${i + 1}: ${m[1]} tools`),
+    );
+    expect(counts.length).toBeGreaterThan(0);
+    expect(counts.filter((c) => !c.endsWith(`: ${tools.length} tools`))).toEqual([]);
+    const tableTools = text.flatMap((line) => /^\| `([a-z_]+)` +\| (read|service|operator) /.exec(line)?.[1] ?? []);
+    expect(tableTools.sort()).toEqual([...tools].sort());
+    const described = /Tools: ([a-z_, ]+)\./.exec(source)?.[1]?.split(', ');
+    expect(described?.sort()).toEqual([...tools].sort());
+  });
+
   test('every project path the docs name in backticks exists (a moved file must take its docs along)', () => {
     const missing = documentFiles().flatMap((file) =>
       readFileSync(path.join(ROOT, file), 'utf8')
@@ -257,6 +301,45 @@ function brokenLinks(files: string[]): string[] {
         return anchorsOf(resolved).has(anchor) ? [] : [`${file}:${line}: ${target} (no heading makes #${anchor})`];
       }),
   );
+}
+
+/** The cells of a table row: split at each `|` not escaped as `\\|` (GFM splits inside code spans too). */
+function cellCount(row: string): number {
+  return row
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split(/(?<!\\)\|/).length;
+}
+
+/**
+ * Tables that do not render as written: a row whose cell count is not its header's, a header without
+ * the delimiter row under it, and a paragraph line right after a row (GFM makes it a row of the table).
+ */
+function tableProblems(files: string[]): string[] {
+  return files.flatMap((file) => {
+    const lines = prose(file);
+    const problems: string[] = [];
+    let columns: number | undefined;
+    lines.forEach((line, i) => {
+      const where = `${file}:${i + 1}`;
+      if (!line.startsWith('|')) {
+        if (columns !== undefined && line.trim() !== '')
+          problems.push(`${where}: a paragraph line inside a table (leave a blank line after the table)`);
+        columns = undefined;
+        return;
+      }
+      if (columns === undefined) {
+        columns = cellCount(line);
+        if (!/^\|(\s*:?-+:?\s*\|)+\s*$/.test(lines[i + 1] ?? ''))
+          problems.push(`${where}: a table without a delimiter row (| --- | --- |) under its header`);
+        return;
+      }
+      if (cellCount(line) !== columns)
+        problems.push(`${where}: a row of ${cellCount(line)} cell(s) in a table of ${columns} columns`);
+    });
+    return problems;
+  });
 }
 
 /** The text of a Markdown file with its fenced blocks blanked (lines kept, so line numbers stay right). */

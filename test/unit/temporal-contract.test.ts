@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import Ajv2020 from 'ajv/dist/2020';
 import { renderTemporalContract, TEMPORAL_CONTRACT_FILE, temporalContractDocument } from '../../api/temporal-contract';
+import { TASK_INPUT_FIELDS, taskInputProblem } from '../../workflows/rules/task-input';
 
 /**
  * The committed JSON Schema of the Temporal contract is what the zod schemas generate (run
@@ -66,5 +67,16 @@ describe('the Temporal contract as JSON Schema', () => {
     expect(validate({ taskId: 'report-42', agentId: 'scribe', title: 'Weekly report', priority: 'high' })).toBe(true);
     expect(validate({ taskId: 'report-42', title: 'Weekly report' })).toBe(false);
     expect(validate({ agentId: 'scribe', priority: 'whenever' })).toBe(false);
+  });
+
+  test('the schema refuses the fields the workflow refuses, and lists exactly the fields it takes', () => {
+    const input = doc.workflows.taskWorkflow!.input as { properties: object; additionalProperties?: boolean };
+    const validate = new Ajv2020({ strict: false }).compile(input);
+    expect(validate({ agentId: 'scribe', title: 'Weekly report', budget: 0.5 })).toBe(false);
+    expect(input.additionalProperties).toBe(false);
+    expect(Object.keys(input.properties).sort()).toEqual([...TASK_INPUT_FIELDS].sort());
+    expect(taskInputProblem({ agentId: 'scribe', title: 'Weekly report', budget: 0.5 } as never, 'report-42')).toBe(
+      `unknown field "budget": a task's input has only ${TASK_INPUT_FIELDS.join(', ')}`,
+    );
   });
 });

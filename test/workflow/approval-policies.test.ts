@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { submitTurn, toolTurn } from '../support/harness';
 import { eventually } from '../support/eventually';
 import { lastToolResults, useScriptedHarness, updateRejection } from './task-support';
+import { decideApprovalUpdate } from '../../workflows/contract';
 
 /**
  * Approvals under a policy (issue 23), through the real task workflow: quorum of distinct approvers,
@@ -266,9 +267,15 @@ describe('approval policies', () => {
       ),
     );
     expect(blockRow.status).toBe('expired');
+    // The client answers as the API does (the row is expired); the workflow's validator says when it expired.
+    await expect(
+      h.client.decideApproval(block, { requestId: blockRow.id, decision: 'approved', decidedBy: 'alice' }),
+    ).rejects.toThrow(`approval request ${blockRow.id} is already expired`);
     expect(
       await updateRejection(
-        h.client.decideApproval(block, { requestId: blockRow.id, decision: 'approved', decidedBy: 'alice' }),
+        h.client.handle(block).executeUpdate(decideApprovalUpdate, {
+          args: [{ requestId: blockRow.id, decision: 'approved', decidedBy: 'alice' }],
+        }),
       ),
     ).toMatch(/expired at .*: nobody decided in time/);
     const ledger = await h.db.db

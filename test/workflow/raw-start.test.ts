@@ -131,6 +131,13 @@ describe('any Temporal client can start a task', () => {
     const forged = `raw-${randomUUID().slice(0, 8)}`;
     await start(`task-${forged}`, { taskId: forged, agentId, title: 't', carry: { state: 'blocked', round: 1 } });
     expect((await failureOf(`task-${forged}`)).message).toMatch(/carry is written by the workflow/);
+    // A field the contract does not have is refused, not dropped: `budget` is not `costBudgetUsd`.
+    const misspelt = `raw-${randomUUID().slice(0, 8)}`;
+    await start(`task-${misspelt}`, { taskId: misspelt, agentId, title: 't', budget: 0.01 });
+    const unknown = await failureOf(`task-${misspelt}`);
+    expect(unknown).toMatchObject({ type: TaskFailureType.invalidInput, nonRetryable: true });
+    expect(unknown.message).toMatch(/^taskWorkflow input: unknown field "budget": a task's input has only taskId, /);
+    expect(await taskRows(misspelt)).toEqual([]);
   });
 
   test('a Temporal Schedule that starts taskWorkflow creates one task per run, its id derived from the run’s workflow id', async () => {

@@ -1,6 +1,7 @@
 import {
   reflectionWorkflowId,
   roundWorkflowId,
+  reviewDecisionSignal,
   statusQuery,
   taskWorkflowId,
   type ReflectionWorkflowResult,
@@ -126,7 +127,9 @@ describe('task lifecycle', () => {
     const taskId = agents.task([slowNote, submitTurn('done')]);
     const { handle } = await h.client.startTask({ agentId, taskId, title: 'Hold', description: 'wait' });
     await agents.waitForRequests(taskId, 1);
-    await h.client.review(taskId, { decision: 'accept' });
+    // The client refuses it as the API does; a raw signal (any Temporal client) is ignored by the workflow.
+    await expect(h.client.review(taskId, { decision: 'accept' })).rejects.toThrow(/not waiting for review/);
+    await handle.signal(reviewDecisionSignal, { decision: 'accept' });
     const status = await h.waitForStatus(taskId, (s) => s.state === 'review');
     expect(status.round).toBe(1);
     await new Promise((r) => setTimeout(r, 500));

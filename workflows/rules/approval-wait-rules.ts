@@ -118,7 +118,17 @@ export function expiresAtMs(s: ApprovalWaitState): number {
 const escalatedAt = (s: ApprovalWaitState, nowMs: number): boolean =>
   s.escalated || (escalatesAtMs(s) !== undefined && nowMs >= escalatesAtMs(s)!);
 
-/** The people who may decide at `nowMs`: the approvers, the escalation's people once due, with delegations applied in order. */
+/** Whether the policy leaves `who` out as the task's creator (`creatorCounts: false`). */
+export function excludedAsCreator(s: ApprovalWaitState, who: string): boolean {
+  return !s.policy.creatorCounts && s.creator !== undefined && s.creator === who;
+}
+
+/**
+ * The people who may decide at `nowMs`: the approvers, the escalation's people once due, with
+ * delegations applied in order; never the task's creator when the policy does not count them. Everyone
+ * who addresses people uses it (the trail's "asked", reminders, refusals' "allowed now", `waitingOn`),
+ * so nobody is asked who could not decide.
+ */
 export function allowedApprovers(s: ApprovalWaitState, nowMs: number): string[] {
   const allowed = new Set(s.policy.approvers);
   if (escalatedAt(s, nowMs)) for (const who of s.policy.escalateTo) allowed.add(who);
@@ -127,7 +137,7 @@ export function allowedApprovers(s: ApprovalWaitState, nowMs: number): string[] 
     allowed.delete(d.from);
     allowed.add(d.to);
   }
-  return [...allowed];
+  return [...allowed].filter((who) => !excludedAsCreator(s, who));
 }
 
 /** The groups whose members may decide at `nowMs` (the approvers', the escalation's once due, the extension's). */
@@ -184,10 +194,10 @@ export function policyDecisionProblem(s: ApprovalWaitState, d: PolicyDecision, n
   const allowed = allowedApprovers(s, nowMs);
   if (handed && !allowed.includes(who))
     return `${who} handed approval request ${s.requestId} to ${handed.to}, who decides instead`;
+  if (excludedAsCreator(s, who))
+    return `${who} created the task, and the policy ${s.policy.name} does not count the task's creator as an approver`;
   if (!mayDecide(s, who, d.decidedByGroups, nowMs))
     return `${who} is not an allowed approver of approval request ${s.requestId} (policy ${s.policy.name}); allowed now: ${allowedNow(s, nowMs)}`;
-  if (!s.policy.creatorCounts && s.creator === who)
-    return `${who} created the task, and the policy ${s.policy.name} does not count the task's creator as an approver`;
   const voted = [...s.approvals, ...s.rejections].find((v) => v.by === who);
   if (voted)
     return `duplicate approver: ${who} already ${s.approvals.includes(voted) ? 'approved' : 'rejected'} approval request ${s.requestId}; it needs ${s.policy.quorum} distinct approvers`;
@@ -231,6 +241,8 @@ export function delegationProblem(s: ApprovalWaitState, d: PolicyDelegation, now
   if ([...s.approvals, ...s.rejections].some((v) => v.by === from))
     return `${from} already decided approval request ${s.requestId}; a decision cannot be handed on`;
   if (from === to) return `${from} cannot hand a request to themselves`;
+  if (excludedAsCreator(s, to))
+    return `${to} created the task, and the policy ${s.policy.name} does not count the task's creator as an approver`;
   if (allowed.includes(to)) return `${to} may already decide approval request ${s.requestId}`;
   if ([...s.approvals, ...s.rejections].some((v) => v.by === to))
     return `${to} already decided approval request ${s.requestId}`;
@@ -297,9 +309,9 @@ export function nextDueAtMs(s: ApprovalWaitState): number | undefined {
 /** Who is asked to act when an action runs: reminders go to those who may still decide, escalations to their people. */
 export function actionRecipients(s: ApprovalWaitState, action: ApprovalWaitAction, nowMs: number): string[] {
   const voted = new Set([...s.approvals, ...s.rejections].map((v) => v.by));
-  if (action.kind === 'escalate') return s.policy.escalateTo.filter((w) => !voted.has(w));
-  if (action.kind === 'extend')
-    return s.policy.onExpiry.then === 'escalate' ? s.policy.onExpiry.to.filter((w) => !voted.has(w)) : [];
+  const ask = (w: string) => !voted.has(w) && !excludedAsCreator(s, w);
+  if (action.kind === 'escalate') return s.policy.escalateTo.filter(ask);
+  if (action.kind === 'extend') return s.policy.onExpiry.then === 'escalate' ? s.policy.onExpiry.to.filter(ask) : [];
   if (action.kind === 'expire') return [];
   return allowedApprovers(s, nowMs).filter((w) => !voted.has(w));
 }
@@ -332,8 +344,7 @@ export function waitingForLine(s: ApprovalWaitState, nowMs: number): string {
 /** Whether `who` has this request in their own queue: they may decide now and have not yet. */
 export function inQueueOf(s: ApprovalWaitState, who: string, nowMs: number, groups?: readonly string[]): boolean {
   if (s.outcome || nowMs >= expiresAtMs(s)) return false;
-  if (!mayDecide(s, who, groups, nowMs)) return false;
-  if (!s.policy.creatorCounts && s.creator === who) return false;
+  if (excludedAsCreator(s, who) || !mayDecide(s, who, groups, nowMs)) return false;
   return ![...s.approvals, ...s.rejections].some((v) => v.by === who);
 }
 

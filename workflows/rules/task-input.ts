@@ -11,10 +11,34 @@ export const MAX_TASK_TITLE_LENGTH = 500;
 /** The description goes into the task prompt: 100K characters is far more than a prompt should carry. */
 export const MAX_TASK_DESCRIPTION_LENGTH = 100_000;
 
+/**
+ * Every field of `TaskWorkflowInput`. Any other is refused, not dropped: a misspelt or invented field
+ * (`budget` for `costBudgetUsd`) would otherwise start a task without what its sender asked for. The
+ * published JSON Schema (api/temporal-contract.ts) has `additionalProperties: false` to match.
+ */
+export const TASK_INPUT_FIELDS = [
+  'taskId',
+  'agentId',
+  'title',
+  'description',
+  'priority',
+  'createdBy',
+  'approvalTimeoutMs',
+  'costBudgetUsd',
+  'carry',
+  'restart',
+  'fork',
+] as const satisfies ReadonlyArray<keyof TaskWorkflowInput>;
+/** Compiles only while TASK_INPUT_FIELDS names every field of the contract. */
+const _everyFieldListed: Record<Exclude<keyof TaskWorkflowInput, (typeof TASK_INPUT_FIELDS)[number]>, never> = {};
+
 /** What is wrong with the input, in words; undefined when it is usable. `taskId` is the resolved id. */
 export function taskInputProblem(input: Partial<TaskWorkflowInput> | undefined, taskId: string): string | undefined {
   if (!input || typeof input !== 'object')
     return 'the input must be an object { taskId, agentId, title, description?, priority?, createdBy? }';
+  const unknown = Object.keys(input).filter((k) => !(TASK_INPUT_FIELDS as readonly string[]).includes(k));
+  if (unknown.length)
+    return `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}: a task's input has only ${TASK_INPUT_FIELDS.join(', ')}`;
   if (!TASK_ID_PATTERN.test(taskId))
     return `invalid taskId ${JSON.stringify(taskId)}: 1-200 letters, digits or . _ : + -, starting with a letter or digit`;
   if (typeof input.agentId !== 'string' || !input.agentId) return 'agentId is required: the id of an existing agent';

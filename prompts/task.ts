@@ -60,10 +60,14 @@ export function taskPromptText(
 export const LOOP_WARNING_TEXT =
   '[SYSTEM] Loop detected: you are repeating the same tool calls without progress. Change approach, or answer with what you have.';
 
-/** A side-effecting call the worker was killed in: reported to the model, never run again. */
+/**
+ * A side-effecting call that began and whose result was never stored: reported to the model, never run
+ * again. The process settling it did not run it, so it cannot tell whether the worker that did stopped
+ * or only lost its database before storing the result; it says both.
+ */
 export function interruptedToolCallText(tool: string): string {
   return (
-    `Tool call ${tool} was interrupted: the worker stopped while it was running, so its outcome is unknown. ` +
+    `Tool call ${tool} was interrupted: it began, but its result was never stored (the worker running it stopped, or lost its database), so its outcome is unknown. ` +
     `It was NOT run again. Check its effect (for example read the file or run a read-only command) before retrying it.`
   );
 }
@@ -76,10 +80,10 @@ export function notRunToolCallText(tool: string): string {
   );
 }
 
-/** A call that was running when the worker stopped, whose tool could tell that its effect never landed. */
+/** A call whose result was never stored, whose tool could tell that its effect never landed. */
 export function notLandedToolCallText(tool: string): string {
   return (
-    `Tool call ${tool} was not run: the worker stopped before its effect landed, so nothing changed. ` +
+    `Tool call ${tool} was not run: its attempt ended (the worker stopped, or lost its database) before its effect landed, so nothing changed. ` +
     `Call it again if you still need it.`
   );
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { freeLoopbackPort } from '../../activities/store/db';
 import { appendMessage, ensureSession, loadMessages } from '../../activities/store/sessions';
 import { DEFAULT_ORG } from '../../activities/store/tenancy';
-import { effectBegins, startsItsOwnEffect } from '../../activities/tools/effect-starts';
+import { effectBegins, localCallKey, localCalls, startsItsOwnEffect } from '../../activities/tools/effect-starts';
 import { executeToolCall, settleUnansweredCalls, type ExecuteToolResult } from '../../activities/tools/execute';
 import { defineTool, type ToolSpec } from '../../activities/tools/types';
 import { eventually } from '../support/eventually';
@@ -150,6 +150,35 @@ describe('the tool ledger through a PostgreSQL outage', () => {
     expect(await settleUnansweredCalls(messages, new Map([[appends.name, appends]]), settled.ctx)).toBe(1);
     expect(lines().slice(before)).toEqual(['second', 'third']);
     expect(await settled.modelRead()).toEqual(['appended third']);
+  });
+
+  test('an outage right after the effect, retried in another process: the model reads an unknown outcome, not a stopped worker', async () => {
+    let outages = 1;
+    const appends = defineTool({
+      name: 'appends_elsewhere',
+      description: 'test',
+      schema,
+      sideEffecting: true,
+      run: async ({ line }) => {
+        appendFileSync(effects(), `${line}\n`);
+        if (outages-- > 0) postgres.stopImmediately();
+        return { content: `appended ${line}` };
+      },
+    });
+    const before = lines().length;
+    const call = await oneCall(appends, { line: 'fourth' });
+    await expect(call.execute()).rejects.toThrow();
+    await restart();
+    // Another worker picks the step up: it has no memory of this process's run.
+    localCalls.forget(localCallKey(call.sessionId, `call-${session}`));
+
+    const retried = await call.execute();
+    expect(retried).toMatchObject({ kind: 'done', isError: true });
+    expect(lines().slice(before)).toEqual(['fourth']);
+    const [text] = await call.modelRead();
+    expect(text).toMatch(/interrupted: it began, but its result was never stored/);
+    expect(text).toMatch(/stopped, or lost its database/);
+    expect(text).toMatch(/NOT run again/);
   });
 
   test('two executions of one call racing to its effect: one runs it, the other does not', async () => {

@@ -74,7 +74,7 @@ describe('a worker SIGKILLed during an MCP call', () => {
     expect(ledger.executions).toBe(1);
     const [result] = lastToolResults(agents.requests(taskId).at(-1)!);
     expect(result!.isError).toBe(true);
-    expect(result!.text).toMatch(/was interrupted: the worker stopped while it was running.*NOT run again/);
+    expect(result!.text).toMatch(/was interrupted: it began, but its result was never stored.*NOT run again/);
   }, 150_000);
 
   test('a tool the server annotates idempotentHint runs again and its result reaches the model', async () => {

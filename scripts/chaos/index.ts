@@ -7,8 +7,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { invariantTable } from './invariants';
-import { runChaos, type ChaosReport } from './run';
+import { renderReport } from './report';
+import { runChaos } from './run';
 
 const positive = (name: string) => (value: string) => {
   const n = Number(value);
@@ -48,29 +48,6 @@ async function main(): Promise<void> {
   if (!opts.dir) rmSync(dir, { recursive: true, force: true });
   else console.log(`the cluster's logs: ${path.join(dir, 'logs')}`);
   process.exit(report.invariants.every((i) => i.held) ? 0 : 1);
-}
-
-export function renderReport(r: ChaosReport): string {
-  const faultRows = r.faults.map(
-    (f) => `| ${(f.atMs / 1000).toFixed(0)} s | ${f.kind} | ${f.detail} | ${(f.recoveryMs / 1000).toFixed(1)} s |`,
-  );
-  return [
-    `# Chaos run: ${r.options.minutes} min, ${r.options.agents} agents, seed ${r.options.seed}`,
-    '',
-    `Load: ${r.tasks} tasks (a file write, a git commit, a review), ${r.chats} chats followed over SSE, ${r.options.agents} heartbeat schedules; ` +
-      `${r.approvals.decided} approvals decided after a delay; ${r.llmRequests} provider requests (${Object.entries(
-        r.providerFaults,
-      )
-        .map(([k, n]) => `${n} ${k}`)
-        .join(', ')}); ` +
-      `${r.apiRetries} client requests retried on another API process; ${(r.wallMs / 60_000).toFixed(1)} min wall.`,
-    '',
-    invariantTable(r.invariants),
-    '',
-    '| at | fault | what | recovered in |',
-    '|---|---|---|---|',
-    ...faultRows,
-  ].join('\n');
 }
 
 if (require.main === module) {

@@ -9,10 +9,10 @@ import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { sql, type Kysely } from 'kysely';
 import { readTranscript } from '../../client/streams';
-import { streamIdleTimeoutFromEnv } from '../../activities/llm/adapter-support';
 import type { Database } from '../../schema/database';
 import { chatRunWorkflowId } from '../../workflows/agent-contract';
 import type { FollowedChat, StartedTask } from './load';
+import { providerStallCutMs } from './provider';
 import { commitSubject, taskFile, taskFileContent } from './provider';
 
 const run = promisify(execFile);
@@ -228,14 +228,12 @@ async function approvals({ db, tasks }: InvariantInputs): Promise<Invariant> {
   };
 }
 
-/** With the idle cut off (`LLM_STREAM_IDLE_TIMEOUT_MS=0`), a stalled stream ends at the HTTP client's body timeout. */
-const UNDICI_BODY_TIMEOUT_MS = 300_000;
 /**
  * A chat answer slower than the stream idle cut is counted apart in the table: it waited out a stalled
  * provider call, which the adapter cuts after this much silence (before the cut, undici's 300 s body
  * timeout was the only limit: one answer took 1,037 s over three stalls).
  */
-const SLOW_CHAT_ANSWER_S = (streamIdleTimeoutFromEnv() || UNDICI_BODY_TIMEOUT_MS) / 1000;
+const SLOW_CHAT_ANSWER_S = providerStallCutMs() / 1000;
 
 async function sseTexts({ db, chats }: InvariantInputs): Promise<Invariant> {
   let equal = 0;

@@ -3,9 +3,19 @@
  * conversation alone, so that a retried or replayed call gets the same answer, with fault windows during
  * which it answers 429, 529, drops the connection or stalls.
  */
+import { streamIdleTimeoutFromEnv } from '../../activities/llm/adapter-support';
 import type { RecordedRequest, ScriptedResponse } from '../../test/fake-llm';
 
 export type ProviderFault = 'rate-limited' | 'overloaded' | 'reset' | 'stall';
+
+/** With the idle cut off (`LLM_STREAM_IDLE_TIMEOUT_MS=0`), a stalled stream ends at the HTTP client's body timeout. */
+const UNDICI_BODY_TIMEOUT_MS = 300_000;
+/**
+ * How long a stalled provider stream stays open: the LLM adapters cut one silent for
+ * LLM_STREAM_IDLE_TIMEOUT_MS (default 2 minutes) and retry it. With that cut turned off (0), only Node's
+ * fetch ends it, at undici's body timeout: then one chat of a 30-minute run took 17 minutes over three stalls.
+ */
+export const providerStallCutMs = (): number => streamIdleTimeoutFromEnv() || UNDICI_BODY_TIMEOUT_MS;
 
 const USAGE = { inputTokens: 400, outputTokens: 40 };
 /** Streamed slowly enough that kills and restarts land mid-stream as well as between calls. */
@@ -16,6 +26,8 @@ export interface ChaosModel {
   /** From now until `untilMs`, every request gets `fault`. */
   fail(fault: ProviderFault, untilMs: number): void;
   faultsServed: Record<ProviderFault, number>;
+  /** The requests answered with a stall: each records when its client cut it (`abortedAt`). */
+  stalled: RecordedRequest[];
 }
 
 /** The task file every chaos task writes, relative to its agent's workspace. */
@@ -29,8 +41,10 @@ export const chatAnswer = (n: string): string =>
 export function chaosModel(): ChaosModel {
   let fault: { kind: ProviderFault; until: number } | undefined;
   const faultsServed: Record<ProviderFault, number> = { 'rate-limited': 0, overloaded: 0, reset: 0, stall: 0 };
+  const stalled: RecordedRequest[] = [];
   return {
     faultsServed,
+    stalled,
     fail(kind, untilMs) {
       fault = { kind, until: untilMs };
     },
@@ -40,7 +54,8 @@ export function chaosModel(): ChaosModel {
         if (fault.kind === 'rate-limited') return { kind: 'error', status: 429, headers: { 'retry-after': '1' } };
         if (fault.kind === 'overloaded') return { kind: 'error', status: 529 };
         if (fault.kind === 'reset') return { kind: 'reset' };
-        return { kind: 'hang' }; // opens the stream and sends nothing more: the step's own timeouts must cut it
+        stalled.push(request);
+        return { kind: 'hang' }; // opens the stream and sends nothing more: the adapter's idle cut must end it
       }
       return answer(request);
     },

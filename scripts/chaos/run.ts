@@ -26,7 +26,7 @@ import {
 } from './faults';
 import { checkInvariants, type Invariant } from './invariants';
 import { ApiClients, followChat, runApprover, startTask, type FollowedChat, type StartedTask } from './load';
-import { chaosModel } from './provider';
+import { chaosModel, providerStallCutMs } from './provider';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 /** A new task every this often, and a chat message every CHAT_EVERY_MS, while the load runs. */
@@ -34,14 +34,8 @@ const TASK_EVERY_MS = 2_000;
 const CHAT_EVERY_MS = 6_000;
 /** After the load stops, tasks still running get this long to reach review (a stalled provider call included). */
 const DRAIN_MS = 6 * 60_000;
-/**
- * A provider stream that sent its headers and then nothing (the provider's `stall` fault) is cut only by
- * Node's fetch, at undici's default body timeout of 300 s: the LLM adapters set no idle timeout of their
- * own and the step heartbeats on a timer. A chat caught by a stall is answered by its retry a little over
- * 5 minutes after it was sent (the 13:58 and 14:08 runs' followers that never ended), and a retry that
- * lands in a later stall waits 300 s again (one chat of a 30-minute run took 17 minutes this way).
- */
-const PROVIDER_HANG_CUT_MS = 300_000;
+/** A stalled provider stream is cut after this long (`providerStallCutMs`). */
+const PROVIDER_HANG_CUT_MS = providerStallCutMs();
 /** Between two attempts of a chat's model call, at most (CHAT_LLM's maximum retry interval). */
 const CHAT_RETRY_GAP_MS = 30_000;
 /** On top of the attempts: a worker kill (20 s heartbeat timeout), a database stop, the backlog. */
@@ -75,6 +69,8 @@ export interface ChaosReport {
   chats: number;
   approvals: { decided: number; refused: number };
   providerFaults: Record<string, number>;
+  /** Provider streams that stalled: how long each stayed open before its client cut it, and those never cut. */
+  stalls: { cutAfterMs: number[]; neverCut: number; idleCutMs: number };
   llmRequests: number;
   apiRetries: number;
   wallMs: number;
@@ -226,6 +222,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       chats: followed.length,
       approvals: await approver,
       providerFaults: { ...model.faultsServed },
+      stalls: {
+        cutAfterMs: model.stalled
+          .flatMap((r) => (r.abortedAt !== undefined ? [r.abortedAt - r.receivedAt] : []))
+          .sort((a, b) => a - b),
+        neverCut: model.stalled.filter((r) => r.abortedAt === undefined).length,
+        idleCutMs: PROVIDER_HANG_CUT_MS,
+      },
       llmRequests: llm.requests.length,
       apiRetries: api.requestsRetried,
       wallMs: Date.now() - t0,

@@ -11,6 +11,7 @@
  * restarted API loses nothing, and all state stays where it already is (Temporal and PostgreSQL).
  * Server-initiated streams (GET) have nothing to carry here and are answered 405, as the spec allows.
  */
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -24,6 +25,7 @@ import type { DecideApproval } from './routes/approvals';
 import { ForkBody, refused as refusedFork } from './routes/evals';
 import type { ForkClient } from '../client/forks';
 import * as S from './schemas';
+import { inServerSpan } from './server-span';
 import { scopeAllows, type ApiPrincipal, type TokenScope } from './tokens';
 
 /** The endpoint's path (a desktop client's `url`: `http://host:port/mcp`). */
@@ -57,6 +59,41 @@ const refused = (code: string, message: string): CallToolResult => ({
   isError: true,
 });
 
+/**
+ * One `tools/call {tool}` span per tool call, as OpenTelemetry's MCP conventions name it (a server span,
+ * under the request's HTTP span); a refusal or failure is marked `error.type=tool_error`.
+ */
+async function inMcpToolSpan(
+  tool: string,
+  requestId: string | number | undefined,
+  run: () => Promise<CallToolResult>,
+): Promise<CallToolResult> {
+  return trace.getTracer('durable-agents-api').startActiveSpan(
+    `tools/call ${tool}`,
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'mcp.method.name': 'tools/call',
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': tool,
+        ...(requestId !== undefined ? { 'jsonrpc.request.id': String(requestId) } : {}),
+      },
+    },
+    async (span) => {
+      try {
+        const result = await run();
+        if (result.isError) {
+          span.setAttribute('error.type', 'tool_error');
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        return result;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
 /** Registers `/mcp`; `decideApproval` is the REST route's decision path (the same checks and retries). */
 export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideApproval, forks: ForkClient): void {
   const { app } = ctx;
@@ -87,7 +124,10 @@ export function registerMcpEndpoint(ctx: ApiContext, decideApproval: DecideAppro
       });
       try {
         await server.connect(transport);
-        await transport.handleRequest(request.raw, reply.raw, request.body);
+        // The HTTP request is the root of its trace: a task started by a tool call hangs below it.
+        await inServerSpan(request, reply, 'POST', MCP_PATH, () =>
+          transport.handleRequest(request.raw, reply.raw, request.body),
+        );
       } catch (error) {
         // Past the hijack Fastify cannot answer: log under the request id and answer a JSON-RPC error.
         request.log.error({ err: error }, 'the MCP request failed');
@@ -143,25 +183,26 @@ function buildServer(
         inputSchema: z.object(shape).strict(),
         annotations: { openWorldHint: false, ...annotations },
       },
-      async (args: unknown, extra: { signal: AbortSignal }) => {
-        if (!scopeAllows(principal.scope, scope))
-          return refused(
-            'forbidden',
-            `${name} needs a token with scope "${scope}"; "${principal.name}" has scope "${principal.scope}"`,
-          );
-        try {
-          return ok(await run(args as z.infer<z.ZodObject<Shape>>, extra.signal));
-        } catch (error) {
-          const apiError = toApiError(error);
-          // An unexpected failure says as little as the REST API would: the code, not internals.
-          return refused(
-            apiError.code,
-            apiError.status >= 500
-              ? `${name} failed on the server (${apiError.code}); see the API log`
-              : apiError.message,
-          );
-        }
-      },
+      async (args: unknown, extra: { signal: AbortSignal; requestId?: string | number }) =>
+        inMcpToolSpan(name, extra.requestId, async () => {
+          if (!scopeAllows(principal.scope, scope))
+            return refused(
+              'forbidden',
+              `${name} needs a token with scope "${scope}"; "${principal.name}" has scope "${principal.scope}"`,
+            );
+          try {
+            return ok(await run(args as z.infer<z.ZodObject<Shape>>, extra.signal));
+          } catch (error) {
+            const apiError = toApiError(error);
+            // An unexpected failure says as little as the REST API would: the code, not internals.
+            return refused(
+              apiError.code,
+              apiError.status >= 500
+                ? `${name} failed on the server (${apiError.code}); see the API log`
+                : apiError.message,
+            );
+          }
+        }),
     );
   };
 

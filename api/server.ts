@@ -5,16 +5,7 @@
  * Every workflow operation goes through the typed client (`AgentsClient`), like the CLI.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  context,
-  defaultTextMapGetter,
-  propagation,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@opentelemetry/api';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { ZodObject, type z } from 'zod';
@@ -26,6 +17,7 @@ import type { AgentRow, Database } from '../schema/database';
 import { OrgIdSearchAttribute } from '../workflows/contract';
 import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 import { ApiError, errorBody, toApiError } from './errors';
+import { inServerSpan } from './server-span';
 import { registerInbox } from './inbox';
 import { findSession, requireSameOrigin, SESSION_COOKIE, type InboxSession } from './inbox-sessions';
 import type { SsoOptions } from './sso';
@@ -464,49 +456,6 @@ async function seriesOfOwnAgents(db: Kysely<Database>, text: string, principal: 
       return !match || own.has(match[1]!);
     })
     .join('\n');
-}
-
-/**
- * Runs a route handler inside an HTTP server span named `{method} {route}` (OpenTelemetry's HTTP
- * conventions), a child of the caller's trace when the request has a `traceparent`. A no-op span
- * unless the process registered a tracer provider.
- */
-async function inServerSpan<T>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  method: string,
-  route: string,
-  run: () => Promise<T>,
-): Promise<T> {
-  const parent = propagation.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
-  const span = trace.getTracer('durable-agents-api').startSpan(
-    `${method} ${route}`,
-    {
-      kind: SpanKind.SERVER,
-      attributes: {
-        'http.request.method': method,
-        'http.route': route,
-        'url.path': request.url.split('?')[0]!,
-        'url.scheme': request.protocol,
-      },
-    },
-    parent,
-  );
-  try {
-    const result = await context.with(trace.setSpan(parent, span), run);
-    span.setAttribute('http.response.status_code', reply.statusCode);
-    return result;
-  } catch (error) {
-    const status = toApiError(error).status;
-    span.setAttribute('http.response.status_code', status);
-    if (status >= 500) {
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      span.setAttribute('error.type', String(status));
-    }
-    throw error;
-  } finally {
-    span.end();
-  }
 }
 
 function parse<T extends z.ZodType | undefined>(

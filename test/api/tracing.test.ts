@@ -2,16 +2,18 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { bundleWorkflowCode, NativeConnection, type Worker } from '@temporalio/worker';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createProvider } from '../../activities/llm/providers';
 import { LlmRouter } from '../../activities/llm/router';
 import { createAgentWorker } from '../../worker/create-worker';
 import { telemetryFromEnv, WORKFLOW_INTERCEPTOR_MODULE, type Telemetry } from '../../worker/telemetry';
 import { eventually } from '../support/eventually';
-import { createHarness, submitTurn, toolTurn, type Harness } from '../support/harness';
+import { createHarness, submitTurn, textTurn, toolTurn, type Harness } from '../support/harness';
 import { pythonWithTools } from '../support/python-tools';
 import { quietLogger } from '../support/quiet-logger';
 import { ScriptedAgents } from '../workflow/task-support';
-import { startTestApi, type TestApi } from './api-support';
+import { readSse, startTestApi, type TestApi } from './api-support';
 
 interface ReceivedSpan {
   service: string;
@@ -199,6 +201,109 @@ describe('tracing: one task, one trace over OTLP/protobuf', () => {
             true,
           ]);
       }
+    }
+  });
+
+  /** Every span received so far, after a flush. */
+  const received = async (): Promise<ReceivedSpan[]> => {
+    await telemetry.flush();
+    return requests.flatMap((r) => r.spans);
+  };
+  /** Spans of `traceId` whose parent never reached the receiver (the root has none to wait for). */
+  const orphans = (spans: ReceivedSpan[], traceId: string): string[] => {
+    const ids = new Set(spans.map((s) => s.spanId));
+    return spans.filter((s) => s.traceId === traceId && s.parentSpanId && !ids.has(s.parentSpanId)).map((s) => s.name);
+  };
+
+  test('each chat message is its own trace, rooted at the POST that sent it, with no span waiting on a missing parent', async () => {
+    const agentId = await h.createAgent();
+    const itemIds: string[] = [];
+    for (const n of [1, 2]) {
+      h.llm.enqueue(textTurn(`answer ${n}`));
+      const sse = readSse(
+        `${api.url}/v1/agents/${agentId}/chat`,
+        api.tokens.service,
+        {},
+        { body: { text: `traced ${n}` } },
+      );
+      const item = (await sse.next())!;
+      itemIds.push(item.data.itemId);
+      for (let m = await sse.next(); m && m.event !== 'end'; m = await sse.next());
+      sse.close();
+    }
+    // Each chat run's round is an invoke_agent span of this agent in a chatRunWorkflow.
+    const chatRounds = (all: ReceivedSpan[]) =>
+      all.filter(
+        (s) =>
+          s.name === `invoke_agent ${agentId}` &&
+          s.attributes['durable_agents.workflow.type']?.value === 'chatRunWorkflow',
+      );
+    const spans = await eventually(async () => {
+      const all = await received();
+      return chatRounds(all).length === 2 ? all : undefined;
+    }, 'both chat runs at the receiver');
+    expect(itemIds).toHaveLength(2);
+
+    const posts = spans.filter(
+      (s) => s.name === 'POST /v1/agents/:agentId/chat' && String(s.attributes['url.path']?.value).includes(agentId),
+    );
+    expect(posts).toHaveLength(2);
+    expect(new Set(posts.map((p) => p.traceId)).size).toBe(2);
+    for (const post of posts) {
+      expect(post.parentSpanId).toBe('');
+      const inTrace = spans.filter((s) => s.traceId === post.traceId);
+      const names = inTrace.map((s) => s.name);
+      // The delivery, the chat run that answers it, its invoke_agent round and its LLM call: all in this trace.
+      for (const name of ['HandleUpdate:deliver', 'StartChildWorkflow:chatRunWorkflow', 'RunWorkflow:chatRunWorkflow'])
+        expect([post.spanId, name, names.includes(name)]).toEqual([post.spanId, name, true]);
+      expect(names).toContain(`invoke_agent ${agentId}`);
+      expect(names.some((n) => n.startsWith('chat '))).toBe(true);
+      // Exactly one chat run per trace: the other message's work is not here.
+      expect(names.filter((n) => n === 'RunWorkflow:chatRunWorkflow')).toHaveLength(1);
+      expect(orphans(spans, post.traceId)).toEqual([]);
+    }
+  });
+
+  test('a task started through /mcp hangs below the HTTP request and its tools/call span', async () => {
+    const agentId = await h.createAgent();
+    const taskId = agents.task([submitTurn('done')]);
+    const client = new McpClient({ name: 'tracing-test', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${api.tokens.service}` } },
+      }),
+    );
+    try {
+      const started = (await client.callTool({
+        name: 'start_task',
+        arguments: { agentId, title: `Traced over MCP ${taskId}` },
+      })) as { isError?: boolean; structuredContent?: { taskId?: string } };
+      expect(started.isError).toBeFalsy();
+      const startedId = started.structuredContent!.taskId!;
+      const spans = await eventually(async () => {
+        const all = await received();
+        return all.some(
+          (s) =>
+            s.name === 'StartWorkflow:taskWorkflow' && s.attributes.temporalWorkflowId?.value === `task-${startedId}`,
+        )
+          ? all
+          : undefined;
+      }, 'the MCP-started task at the receiver');
+      const start = spans.find(
+        (s) =>
+          s.name === 'StartWorkflow:taskWorkflow' && s.attributes.temporalWorkflowId?.value === `task-${startedId}`,
+      )!;
+      const byId = new Map(spans.map((s) => [s.spanId, s]));
+      const toolSpan = byId.get(start.parentSpanId)!;
+      expect(toolSpan?.name).toBe('tools/call start_task');
+      expect(toolSpan.attributes['mcp.method.name']?.value).toBe('tools/call');
+      expect(toolSpan.attributes['gen_ai.tool.name']?.value).toBe('start_task');
+      const http = byId.get(toolSpan.parentSpanId)!;
+      expect(http?.name).toBe('POST /mcp');
+      expect(http.parentSpanId).toBe('');
+      await h.client.cancel(startedId).catch(() => undefined);
+    } finally {
+      await client.close();
     }
   });
 });

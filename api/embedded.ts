@@ -1,17 +1,19 @@
 /**
  * The API inside another process (`npm start`'s demo): shares its database handle and Temporal client,
- * creates a fresh operator token for the person at the terminal, and listens on API_PORT.
+ * gives the person at the terminal a platform operator token, and listens on API_PORT. The token is
+ * kept in `tokenFile` (mode 600) and used again by every later start until it is revoked.
  */
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { PLATFORM } from '../activities/store/tenancy';
 import type { Registry } from 'prom-client';
 import type { DatabaseHandle } from '../activities/store/db';
 import type { AgentsClient } from '../client';
 import { loadApiConfig } from './config';
 import { buildApi } from './server';
-import { createToken, revokeToken } from './tokens';
+import { createToken, revokeToken, verifyToken } from './tokens';
 
-/** The demo's operator token: replaced on every start so only the newest printed one works. */
-const DEMO_TOKEN_NAME = 'demo-operator';
+/** The demo's operator token: kept across starts; a revoked or lost one is replaced by a new one. */
+export const DEMO_TOKEN_NAME = 'demo-operator';
 
 export async function startEmbeddedApi(options: {
   client: AgentsClient;
@@ -19,7 +21,9 @@ export async function startEmbeddedApi(options: {
   workspaceRoot: string;
   namespace: string;
   registries?: Registry[];
-}): Promise<{ url: string; token: string; close(): Promise<void> }> {
+  /** Where the token is kept between starts; absent: a new one each start. */
+  tokenFile?: string;
+}): Promise<{ url: string; token: string; tokenKept: boolean; close(): Promise<void> }> {
   const config = loadApiConfig();
   const app = await buildApi({
     client: options.client,
@@ -31,14 +35,37 @@ export async function startEmbeddedApi(options: {
     ...config,
   });
   await app.listen({ host: config.host, port: config.port });
-  await revokeToken(options.database.db, DEMO_TOKEN_NAME);
-  const { token } = await createToken(options.database.db, DEMO_TOKEN_NAME, 'operator', { org: PLATFORM });
+  const kept = options.tokenFile ? await keptToken(options.database, options.tokenFile) : undefined;
+  let token = kept;
+  if (!token) {
+    await revokeToken(options.database.db, DEMO_TOKEN_NAME);
+    ({ token } = await createToken(options.database.db, DEMO_TOKEN_NAME, 'operator', { org: PLATFORM }));
+    if (options.tokenFile) {
+      writeFileSync(options.tokenFile, `${token}\n`, { mode: 0o600 });
+      chmodSync(options.tokenFile, 0o600);
+    }
+  }
   return {
     url: `http://${config.host}:${config.port}`,
     token,
+    tokenKept: kept !== undefined,
     async close() {
       await app.closeStreams();
       await app.close();
     },
   };
+}
+
+/** The token an earlier start kept, when it is still the demo's valid platform operator token. */
+async function keptToken(database: DatabaseHandle, file: string): Promise<string | undefined> {
+  let token: string;
+  try {
+    token = readFileSync(file, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+  const principal = await verifyToken(database.db, token);
+  return principal?.name === DEMO_TOKEN_NAME && principal.scope === 'operator' && principal.org === PLATFORM
+    ? token
+    : undefined;
 }

@@ -3,11 +3,13 @@
  * DATABASE_URL is set), defines the demo agent from examples/agents/scribe, runs one task as a Temporal workflow and
  * prints its progress and the Temporal UI links. Then keeps the worker running so you can accept or
  * revise the task from the CLI or the UI (Ctrl-C to stop). With DEMO_EXIT=1 (or CI=true) it accepts the
- * task itself, waits for the post-task reflection and exits.
+ * task itself, waits for the post-task reflection and exits. A second start reuses what the first made:
+ * its operator token (kept under DATA_DIR until revoked) and its demo task while that is still open.
  *
  * SIGINT and SIGTERM stop it the same way: the worker drains (Temporal re-dispatches anything left),
  * the API closes its streams, and the embedded database is checkpointed, then stopped unless another
- * process (a separate worker, `npm run api`) still uses it.
+ * process (a separate worker, `npm run api`) still uses it. The Temporal dev server scripts/start.sh
+ * started keeps running, and the stop says so with the command that ends it.
  */
 import path from 'node:path';
 import pg from 'pg';
@@ -19,15 +21,20 @@ import { DEMO_LABEL } from '../activities/llm/demo';
 import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { stopEmbeddedServer } from '../activities/store/embedded-server';
 import { AgentsClient } from '../client';
+import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 import { printProgress, uiLinks } from '../client/progress';
 import { AgentSchedules } from '../client/schedules';
 import { loadConfig } from '../worker/config';
 import { createAgentWorker } from '../worker/create-worker';
 import { runtimeTelemetryOptions, telemetryFromEnv } from '../worker/telemetry';
-import { startEmbeddedApi } from '../api/embedded';
+import { DEMO_TOKEN_NAME, startEmbeddedApi } from '../api/embedded';
 import { tracingClientInterceptors } from '../client/tracing';
 
 const DEMO_AGENT_ID = 'scribe';
+const DEMO_TASK_TITLE = 'Plan a one-page guide to durable agents';
+const DEMO_CREATOR = 'demo';
+/** The demo's operator token, kept under DATA_DIR (mode 600) so a second start prints the same one. */
+const DEMO_TOKEN_FILE = 'demo-operator.token';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -68,6 +75,8 @@ async function main(): Promise<void> {
       await nativeConnection.close();
       await closeDatabase(database, config.embeddedDbDir);
       await telemetry?.shutdown();
+      const temporal = temporalLeftRunning(config.temporalAddress);
+      if (temporal) console.log(temporal);
     })());
   // `on`, not `once`: a Ctrl-C reaches both tsx and this process, and tsx relays it once more; a second
   // signal must not kill the process halfway through its shutdown (stop() runs once).
@@ -97,9 +106,10 @@ async function main(): Promise<void> {
     workspaceRoot: config.workspaceRoot,
     namespace: config.namespace,
     registries: telemetry ? [telemetry.registry] : [],
+    tokenFile: path.join(config.dataDir, DEMO_TOKEN_FILE),
   });
   console.log(
-    `HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`,
+    `HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}${api.tokenKept ? ` (the one an earlier start made; it stays valid until: npm run agents -- token revoke ${DEMO_TOKEN_NAME})` : ''}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`,
   );
 
   await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), {
@@ -113,16 +123,24 @@ async function main(): Promise<void> {
   console.log(
     `Schedules heartbeat-${DEMO_AGENT_ID} and consolidation-${DEMO_AGENT_ID}: ${process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233'}/namespaces/${config.namespace}/schedules`,
   );
-  const { taskId } = await client.startTask({
-    agentId: DEMO_AGENT_ID,
-    title: 'Plan a one-page guide to durable agents',
-    description:
-      'Write plan.md in your workspace: the outline of a one-page guide (what a durable agent is, why Temporal, how a human approves risky steps). Read it back, then submit it for review.',
-    createdBy: 'demo',
-  });
+  // A second start shows the demo task an earlier one left unfinished instead of starting another.
+  const earlier = await liveDemoTask(client, database);
+  const taskId =
+    earlier?.id ??
+    (
+      await client.startTask({
+        agentId: DEMO_AGENT_ID,
+        title: DEMO_TASK_TITLE,
+        description:
+          'Write plan.md in your workspace: the outline of a one-page guide (what a durable agent is, why Temporal, how a human approves risky steps). Read it back, then submit it for review.',
+        createdBy: DEMO_CREATOR,
+      })
+    ).taskId;
   const links = uiLinks(taskId, DEMO_AGENT_ID);
   console.log(
-    `\nTask ${taskId} is running as workflow task-${taskId}.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`,
+    earlier
+      ? `\nTask ${taskId}, started by an earlier \`npm start\`, is still open (${earlier.state}): shown here, not started again.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`
+      : `\nTask ${taskId} is running as workflow task-${taskId}.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`,
   );
 
   const status = await printProgress(client, taskId);
@@ -145,6 +163,53 @@ async function main(): Promise<void> {
   );
   await running;
   await stop();
+}
+
+/**
+ * The newest demo task an earlier start left unfinished, when Temporal still knows it (a dev server
+ * started afresh has forgotten it: then a new one starts).
+ */
+async function liveDemoTask(
+  client: AgentsClient,
+  database: DatabaseHandle,
+): Promise<{ id: string; state: string } | undefined> {
+  const rows = await database.db
+    .selectFrom('tasks')
+    .select(['id', 'state'])
+    .where('agent_id', '=', DEMO_AGENT_ID)
+    .where('created_by', '=', DEMO_CREATOR)
+    .where('title', '=', DEMO_TASK_TITLE)
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .execute();
+  const row = rows[0];
+  if (!row || isTerminal(row.state as TaskState)) return undefined;
+  try {
+    const status = await client.getStatus(row.id);
+    return isTerminal(status.state) ? undefined : { id: row.id, state: status.state };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What `npm start` leaves running for the person at the terminal: the Temporal dev server scripts/start.sh
+ * started (or found), which keeps every workflow's history browsable in the Web UI. Nothing when
+ * TEMPORAL_ADDRESS named a server of the user's own.
+ */
+function temporalLeftRunning(address: string): string | undefined {
+  const pid = Number(process.env.DEMO_TEMPORAL_PID);
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return undefined;
+  }
+  const ui = process.env.DEMO_TEMPORAL_UI ?? 'http://localhost:8233';
+  return (
+    `Left running: the Temporal dev server (process ${pid}) at ${address}, Web UI ${ui}, so the task's history stays browsable; ` +
+    `the next \`npm start\` uses it again. Stop it with: kill ${pid}`
+  );
 }
 
 /**
@@ -174,6 +239,7 @@ async function closeDatabase(database: DatabaseHandle, embeddedDbDir: string): P
     return;
   }
   await stopEmbeddedServer(embeddedDbDir);
+  console.log(`Stopped the embedded PostgreSQL (its data stays in ${embeddedDbDir}).`);
 }
 
 main().catch((error) => {

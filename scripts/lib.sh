@@ -18,7 +18,8 @@ log() { printf '\033[36m[durable-agents]\033[0m %s\n' "$*" >&2; }
 ensure_node_modules() {
   local stamp="$ROOT/node_modules/.install-stamp"
   if [[ ! -f "$stamp" || "$ROOT/package-lock.json" -nt "$stamp" ]]; then
-    log "installing npm dependencies (npm ci)"
+    if [[ -d "$ROOT/node_modules" ]]; then log "installing npm dependencies (npm ci): the lockfile changed"
+    else log "installing npm dependencies (npm ci): about 2 minutes on a fresh machine, once"; fi
     (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error)
     touch "$stamp"
   fi
@@ -67,8 +68,10 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 # start_temporal_dev PORT UI_PORT DB_FILE LOG_FILE [fresh]: starts `temporal server start-dev` in
 # the background with the search attributes the product uses, and waits until the namespace answers.
 # When something already listens on PORT it is reused and left alone. With `fresh`, a server this
-# function starts begins from an empty state file. Sets TEMPORAL_STARTED_PID (empty when reused).
+# function starts begins from an empty state file. Sets TEMPORAL_STARTED_PID (empty when reused), and
+# TEMPORAL_DEV_PID: the server's process, also when reused (read from DB_FILE.pid, written at its start).
 TEMPORAL_STARTED_PID=""
+TEMPORAL_DEV_PID=""
 
 # stop_temporal_dev PID: stops a server start_temporal_dev started and waits until it has exited (10 s,
 # then SIGKILL). Without the wait, the next command's fresh server could remove and recreate the state
@@ -87,7 +90,13 @@ stop_temporal_dev() {
 
 start_temporal_dev() {
   local port="$1" ui_port="$2" db_file="$3" log_file="$4" fresh="${5:-}"
-  if port_open 127.0.0.1 "$port"; then log "Temporal already listening on 127.0.0.1:$port; reusing it"; return; fi
+  if port_open 127.0.0.1 "$port"; then
+    log "Temporal already listening on 127.0.0.1:$port; reusing it"
+    local known
+    known="$(cat "$db_file.pid" 2>/dev/null || true)"
+    if [[ -n "$known" ]] && kill -0 "$known" 2>/dev/null; then TEMPORAL_DEV_PID="$known"; fi
+    return
+  fi
   ensure_temporal_cli
   mkdir -p "$(dirname "$db_file")" "$(dirname "$log_file")"
   if [[ "$fresh" == "fresh" ]]; then rm -f "$db_file" "$db_file"-*; fi
@@ -97,6 +106,8 @@ start_temporal_dev() {
     --search-attribute AgentId=Keyword --search-attribute TaskId=Keyword \
     --search-attribute TaskState=Keyword --search-attribute ForkOf=Keyword --search-attribute OrgId=Keyword "${TEMPORAL_DEV_DYNAMIC_CONFIG[@]}" >"$log_file" 2>&1 &
   TEMPORAL_STARTED_PID=$!
+  TEMPORAL_DEV_PID=$TEMPORAL_STARTED_PID
+  echo "$TEMPORAL_STARTED_PID" >"$db_file.pid"
   local i
   for i in $(seq 1 120); do
     if temporal operator namespace describe --address "127.0.0.1:$port" -n default >/dev/null 2>&1; then

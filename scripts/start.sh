@@ -5,9 +5,16 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ensure_node_modules
 mkdir -p "$DATA_DIR"
+# The dev server's ports (defaults 7233 and its Web UI 8233). It outlives this command, so the workflows'
+# history stays browsable; the demo says so when it stops, with the command that stops the server.
+TEMPORAL_DEV_PORT="${TEMPORAL_DEV_PORT:-7233}"
+TEMPORAL_DEV_UI_PORT="${TEMPORAL_DEV_UI_PORT:-8233}"
 if [[ -z "${TEMPORAL_ADDRESS:-}" ]]; then
-  start_temporal_dev 7233 8233 "$DATA_DIR/temporal.db" "$DATA_DIR/temporal.log"
-  export TEMPORAL_ADDRESS="127.0.0.1:7233"
+  start_temporal_dev "$TEMPORAL_DEV_PORT" "$TEMPORAL_DEV_UI_PORT" "$DATA_DIR/temporal.db" "$DATA_DIR/temporal.log"
+  export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_DEV_PORT"
+  export DEMO_TEMPORAL_PID="$TEMPORAL_DEV_PID"
+  export DEMO_TEMPORAL_UI="http://localhost:$TEMPORAL_DEV_UI_PORT"
+  export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-$DEMO_TEMPORAL_UI}"
 fi
 cd "$ROOT"
 exec tsx scripts/demo.ts

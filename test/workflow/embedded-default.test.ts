@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -235,4 +235,96 @@ describe('npm start on the embedded default', () => {
     }, 240_000);
   stopsOn('SIGTERM');
   stopsOn('SIGINT');
+
+  /** Runs scripts/start.sh until its task is in review; returns what it printed so far and how to stop it. */
+  const startUntilReview = async (env: Record<string, string | undefined>) => {
+    const child = spawn('bash', ['scripts/start.sh'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await eventually(
+      () => {
+        if (child.exitCode !== null)
+          throw new Error(`npm start exited with ${child.exitCode}:\n${output.slice(-2_000)}`);
+        return output.includes('The task is in review') ? true : undefined;
+      },
+      'npm start to bring its task to review',
+      180_000,
+    );
+    return {
+      output: () => output,
+      stop: async (signal: 'SIGINT' | 'SIGTERM') => {
+        child.kill(signal);
+        return { code: await exited, output };
+      },
+    };
+  };
+
+  test('a second start keeps the token and shows the unfinished demo task; each stop says Temporal is left running', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'da-restart-'));
+    chmodSync(dataDir, 0o755);
+    const embeddedDir = path.join(dataDir, 'postgres');
+    const [temporalPort, uiPort, apiPort] = [
+      await freeLoopbackPort(),
+      await freeLoopbackPort(),
+      await freeLoopbackPort(),
+    ];
+    // No TEMPORAL_ADDRESS: start.sh starts its own dev server, on free ports.
+    const { TEMPORAL_ADDRESS: _given, ...inherited } = process.env;
+    const env = {
+      ...inherited,
+      DATABASE_URL: '',
+      DATA_DIR: dataDir,
+      AGENTS_WORKSPACE_ROOT: path.join(dataDir, 'workspaces'),
+      TEMPORAL_DEV_PORT: String(temporalPort),
+      TEMPORAL_DEV_UI_PORT: String(uiPort),
+      API_PORT: String(apiPort),
+      ANTHROPIC_API_KEY: '',
+      OPENAI_API_KEY: '',
+      OPENAI_COMPATIBLE_BASE_URL: '',
+      CI: '',
+      DEMO_EXIT: '',
+    };
+    let temporalPid = 0;
+    try {
+      const first = await startUntilReview(env);
+      const token = /Operator token: (\S+)/.exec(first.output())![1]!;
+      const taskId = /Task (\S+) is running as workflow/.exec(first.output())![1]!;
+      const stopped = await first.stop('SIGINT');
+      expect(stopped.code).toBe(0);
+      const left =
+        /Left running: the Temporal dev server \(process (\d+)\) at 127\.0\.0\.1:(\d+).*Stop it with: kill (\d+)/.exec(
+          stopped.output,
+        );
+      expect(left).not.toBeNull();
+      temporalPid = Number(left![1]);
+      expect([Number(left![2]), Number(left![3])]).toEqual([temporalPort, temporalPid]);
+      expect(() => process.kill(temporalPid, 0)).not.toThrow();
+      expect(stopped.output).toContain(`Stopped the embedded PostgreSQL (its data stays in ${embeddedDir})`);
+      expect(statSync(path.join(dataDir, 'demo-operator.token')).mode & 0o777).toBe(0o600);
+
+      const second = await startUntilReview(env);
+      const output = second.output();
+      expect(output).toContain(`reusing it`);
+      expect(/Operator token: (\S+)/.exec(output)![1]).toBe(token);
+      expect(output).toContain('the one an earlier start made');
+      expect(output).toContain(
+        `Task ${taskId}, started by an earlier \`npm start\`, is still open (review): shown here, not started again.`,
+      );
+      expect(output).not.toContain('is running as workflow');
+      // The kept token still works against the API.
+      const agents = await fetch(`http://127.0.0.1:${apiPort}/v1/agents`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(agents.status).toBe(200);
+      const again = await second.stop('SIGTERM');
+      expect(again.code).toBe(0);
+      expect(again.output).toContain(`Left running: the Temporal dev server (process ${temporalPid})`);
+    } finally {
+      if (temporalPid) process.kill(temporalPid, 'SIGTERM');
+      await stopEmbeddedServer(embeddedDir);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 480_000);
 });

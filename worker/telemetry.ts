@@ -25,6 +25,12 @@ import type { ChatRouter } from '../activities/llm/types';
 import { costUsd } from '../activities/llm/cost';
 import type { CircuitBreaker } from '../activities/llm/circuit-breaker';
 import { activeConversation, withConversation } from '../activities/tracing';
+import {
+  captureContentFromEnv,
+  GenAiClientMetrics,
+  inputContentAttributes,
+  outputContentAttributes,
+} from './genai-conventions';
 import { FlatAttributesSpanProcessor, otlpTraceExporterFromEnv, registerTracing, tracingRequested } from './tracing';
 import { registerMcpMetrics } from '../activities/tools/mcp/metrics';
 
@@ -58,6 +64,8 @@ export interface TelemetryOptions {
   /** Also count spend per agent (`durable_agents_agent_cost_usd_total{agent}`), for a bounded number of agents. Default off. */
   spendPerAgent?: boolean;
   serviceName?: string;
+  /** Prompts and answers on `chat` spans (default off). */
+  captureContent?: boolean;
 }
 
 export class Telemetry {
@@ -71,6 +79,9 @@ export class Telemetry {
   private readonly cost: Counter<'provider' | 'model'>;
   private readonly latency: Histogram<'provider' | 'model' | 'outcome'>;
   private readonly denials: Counter<'tool'>;
+  private readonly genAi: GenAiClientMetrics;
+  /** Prompts and answers on `chat` spans: opt-in (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`). */
+  private readonly captureContent: boolean;
   private readonly activityMetrics: ActivityMetrics;
   private readonly breakers = new Set<{
     breaker: CircuitBreaker;
@@ -89,6 +100,8 @@ export class Telemetry {
       registerTracing(this.provider);
     }
     const registers = [this.registry];
+    this.genAi = new GenAiClientMetrics(this.registry);
+    this.captureContent = options.captureContent ?? false;
     this.tokens = new Counter({
       name: 'durable_agents_llm_tokens_total',
       help: 'LLM tokens by provider, model and kind (input, output, cache_read, cache_write)',
@@ -210,6 +223,7 @@ export class Telemetry {
             ...(request.maxTokens !== undefined ? { 'gen_ai.request.max_tokens': request.maxTokens } : {}),
             ...(request.temperature !== undefined ? { 'gen_ai.request.temperature': request.temperature } : {}),
             ...(conversation ? { 'gen_ai.conversation.id': conversation } : {}),
+            ...(this.captureContent ? inputContentAttributes(request) : {}),
           },
         });
         try {
@@ -234,8 +248,20 @@ export class Telemetry {
             'gen_ai.usage.cache_read.input_tokens': usage.cacheReadTokens,
             'gen_ai.usage.cache_creation.input_tokens': usage.cacheWriteTokens,
             'durable_agents.llm.cost_usd': cost,
+            ...(this.captureContent ? outputContentAttributes(result) : {}),
           });
           if (this.metricsOn) {
+            this.genAi.record({
+              provider,
+              requestModel: requested?.model ?? model,
+              responseModel: model,
+              serverAddress: result.server?.address,
+              seconds: (Date.now() - started) / 1000,
+              tokens: {
+                input: usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens,
+                output: usage.outputTokens,
+              },
+            });
             this.tokens.inc({ provider, model, kind: 'input' }, usage.inputTokens);
             this.tokens.inc({ provider, model, kind: 'output' }, usage.outputTokens);
             this.tokens.inc({ provider, model, kind: 'cache_read' }, usage.cacheReadTokens);
@@ -248,11 +274,18 @@ export class Telemetry {
           span?.recordException(error as Error);
           span?.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
           span?.setAttribute('error.type', (error as { type?: string }).type ?? (error as Error).name);
-          if (this.metricsOn)
+          if (this.metricsOn) {
             this.latency.observe(
               { provider: requested?.provider ?? 'unknown', model: requested?.model ?? 'unknown', outcome: 'error' },
               (Date.now() - started) / 1000,
             );
+            this.genAi.record({
+              provider: requested?.provider ?? 'unknown',
+              requestModel: requested?.model ?? 'unknown',
+              errorType: (error as { type?: string }).type ?? (error as Error).name,
+              seconds: (Date.now() - started) / 1000,
+            });
+          }
           throw error;
         } finally {
           span?.end();
@@ -434,6 +467,7 @@ export function telemetryFromEnv(env: NodeJS.ProcessEnv = process.env): Telemetr
     metrics,
     spendPerAgent: env.DURABLE_AGENTS_METRICS_AGENT_SPEND === '1',
     serviceName: env.OTEL_SERVICE_NAME,
+    captureContent: captureContentFromEnv(env),
   });
 }
 

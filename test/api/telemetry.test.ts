@@ -129,6 +129,9 @@ describe('telemetry', () => {
       'gen_ai.response.finish_reasons': ['tool_use'],
     });
     expect(first!.attributes['durable_agents.llm.cost_usd']).toBeGreaterThan(0);
+    // Prompts and answers stay off spans unless content capture is switched on.
+    expect(first!.attributes['gen_ai.input.messages']).toBeUndefined();
+    expect(first!.attributes['gen_ai.output.messages']).toBeUndefined();
     // The LLM span is a child of the loop step's activity span, in the same trace as the workflows.
     const parent = spans.find((s) => s.spanContext().spanId === parentId(first!));
     expect(parent?.name).toBe('RunActivity:llmStepWithTools');
@@ -159,6 +162,19 @@ describe('telemetry', () => {
     expect(
       value(/^durable_agents_llm_call_seconds_count\{provider="anthropic",model="[^"]+",outcome="ok"\} (\d+)/m),
     ).toBeGreaterThanOrEqual(3);
+    // The GenAI conventions' client metrics, under the names OpenTelemetry's Prometheus exporter gives them.
+    expect(
+      value(
+        /^gen_ai_client_operation_duration_seconds_count\{gen_ai_operation_name="chat",gen_ai_provider_name="anthropic",gen_ai_request_model="[^"]+",gen_ai_response_model="[^"]+",server_address="127\.0\.0\.1",error_type=""\} (\d+)/m,
+      ),
+    ).toBeGreaterThanOrEqual(3);
+    expect(text).toMatch(/^gen_ai_client_operation_duration_seconds_bucket\{le="81\.92",/m);
+    expect(value(/^gen_ai_client_token_usage_sum\{[^}]*gen_ai_token_type="input"\} (\d+)/m)).toBeGreaterThanOrEqual(
+      480,
+    );
+    expect(value(/^gen_ai_client_token_usage_sum\{[^}]*gen_ai_token_type="output"\} (\d+)/m)).toBeGreaterThanOrEqual(
+      60,
+    );
     expect(value(/^durable_agents_tool_denials_total\{tool="shell_execute"\} (\d+)/m)).toBe(1);
     expect(value(/^durable_agents_llm_breaker_state\{provider="anthropic",model="[^"]+"\} (\d+)/m)).toBe(0);
     expect(value(/^durable_agents_approvals_pending (\d+)/m)).toBe(Number(pending.n));

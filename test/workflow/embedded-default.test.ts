@@ -177,65 +177,6 @@ describe('the embedded default database serves every process', () => {
 
 /** `npm start` is stopped by a process manager with SIGTERM as often as by a person with Ctrl-C. */
 describe('npm start on the embedded default', () => {
-  const stopsOn = (signal: 'SIGTERM' | 'SIGINT') =>
-    test(`${signal} drains the worker, closes the API and stops the embedded database it started`, async () => {
-      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'da-start-'));
-      chmodSync(dataDir, 0o755);
-      const embeddedDir = path.join(dataDir, 'postgres');
-      const apiPort = await freeLoopbackPort();
-      // scripts/start.sh as `npm start` runs it (Temporal is given, so it starts no dev server of its own).
-      const child = spawn('bash', ['scripts/start.sh'], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          DATABASE_URL: '',
-          DATA_DIR: dataDir,
-          AGENTS_WORKSPACE_ROOT: path.join(dataDir, 'workspaces'),
-          TEMPORAL_TASK_QUEUE: `start-${path.basename(dataDir)}`,
-          API_PORT: String(apiPort),
-          ANTHROPIC_API_KEY: '',
-          OPENAI_API_KEY: '',
-          OPENAI_COMPATIBLE_BASE_URL: '',
-          CI: '',
-          DEMO_EXIT: '',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      try {
-        await eventually(
-          () => {
-            if (child.exitCode !== null)
-              throw new Error(`npm start exited with ${child.exitCode}:\n${output.slice(-2_000)}`);
-            return output.includes('The task is in review') ? true : undefined;
-          },
-          'npm start to bring its task to review',
-          180_000,
-        );
-        expect((await fetch(`http://127.0.0.1:${apiPort}/healthz`)).status).toBe(200);
-        const signalledAt = Date.now();
-        child.kill(signal);
-        const code = await exited;
-        expect({ code, output: output.slice(-500) }).toEqual({
-          code: 0,
-          output: expect.stringContaining(`${signal}: draining the worker`),
-        });
-        expect(Date.now() - signalledAt).toBeLessThan(15_000);
-        await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
-        // Nobody else was connected, so the server it started is stopped (after a checkpoint).
-        expect(existsSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'))).toBe(false);
-      } finally {
-        child.kill('SIGKILL');
-        await stopEmbeddedServer(embeddedDir);
-        rmSync(dataDir, { recursive: true, force: true });
-      }
-    }, 240_000);
-  stopsOn('SIGTERM');
-  stopsOn('SIGINT');
-
   /** Runs scripts/start.sh until its task is in review; returns what it printed so far and how to stop it. */
   const startUntilReview = async (env: Record<string, string | undefined>) => {
     const child = spawn('bash', ['scripts/start.sh'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -251,7 +192,10 @@ describe('npm start on the embedded default', () => {
       },
       'npm start to bring its task to review',
       180_000,
-    );
+    ).catch((error: unknown) => {
+      child.kill('SIGKILL');
+      throw error;
+    });
     return {
       output: () => output,
       stop: async (signal: 'SIGINT' | 'SIGTERM') => {
@@ -260,6 +204,46 @@ describe('npm start on the embedded default', () => {
       },
     };
   };
+
+  const stopsOn = (signal: 'SIGTERM' | 'SIGINT') =>
+    test(`${signal} drains the worker, closes the API and stops the embedded database it started`, async () => {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'da-start-'));
+      chmodSync(dataDir, 0o755);
+      const embeddedDir = path.join(dataDir, 'postgres');
+      const apiPort = await freeLoopbackPort();
+      try {
+        // scripts/start.sh as `npm start` runs it (Temporal is given, so it starts no dev server of its own).
+        const started = await startUntilReview({
+          ...process.env,
+          DATABASE_URL: '',
+          DATA_DIR: dataDir,
+          AGENTS_WORKSPACE_ROOT: path.join(dataDir, 'workspaces'),
+          TEMPORAL_TASK_QUEUE: `start-${path.basename(dataDir)}`,
+          API_PORT: String(apiPort),
+          ANTHROPIC_API_KEY: '',
+          OPENAI_API_KEY: '',
+          OPENAI_COMPATIBLE_BASE_URL: '',
+          CI: '',
+          DEMO_EXIT: '',
+        });
+        expect((await fetch(`http://127.0.0.1:${apiPort}/healthz`)).status).toBe(200);
+        const signalledAt = Date.now();
+        const { code, output } = await started.stop(signal);
+        expect({ code, output: output.slice(-500) }).toEqual({
+          code: 0,
+          output: expect.stringContaining(`${signal}: draining the worker`),
+        });
+        expect(Date.now() - signalledAt).toBeLessThan(15_000);
+        await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
+        // Nobody else was connected, so the server it started is stopped (after a checkpoint).
+        expect(existsSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'))).toBe(false);
+      } finally {
+        await stopEmbeddedServer(embeddedDir);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }, 240_000);
+  stopsOn('SIGTERM');
+  stopsOn('SIGINT');
 
   test('a second start keeps the token and shows the unfinished demo task; each stop says Temporal is left running', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'da-restart-'));

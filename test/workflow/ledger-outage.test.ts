@@ -81,6 +81,20 @@ describe('the tool ledger through a PostgreSQL outage', () => {
 
   const schema = z.object({ line: z.string() }).strict();
 
+  /** A side-effecting tool whose effect lands, after which the database goes away (`outage.left` times) before its result is stored. */
+  const appendsThenLosesDatabase = (name: string, outage: { left: number }) =>
+    defineTool({
+      name,
+      description: 'test',
+      schema,
+      sideEffecting: true,
+      run: async ({ line }) => {
+        appendFileSync(effects(), `${line}\n`);
+        if (outage.left-- > 0) postgres.stopImmediately();
+        return { content: `appended ${line}` };
+      },
+    });
+
   test('an outage before a tool reaches its effect leaves no started row: the retry runs the call, once', async () => {
     let outages = 1;
     // Like shell_execute: reads the database (judging the call again) before its effect begins.
@@ -115,19 +129,8 @@ describe('the tool ledger through a PostgreSQL outage', () => {
   });
 
   test('an outage right after the effect: the retry in this process stores the real result, not "interrupted"', async () => {
-    let outages = 1;
-    const appends = defineTool({
-      name: 'appends',
-      description: 'test',
-      schema,
-      sideEffecting: true,
-      run: async ({ line }) => {
-        appendFileSync(effects(), `${line}\n`);
-        // The database goes away before the result is stored.
-        if (outages-- > 0) postgres.stopImmediately();
-        return { content: `appended ${line}` };
-      },
-    });
+    const outage = { left: 1 };
+    const appends = appendsThenLosesDatabase('appends', outage);
     const before = lines().length;
     const call = await oneCall(appends, { line: 'second' });
     await expect(call.execute()).rejects.toThrow();
@@ -142,7 +145,7 @@ describe('the tool ledger through a PostgreSQL outage', () => {
     expect(await call.modelRead()).toEqual(['appended second']);
 
     // The same when the round's next attempt settles the call instead of the step's retry.
-    outages = 1;
+    outage.left = 1;
     const settled = await oneCall(appends, { line: 'third' });
     await expect(settled.execute()).rejects.toThrow();
     await restart();
@@ -153,18 +156,7 @@ describe('the tool ledger through a PostgreSQL outage', () => {
   });
 
   test('an outage right after the effect, retried in another process: the model reads an unknown outcome, not a stopped worker', async () => {
-    let outages = 1;
-    const appends = defineTool({
-      name: 'appends_elsewhere',
-      description: 'test',
-      schema,
-      sideEffecting: true,
-      run: async ({ line }) => {
-        appendFileSync(effects(), `${line}\n`);
-        if (outages-- > 0) postgres.stopImmediately();
-        return { content: `appended ${line}` };
-      },
-    });
+    const appends = appendsThenLosesDatabase('appends_elsewhere', { left: 1 });
     const before = lines().length;
     const call = await oneCall(appends, { line: 'fourth' });
     await expect(call.execute()).rejects.toThrow();

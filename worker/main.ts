@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { LlmRouter } from '../activities/llm/router';
 import { createProvider } from '../activities/llm/providers';
@@ -42,13 +43,15 @@ async function main(): Promise<void> {
   });
   // Traces and Prometheus metrics, when their environment variables are set (off by default).
   const telemetry = telemetryFromEnv();
-  if (telemetry && process.env.METRICS_PORT) {
-    await telemetry.serveMetrics(
-      Number(process.env.METRICS_PORT),
-      process.env.METRICS_HOST,
-      process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`,
-    );
-  }
+  // Every server this process opens is closed when it stops (below): one left listening keeps it alive.
+  const metricsServer =
+    telemetry && process.env.METRICS_PORT
+      ? await telemetry.serveMetrics(
+          Number(process.env.METRICS_PORT),
+          process.env.METRICS_HOST,
+          process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`,
+        )
+      : undefined;
   let stopping = false;
   let current: Worker | undefined;
   // SIGTERM (an orchestrator's stop) drains: the worker stops polling, lets in-flight activities finish
@@ -172,7 +175,7 @@ async function main(): Promise<void> {
     }
   } finally {
     current = undefined;
-    healthServer?.close();
+    await Promise.all([closeServer(healthServer), closeServer(metricsServer)]);
     health.stop();
     // MCP servers the worker started (sandboxed child processes) and HTTP sessions end with it.
     await mcpSessions.closeAll();
@@ -196,6 +199,14 @@ async function main(): Promise<void> {
       }
     }
   }
+}
+
+/** Stops listening and ends open keep-alive connections (a scraper's or a probe's), so the close completes. */
+async function closeServer(server: Server | undefined): Promise<void> {
+  if (!server) return;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+  await closed;
 }
 
 function describeDatabase(database: DatabaseHandle): string {

@@ -126,11 +126,41 @@ const ERROR_MEANING: Record<number, string> = {
 /** What any route, even one that takes no input, answers to a request HTTP itself cannot parse. */
 const MALFORMED_REQUEST = 'A malformed request (an invalid URL encoding, say). Code: `invalid_request`';
 
+/**
+ * The formats JSON Schema 2020-12 defines. zod also writes its own string checks as formats
+ * (`startsWith` as `format: "starts_with"`, beside a `pattern` that says the same), which strict
+ * validators such as Ajv reject as unknown; those are dropped and the pattern carries the rule.
+ */
+const STANDARD_FORMATS = new Set([
+  'date-time',
+  'date',
+  'time',
+  'duration',
+  'email',
+  'idn-email',
+  'hostname',
+  'idn-hostname',
+  'ipv4',
+  'ipv6',
+  'uri',
+  'uri-reference',
+  'iri',
+  'iri-reference',
+  'uuid',
+  'uri-template',
+  'json-pointer',
+  'relative-json-pointer',
+  'regex',
+]);
+
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    override: ({ jsonSchema: out }) => {
+      if (typeof out.format === 'string' && !STANDARD_FORMATS.has(out.format)) delete out.format;
+    },
+  }) as Record<string, unknown>;
   return rest;
 };
 

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { buildApi } from '../../api/server';
 
 const run = promisify(execFile);
@@ -74,5 +76,38 @@ describe('the OpenAPI document', () => {
     );
     expect(problems).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  });
+
+  test('every schema compiles with Ajv in strict mode (JSON Schema 2020-12, standard formats only)', () => {
+    // OpenAPI 3.1's schemas are JSON Schema 2020-12; their `$ref`s point into components.schemas,
+    // which each schema gets as `$defs` so it compiles on its own.
+    const toDefs = (value: unknown): unknown =>
+      JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"#/$defs/'));
+    const $defs = toDefs(spec.components?.schemas ?? {}) as Record<string, unknown>;
+    const schemas: Array<[string, unknown]> = Object.entries($defs).map(([name, schema]) => [
+      `#/components/schemas/${name}`,
+      schema,
+    ]);
+    const collect = (node: unknown, pointer: string): void => {
+      if (Array.isArray(node)) node.forEach((item, i) => collect(item, `${pointer}/${i}`));
+      else if (node && typeof node === 'object')
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'schema' && value && typeof value === 'object') schemas.push([`${pointer}/schema`, value]);
+          else collect(value, `${pointer}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`);
+        }
+    };
+    collect(spec.paths, '#/paths');
+    expect(schemas.length).toBeGreaterThan(100);
+    const ajv = new Ajv2020({ strict: true, allErrors: true });
+    addFormats(ajv);
+    const failures = schemas.flatMap(([pointer, schema]) => {
+      try {
+        ajv.compile({ ...(toDefs(schema) as object), $defs });
+        return [];
+      } catch (error) {
+        return [`${pointer}: ${(error as Error).message}`];
+      }
+    });
+    expect(failures).toEqual([]);
   });
 });

@@ -31,6 +31,7 @@ import {
   inputContentAttributes,
   outputContentAttributes,
 } from './genai-conventions';
+import { withCounterTotals } from './prometheus-text';
 import { FlatAttributesSpanProcessor, otlpTraceExporterFromEnv, registerTracing, tracingRequested } from './tracing';
 import { registerMcpMetrics } from '../activities/tools/mcp/metrics';
 
@@ -443,10 +444,13 @@ class ActivityOutcomeCounter implements ActivityInboundCallsInterceptor {
   }
 }
 
-/** The Temporal runtime's Prometheus text, or undefined when its endpoint does not answer within 2 s. */
+/**
+ * The Temporal runtime's Prometheus text, its counters named `*_total` (promtool-clean whatever the
+ * runtime's options), or undefined when its endpoint does not answer within 2 s.
+ */
 export async function fetchTemporalMetrics(url: string): Promise<string | undefined> {
   return fetch(url, { signal: AbortSignal.timeout(2_000) })
-    .then((r) => (r.ok ? r.text() : undefined))
+    .then(async (r) => (r.ok ? withCounterTotals(await r.text()) : undefined))
     .catch(() => undefined);
 }
 
@@ -480,11 +484,13 @@ export function telemetryFromEnv(env: NodeJS.ProcessEnv = process.env): Telemetr
 export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env):
   | {
       metrics:
-        | { prometheus: { bindAddress: string } }
+        | { prometheus: { bindAddress: string; countersTotalSuffix: true } }
         | { otel: { url: string; http: true; metricsExportInterval: number; headers?: Record<string, string> } };
     }
   | undefined {
-  if (env.TEMPORAL_METRICS_BIND) return { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND } } };
+  // `_total` on counters: the endpoint itself passes promtool, for a Prometheus that scrapes it directly.
+  if (env.TEMPORAL_METRICS_BIND)
+    return { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND, countersTotalSuffix: true } } };
   if (env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) {
     const headers = parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS);
     return {

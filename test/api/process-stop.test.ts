@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
@@ -19,7 +19,13 @@ const freePort = () =>
     });
   });
 
-type Process = { entry: string; ready: (ports: Ports) => string; openConnections: (ports: Ports) => string[] };
+type Process = {
+  entry: string;
+  ready: (ports: Ports) => string;
+  openConnections: (ports: Ports) => string[];
+  /** Its Prometheus endpoints, each checked by promtool against the real Temporal runtime. */
+  metricsEndpoints: (ports: Ports) => string[];
+};
 type Ports = { metrics: number; health: number; api: number; temporalMetrics: number };
 
 const processes: Record<string, Process> = {
@@ -28,11 +34,18 @@ const processes: Record<string, Process> = {
     ready: (p) => `http://127.0.0.1:${p.health}/readyz`,
     // A scraper's and a probe's keep-alive connections, left open as Prometheus and the kubelet do.
     openConnections: (p) => [`http://127.0.0.1:${p.metrics}/metrics`, `http://127.0.0.1:${p.health}/healthz`],
+    metricsEndpoints: (p) => [
+      `http://127.0.0.1:${p.metrics}/metrics`,
+      `http://127.0.0.1:${p.metrics}/metrics/temporal`,
+      `http://127.0.0.1:${p.temporalMetrics}/metrics`,
+    ],
   },
   api: {
     entry: 'api/main.ts',
     ready: (p) => `http://127.0.0.1:${p.api}/healthz`,
     openConnections: (p) => [`http://127.0.0.1:${p.api}/healthz`],
+    // The API's /metrics and /metrics/temporal take a token: test/api/telemetry.test.ts checks them.
+    metricsEndpoints: () => [],
   },
 };
 
@@ -94,6 +107,12 @@ describe.each(Object.entries(processes))('the %s process', (_name, proc) => {
           throw new Error(`${error.message}\n${output}`);
         });
         for (const url of proc.openConnections(ports)) expect((await fetch(url)).status).toBe(200);
+        for (const url of proc.metricsEndpoints(ports)) {
+          const response = await fetch(url);
+          const text = await response.text();
+          const checked = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+          expect([url, response.status, checked.status, checked.stdout + checked.stderr]).toEqual([url, 200, 0, '']);
+        }
         const signalledAt = Date.now();
         child.kill(signal);
         const code = await Promise.race([

@@ -1,6 +1,7 @@
 /** The API's settings from the environment (documented in the README's configuration table). */
 import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_RATE_LIMIT_PER_MINUTE } from './server';
 import { ssoFromEnv, type SsoOptions } from './sso';
+import { ConfigurationError, portFromEnv } from '../worker/env-values';
 
 export interface ApiConfig {
   host: string;
@@ -25,13 +26,12 @@ export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
     const value = Number(raw);
-    if (!Number.isInteger(value) || value < 0)
-      throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+    if (!Number.isInteger(value) || value < 0) throw new ConfigurationError(name, raw, 'a non-negative integer');
     return value;
   };
   return {
     host: env.API_HOST ?? '127.0.0.1',
-    port: int('API_PORT', DEFAULT_API_PORT),
+    port: portFromEnv('API_PORT', env) ?? DEFAULT_API_PORT,
     bodyLimitBytes: int('API_BODY_LIMIT_BYTES', DEFAULT_BODY_LIMIT_BYTES),
     rateLimitPerMinute: int('API_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMIT_PER_MINUTE),
     callTimeoutMs: int('API_CALL_TIMEOUT_MS', DEFAULT_CALL_TIMEOUT_MS),

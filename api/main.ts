@@ -9,6 +9,7 @@ import { AgentsClient } from '../client';
 import { tracingClientInterceptors } from '../client/tracing';
 import { startProcessTracing } from '../worker/tracing';
 import { loadConfig } from '../worker/config';
+import { ConfigurationError } from '../worker/env-values';
 import { loadApiConfig } from './config';
 import { buildApi } from './server';
 
@@ -18,7 +19,13 @@ async function main(): Promise<void> {
   // The API's request spans, exported as the OTEL_* variables say (off without an endpoint).
   const tracing = startProcessTracing('durable-agents-api');
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.embeddedDbDir });
-  const connection = await Connection.connect({ address: config.temporalAddress });
+  const connection = await Connection.connect({ address: config.temporalAddress }).catch((error: unknown) => {
+    throw new ConfigurationError(
+      'TEMPORAL_ADDRESS',
+      config.temporalAddress,
+      `the host:port of a Temporal frontend that answers (${error instanceof Error ? error.message : String(error)})`,
+    );
+  });
   const client = new AgentsClient(
     new Client({ connection, namespace: config.namespace, interceptors: tracingClientInterceptors() }),
     database.db,

@@ -6,6 +6,7 @@ import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { DatabaseSchemaError } from '../schema/migrate';
 import { checkSearchAttributes } from './search-attributes';
 import { loadConfig } from './config';
+import { isConfigurationError, portFromEnv } from './env-values';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { serveWorkerHealth } from './health-server';
@@ -32,6 +33,8 @@ export const WORKER_RESTART_DELAY_MS = 2_000;
  */
 async function main(): Promise<void> {
   const config = loadConfig();
+  const metricsPort = portFromEnv('METRICS_PORT');
+  const healthPort = portFromEnv('HEALTH_PORT');
   const logger = createLogger();
   // Core's own logs (connection errors, poll retries) go through pino too, as JSON lines.
   Runtime.install({
@@ -45,9 +48,9 @@ async function main(): Promise<void> {
   const telemetry = telemetryFromEnv();
   // Every server this process opens is closed when it stops (below): one left listening keeps it alive.
   const metricsServer =
-    telemetry && process.env.METRICS_PORT
+    telemetry && metricsPort !== undefined
       ? await telemetry.serveMetrics(
-          Number(process.env.METRICS_PORT),
+          metricsPort,
           process.env.METRICS_HOST,
           process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`,
         )
@@ -92,13 +95,14 @@ async function main(): Promise<void> {
   });
   healthRef.current = health;
   health.start();
-  const healthServer = process.env.HEALTH_PORT
-    ? await serveWorkerHealth(
-        { snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' },
-        Number(process.env.HEALTH_PORT),
-        process.env.HEALTH_HOST,
-      )
-    : undefined;
+  const healthServer =
+    healthPort !== undefined
+      ? await serveWorkerHealth(
+          { snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' },
+          healthPort,
+          process.env.HEALTH_HOST,
+        )
+      : undefined;
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   // Hourly pruning of old stream rows; failing to create it must not stop the worker from serving.
   await ensureStreamPruneSchedule({
@@ -215,6 +219,8 @@ function describeDatabase(database: DatabaseHandle): string {
 }
 
 main().catch((error) => {
-  createLogger().fatal({ err: error }, 'worker failed');
+  // A bad variable is the operator's to fix: one line saying which and why, no stack.
+  if (isConfigurationError(error)) createLogger().fatal({ variable: error.variable }, error.message);
+  else createLogger().fatal({ err: error }, 'worker failed');
   process.exit(1);
 });

@@ -24,7 +24,7 @@ export function isConfigurationError(error: unknown): error is ConfigurationErro
 }
 
 /** The highest TCP port number. */
-const MAX_PORT = 65_535;
+export const MAX_PORT = 65_535;
 
 /** A TCP port to listen on (0 lets the system pick one), or undefined when the variable is unset or empty. */
 export function portFromEnv(name: string, env: NodeJS.ProcessEnv = process.env): number | undefined {

@@ -32,6 +32,7 @@ import {
   outputContentAttributes,
 } from './genai-conventions';
 import { withCounterTotals } from './prometheus-text';
+import { ConfigurationError, MAX_PORT } from './env-values';
 import { FlatAttributesSpanProcessor, otlpTraceExporterFromEnv, registerTracing, tracingRequested } from './tracing';
 import { registerMcpMetrics } from '../activities/tools/mcp/metrics';
 
@@ -490,7 +491,7 @@ export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env):
   | undefined {
   // `_total` on counters: the endpoint itself passes promtool, for a Prometheus that scrapes it directly.
   if (env.TEMPORAL_METRICS_BIND)
-    return { metrics: { prometheus: { bindAddress: env.TEMPORAL_METRICS_BIND, countersTotalSuffix: true } } };
+    return { metrics: { prometheus: { bindAddress: bindAddressFromEnv(env), countersTotalSuffix: true } } };
   if (env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) {
     const headers = parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS);
     return {
@@ -505,6 +506,15 @@ export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env):
     };
   }
   return undefined;
+}
+
+/** `TEMPORAL_METRICS_BIND` as `host:port` (`[::1]:port` for IPv6), refused by name before the runtime reads it. */
+function bindAddressFromEnv(env: NodeJS.ProcessEnv): string {
+  const raw = env.TEMPORAL_METRICS_BIND!;
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d+)$/.exec(raw.trim());
+  if (!match || Number(match[2]) > MAX_PORT)
+    throw new ConfigurationError('TEMPORAL_METRICS_BIND', raw, 'host:port, such as 127.0.0.1:9465, port 0 to 65535');
+  return raw.trim();
 }
 
 /** The specification's default push interval for metrics exporters. */

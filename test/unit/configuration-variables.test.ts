@@ -5,6 +5,7 @@ import { sandboxMode } from '../../activities/tools/shell/sandbox';
 import { loadApiConfig } from '../../api/config';
 import { loadConfig } from '../../worker/config';
 import { portFromEnv } from '../../worker/env-values';
+import { runtimeTelemetryOptions } from '../../worker/telemetry';
 import { otlpTraceExporterFromEnv } from '../../worker/tracing';
 
 /** How a bad value of a documented variable is refused, or why no value of it is bad. */
@@ -64,7 +65,7 @@ const VARIABLES: Record<string, Rule> = {
   DURABLE_AGENTS_METRICS_AGENT_SPEND: { unchecked: 'anything but "1" means off' },
   METRICS_PORT: { bad: '-1', read: (env) => portFromEnv('METRICS_PORT', env) },
   METRICS_HOST: { unchecked: 'a bad host fails at listen, without naming the variable' },
-  TEMPORAL_METRICS_BIND: { unchecked: 'the Temporal runtime parses it with its own error' },
+  TEMPORAL_METRICS_BIND: { bad: '127.0.0.1', read: (env) => runtimeTelemetryOptions(env) },
   TEMPORAL_METRICS_URL: { unchecked: 'an unreachable URL answers 502 at /metrics/temporal' },
   OIDC_ISSUER: { unchecked: 'its discovery document is fetched at the first sign-in' },
   OIDC_CLIENT_ID: { anyString: 'the identity provider checks it' },

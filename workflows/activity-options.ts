@@ -46,6 +46,16 @@ export const FUSED_STEP_LOCAL: LocalActivityOptions = {
   retry: FUSED_STEP.retry!,
 };
 
+/**
+ * The line that shows a round's last calls (`showLastStepCalls`): a local activity that does nothing.
+ * A worker that dies under it has its workflow task retried, which schedules it again; a few quick
+ * attempts are plenty.
+ */
+export const LAST_CALLS_LINE_LOCAL: LocalActivityOptions = {
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '100 milliseconds', maximumAttempts: 3 },
+};
+
 /** Chat is interactive: a provider outage fails the reply within minutes rather than hours. */
 export const CHAT_LLM: ActivityOptions = {
   startToCloseTimeout: '10 minutes',

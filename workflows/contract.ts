@@ -23,6 +23,11 @@ export const roundWorkflowId = (taskId: string, round: number): string => `task-
 /** Each round has its own conversation; a retry inside a round reuses it. */
 export const roundSessionId = (taskId: string, round: number): string => `task_${taskId}_r${round}`;
 export const reflectionWorkflowId = (taskId: string): string => `reflection-${taskId}`;
+/**
+ * The task's run viewer, a page of the HTTP API (every LLM and tool call of every round): its path,
+ * relative to the API's public URL. The round's current details link to it.
+ */
+export const runViewerPath = (taskId: string): string => `/runs/${encodeURIComponent(taskId)}`;
 export const heartbeatScheduleId = (agentId: string): string => `heartbeat-${agentId}`;
 export const consolidationScheduleId = (agentId: string): string => `consolidation-${agentId}`;
 

@@ -99,6 +99,13 @@ export const BASELINE_0_9_0_PATCH = 'baseline-0.9.0';
  */
 export const LOCAL_STEP_BOUNDS_5S_PATCH = 'round-local-step-bounds-5s';
 
+/**
+ * A round's run ends with a line that names the calls of its last step (a local activity that does
+ * nothing: workflows/round-calls.ts); the steps before it are named by the next step's summary. Asked
+ * up front.
+ */
+export const ROUND_LAST_CALLS_PATCH = 'round-last-calls-line';
+
 export const PATCHES: readonly PatchEntry[] = [
   {
     id: FUSED_STEP_PATCH,
@@ -208,6 +215,13 @@ export const PATCHES: readonly PatchEntry[] = [
     addedIn: '0.10.0',
     legacy: 'a step runs locally after one under 1 s, and a chain of local steps is cut after 1 s',
     deprecateAfter: '0.12.0',
+    status: 'active',
+  },
+  {
+    id: ROUND_LAST_CALLS_PATCH,
+    addedIn: '0.11.0',
+    legacy: "a run ends without a line for its last step's calls (they are read from that step's result)",
+    deprecateAfter: '0.13.0',
     status: 'active',
   },
 ];

@@ -27,6 +27,7 @@ import {
   roundProgressSignal,
   type RoundProgress,
   roundWorkflowId,
+  runViewerPath,
   ZERO_USAGE_TOTALS,
   type ApprovalDecision,
   type PendingApproval,
@@ -42,6 +43,7 @@ import {
   LOCAL_STEP_BOUNDS_5S_PATCH,
   LOCAL_STEP_PATCH,
   NO_START_REPORT_PATCH,
+  ROUND_LAST_CALLS_PATCH,
   SUBAGENTS_SETTLE_BEFORE_CANCEL_PATCH,
 } from './patches';
 import {
@@ -60,7 +62,8 @@ import {
   ROUND_MAX_HISTORY_EVENTS_PER_RUN,
   shouldContinueAsNew,
 } from './rules/harness';
-import { formatTokens } from './rules/format';
+import { roundDetailsMarkdown, uiSummary } from './rules/call-lines';
+import { RoundCalls } from './round-calls';
 import { createSubagentSpawner } from './subagent-spawner';
 import { waitUnderPolicy, type ApprovalInboxItem } from './approval-wait';
 import { approvalDelegationSignal } from './approval-contract';
@@ -118,6 +121,8 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       : undefined;
   // Asked up front too; runs of 0.8.0 and 0.9.0 keep their 1 s bounds.
   const stepBounds = localSteps && patched(LOCAL_STEP_BOUNDS_5S_PATCH) ? LOCAL_STEP_BOUNDS : LOCAL_STEP_BOUNDS_0_8_0;
+  // Asked up front too: a run ends with a line for its last step's calls (see ROUND_LAST_CALLS_PATCH).
+  const calls = new RoundCalls(patched(ROUND_LAST_CALLS_PATCH));
   let placement: StepPlacement = FIRST_STEP_PLACEMENT;
   /** Local steps since the last regular one: their markers are not in `historyLength` until their workflow task completes. */
   let unseenMarkers = 0;
@@ -150,9 +155,21 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   });
 
   let phase: TaskPhase = 'thinking';
-  const details = (now: TaskPhase, extra = ''): void => {
+  /** The round's current details in the Temporal UI: progress, the newest calls, the run viewer. */
+  const details = (now: TaskPhase, note?: string): void => {
     phase = now;
-    setCurrentDetails(`round ${input.round} · attempt ${input.attempt} · iteration ${toolIterations} · ${now}${extra}`);
+    setCurrentDetails(
+      roundDetailsMarkdown({
+        round: input.round,
+        attempt: input.attempt,
+        iteration: toolIterations,
+        phase: now,
+        usage,
+        note,
+        recent: calls.recent,
+        runViewer: runViewerPath(input.taskId),
+      }),
+    );
   };
   const progress = (): RoundProgress => ({
     round: input.round,
@@ -177,7 +194,9 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   };
 
   try {
-    return await harnessLoop();
+    const outcome = await harnessLoop();
+    await calls.showLast();
+    return outcome;
   } catch (error) {
     // Paused or cancelled: comments that never reached the model go back to the task workflow, which
     // keeps them for the next attempt (after a pause) instead of losing them with this run.
@@ -203,6 +222,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       if (shouldContinueAsNew(history, ROUND_MAX_HISTORY_EVENTS_PER_RUN)) {
         // Signal handlers are synchronous, but wait anyway so that nothing received is lost.
         await condition(allHandlersFinished);
+        await calls.showLast();
         log.info('round continues as new', {
           round: input.round,
           turn,
@@ -241,35 +261,33 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       const local = localSteps && placement.kind === 'local';
       const step = await runStep(stepInput, local);
       unseenMarkers = local ? unseenMarkers + 1 : 0;
-      placement = nextStepPlacement(placement, step.elapsedMs, stepBounds);
       const stepTurn = turn;
+      calls.addStep(stepTurn, step);
+      placement = nextStepPlacement(placement, step.elapsedMs, stepBounds);
       turn += 1;
       opening = undefined;
       injections = [];
       usage = addUsage(usage, step.usage);
       spawner.addOwnSpend(step.usage.costUsd);
-      details(
-        'thinking',
-        ` · llm ${step.model} · ${formatTokens(step.usage.inputTokens + step.usage.cacheReadTokens)} in / ${formatTokens(step.usage.outputTokens)} out`,
-      );
+      details('thinking');
 
       if (step.toolCalls.length > 0) {
         let submission: string | undefined;
         // The fused step already ran the calls that needed nobody, in order, up to the first that needs a human.
         const ran = step.toolResults;
         for (const { result } of ran) if (result.submission !== undefined) submission = result.submission;
-        if (ran.length > 0)
-          details('running-tool', ` · ran ${ran.map((r) => r.summary).join(', ')}`.slice(0, TOOL_DETAILS_MAX_CHARS));
+        if (ran.length > 0) details('running-tool');
         // Sequentially, in the model's order (task execution runs tools one by one).
         const toRun: DeferredToolCall[] = step.deferred;
         for (const call of toRun) {
           const result = await runTool(call, stepTurn, call.approval ?? call.inWorkflow);
+          calls.addTool(stepTurn, call.summary, result);
           if (result.kind === 'done' && result.submission !== undefined) submission = result.submission;
           if (blockedReason) break;
         }
         toolIterations += 1;
         if (blockedReason) {
-          details('finished', ' · blocked');
+          details('finished', 'blocked');
           return { kind: 'blocked', reason: blockedReason, usage, iterations: toolIterations, ...undelivered() };
         }
         if (submission !== undefined) {
@@ -302,11 +320,13 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
    * ROUND_STOP_GRACE_MS, the step runs again as a regular activity.
    */
   async function runStep(stepInput: LlmStepInput, local: boolean): Promise<StepWithToolsResult> {
-    const summary = `llm ${input.modelLabel} + tools · round ${input.round} turn ${stepInput.turn}`;
+    // The label, then the calls of the step before (rules/call-lines.ts): the UI names every call.
+    const label = `llm ${input.modelLabel} + tools · round ${input.round} turn ${stepInput.turn}`;
+    const summary = calls.stepSummary(label);
     if (local) {
       try {
         return await fusedLocal.llmStepWithTools.executeWithOptions(
-          { ...FUSED_STEP_LOCAL, summary: `${summary} · local` },
+          { ...FUSED_STEP_LOCAL, summary: calls.stepSummary(`${label} · local`) },
           [{ ...stepInput, stopKey: roundStopKey(input.round, input.attempt) }],
         );
       } catch (error) {
@@ -337,12 +357,13 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       toolCallId: call.id,
       scenario: 'task' as const,
     };
-    const first = known ?? (await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]));
+    // The call's summary comes from the model: defused and bounded for the Temporal UI (uiSummary).
+    const first = known ?? (await tools.executeTool.executeWithOptions({ summary: uiSummary(call.summary) }, [base]));
     if (first.kind === 'run-in-workflow') {
       // Sub-agents: child workflows; their aggregated result is recorded through the ledger like any result.
       const spawned = await spawner.run(first);
       usage = addUsage(usage, spawned.usage);
-      const recorded = await tools.executeTool.executeWithOptions({ summary: `${call.summary} (result)` }, [
+      const recorded = await tools.executeTool.executeWithOptions({ summary: uiSummary(`${call.summary} (result)`) }, [
         { ...base, workflowResult: { content: spawned.content, isError: spawned.isError } },
       ]);
       if (spawned.stopped) throw spawner.stoppedFailure();
@@ -372,7 +393,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       comment: outcome.comment,
     });
     await report('running-tool', true);
-    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [
+    return tools.executeTool.executeWithOptions({ summary: uiSummary(`${call.summary} (${outcome.decision})`) }, [
       { ...base, approval: outcome },
     ]);
   }
@@ -411,7 +432,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
   ): Promise<ExecuteToolResult> {
     const { requestId } = first;
     const opened = await store.openApprovalRequest.executeWithOptions(
-      { summary: `approval requested: ${call.summary}` },
+      { summary: uiSummary(`approval requested: ${call.summary}`) },
       [approvalRequestInput(first, call.id, stepTurn)],
     );
     const request = { requestId, tool: first.tool, summary: first.summary, requestedAt: opened.requestedAt };
@@ -473,7 +494,7 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
       comment: outcome.comment,
     });
     await report('running-tool', true);
-    return tools.executeTool.executeWithOptions({ summary: `${call.summary} (${outcome.decision})` }, [
+    return tools.executeTool.executeWithOptions({ summary: uiSummary(`${call.summary} (${outcome.decision})`) }, [
       { ...base, approval: outcome },
     ]);
   }
@@ -483,9 +504,6 @@ export async function taskRoundWorkflow(input: RoundWorkflowInput): Promise<Roun
     return comments.length > 0 ? { undeliveredComments: comments.splice(0) } : {};
   }
 }
-
-/** The workflow's current details name the calls a fused step ran, cut to this length. */
-const TOOL_DETAILS_MAX_CHARS = 300;
 
 function drainComments(comments: TaskComment[]): string[] {
   return comments.splice(0).map((c) => (c.kind === 'message' ? c.text : roundCommentText(c.from, c.text)));

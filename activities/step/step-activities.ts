@@ -32,6 +32,13 @@ export function createStepActivities(deps: ActivityDeps) {
       await recordRoundStop(db, input);
     },
 
+    /**
+     * A history line, not work: a round's step summaries name the calls of the step before them, and
+     * the last step's calls have no step after them, so the round ends with this local activity, whose
+     * summary names them. Does nothing; the summary is the point.
+     */
+    async showLastStepCalls(): Promise<void> {},
+
     /** Runs one tool call exactly once (ledger), or reports that it needs approval. */
     async executeTool(input: ExecuteToolInput & { scenario: Scenario }) {
       return runToolWithLedger(db, input);

@@ -5,7 +5,7 @@ import type { Database } from '../../schema/database';
 import { defaultPayloadConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { roundWorkflowId, taskWorkflowId } from '../../workflows/contract';
-import { BASELINE_0_9_0_PATCH, LOCAL_STEP_BOUNDS_5S_PATCH } from '../../workflows/patches';
+import { BASELINE_0_9_0_PATCH, LOCAL_STEP_BOUNDS_5S_PATCH, ROUND_LAST_CALLS_PATCH } from '../../workflows/patches';
 import { LOCAL_STEP_MAX_MS } from '../../workflows/rules/step-placement';
 import { appendMessage, ensureSession, SessionMessageCache } from '../../activities/store/sessions';
 import { LlmRouter } from '../../activities/llm/router';
@@ -64,7 +64,7 @@ describe('what a loop iteration costs', () => {
     expect(
       steps.every((s, i) => s.summary.startsWith(`llm `) && s.summary.includes(`+ tools · round 1 turn ${i}`)),
     ).toBe(true);
-    expect(steps.slice(1).every((s) => s.summary.endsWith(' · local'))).toBe(true);
+    expect(steps.slice(1).every((s) => s.summary.includes(' · local ◂ turn '))).toBe(true);
     expect(steps.every((s) => typeof s.result.elapsedMs === 'number' && s.result.elapsedMs < LOCAL_STEP_MAX_MS)).toBe(
       true,
     );
@@ -76,10 +76,10 @@ describe('what a loop iteration costs', () => {
     // one more when the task workflow's events arrive between them; eight when every step was an activity.
     const workflowTasks = round!.filter((e) => e.workflowTaskCompletedEventAttributes).length;
     expect(workflowTasks).toBeLessThanOrEqual(3);
-    // The run carries two patch markers: the release baseline, which stands for every earlier patch
-    // ('The release baseline' in patches.ts), and the one patch added since (the 5 s step bounds), so a
-    // later change of the loop can tell its history apart. Both are written in the run's first workflow
-    // task, before the first step.
+    // The run carries three patch markers: the release baseline, which stands for every earlier patch
+    // ('The release baseline' in patches.ts), and the ones added since (the 5 s step bounds, the last
+    // calls' line), so a later change of the loop can tell its history apart. All are written in the run's
+    // first workflow task, before the first step.
     const firstStep = round!.find((e) => e.activityTaskScheduledEventAttributes);
     const patches = round!
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
@@ -87,6 +87,7 @@ describe('what a loop iteration costs', () => {
     expect(patches.map((p) => (JSON.parse(p.ids) as { id: string }).id)).toEqual([
       BASELINE_0_9_0_PATCH,
       LOCAL_STEP_BOUNDS_5S_PATCH,
+      ROUND_LAST_CALLS_PATCH,
     ]);
     expect(patches.every((p) => p.eventId < Number(firstStep!.eventId))).toBe(true);
 

@@ -4,6 +4,7 @@ import type { Activities } from '../activities';
 import type { Scenario } from '../activities/tools/registry';
 import { addUsage, ZERO_USAGE_TOTALS, type UsageTotals } from './contract';
 import { NO_APPROVAL_IN_BACKGROUND_RUNS } from '../prompts/conversation';
+import { uiSummary } from './rules/call-lines';
 
 const tools = proxyActivities<Activities>(RUN_TOOL);
 
@@ -80,9 +81,9 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         scenario: options.scenario,
         ...(options.taskId ? { taskId: options.taskId } : {}),
       };
-      const result = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
+      const result = await tools.executeTool.executeWithOptions({ summary: uiSummary(call.summary) }, [base]);
       if (result.kind === 'approval-required') {
-        await tools.executeTool.executeWithOptions({ summary: `${call.summary} (declined)` }, [
+        await tools.executeTool.executeWithOptions({ summary: uiSummary(`${call.summary} (declined)`) }, [
           {
             ...base,
             approval: {

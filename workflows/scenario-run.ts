@@ -13,6 +13,7 @@ import { CONVERSATION_MAX_TOOL_ITERATIONS } from './rules/conversation';
 import { CONVERSATION_APPROVAL_REFUSAL } from '../prompts/conversation';
 import { CONTINUATION_PROMPT, LOOP_WARNING_TEXT } from '../prompts/task';
 import { recordToolCall, type ToolCallSignature } from './rules/loop-detector';
+import { uiSummary } from './rules/call-lines';
 
 const llm = proxyActivities<Activities>(CHAT_LLM);
 const tools = proxyActivities<Activities>(RUN_TOOL);
@@ -97,10 +98,10 @@ export async function chatRunWorkflow(input: ChatRunInput): Promise<ChatRunResul
           toolCallId: call.id,
           scenario,
         };
-        let outcome = await tools.executeTool.executeWithOptions({ summary: call.summary }, [base]);
+        let outcome = await tools.executeTool.executeWithOptions({ summary: uiSummary(call.summary) }, [base]);
         if (outcome.kind === 'approval-required') {
           outcome = await tools.executeTool.executeWithOptions(
-            { summary: `${call.summary} (refused in ${scenario})` },
+            { summary: uiSummary(`${call.summary} (refused in ${scenario})`) },
             [
               {
                 ...base,

@@ -1,7 +1,7 @@
 /** The API's settings from the environment (documented in the README's configuration table). */
 import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_RATE_LIMIT_PER_MINUTE } from './server';
 import { ssoFromEnv, type SsoOptions } from './sso';
-import { ConfigurationError, portFromEnv } from '../worker/env-values';
+import { ConfigurationError, portFromEnv } from '../activities/env-values';
 
 export interface ApiConfig {
   host: string;

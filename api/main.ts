@@ -9,7 +9,7 @@ import { AgentsClient } from '../client';
 import { tracingClientInterceptors } from '../client/tracing';
 import { startProcessTracing } from '../worker/tracing';
 import { loadConfig } from '../worker/config';
-import { ConfigurationError } from '../worker/env-values';
+import { ConfigurationError } from '../activities/env-values';
 import { loadApiConfig } from './config';
 import { buildApi } from './server';
 

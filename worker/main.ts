@@ -6,7 +6,7 @@ import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { DatabaseSchemaError } from '../schema/migrate';
 import { checkSearchAttributes } from './search-attributes';
 import { loadConfig } from './config';
-import { isConfigurationError, portFromEnv } from './env-values';
+import { isConfigurationError, portFromEnv } from '../activities/env-values';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { serveWorkerHealth } from './health-server';

@@ -32,7 +32,7 @@ import {
   outputContentAttributes,
 } from './genai-conventions';
 import { withCounterTotals } from './prometheus-text';
-import { ConfigurationError, MAX_PORT } from './env-values';
+import { ConfigurationError, MAX_PORT } from '../activities/env-values';
 import { FlatAttributesSpanProcessor, otlpTraceExporterFromEnv, registerTracing, tracingRequested } from './tracing';
 import { registerMcpMetrics } from '../activities/tools/mcp/metrics';
 

@@ -4,7 +4,7 @@ import { streamIdleTimeoutFromEnv } from '../../activities/llm/adapter-support';
 import { sandboxMode } from '../../activities/tools/shell/sandbox';
 import { loadApiConfig } from '../../api/config';
 import { loadConfig } from '../../worker/config';
-import { portFromEnv } from '../../worker/env-values';
+import { portFromEnv } from '../../activities/env-values';
 import { runtimeTelemetryOptions } from '../../worker/telemetry';
 import { otlpTraceExporterFromEnv } from '../../worker/tracing';
 

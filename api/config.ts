@@ -1,7 +1,14 @@
 /** The API's settings from the environment (documented in the README's configuration table). */
 import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_RATE_LIMIT_PER_MINUTE } from './server';
 import { ssoFromEnv, type SsoOptions } from './sso';
-import { ConfigurationError, portFromEnv } from '../activities/env-values';
+import {
+  hostFromEnv,
+  hostPortFromEnv,
+  portFromEnv,
+  switchFromEnv,
+  urlFromEnv,
+  wholeNumberFromEnv,
+} from '../activities/env-values';
 
 export interface ApiConfig {
   host: string;
@@ -20,26 +27,20 @@ export interface ApiConfig {
 
 /** The API's default port: free of Temporal's 7233/8233 and the common 3000/8080. */
 export const DEFAULT_API_PORT = 8787;
+/** Where the API listens by default: loopback, so nothing is exposed until the operator says so. */
+export const DEFAULT_API_HOST = '127.0.0.1';
 
 export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
-  const int = (name: string, fallback: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < 0) throw new ConfigurationError(name, raw, 'a non-negative integer');
-    return value;
-  };
+  const bind = hostPortFromEnv('TEMPORAL_METRICS_BIND', env, { example: '127.0.0.1:9465' });
   return {
-    host: env.API_HOST ?? '127.0.0.1',
+    host: hostFromEnv('API_HOST', env) ?? DEFAULT_API_HOST,
     port: portFromEnv('API_PORT', env) ?? DEFAULT_API_PORT,
-    bodyLimitBytes: int('API_BODY_LIMIT_BYTES', DEFAULT_BODY_LIMIT_BYTES),
-    rateLimitPerMinute: int('API_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMIT_PER_MINUTE),
-    callTimeoutMs: int('API_CALL_TIMEOUT_MS', DEFAULT_CALL_TIMEOUT_MS),
-    temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
-    temporalMetricsUrl:
-      env.TEMPORAL_METRICS_URL ||
-      (env.TEMPORAL_METRICS_BIND ? `http://${env.TEMPORAL_METRICS_BIND}/metrics` : undefined),
+    bodyLimitBytes: wholeNumberFromEnv('API_BODY_LIMIT_BYTES', env, { unit: 'bytes' }) ?? DEFAULT_BODY_LIMIT_BYTES,
+    rateLimitPerMinute: wholeNumberFromEnv('API_RATE_LIMIT_PER_MINUTE', env) ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+    callTimeoutMs: wholeNumberFromEnv('API_CALL_TIMEOUT_MS', env, { unit: 'milliseconds' }) ?? DEFAULT_CALL_TIMEOUT_MS,
+    temporalUiUrl: urlFromEnv('TEMPORAL_UI_URL', env) ?? 'http://localhost:8233',
+    temporalMetricsUrl: urlFromEnv('TEMPORAL_METRICS_URL', env) ?? (bind ? `http://${bind}/metrics` : undefined),
     sso: ssoFromEnv(env),
-    trustProxy: env.API_TRUST_PROXY === '1',
+    trustProxy: switchFromEnv('API_TRUST_PROXY', ['1', '0'], env) === true,
   };
 }

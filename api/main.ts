@@ -9,7 +9,7 @@ import { AgentsClient } from '../client';
 import { tracingClientInterceptors } from '../client/tracing';
 import { startProcessTracing } from '../worker/tracing';
 import { loadConfig } from '../worker/config';
-import { ConfigurationError } from '../activities/env-values';
+import { ConfigurationError, listenError } from '../activities/env-values';
 import { loadApiConfig } from './config';
 import { buildApi } from './server';
 
@@ -40,7 +40,9 @@ async function main(): Promise<void> {
     ...apiConfig,
     logger: true,
   });
-  const url = await app.listen({ host: apiConfig.host, port: apiConfig.port });
+  const url = await app.listen({ host: apiConfig.host, port: apiConfig.port }).catch((error: unknown) => {
+    throw listenError(error, ['API_PORT', apiConfig.port], ['API_HOST', apiConfig.host]);
+  });
   app.log.info({ url, temporal: config.temporalAddress }, 'durable-agents API listening');
   const stop = async () => {
     await app.closeStreams();

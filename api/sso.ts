@@ -18,6 +18,7 @@ import { openSession, ownOrigin, setSessionCookie } from './inbox-sessions';
 import { TOKEN_SCOPES, type TokenScope } from './tokens';
 import { DEFAULT_ORG } from '../activities/store/tenancy';
 import { ORG_NAME_PATTERN } from '../activities/store/organisations';
+import { ConfigurationError, urlFromEnv } from '../activities/env-values';
 
 /** A login must come back from the provider within this time. */
 export const SSO_LOGIN_TTL_MS = 10 * 60_000;
@@ -53,10 +54,14 @@ export interface SsoOptions {
 
 /** SSO settings from the environment (`OIDC_*`); undefined when no issuer is set. */
 export function ssoFromEnv(env: NodeJS.ProcessEnv = process.env): SsoOptions | undefined {
-  if (!env.OIDC_ISSUER) return undefined;
+  const issuer = urlFromEnv('OIDC_ISSUER', env);
+  const redirectUrl = urlFromEnv('OIDC_REDIRECT_URL', env);
+  if (!issuer) return undefined;
   if (!env.OIDC_CLIENT_ID)
-    throw new Error(
-      'OIDC_ISSUER is set but OIDC_CLIENT_ID is not: register the inbox with the provider and set its client id',
+    throw new ConfigurationError(
+      'OIDC_ISSUER',
+      issuer,
+      'only with OIDC_CLIENT_ID: register the inbox with the provider and set its client id',
     );
   const roles: Partial<Record<TokenScope, string[]>> = {};
   for (const scope of TOKEN_SCOPES) {
@@ -68,18 +73,20 @@ export function ssoFromEnv(env: NodeJS.ProcessEnv = process.env): SsoOptions | u
         .filter(Boolean);
   }
   if (!roles.operator?.length)
-    throw new Error(
-      'OIDC_OPERATOR_ROLES is empty: name the provider roles or groups whose members may decide in the inbox',
+    throw new ConfigurationError(
+      'OIDC_OPERATOR_ROLES',
+      env.OIDC_OPERATOR_ROLES ?? '',
+      'with OIDC_ISSUER, the provider roles or groups whose members may decide in the inbox, comma-separated',
     );
   return {
-    issuer: env.OIDC_ISSUER,
+    issuer,
     clientId: env.OIDC_CLIENT_ID,
     ...(env.OIDC_CLIENT_SECRET ? { clientSecret: env.OIDC_CLIENT_SECRET } : {}),
     roleClaim: env.OIDC_ROLE_CLAIM || 'groups',
     groupsClaim: env.OIDC_GROUPS_CLAIM || 'groups',
     ...(env.OIDC_ORG_CLAIM ? { orgClaim: env.OIDC_ORG_CLAIM } : {}),
     roles,
-    ...(env.OIDC_REDIRECT_URL ? { redirectUrl: env.OIDC_REDIRECT_URL } : {}),
+    ...(redirectUrl ? { redirectUrl } : {}),
     ...(env.OIDC_SCOPES ? { scopes: env.OIDC_SCOPES } : {}),
   };
 }

@@ -13,6 +13,7 @@
  */
 import { Histogram, type Registry } from 'prom-client';
 import type { ChatRequest, ChatResult, ContentBlock, TextBlock, ToolUseBlock } from '../activities/llm/types';
+import { switchFromEnv } from '../activities/env-values';
 
 /** The conventions' advised boundaries for `gen_ai.client.operation.duration`, in seconds. */
 export const GENAI_DURATION_BUCKETS = [
@@ -92,9 +93,12 @@ export class GenAiClientMetrics {
   }
 }
 
-/** True when the environment opts in to capturing prompts and answers on spans. */
+/**
+ * True when the environment opts in to capturing prompts and answers on spans: `true`, as the
+ * conventions spell it. Another word (`1`, `yes`) is refused rather than read as off.
+ */
 export function captureContentFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env[CAPTURE_CONTENT_VARIABLE]?.trim().toLowerCase() === 'true';
+  return switchFromEnv(CAPTURE_CONTENT_VARIABLE, ['true', 'false'], env) ?? false;
 }
 
 type Part =

@@ -1,16 +1,31 @@
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import pino from 'pino';
 import { redactSecrets, secretValues } from '../activities/security/secrets';
+import { choiceFromEnv } from '../activities/env-values';
+
+/** pino's levels, the values `LOG_LEVEL` takes. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** `LOG_LEVEL` (default `info`); another word is refused by name (`loadConfig` checks it at start). */
+export function logLevelFromEnv(env: NodeJS.ProcessEnv = process.env): (typeof LOG_LEVELS)[number] {
+  return choiceFromEnv('LOG_LEVEL', LOG_LEVELS, env) ?? 'info';
+}
+
+/** The level to log at even when LOG_LEVEL is bad: the line that says so must still be written. */
+function usableLogLevel(): string {
+  try {
+    return logLevelFromEnv();
+  } catch {
+    return 'info';
+  }
+}
 
 /**
  * Structured JSON logs (pino) for the worker and everything Temporal's SDK logs: workflow `log` calls
  * (replay-aware, routed through the worker), activity context loggers and the core runtime.
  * One line per event with `workflowId`, `runId`, `activityType`… as fields, ready for a log pipeline.
  */
-export function createLogger(
-  level = process.env.LOG_LEVEL?.toLowerCase() ?? 'info',
-  destination?: pino.DestinationStream,
-): pino.Logger {
+export function createLogger(level = usableLogLevel(), destination?: pino.DestinationStream): pino.Logger {
   const secrets = secretValues();
   const options: pino.LoggerOptions = {
     level,

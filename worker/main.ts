@@ -5,8 +5,8 @@ import { createProvider } from '../activities/llm/providers';
 import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { DatabaseSchemaError } from '../schema/migrate';
 import { checkSearchAttributes } from './search-attributes';
-import { loadConfig } from './config';
-import { isConfigurationError, portFromEnv } from '../activities/env-values';
+import { loadConfig, workerServersFromEnv } from './config';
+import { isConfigurationError, listenError } from '../activities/env-values';
 import { createAgentWorker } from './create-worker';
 import { DependencyHealth, postgresProbe, temporalProbe } from './health';
 import { serveWorkerHealth } from './health-server';
@@ -33,27 +33,34 @@ export const WORKER_RESTART_DELAY_MS = 2_000;
  */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const metricsPort = portFromEnv('METRICS_PORT');
-  const healthPort = portFromEnv('HEALTH_PORT');
+  const servers = workerServersFromEnv();
+  const runtimeTelemetry = runtimeTelemetryOptions();
   const logger = createLogger();
   // Core's own logs (connection errors, poll retries) go through pino too, as JSON lines.
   Runtime.install({
     logger: new TemporalPinoLogger(logger),
     telemetryOptions: {
       logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
-      ...runtimeTelemetryOptions(),
+      ...runtimeTelemetry,
     },
   });
   // Traces and Prometheus metrics, when their environment variables are set (off by default).
   const telemetry = telemetryFromEnv();
   // Every server this process opens is closed when it stops (below): one left listening keeps it alive.
+  const runtimeMetrics = runtimeTelemetry?.metrics;
   const metricsServer =
-    telemetry && metricsPort !== undefined
-      ? await telemetry.serveMetrics(
-          metricsPort,
-          process.env.METRICS_HOST,
-          process.env.TEMPORAL_METRICS_BIND && `http://${process.env.TEMPORAL_METRICS_BIND}/metrics`,
-        )
+    telemetry && servers.metrics
+      ? await telemetry
+          .serveMetrics(
+            servers.metrics.port,
+            servers.metrics.host,
+            runtimeMetrics && 'prometheus' in runtimeMetrics
+              ? `http://${runtimeMetrics.prometheus.bindAddress}/metrics`
+              : undefined,
+          )
+          .catch((error: unknown) => {
+            throw listenError(error, ['METRICS_PORT', servers.metrics!.port], ['METRICS_HOST', servers.metrics!.host]);
+          })
       : undefined;
   let stopping = false;
   let current: Worker | undefined;
@@ -95,14 +102,15 @@ async function main(): Promise<void> {
   });
   healthRef.current = health;
   health.start();
-  const healthServer =
-    healthPort !== undefined
-      ? await serveWorkerHealth(
-          { snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' },
-          healthPort,
-          process.env.HEALTH_HOST,
-        )
-      : undefined;
+  const healthServer = servers.health
+    ? await serveWorkerHealth(
+        { snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' },
+        servers.health.port,
+        servers.health.host,
+      ).catch((error: unknown) => {
+        throw listenError(error, ['HEALTH_PORT', servers.health!.port], ['HEALTH_HOST', servers.health!.host]);
+      })
+    : undefined;
   const router = LlmRouter.fromConfig(config.providers, createProvider);
   // Hourly pruning of old stream rows; failing to create it must not stop the worker from serving.
   await ensureStreamPruneSchedule({
@@ -124,7 +132,7 @@ async function main(): Promise<void> {
     },
     'durable-agents worker started',
   );
-  // Every start says where tool processes run; an unknown AGENTS_SANDBOX value stops the start here.
+  // Every start says where tool processes run; a bad AGENTS_SANDBOX or AGENTS_SANDBOX_BWRAP stops the start here.
   const sandbox = await sandboxStatus();
   logger[sandbox.level](
     { sandbox: sandbox.level === 'info' ? 'bwrap' : sandbox.level === 'warn' ? 'off' : 'unavailable' },

@@ -32,8 +32,14 @@ import {
   outputContentAttributes,
 } from './genai-conventions';
 import { withCounterTotals } from './prometheus-text';
-import { ConfigurationError, MAX_PORT } from '../activities/env-values';
-import { FlatAttributesSpanProcessor, otlpTraceExporterFromEnv, registerTracing, tracingRequested } from './tracing';
+import { hostPortFromEnv, portFromEnv, switchFromEnv, urlFromEnv, wholeNumberFromEnv } from '../activities/env-values';
+import {
+  FlatAttributesSpanProcessor,
+  otlpHeadersFromEnv,
+  otlpTraceExporterFromEnv,
+  registerTracing,
+  tracingRequested,
+} from './tracing';
 import { registerMcpMetrics } from '../activities/tools/mcp/metrics';
 
 /**
@@ -298,8 +304,8 @@ export class Telemetry {
 
   /**
    * Serves this registry at http://host:port/metrics and, when given, the Temporal runtime's metrics at
-   * /metrics/temporal: they follow the SDK's naming (counters without `_total`), so they stay apart
-   * and ours pass `promtool check metrics`.
+   * /metrics/temporal, apart (their own names, `temporal_*`), both passing `promtool check metrics`.
+   * Rejects when the port cannot be listened on (taken, forbidden, not this machine's address).
    */
   async serveMetrics(port: number, host = '127.0.0.1', temporalMetricsUrl?: string): Promise<Server> {
     const server = createServer((req, res) => {
@@ -316,7 +322,10 @@ export class Telemetry {
         }
       })();
     });
-    await new Promise<void>((resolve) => server.listen(port, host, resolve));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, resolve);
+    });
     return server;
   }
 
@@ -465,14 +474,17 @@ export async function fetchTemporalMetrics(url: string): Promise<string | undefi
  */
 export function telemetryFromEnv(env: NodeJS.ProcessEnv = process.env): Telemetry | undefined {
   const tracing = tracingRequested(env);
-  const metrics = env.DURABLE_AGENTS_METRICS === '1' || Boolean(env.METRICS_PORT);
+  const metrics =
+    switchFromEnv('DURABLE_AGENTS_METRICS', ['1', '0'], env) === true || portFromEnv('METRICS_PORT', env) !== undefined;
+  const spendPerAgent = switchFromEnv('DURABLE_AGENTS_METRICS_AGENT_SPEND', ['1', '0'], env) === true;
+  const captureContent = captureContentFromEnv(env);
   if (!tracing && !metrics) return undefined;
   return new Telemetry({
     spanProcessor: tracing ? new BatchSpanProcessor(otlpTraceExporterFromEnv(env)) : undefined,
     metrics,
-    spendPerAgent: env.DURABLE_AGENTS_METRICS_AGENT_SPEND === '1',
+    spendPerAgent,
     serviceName: env.OTEL_SERVICE_NAME,
-    captureContent: captureContentFromEnv(env),
+    captureContent,
   });
 }
 
@@ -489,17 +501,22 @@ export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env):
         | { otel: { url: string; http: true; metricsExportInterval: number; headers?: Record<string, string> } };
     }
   | undefined {
+  // Each variable is checked whichever wins, so a typo in the unused one still stops the start.
+  const bindAddress = hostPortFromEnv('TEMPORAL_METRICS_BIND', env, { example: '127.0.0.1:9465' });
+  const otlpUrl = urlFromEnv('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', env);
+  const interval = wholeNumberFromEnv('OTEL_METRIC_EXPORT_INTERVAL', env, { min: 1, unit: 'milliseconds' });
+  const headers =
+    otlpHeadersFromEnv('OTEL_EXPORTER_OTLP_METRICS_HEADERS', env) ??
+    otlpHeadersFromEnv('OTEL_EXPORTER_OTLP_HEADERS', env);
   // `_total` on counters: the endpoint itself passes promtool, for a Prometheus that scrapes it directly.
-  if (env.TEMPORAL_METRICS_BIND)
-    return { metrics: { prometheus: { bindAddress: bindAddressFromEnv(env), countersTotalSuffix: true } } };
-  if (env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) {
-    const headers = parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_METRICS_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS);
+  if (bindAddress) return { metrics: { prometheus: { bindAddress, countersTotalSuffix: true } } };
+  if (otlpUrl) {
     return {
       metrics: {
         otel: {
-          url: env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+          url: otlpUrl,
           http: true,
-          metricsExportInterval: Number(env.OTEL_METRIC_EXPORT_INTERVAL) || DEFAULT_METRIC_EXPORT_INTERVAL_MS,
+          metricsExportInterval: interval ?? DEFAULT_METRIC_EXPORT_INTERVAL_MS,
           ...(headers ? { headers } : {}),
         },
       },
@@ -508,24 +525,5 @@ export function runtimeTelemetryOptions(env: NodeJS.ProcessEnv = process.env):
   return undefined;
 }
 
-/** `TEMPORAL_METRICS_BIND` as `host:port` (`[::1]:port` for IPv6), refused by name before the runtime reads it. */
-function bindAddressFromEnv(env: NodeJS.ProcessEnv): string {
-  const raw = env.TEMPORAL_METRICS_BIND!;
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d+)$/.exec(raw.trim());
-  if (!match || Number(match[2]) > MAX_PORT)
-    throw new ConfigurationError('TEMPORAL_METRICS_BIND', raw, 'host:port, such as 127.0.0.1:9465, port 0 to 65535');
-  return raw.trim();
-}
-
 /** The specification's default push interval for metrics exporters. */
 const DEFAULT_METRIC_EXPORT_INTERVAL_MS = 10_000;
-
-/** `key1=value1,key2=value2` (the OTEL_EXPORTER_OTLP_*_HEADERS format), values URL-decoded. */
-function parseOtlpHeaders(text: string | undefined): Record<string, string> | undefined {
-  if (!text) return undefined;
-  const pairs = text.split(',').flatMap((pair) => {
-    const cut = pair.indexOf('=');
-    return cut > 0 ? [[pair.slice(0, cut).trim(), decodeURIComponent(pair.slice(cut + 1).trim())] as const] : [];
-  });
-  return pairs.length > 0 ? Object.fromEntries(pairs) : undefined;
-}

@@ -19,17 +19,68 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { Resource } from '@opentelemetry/resources';
+import { choiceFromEnv, ConfigurationError, switchFromEnv, urlFromEnv } from '../activities/env-values';
 
 /** The OTLP protocol when none is configured: the specification's default for exporters. */
-export const DEFAULT_OTLP_PROTOCOL = 'http/protobuf';
+export const DEFAULT_OTLP_PROTOCOL = 'http/protobuf' as const;
 
-/** Whether the environment asks for traces (an OTLP endpoint for traces, or for all signals). */
+/**
+ * Whether the environment asks for traces (an OTLP endpoint for traces, or for all signals). Every
+ * process asks this at start, so the variables it reads are checked here: an endpoint that is not a
+ * URL, an exporter other than `otlp` or `none`, a `OTEL_SDK_DISABLED` other than `true` or `false`.
+ */
 export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean {
+  const endpoint = urlFromEnv('OTEL_EXPORTER_OTLP_ENDPOINT', env);
+  const tracesEndpoint = urlFromEnv('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', env);
+  const exporter = choiceFromEnv('OTEL_TRACES_EXPORTER', ['otlp', 'none'], env);
+  const disabled = switchFromEnv('OTEL_SDK_DISABLED', ['true', 'false'], env);
+  otlpHeadersFromEnv('OTEL_EXPORTER_OTLP_HEADERS', env);
+  otlpProtocolFromEnv(env);
+  return Boolean(endpoint || tracesEndpoint) && exporter !== 'none' && disabled !== true;
+}
+
+/** The OTLP protocols bundled here; gRPC is not, and asking for it is an error, not a silent switch. */
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+
+/** `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf`. */
+function otlpProtocolFromEnv(env: NodeJS.ProcessEnv): (typeof OTLP_PROTOCOLS)[number] {
   return (
-    Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) &&
-    env.OTEL_TRACES_EXPORTER !== 'none' &&
-    env.OTEL_SDK_DISABLED !== 'true'
+    choiceFromEnv('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', OTLP_PROTOCOLS, env) ??
+    choiceFromEnv('OTEL_EXPORTER_OTLP_PROTOCOL', OTLP_PROTOCOLS, env) ??
+    DEFAULT_OTLP_PROTOCOL
   );
+}
+
+/**
+ * `key1=value1,key2=value2` (the OTEL_EXPORTER_OTLP_*_HEADERS format), values URL-decoded; a pair
+ * without `=` or a name is refused, with the values masked in the message (they are often tokens).
+ */
+export function otlpHeadersFromEnv(
+  name: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> | undefined {
+  const text = env[name];
+  if (!text?.trim()) return undefined;
+  const headers: Record<string, string> = {};
+  for (const pair of text.split(',')) {
+    if (pair.trim() === '') continue;
+    const cut = pair.indexOf('=');
+    let value: string | undefined;
+    try {
+      value = cut > 0 ? decodeURIComponent(pair.slice(cut + 1).trim()) : undefined;
+    } catch {
+      value = undefined;
+    }
+    const key = cut > 0 ? pair.slice(0, cut).trim() : '';
+    if (!key || value === undefined)
+      throw new ConfigurationError(
+        name,
+        text.replace(/=[^,]*/g, '=…'),
+        'comma-separated name=value pairs, values URL-encoded, such as Authorization=Bearer%20abc',
+      );
+    headers[key] = value;
+  }
+  return Object.keys(headers).length > 0 ? headers : undefined;
 }
 
 /**
@@ -38,16 +89,7 @@ export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean 
  * compression variables themselves. gRPC is not bundled: asking for it is an error, not a silent switch.
  */
 export function otlpTraceExporterFromEnv(env: NodeJS.ProcessEnv = process.env): SpanExporter {
-  const protocol = (
-    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ||
-    env.OTEL_EXPORTER_OTLP_PROTOCOL ||
-    DEFAULT_OTLP_PROTOCOL
-  ).trim();
-  if (protocol === 'http/protobuf') return new OtlpProtobufExporter();
-  if (protocol === 'http/json') return new OtlpJsonExporter();
-  throw new Error(
-    `OTEL_EXPORTER_OTLP_PROTOCOL=${JSON.stringify(protocol)} is not supported here; use "http/protobuf" (the default) or "http/json"`,
-  );
+  return otlpProtocolFromEnv(env) === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
 }
 
 let registered = false;

@@ -5,6 +5,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ToolUseBlock } from './types';
+import { wholeNumberFromEnv } from '../env-values';
 
 /**
  * Default whole-stream cap. The SDKs' own `timeout` only covers the wait for response headers, so a
@@ -28,11 +29,10 @@ export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 120_000;
 
 /** `LLM_STREAM_IDLE_TIMEOUT_MS`: absent keeps the default; anything but a whole number of ms is refused. */
 export function streamIdleTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const value = env.LLM_STREAM_IDLE_TIMEOUT_MS?.trim();
-  if (value === undefined || value === '') return DEFAULT_STREAM_IDLE_TIMEOUT_MS;
-  if (!/^\d+$/.test(value))
-    throw new Error(`LLM_STREAM_IDLE_TIMEOUT_MS=${value} is not a whole number of milliseconds (0 turns the cut off)`);
-  return Number(value);
+  return (
+    wholeNumberFromEnv('LLM_STREAM_IDLE_TIMEOUT_MS', env, { unit: 'milliseconds; 0 turns the cut off' }) ??
+    DEFAULT_STREAM_IDLE_TIMEOUT_MS
+  );
 }
 
 /** The host and port an SDK sends to (its resolved base URL), named as tracing wants it. */

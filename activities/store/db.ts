@@ -6,6 +6,7 @@ import type { Database } from '../../schema/database';
 import { migrateToLatest } from '../../schema/migrate';
 import { ensureEmbeddedServer } from './embedded-server';
 import { preparingPool } from './prepared-statements';
+import { switchFromEnv } from '../env-values';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -42,6 +43,14 @@ export interface OpenDatabaseOptions {
 // pg returns BIGINT (int8) as a string to avoid precision loss; our bigserial ids stay strings.
 
 /**
+ * `DATABASE_PREPARED_STATEMENTS`: `on` (the default) or `off`, for a PgBouncer that cannot keep
+ * prepared statements. Another word is refused: `false` or `no` must not leave them on.
+ */
+export function preparedStatementsFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return switchFromEnv('DATABASE_PREPARED_STATEMENTS', ['on', 'off'], env) ?? true;
+}
+
+/**
  * Opens the database: a PostgreSQL server when a URL is given, else the embedded PostgreSQL under
  * `dataDir` (see `ensureEmbeddedServer`), started if it is not running. Both are real servers reached
  * through `pg`, so every code path is the same.
@@ -53,7 +62,7 @@ export interface OpenDatabaseOptions {
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<DatabaseHandle> {
   const onError = options.onConnectionError ?? (() => undefined);
   const poolSize = options.poolSize ?? 10;
-  const prepared = options.preparedStatements ?? process.env.DATABASE_PREPARED_STATEMENTS !== 'off';
+  const prepared = options.preparedStatements ?? preparedStatementsFromEnv();
   const handle = options.url
     ? openServerDatabase(options.url, poolSize, onError, prepared)
     : await openEmbeddedDatabase(options.dataDir ?? path.resolve('.data', 'postgres'), poolSize, onError, prepared);

@@ -16,6 +16,7 @@ import { execFile } from 'node:child_process';
 import { lstatSync, promises as fs, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { ConfigurationError } from '../env-values';
 import {
   mapWorkspaceRoots,
   parseWorkspaceRoots,
@@ -307,14 +308,20 @@ export interface GitIdentity {
   email: string;
 }
 
+/** `AGENTS_GIT_EMAIL_DOMAIN`, default agents.localhost; checked at every process's start by `loadConfig`. */
+export function gitEmailDomainFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const domain = env.AGENTS_GIT_EMAIL_DOMAIN?.trim() || DEFAULT_AGENT_GIT_EMAIL_DOMAIN;
+  if (!EMAIL_DOMAIN_PATTERN.test(domain))
+    throw new ConfigurationError('AGENTS_GIT_EMAIL_DOMAIN', domain, 'a domain name such as example.com');
+  return domain;
+}
+
 /** The identity an agent commits with: its name and `<agentId>@<AGENTS_GIT_EMAIL_DOMAIN or agents.localhost>`. */
 export function agentGitIdentity(
   agent: { id: string; name: string },
   env: NodeJS.ProcessEnv = process.env,
 ): GitIdentity {
-  const domain = env.AGENTS_GIT_EMAIL_DOMAIN?.trim() || DEFAULT_AGENT_GIT_EMAIL_DOMAIN;
-  if (!EMAIL_DOMAIN_PATTERN.test(domain))
-    throw new Error(`AGENTS_GIT_EMAIL_DOMAIN must be a domain name such as example.com, got ${JSON.stringify(domain)}`);
+  const domain = gitEmailDomainFromEnv(env);
   // A newline in a name would end the config value; the agent's name is a single line by its schema, but be sure.
   return { name: agent.name.replace(/[\r\n\0]/g, ' ').trim() || agent.id, email: `${agent.id}@${domain}` };
 }

@@ -13,6 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_ORG } from './tenancy';
+import { ConfigurationError } from '../env-values';
 
 /** The operating system's own folders: no root the operator lists can open them. */
 const SYSTEM_FOLDERS = ['/etc', '/usr', '/bin', '/sbin', '/boot'] as const;
@@ -62,16 +63,9 @@ export interface WorkspaceOwner {
 }
 
 /** A workspace variable the operator set that cannot be used: names the variable, its value and what is allowed. */
-export class WorkspaceRootsConfigError extends Error {
+export class WorkspaceRootsConfigError extends ConfigurationError {
+  override readonly name = 'WorkspaceRootsConfigError';
   readonly type = 'WorkspaceRootsConfig';
-  constructor(
-    readonly variable: string,
-    readonly value: string,
-    reason: string,
-  ) {
-    super(`${variable}=${value}: ${reason}`);
-    this.name = 'WorkspaceRootsConfigError';
-  }
 }
 
 /**
@@ -125,17 +119,18 @@ export function parseWorkspaceRoots(
     checkout: PRODUCT_CHECKOUT,
     homes: [...new Set([os.homedir(), env.HOME].filter((h): h is string => !!h).map((h) => path.resolve(h)))],
   };
-  const [baseVariable, baseValue] = overrides.base
-    ? ['workspaceRoot', overrides.base]
+  // The value named in a refusal is the one the operator gave (DATA_DIR itself, not the root under it).
+  const [baseVariable, givenValue, baseValue] = overrides.base
+    ? ['workspaceRoot', overrides.base, overrides.base]
     : env.AGENTS_WORKSPACE_ROOT
-      ? ['AGENTS_WORKSPACE_ROOT', env.AGENTS_WORKSPACE_ROOT]
-      : ['DATA_DIR', path.join(dataDir, 'workspaces')];
+      ? ['AGENTS_WORKSPACE_ROOT', env.AGENTS_WORKSPACE_ROOT, env.AGENTS_WORKSPACE_ROOT]
+      : ['DATA_DIR', env.DATA_DIR ?? '.data', path.join(dataDir, 'workspaces')];
   const base = path.resolve(baseValue);
   const baseProblem = rootProblem(base, protectedOnly);
   if (baseProblem)
     throw new WorkspaceRootsConfigError(
       baseVariable,
-      baseValue,
+      givenValue,
       `${base} cannot be the workspace root: ${baseProblem}; ${ROOT_LIMITS}`,
     );
 

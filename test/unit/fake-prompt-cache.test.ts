@@ -170,7 +170,7 @@ describe('ANTHROPIC_PROMPT_CACHE', () => {
     expect(anthropic({ ANTHROPIC_PROMPT_CACHE: 'all-5m' })?.promptCache).toBe('all-5m');
     expect(anthropic({})?.promptCache).toBeUndefined();
     expect(() => anthropic({ ANTHROPIC_PROMPT_CACHE: '1h' })).toThrow(
-      /ANTHROPIC_PROMPT_CACHE=1h is not a prompt-cache policy; use one of all-5m, prefix-1h, all-1h/,
+      /ANTHROPIC_PROMPT_CACHE="1h" is not allowed: one of "all-5m", "prefix-1h", "all-1h", or unset/,
     );
   });
 });

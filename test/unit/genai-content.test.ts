@@ -83,6 +83,10 @@ describe('GenAI message content on chat spans', () => {
       expect([key, span.attributes[key]]).toEqual([key, undefined]);
     expect(captureContentFromEnv({})).toBe(false);
     expect(captureContentFromEnv({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' })).toBe(true);
-    expect(captureContentFromEnv({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: '1' })).toBe(false);
+    expect(captureContentFromEnv({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'false' })).toBe(false);
+    // Only the conventions' spelling: another word is refused at start, never read as off.
+    expect(() => captureContentFromEnv({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: '1' })).toThrow(
+      'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="1" is not allowed: "true" or "false", or unset',
+    );
   });
 });

@@ -287,7 +287,7 @@ describe('no sandbox, no tools (unless the operator opts out, loudly)', () => {
   test('an unknown setting is an error, not a downgrade', async () => {
     process.env[SANDBOX_SETTING] = 'maybe';
     await expect(runInvocation(['true'], { cwd: workspace })).rejects.toThrow(
-      /AGENTS_SANDBOX="maybe" is not a valid setting/,
+      /AGENTS_SANDBOX="maybe" is not allowed: "bwrap" \(the default\) or "off"/,
     );
   });
 

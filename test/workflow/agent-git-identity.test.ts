@@ -127,7 +127,7 @@ describe("an agent's git identity", () => {
     ]);
     expect(() =>
       agentGitIdentity({ id: 'rev', name: 'R' }, { AGENTS_GIT_EMAIL_DOMAIN: 'not a domain; rm -rf' }),
-    ).toThrow(/AGENTS_GIT_EMAIL_DOMAIN must be a domain name/);
+    ).toThrow(/AGENTS_GIT_EMAIL_DOMAIN="not a domain; rm -rf" is not allowed: a domain name/);
   });
 
   test('a `.git` that is a link or a gitdir file (it could lead outside the workspace) is left alone', async () => {

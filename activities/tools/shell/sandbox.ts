@@ -26,6 +26,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, lstatSync, promises as fs, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import { ConfigurationError } from '../../env-values';
 import { closeInheritableDescriptors } from './inherited-descriptors';
 import {
   SANDBOX_ADDRESS_SPACE_BYTES,
@@ -153,9 +154,19 @@ export function sandboxMode(env: NodeJS.ProcessEnv = process.env): SandboxMode {
   const value = (env[SANDBOX_SETTING] ?? '').trim().toLowerCase();
   if (value === '' || value === 'bwrap' || value === 'on') return 'bwrap';
   if (value === 'off') return 'off';
-  throw new SandboxUnavailableError(
-    `${SANDBOX_SETTING}=${JSON.stringify(env[SANDBOX_SETTING])} is not a valid setting: use "bwrap" (the default) or "off"`,
-  );
+  throw new ConfigurationError(SANDBOX_SETTING, env[SANDBOX_SETTING] ?? '', '"bwrap" (the default) or "off"');
+}
+
+/**
+ * `AGENTS_SANDBOX_BWRAP`, checked at start: a path that is not there is the operator's typo, refused by
+ * name. (Unset, and no bubblewrap in the system folders, is a machine without it: logged, tools refused.)
+ */
+export function bwrapPathFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env[BWRAP_PATH_SETTING];
+  if (value === undefined || value.trim() === '') return undefined;
+  if (!path.isAbsolute(value) || !existsSync(value))
+    throw new ConfigurationError(BWRAP_PATH_SETTING, value, 'the absolute path of an installed bubblewrap (bwrap)');
+  return value;
 }
 
 let warnedOff = false;
@@ -224,9 +235,13 @@ export function checkSandbox(): Promise<{ bwrap: string; prlimit: string } | { e
   return availability;
 }
 
-/** The sandbox's state for the worker's start-up log: a loud warning when off, an error when unavailable. */
+/**
+ * The sandbox's state for the worker's start-up log: a loud warning when off, an error when unavailable.
+ * A bad AGENTS_SANDBOX or AGENTS_SANDBOX_BWRAP is thrown as a ConfigurationError, which stops the start.
+ */
 export async function sandboxStatus(): Promise<{ level: 'info' | 'warn' | 'error'; message: string }> {
   if (sandboxMode() === 'off') return { level: 'warn', message: SANDBOX_OFF_WARNING };
+  bwrapPathFromEnv();
   const tools = await checkSandbox();
   if ('error' in tools) {
     return {

@@ -12,6 +12,7 @@
  * | `WEB_SEARCH_API_KEY` | the provider's key (brave: required) |
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
+import { ConfigurationError } from '../../env-values';
 import { addressPolicy, type AddressPolicy } from './address-policy';
 
 /** One answer of a resolver: an address and its family. */
@@ -56,30 +57,44 @@ export const systemResolver: Resolver = async (hostname) => {
 export function webToolsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WebToolsConfig {
   const fetchSetting = (env.WEB_FETCH ?? 'on').trim().toLowerCase();
   if (!['on', 'off', 'true', 'false', '1', '0'].includes(fetchSetting))
-    throw new Error(`WEB_FETCH=${JSON.stringify(env.WEB_FETCH)}: use on or off`);
-  const allow = (env.WEB_FETCH_ALLOW ?? '')
+    throw new ConfigurationError('WEB_FETCH', env.WEB_FETCH ?? '', 'use on or off');
+  const allowValue = env.WEB_FETCH_ALLOW ?? '';
+  const allow = allowValue
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+  let policy: AddressPolicy;
+  try {
+    policy = addressPolicy(allow);
+  } catch (error) {
+    throw new ConfigurationError('WEB_FETCH_ALLOW', allowValue, (error as Error).message);
+  }
   const config: WebToolsConfig = {
     fetchEnabled: !['off', 'false', '0'].includes(fetchSetting),
-    policy: addressPolicy(allow),
+    policy,
     resolve: systemResolver,
   };
   const provider = env.WEB_SEARCH_PROVIDER?.trim();
   if (provider) {
     if (!(SEARCH_PROVIDERS as readonly string[]).includes(provider))
-      throw new Error(`WEB_SEARCH_PROVIDER=${JSON.stringify(provider)}: use one of ${SEARCH_PROVIDERS.join(', ')}`);
+      throw new ConfigurationError('WEB_SEARCH_PROVIDER', provider, `use one of ${SEARCH_PROVIDERS.join(', ')}`);
     const kind = provider as SearchProviderKind;
     const url = env.WEB_SEARCH_URL?.trim() || (kind === 'brave' ? BRAVE_SEARCH_URL : '');
     if (!url)
-      throw new Error(
-        `WEB_SEARCH_PROVIDER=${kind} needs WEB_SEARCH_URL (the instance's /search endpoint, e.g. http://searxng:8080/search)`,
+      throw new ConfigurationError(
+        'WEB_SEARCH_PROVIDER',
+        kind,
+        "searxng needs WEB_SEARCH_URL (the instance's /search endpoint, e.g. http://searxng:8080/search)",
       );
-    if (!/^https?:\/\//.test(url)) throw new Error(`WEB_SEARCH_URL=${JSON.stringify(url)}: an http:// or https:// URL`);
+    if (!/^https?:\/\/[^/\s]/.test(url))
+      throw new ConfigurationError('WEB_SEARCH_URL', url, 'an http:// or https:// URL');
     const apiKey = env.WEB_SEARCH_API_KEY?.trim() || undefined;
     if (kind === 'brave' && !apiKey)
-      throw new Error('WEB_SEARCH_PROVIDER=brave needs WEB_SEARCH_API_KEY (a Brave Search API subscription token)');
+      throw new ConfigurationError(
+        'WEB_SEARCH_PROVIDER',
+        kind,
+        'brave needs WEB_SEARCH_API_KEY (a Brave Search API subscription token)',
+      );
     config.search = { kind, url, ...(apiKey ? { apiKey } : {}) };
   }
   return config;

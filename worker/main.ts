@@ -1,4 +1,3 @@
-import type { Server } from 'node:http';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { LlmRouter } from '../activities/llm/router';
 import { createProvider } from '../activities/llm/providers';
@@ -16,6 +15,7 @@ import { webToolsConfig } from '../activities/tools/web/config';
 import { ensureStreamPruneSchedule } from './stream-prune-schedule';
 import { runtimeTelemetryOptions, telemetryFromEnv } from './telemetry';
 import { mcpSessions } from '../activities/tools/mcp/pool';
+import { armStopDeadline, closeInOrder, closeServer, type CloseStep, type StopDeadline } from './graceful-stop';
 
 /** Pause before connecting again to a dependency that is not there yet (at start-up). */
 export const STARTUP_RETRY_DELAY_MS = 2_000;
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   const runtimeTelemetry = runtimeTelemetryOptions();
   const logger = createLogger();
   // Core's own logs (connection errors, poll retries) go through pino too, as JSON lines.
-  Runtime.install({
+  const runtime = Runtime.install({
     logger: new TemporalPinoLogger(logger),
     telemetryOptions: {
       logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
@@ -46,109 +46,143 @@ async function main(): Promise<void> {
   });
   // Traces and Prometheus metrics, when their environment variables are set (off by default).
   const telemetry = telemetryFromEnv();
-  // Every server this process opens is closed when it stops (below): one left listening keeps it alive.
-  const runtimeMetrics = runtimeTelemetry?.metrics;
-  const metricsServer =
-    telemetry && servers.metrics
-      ? await telemetry
-          .serveMetrics(
-            servers.metrics.port,
-            servers.metrics.host,
-            runtimeMetrics && 'prometheus' in runtimeMetrics
-              ? `http://${runtimeMetrics.prometheus.bindAddress}/metrics`
-              : undefined,
-          )
-          .catch((error: unknown) => {
-            throw listenError(error, ['METRICS_PORT', servers.metrics!.port], ['METRICS_HOST', servers.metrics!.host]);
-          })
-      : undefined;
+
+  // What the stop closes, added as each thing is opened and closed newest first: one left open (a
+  // listening port, a pool) would keep the process alive after "worker stopped".
+  const closing: CloseStep[] = [];
   let stopping = false;
   let current: Worker | undefined;
+  let deadline: StopDeadline | undefined;
+  let wake!: () => void;
+  const stopRequested = new Promise<void>((resolve) => (wake = resolve));
   // SIGTERM (an orchestrator's stop) drains: the worker stops polling, lets in-flight activities finish
-  // within its grace time, and Temporal re-dispatches anything left to another worker.
+  // within its grace time, and Temporal re-dispatches anything left to another worker. Before the worker
+  // polls (still waiting for PostgreSQL or Temporal) the stop is immediate.
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
+    deadline = armStopDeadline((waitingFor, afterMs) =>
+      logger.error({ waitingFor, afterMs }, `still ${waitingFor} ${afterMs} ms after the stop signal; exiting now`),
+    );
+    deadline.waitingFor('the worker to drain its activities');
     logger.info('stopping: draining the worker');
     // Temporal's runtime may have begun the drain on the same signal already.
     if (current?.getState() === 'RUNNING') current.shutdown();
+    wake();
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   // Last line of defence: log, never die, on a stray rejection (the worker keeps polling).
   process.on('unhandledRejection', (error) => logger.error({ err: error }, 'unhandled rejection'));
 
-  // Created once both connections exist; the pool reports lost connections to it from the start.
-  const healthRef: { current?: DependencyHealth } = {};
-  const database = await untilUp('PostgreSQL', () =>
-    openDatabase({
-      url: config.databaseUrl,
-      dataDir: config.embeddedDbDir,
-      onConnectionError: (error) => {
-        logger.warn({ err: error.message }, 'a PostgreSQL connection was lost; the next query opens a new one');
-        healthRef.current?.report('postgres', false, error);
-      },
-    }),
-  );
-  const connection = await untilUp('Temporal', () => NativeConnection.connect({ address: config.temporalAddress }));
-  const unchecked = await checkSearchAttributes(connection, config.namespace);
-  if (unchecked) logger.warn(unchecked);
-  const health = new DependencyHealth({
-    probes: { postgres: postgresProbe(database.db), temporal: temporalProbe(connection) },
-    onChange: (name, status) =>
-      status.state === 'up'
-        ? logger.info({ dependency: name, ...status }, `${name} is up`)
-        : logger.warn({ dependency: name, ...status }, `${name} is ${status.state}`),
-  });
-  healthRef.current = health;
-  health.start();
-  const healthServer = servers.health
-    ? await serveWorkerHealth(
-        { snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' },
-        servers.health.port,
-        servers.health.host,
-      ).catch((error: unknown) => {
-        throw listenError(error, ['HEALTH_PORT', servers.health!.port], ['HEALTH_HOST', servers.health!.host]);
-      })
-    : undefined;
-  const router = LlmRouter.fromConfig(config.providers, createProvider);
-  // Hourly pruning of old stream rows; failing to create it must not stop the worker from serving.
-  await ensureStreamPruneSchedule({
-    address: config.temporalAddress,
-    namespace: config.namespace,
-    taskQueue: config.taskQueue,
-  }).catch((error: unknown) =>
-    logger.warn(
-      { err: String(error) },
-      'could not ensure the stream prune schedule; old stream rows are kept until it exists',
-    ),
-  );
-  logger.info(
-    {
-      taskQueue: config.taskQueue,
-      temporal: config.temporalAddress,
-      database: describeDatabase(database),
-      providers: config.providers.map((p) => p.name),
-    },
-    'durable-agents worker started',
-  );
-  // Every start says where tool processes run; a bad AGENTS_SANDBOX or AGENTS_SANDBOX_BWRAP stops the start here.
-  const sandbox = await sandboxStatus();
-  logger[sandbox.level](
-    { sandbox: sandbox.level === 'info' ? 'bwrap' : sandbox.level === 'warn' ? 'off' : 'unavailable' },
-    sandbox.message,
-  );
-  // The web tools' settings (WEB_FETCH*, WEB_SEARCH_*): a bad value stops the start here, not at an agent's first call.
-  const web = webToolsConfig();
-  logger.info(
-    {
-      webFetch: web.fetchEnabled ? 'on' : 'off',
-      webFetchAllow: web.policy.allowed,
-      webSearch: web.search?.kind ?? 'off',
-    },
-    'web tools',
-  );
+  // The runtime shuts itself down when its last connection closes; one that never opened (a stop while
+  // waiting for PostgreSQL) would keep the process alive through its log forwarding.
+  closing.push(['shutting down the Temporal runtime', () => runtime.shutdown()]);
+  if (telemetry) closing.push(['exporting the last spans', () => telemetry.shutdown()]);
+  // MCP servers the worker started (sandboxed child processes) and HTTP sessions end with it.
+  closing.push(['ending MCP sessions', () => mcpSessions.closeAll()]);
   try {
+    if (telemetry && servers.metrics) {
+      const { port, host } = servers.metrics;
+      const runtimeMetrics = runtimeTelemetry?.metrics;
+      const metricsServer = await telemetry
+        .serveMetrics(
+          port,
+          host,
+          runtimeMetrics && 'prometheus' in runtimeMetrics
+            ? `http://${runtimeMetrics.prometheus.bindAddress}/metrics`
+            : undefined,
+        )
+        .catch((error: unknown) => {
+          throw listenError(error, ['METRICS_PORT', port], ['METRICS_HOST', host]);
+        });
+      closing.push(['closing the metrics server', () => closeServer(metricsServer)]);
+    }
+
+    // Created once both connections exist; the pool reports lost connections to it from the start.
+    const healthRef: { current?: DependencyHealth } = {};
+    const database = await untilUp(
+      'PostgreSQL',
+      () =>
+        openDatabase({
+          url: config.databaseUrl,
+          dataDir: config.embeddedDbDir,
+          onConnectionError: (error) => {
+            logger.warn({ err: error.message }, 'a PostgreSQL connection was lost; the next query opens a new one');
+            healthRef.current?.report('postgres', false, error);
+          },
+        }),
+      (opened) => opened.close(),
+    );
+    if (!database) return;
+    closing.push(['closing the database pool', () => database.close()]);
+    const connection = await untilUp(
+      'Temporal',
+      () => NativeConnection.connect({ address: config.temporalAddress }),
+      (opened) => opened.close(),
+    );
+    if (!connection) return;
+    closing.push(['closing the Temporal connection', () => connection.close()]);
+    const unchecked = await checkSearchAttributes(connection, config.namespace);
+    if (unchecked) logger.warn(unchecked);
+    const health = new DependencyHealth({
+      probes: { postgres: postgresProbe(database.db), temporal: temporalProbe(connection) },
+      onChange: (name, status) =>
+        status.state === 'up'
+          ? logger.info({ dependency: name, ...status }, `${name} is up`)
+          : logger.warn({ dependency: name, ...status }, `${name} is ${status.state}`),
+    });
+    healthRef.current = health;
+    health.start();
+    closing.push(['stopping the dependency probes', () => health.stop()]);
+    if (servers.health) {
+      const { port, host } = servers.health;
+      const healthServer = await serveWorkerHealth(
+        { snapshot: () => health.snapshot(), polling: () => !stopping && current?.getState() === 'RUNNING' },
+        port,
+        host,
+      ).catch((error: unknown) => {
+        throw listenError(error, ['HEALTH_PORT', port], ['HEALTH_HOST', host]);
+      });
+      closing.push(['closing the health server', () => closeServer(healthServer)]);
+    }
+    const router = LlmRouter.fromConfig(config.providers, createProvider);
+    // Hourly pruning of old stream rows; failing to create it must not stop the worker from serving.
+    await ensureStreamPruneSchedule({
+      address: config.temporalAddress,
+      namespace: config.namespace,
+      taskQueue: config.taskQueue,
+    }).catch((error: unknown) =>
+      logger.warn(
+        { err: String(error) },
+        'could not ensure the stream prune schedule; old stream rows are kept until it exists',
+      ),
+    );
+    logger.info(
+      {
+        taskQueue: config.taskQueue,
+        temporal: config.temporalAddress,
+        database: describeDatabase(database),
+        providers: config.providers.map((p) => p.name),
+      },
+      'durable-agents worker started',
+    );
+    // Every start says where tool processes run; a bad AGENTS_SANDBOX or AGENTS_SANDBOX_BWRAP stops the start here.
+    const sandbox = await sandboxStatus();
+    logger[sandbox.level](
+      { sandbox: sandbox.level === 'info' ? 'bwrap' : sandbox.level === 'warn' ? 'off' : 'unavailable' },
+      sandbox.message,
+    );
+    // The web tools' settings (WEB_FETCH*, WEB_SEARCH_*): a bad value stops the start here, not at an agent's first call.
+    const web = webToolsConfig();
+    logger.info(
+      {
+        webFetch: web.fetchEnabled ? 'on' : 'off',
+        webFetchAllow: web.policy.allowed,
+        webSearch: web.search?.kind ?? 'off',
+      },
+      'web tools',
+    );
     while (!stopping) {
       let worker: Worker | undefined;
       try {
@@ -183,42 +217,58 @@ async function main(): Promise<void> {
           `the worker stopped with an error; starting a new one in ${WORKER_RESTART_DELAY_MS} ms`,
         );
       }
-      if (!stopping) await new Promise((r) => setTimeout(r, WORKER_RESTART_DELAY_MS));
+      if (!stopping) await pauseUnlessStopping(WORKER_RESTART_DELAY_MS);
     }
   } finally {
     current = undefined;
-    await Promise.all([closeServer(healthServer), closeServer(metricsServer)]);
-    health.stop();
-    // MCP servers the worker started (sandboxed child processes) and HTTP sessions end with it.
-    await mcpSessions.closeAll();
-    await connection.close();
-    await database.close();
-    await telemetry?.shutdown();
-    logger.info('durable-agents worker stopped');
+    await closeInOrder(closing.reverse(), {
+      deadline,
+      onError: (what, error) => logger.warn({ err: error }, `${what} failed; the stop goes on`),
+    });
+    if (stopping) logger.info('durable-agents worker stopped');
   }
 
-  /** Connects, retrying while the dependency is not there yet (containers start in any order). */
-  async function untilUp<T>(what: string, connect: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await connect();
-      } catch (error) {
-        // A schema from another release is not a server still starting: waiting would hide it.
-        if (stopping || error instanceof DatabaseSchemaError) throw error;
-        if (attempt === 1 || attempt % 10 === 0)
-          logger.warn({ err: error instanceof Error ? error.message : String(error), attempt }, `waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, STARTUP_RETRY_DELAY_MS));
+  /**
+   * Connects, retrying while the dependency is not there yet (containers start in any order).
+   * Undefined once a stop is asked for: the wait ends at once, and a connection that opens late is closed.
+   */
+  async function untilUp<T>(
+    what: string,
+    connect: () => Promise<T>,
+    close: (opened: T) => Promise<unknown>,
+  ): Promise<T | undefined> {
+    for (let attempt = 1; !stopping; attempt++) {
+      const attempting = connect().then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
+      const outcome = await Promise.race([attempting, stopRequested.then(() => undefined)]);
+      if (outcome === undefined) {
+        void attempting.then((late) => ('value' in late ? close(late.value) : undefined)).catch(() => undefined);
+        return undefined;
       }
+      if ('value' in outcome) return outcome.value;
+      const { error } = outcome;
+      // A schema from another release is not a server still starting: waiting would hide it.
+      if (error instanceof DatabaseSchemaError) throw error;
+      if (stopping) return undefined;
+      if (attempt === 1 || attempt % 10 === 0)
+        logger.warn({ err: error instanceof Error ? error.message : String(error), attempt }, `waiting for ${what}`);
+      await pauseUnlessStopping(STARTUP_RETRY_DELAY_MS);
     }
+    return undefined;
   }
-}
 
-/** Stops listening and ends open keep-alive connections (a scraper's or a probe's), so the close completes. */
-async function closeServer(server: Server | undefined): Promise<void> {
-  if (!server) return;
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeAllConnections();
-  await closed;
+  /** A pause that a stop ends at once (its timer cleared, so it holds the process no longer). */
+  function pauseUnlessStopping(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      void stopRequested.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
 }
 
 function describeDatabase(database: DatabaseHandle): string {

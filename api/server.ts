@@ -33,6 +33,7 @@ import { registerOrganisationRoutes } from './routes/organisations';
 import { registerTaskRoutes } from './routes/tasks';
 import { registerEvalRoutes } from './routes/evals';
 import { registerEvalPages } from './evals-page';
+import { registerRunViewer } from './run-viewer';
 import { fetchTemporalMetrics } from '../worker/telemetry';
 import { RunStreams } from './sse';
 import { temporalContractDocument } from './temporal-contract';
@@ -429,6 +430,7 @@ export async function buildApi(options: ApiOptions): Promise<ApiServer> {
   const forks = registerEvalRoutes(context);
   registerMcpEndpoint(context, decideApproval, forks);
   registerEvalPages(app, { forks, db, requireScope });
+  registerRunViewer(app, { db, client, uiBase, namespace, requireScope, withTimeout });
   metrics.observe(app);
 
   const server = app as unknown as ApiServer;

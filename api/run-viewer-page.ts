@@ -9,13 +9,12 @@ import {
   ARGS_SHOWN_CHARS,
   clip,
   RESULT_SHOWN_CHARS,
-  type ForkView,
   type LlmCallView,
-  type RunView,
-  type SessionView,
   type StepView,
   type ToolCallView,
-} from './run-viewer-model';
+} from './run-viewer-calls';
+import type { ForkView } from './run-viewer-fork';
+import type { RunView, SessionView } from './run-viewer-model';
 import { SERIES_COLOURS, spendChartSvg, usd } from './spend-chart';
 
 export interface RunPageLinks {

@@ -3,7 +3,7 @@
  * the whole tree's cumulative spend as a thick step line, one thinner line per part of the tree (the
  * task's own rounds, each sub-agent, each subtask's subtree), and the budget as a dashed line. Pure.
  */
-import type { SpendView } from './run-viewer-model';
+import type { SpendView } from './run-viewer-spend';
 
 /** The chart's size in CSS pixels and the room its axis labels take. */
 const CHART = { width: 760, height: 280, left: 72, right: 24, top: 20, bottom: 40 };

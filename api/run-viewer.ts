@@ -10,6 +10,8 @@
  * Both answer another organisation's task exactly as an unknown id: 404 `task_not_found`.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
+// The header Temporal's OpenTelemetry interceptor puts the starter's trace context in.
+import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { loadRunRecords } from '../activities/store/run-records';
@@ -26,8 +28,6 @@ import type { ApiPrincipal, TokenScope } from './tokens';
 
 /** The page behind the inbox's sign-in (where its session cookie is sent). */
 export const INBOX_RUN_PREFIX = '/inbox/runs/';
-/** The header Temporal's OpenTelemetry interceptor puts the caller's trace context in. */
-const TRACE_HEADER = '_tracer-data';
 
 export interface RunViewerDeps {
   db: Kysely<Database>;

@@ -25,6 +25,7 @@ import {
 } from './inbox-sessions';
 import { agentOfOrgCondition, taskNotFound } from './org-walls';
 import { registerSso, type SsoOptions } from './sso';
+import { INBOX_RUN_PREFIX } from './run-viewer';
 import { approverGroupsOf, verifyToken, type ApiPrincipal, type TokenScope } from './tokens';
 import { approvalTrail, trailLine } from '../activities/approvals/views';
 import { inQueueOf, waitingForLine, type ApprovalWaitState } from '../workflows/rules/approval-wait-rules';
@@ -69,6 +70,8 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
   const { db } = deps;
   const runLink = (workflowId: string) =>
     `${deps.uiBase}/namespaces/${encodeURIComponent(deps.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+  /** The task's run viewer behind the inbox's sign-in (the session cookie is scoped to `/inbox`). */
+  const callsLink = (taskId: string) => `${INBOX_RUN_PREFIX}${encodeURIComponent(taskId)}`;
 
   /** The signed-in operator; a browser's post must also carry its session's form token. */
   const decider = (request: FastifyRequest, form: Record<string, string>): ApiPrincipal => {
@@ -287,7 +290,9 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
       : ''
   }
   ${trail ? `<details class="trail"><summary>Trail (${trail.events.length})</summary><ol>${trail.events.map((e) => `<li>${escape(trailLine(e))}</li>`).join('')}</ol></details>` : ''}
-  <a class="run" href="${escape(runLink(round ?? a.workflow_id))}" target="_blank" rel="noopener">Open the run in Temporal</a>
+  <a class="run" href="${escape(runLink(round ?? a.workflow_id))}" target="_blank" rel="noopener">Open the run in Temporal</a>${
+    a.task_id ? ` · <a class="calls" href="${escape(callsLink(a.task_id))}">every call so far</a>` : ''
+  }
 </article>`;
       }),
     );
@@ -303,7 +308,8 @@ export function registerInbox(app: FastifyInstance, deps: InboxDeps): void {
     <button name="decision" value="revise" class="reject">Revise</button>
   </form>
   <a class="run" href="${escape(runLink(taskWorkflowId(t.id)))}" target="_blank" rel="noopener">Open the task in Temporal</a> ·
-  <a class="run" href="${escape(runLink(roundWorkflowId(t.id, t.round)))}" target="_blank" rel="noopener">its last round</a>
+  <a class="run" href="${escape(runLink(roundWorkflowId(t.id, t.round)))}" target="_blank" rel="noopener">its last round</a> ·
+  <a class="calls" href="${escape(callsLink(t.id))}">every call</a>
 </article>`,
     );
     return `<!doctype html>
@@ -382,7 +388,7 @@ blockquote{margin:8px 0;padding:6px 12px;border-left:3px solid #c9cfdb;color:#33
 form{display:flex;gap:8px;margin:10px 0 6px} input{flex:1;padding:7px 9px;border:1px solid #c9cfdb;border-radius:6px}
 button{padding:7px 14px;border:0;border-radius:6px;cursor:pointer;font-weight:600}
 .approve{background:#1f883d;color:#fff} .reject{background:#cf222e;color:#fff}
-a.run{font-size:13px;color:#3451b2} .empty{color:#667}
+a.run,a.calls{font-size:13px;color:#3451b2} .empty{color:#667}
 .waiting{margin:6px 0;color:#7a4b00} .trail{font-size:13px;color:#445} .trail ol{margin:4px 0;padding-left:20px}
 .link-button{background:#eef1f6;color:#1d2330} .queue li{margin:4px 0}
 .inline{display:inline;margin:0} button.link{background:none;color:#3451b2;padding:0;font-weight:400;text-decoration:underline}

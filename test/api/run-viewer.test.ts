@@ -49,6 +49,7 @@ describe('run viewer', () => {
   const sourceId = `rv-${randomUUID().slice(0, 8)}`;
   const forkId = `${sourceId}-fork`;
   const child = `rv${randomUUID().replace(/-/g, '').slice(0, 10)}`;
+  let agentId: string;
 
   /** The task's requests by the task id in its prompt, the sub-agent's by its brief's key. */
   function respond(request: RecordedRequest): ScriptedResponse {
@@ -81,7 +82,7 @@ describe('run viewer', () => {
     scripts.set(child, [toolTurn('file_read', { path: 'notes.md' }), textTurn('3 words')]);
     scripts.set(forkId, [toolTurn('file_read', { path: 'notes.md' }), submitTurn('the fork read its notes')]);
 
-    const agentId = await h.createAgent({ model: 'claude-sonnet-4-6' });
+    agentId = await h.createAgent({ model: 'claude-sonnet-4-6' });
     await h.client.startTask({
       agentId,
       taskId: sourceId,
@@ -240,6 +241,13 @@ describe('run viewer', () => {
     expect(page.url()).toBe(`${api.url}/inbox/sign-in`);
     await page.locator('input[name="token"]').fill(api.tokens.operator);
     await Promise.all([page.waitForURL(`${api.url}/inbox`), page.locator('button[type="submit"]').click()]);
+    // The inbox's review card links to the run (this test's agent only: the suite shares the database).
+    await page.goto(`${api.url}/inbox?agent=${agentId}`);
+    await Promise.all([
+      page.waitForURL(`${api.url}/inbox/runs/${sourceId}`),
+      page.locator(`article[data-task-id="${sourceId}"] a.calls`).click(),
+    ]);
+    // The token's address, opened in the browser, lands on the same page.
     await page.goto(`${api.url}/runs/${sourceId}`);
     expect(page.url()).toBe(`${api.url}/inbox/runs/${sourceId}`);
 

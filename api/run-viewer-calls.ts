@@ -143,12 +143,15 @@ export function stepsOf(
     return Math.min(...times);
   };
   const order = new Map(replies.map((r, i) => [r.key, i]));
-  // Replies keep the conversation's order; a step without a reply goes where its time puts it.
-  keys.sort((a, b) => {
-    const oa = order.get(a);
-    const ob = order.get(b);
-    return oa !== undefined && ob !== undefined ? oa - ob : firstAt(a) - firstAt(b);
-  });
+  const replyTimes = replies.map((r) => firstAt(r.key));
+  // Replies keep the conversation's order; a step without a reply goes after the last reply begun before it.
+  const position = (key: string): number => {
+    const index = order.get(key);
+    if (index !== undefined) return index;
+    const at = firstAt(key);
+    return replyTimes.reduce((before, time, i) => (time <= at ? i : before), -1) + 0.5;
+  };
+  keys.sort((a, b) => position(a) - position(b) || firstAt(a) - firstAt(b));
   const lastReply = replies.at(-1)?.key;
   return keys.map((key) => {
     const reply = replies.find((r) => r.key === key);

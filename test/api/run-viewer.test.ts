@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { sql } from 'kysely';
 import { chromium, type Browser } from 'playwright-core';
 import type { RecordedRequest, ScriptedResponse } from '../fake-llm';
@@ -20,6 +23,8 @@ const SECRET = 'sk-ant-api03-runviewer0123456789abcdef';
 const HOSTILE = '<img src=x onerror=alert(1)>';
 const TASK_ID_PATTERN = /\[TASK EXECUTION — Task ID: ([^\]\s]+)\]/;
 const CHILD_PATTERN = /SUBTASK(rv[a-z0-9]+)/;
+/** The trace the source task is started in (the caller's `traceparent`, as an HTTP request would bring it). */
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 
 /** The values of one data attribute, in document order. */
 const attrs = (html: string, name: string): string[] =>
@@ -83,14 +88,24 @@ describe('run viewer', () => {
     scripts.set(forkId, [toolTurn('file_read', { path: 'notes.md' }), submitTurn('the fork read its notes')]);
 
     agentId = await h.createAgent({ model: 'claude-sonnet-4-6' });
-    await h.client.startTask({
-      agentId,
-      taskId: sourceId,
-      title: 'Notes with a marker',
-      description: 'write notes.md, count its words, make a marker file',
-      costBudgetUsd: 0.01,
-      approvalTimeoutMs: 120_000,
+    // Started inside a caller's trace: the client's tracing interceptor puts it in the start's header.
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const caller = trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: TRACE_ID,
+      spanId: '00f067aa0ba902b7',
+      traceFlags: TraceFlags.SAMPLED,
     });
+    await context.with(caller, () =>
+      h.client.startTask({
+        agentId,
+        taskId: sourceId,
+        title: 'Notes with a marker',
+        description: 'write notes.md, count its words, make a marker file',
+        costBudgetUsd: 0.01,
+        approvalTimeoutMs: 120_000,
+      }),
+    );
     const waiting = await h.waitForStatus(sourceId, (s) => s.pendingApprovals.length === 1, 60_000);
     const decided = await api.call('POST', `/v1/approvals/${waiting.pendingApprovals[0]!.requestId}`, {
       body: { decision: 'approved', comment: 'a marker is harmless' },
@@ -105,6 +120,8 @@ describe('run viewer', () => {
     await h.waitForStatus(forkId, (s) => s.state === 'review', 60_000);
   });
   afterAll(async () => {
+    propagation.disable();
+    context.disable();
     await browser?.close();
     await api?.close();
     await h?.close();
@@ -165,6 +182,7 @@ describe('run viewer', () => {
     expect(html).toContain(`${UI}/namespaces/default/workflows/task-${sourceId}"`);
     expect(html).toContain(`${UI}/namespaces/default/workflows/task-${sourceId}-r1"`);
     expect(html).toContain(`href="/runs/${forkId}"`);
+    expect(html).toContain(`<code class="trace">${TRACE_ID}</code>`);
   });
 
   test("another organisation's task answers as an unknown one; a browser must sign in", async () => {

@@ -3,7 +3,7 @@
  * gives the person at the terminal a platform operator token, and listens on API_PORT. The token is
  * kept in `tokenFile` (mode 600) and used again by every later start until it is revoked.
  */
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PLATFORM } from '../activities/store/tenancy';
 import type { Registry } from 'prom-client';
 import type { DatabaseHandle } from '../activities/store/db';
@@ -15,6 +15,12 @@ import { createToken, revokeToken, verifyToken } from './tokens';
 /** The demo's operator token: kept across starts; a revoked or lost one is replaced by a new one. */
 export const DEMO_TOKEN_NAME = 'demo-operator';
 
+/**
+ * Where the printed token came from: `kept` (the one in the token file, still live), `replaced` (the
+ * file's was revoked or unknown to this database, so a new one took its place) or `new` (no file).
+ */
+export type DemoTokenOrigin = 'kept' | 'replaced' | 'new';
+
 export async function startEmbeddedApi(options: {
   client: AgentsClient;
   database: DatabaseHandle;
@@ -23,7 +29,7 @@ export async function startEmbeddedApi(options: {
   registries?: Registry[];
   /** Where the token is kept between starts; absent: a new one each start. */
   tokenFile?: string;
-}): Promise<{ url: string; token: string; tokenKept: boolean; close(): Promise<void> }> {
+}): Promise<{ url: string; token: string; tokenOrigin: DemoTokenOrigin; close(): Promise<void> }> {
   const config = loadApiConfig();
   const app = await buildApi({
     client: options.client,
@@ -36,19 +42,20 @@ export async function startEmbeddedApi(options: {
   });
   await app.listen({ host: config.host, port: config.port });
   const kept = options.tokenFile ? await keptToken(options.database, options.tokenFile) : undefined;
-  let token = kept;
+  let token = kept?.valid ? kept.token : undefined;
   if (!token) {
     await revokeToken(options.database.db, DEMO_TOKEN_NAME);
     ({ token } = await createToken(options.database.db, DEMO_TOKEN_NAME, 'operator', { org: PLATFORM }));
     if (options.tokenFile) {
-      writeFileSync(options.tokenFile, `${token}\n`, { mode: 0o600 });
-      chmodSync(options.tokenFile, 0o600);
+      // A new file, so the secret never sits in one an earlier hand left readable by others.
+      rmSync(options.tokenFile, { force: true });
+      writeFileSync(options.tokenFile, `${token}\n`, { mode: 0o600, flag: 'wx' });
     }
   }
   return {
     url: `http://${config.host}:${config.port}`,
     token,
-    tokenKept: kept !== undefined,
+    tokenOrigin: kept === undefined ? 'new' : kept.valid ? 'kept' : 'replaced',
     async close() {
       await app.closeStreams();
       await app.close();
@@ -56,8 +63,11 @@ export async function startEmbeddedApi(options: {
   };
 }
 
-/** The token an earlier start kept, when it is still the demo's valid platform operator token. */
-async function keptToken(database: DatabaseHandle, file: string): Promise<string | undefined> {
+/** The token an earlier start kept, and whether it is still the demo's live platform operator token. */
+async function keptToken(
+  database: DatabaseHandle,
+  file: string,
+): Promise<{ token: string; valid: boolean } | undefined> {
   let token: string;
   try {
     token = readFileSync(file, 'utf8').trim();
@@ -65,7 +75,6 @@ async function keptToken(database: DatabaseHandle, file: string): Promise<string
     return undefined;
   }
   const principal = await verifyToken(database.db, token);
-  return principal?.name === DEMO_TOKEN_NAME && principal.scope === 'operator' && principal.org === PLATFORM
-    ? token
-    : undefined;
+  const valid = principal?.name === DEMO_TOKEN_NAME && principal.scope === 'operator' && principal.org === PLATFORM;
+  return { token, valid };
 }

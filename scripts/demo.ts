@@ -4,12 +4,14 @@
  * prints its progress and the Temporal UI links. Then keeps the worker running so you can accept or
  * revise the task from the CLI or the UI (Ctrl-C to stop). With DEMO_EXIT=1 (or CI=true) it accepts the
  * task itself, waits for the post-task reflection and exits. A second start reuses what the first made:
- * its operator token (kept under DATA_DIR until revoked) and its demo task while that is still open.
+ * its operator token (kept under DATA_DIR until revoked) and its demo task while that is still open
+ * (a finished one is named, and a new one starts).
  *
  * SIGINT and SIGTERM stop it the same way: the worker drains (Temporal re-dispatches anything left),
  * the API closes its streams, and the embedded database is checkpointed, then stopped unless another
  * process (a separate worker, `npm run api`) still uses it. The Temporal dev server scripts/start.sh
- * started keeps running, and the stop says so with the command that ends it.
+ * started keeps running. The stop names each thing it leaves running ("Left running: …") with the
+ * command that stops it.
  */
 import path from 'node:path';
 import pg from 'pg';
@@ -21,18 +23,15 @@ import { DEMO_LABEL } from '../activities/llm/demo';
 import { openDatabase, type DatabaseHandle } from '../activities/store/db';
 import { stopEmbeddedServer } from '../activities/store/embedded-server';
 import { AgentsClient } from '../client';
-import { isTerminal, type TaskState } from '../workflows/rules/task-state';
 import { printProgress, uiLinks } from '../client/progress';
 import { AgentSchedules } from '../client/schedules';
 import { loadConfig } from '../worker/config';
 import { createAgentWorker } from '../worker/create-worker';
 import { runtimeTelemetryOptions, telemetryFromEnv } from '../worker/telemetry';
-import { DEMO_TOKEN_NAME, startEmbeddedApi } from '../api/embedded';
+import { DEMO_TOKEN_NAME, startEmbeddedApi, type DemoTokenOrigin } from '../api/embedded';
 import { tracingClientInterceptors } from '../client/tracing';
+import { DEMO_AGENT_ID, DEMO_CREATOR, DEMO_TASK_TITLE, describeEarlierDemoTask, earlierDemoTask } from './demo-task';
 
-const DEMO_AGENT_ID = 'scribe';
-const DEMO_TASK_TITLE = 'Plan a one-page guide to durable agents';
-const DEMO_CREATOR = 'demo';
 /** The demo's operator token, kept under DATA_DIR (mode 600) so a second start prints the same one. */
 const DEMO_TOKEN_FILE = 'demo-operator.token';
 
@@ -78,7 +77,7 @@ async function main(): Promise<void> {
       const temporal = temporalLeftRunning(config.temporalAddress);
       if (temporal) console.log(temporal);
     })());
-  // `on`, not `once`: a Ctrl-C reaches both tsx and this process, and tsx relays it once more; a second
+  // `on`, not `once`: a Ctrl-C reaches both npm and this process, and npm relays it once more; a second
   // signal must not kill the process halfway through its shutdown (stop() runs once).
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
@@ -108,8 +107,14 @@ async function main(): Promise<void> {
     registries: telemetry ? [telemetry.registry] : [],
     tokenFile: path.join(config.dataDir, DEMO_TOKEN_FILE),
   });
+  const revoke = `npm run agents -- token revoke ${DEMO_TOKEN_NAME}`;
+  const tokenNote: Record<DemoTokenOrigin, string> = {
+    kept: ` (the one an earlier start made; it stays valid until: ${revoke})`,
+    replaced: ` (new: the one an earlier start kept in ${DEMO_TOKEN_FILE} no longer works (revoked, or made for another database); this one stays valid until: ${revoke})`,
+    new: ` (kept in ${path.join(config.dataDir, DEMO_TOKEN_FILE)} for the next start; valid until: ${revoke})`,
+  };
   console.log(
-    `HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}${api.tokenKept ? ` (the one an earlier start made; it stays valid until: npm run agents -- token revoke ${DEMO_TOKEN_NAME})` : ''}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`,
+    `HTTP API: ${api.url}/v1 (OpenAPI at /v1/openapi.json)\n  Operator token: ${api.token}${tokenNote[api.tokenOrigin]}\n  Approvals inbox: ${api.url}/inbox (sign in with the operator token)`,
   );
 
   await client.upsertAgentFromFolder(path.resolve('examples/agents/scribe'), {
@@ -123,24 +128,27 @@ async function main(): Promise<void> {
   console.log(
     `Schedules heartbeat-${DEMO_AGENT_ID} and consolidation-${DEMO_AGENT_ID}: ${process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233'}/namespaces/${config.namespace}/schedules`,
   );
-  // A second start shows the demo task an earlier one left unfinished instead of starting another.
-  const earlier = await liveDemoTask(client, database);
+  // A second start shows the demo task an earlier one left open instead of starting another.
+  const earlier = await earlierDemoTask(client, database);
+  if (earlier)
+    console.log(
+      `\n${describeEarlierDemoTask(earlier, config.temporalAddress, uiLinks(earlier.id, DEMO_AGENT_ID).task)}`,
+    );
   const taskId =
-    earlier?.id ??
-    (
-      await client.startTask({
-        agentId: DEMO_AGENT_ID,
-        title: DEMO_TASK_TITLE,
-        description:
-          'Write plan.md in your workspace: the outline of a one-page guide (what a durable agent is, why Temporal, how a human approves risky steps). Read it back, then submit it for review.',
-        createdBy: DEMO_CREATOR,
-      })
-    ).taskId;
+    earlier?.kind === 'open'
+      ? earlier.id
+      : (
+          await client.startTask({
+            agentId: DEMO_AGENT_ID,
+            title: DEMO_TASK_TITLE,
+            description:
+              'Write plan.md in your workspace: the outline of a one-page guide (what a durable agent is, why Temporal, how a human approves risky steps). Read it back, then submit it for review.',
+            createdBy: DEMO_CREATOR,
+          })
+        ).taskId;
   const links = uiLinks(taskId, DEMO_AGENT_ID);
   console.log(
-    earlier
-      ? `\nTask ${taskId}, started by an earlier \`npm start\`, is still open (${earlier.state}): shown here, not started again.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`
-      : `\nTask ${taskId} is running as workflow task-${taskId}.\n  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`,
+    `${earlier?.kind === 'open' ? '' : `\nTask ${taskId} is running as workflow task-${taskId}.\n`}  Watch it:        ${links.task}\n  All agent runs:  ${links.agentRuns}\n`,
   );
 
   const status = await printProgress(client, taskId);
@@ -159,57 +167,42 @@ async function main(): Promise<void> {
   console.log(
     `Accept or revise it from another terminal${database.kind === 'embedded' ? ' (the CLI finds the embedded database by itself)' : ` (DATABASE_URL=${database.url})`}:\n` +
       `  npm run agents -- task accept ${taskId}\n  npm run agents -- task revise ${taskId} --feedback "shorter, please"\n` +
-      `or send the reviewDecision signal from the Temporal UI. Ctrl-C stops the worker; Temporal keeps the task.`,
+      `or send the reviewDecision signal from the Temporal UI. Ctrl-C (or kill ${process.pid}) stops the worker; Temporal keeps the task.`,
   );
   await running;
   await stop();
 }
 
 /**
- * The newest demo task an earlier start left unfinished, when Temporal still knows it (a dev server
- * started afresh has forgotten it: then a new one starts).
- */
-async function liveDemoTask(
-  client: AgentsClient,
-  database: DatabaseHandle,
-): Promise<{ id: string; state: string } | undefined> {
-  const rows = await database.db
-    .selectFrom('tasks')
-    .select(['id', 'state'])
-    .where('agent_id', '=', DEMO_AGENT_ID)
-    .where('created_by', '=', DEMO_CREATOR)
-    .where('title', '=', DEMO_TASK_TITLE)
-    .orderBy('created_at', 'desc')
-    .limit(1)
-    .execute();
-  const row = rows[0];
-  if (!row || isTerminal(row.state as TaskState)) return undefined;
-  try {
-    const status = await client.getStatus(row.id);
-    return isTerminal(status.state) ? undefined : { id: row.id, state: status.state };
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * What `npm start` leaves running for the person at the terminal: the Temporal dev server scripts/start.sh
- * started (or found), which keeps every workflow's history browsable in the Web UI. Nothing when
- * TEMPORAL_ADDRESS named a server of the user's own.
+ * started or found, which keeps every workflow's history browsable in the Web UI. Found already running
+ * and not started by an earlier start (no pid recorded under DATA_DIR), it is not ours to stop: the
+ * message says so. Nothing when TEMPORAL_ADDRESS named a server of the user's own.
  */
 function temporalLeftRunning(address: string): string | undefined {
+  const ui = process.env.DEMO_TEMPORAL_UI;
+  if (!ui) return undefined;
   const pid = Number(process.env.DEMO_TEMPORAL_PID);
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  if (Number.isInteger(pid) && pid > 0) {
+    if (!isAlive(pid)) return undefined;
+    return (
+      `Left running: the Temporal dev server (process ${pid}) at ${address}, Web UI ${ui}, so the task's history stays browsable; ` +
+      `the next \`npm start\` uses it again. Stop it with: kill ${pid}`
+    );
+  }
+  return (
+    `Left running: the Temporal server at ${address}, Web UI ${ui}. It was already running when this start began, ` +
+    `and no \`npm start\` recorded starting it (no pid under DATA_DIR), so it is left to whatever started it.`
+  );
+}
+
+function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
+    return true;
   } catch {
-    return undefined;
+    return false;
   }
-  const ui = process.env.DEMO_TEMPORAL_UI ?? 'http://localhost:8233';
-  return (
-    `Left running: the Temporal dev server (process ${pid}) at ${address}, Web UI ${ui}, so the task's history stays browsable; ` +
-    `the next \`npm start\` uses it again. Stop it with: kill ${pid}`
-  );
 }
 
 /**
@@ -234,7 +227,7 @@ async function closeDatabase(database: DatabaseHandle, embeddedDbDir: string): P
   }
   if (others > 0) {
     console.log(
-      `The embedded PostgreSQL keeps running at ${url} for the ${others} other connection(s) using it (stop it with: npm run agents -- db stop).`,
+      `Left running: the embedded PostgreSQL at ${url}, for the ${others} other connection(s) using it. Stop it with: npm run agents -- db stop`,
     );
     return;
   }

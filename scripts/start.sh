@@ -17,4 +17,7 @@ if [[ -z "${TEMPORAL_ADDRESS:-}" ]]; then
   export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-$DEMO_TEMPORAL_UI}"
 fi
 cd "$ROOT"
-exec tsx scripts/demo.ts
+# Node itself with tsx's loader, not the tsx command: that one relays a signal to its child and, when the
+# child does not acknowledge it within 30 ms (a loaded machine), kills it with SIGKILL, so the stop
+# never drains the worker or says what it left running.
+exec node --import tsx scripts/demo.ts

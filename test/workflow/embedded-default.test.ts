@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } fr
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { embeddedPaths, stopEmbeddedServer } from '../../activities/store/embedded-server';
 import { freeLoopbackPort } from '../../activities/store/db';
 import { runConcurrentLoad } from '../support/concurrent-load';
@@ -177,9 +178,28 @@ describe('the embedded default database serves every process', () => {
 
 /** `npm start` is stopped by a process manager with SIGTERM as often as by a person with Ctrl-C. */
 describe('npm start on the embedded default', () => {
+  /** Every start still running; a test's `finally` kills them before it stops the servers they use. */
+  const running = new Set<ChildProcess>();
+  const start = (env: Record<string, string | undefined>): ChildProcess => {
+    // start.sh execs the demo, so this process is the demo itself: SIGKILL leaves nothing behind.
+    const child = spawn('bash', ['scripts/start.sh'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    child.once('exit', () => running.delete(child));
+    return child;
+  };
+  const killStarts = async () => {
+    await Promise.all(
+      [...running].map((child) => {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        return exited;
+      }),
+    );
+  };
+
   /** Runs scripts/start.sh until its task is in review; returns what it printed so far and how to stop it. */
   const startUntilReview = async (env: Record<string, string | undefined>) => {
-    const child = spawn('bash', ['scripts/start.sh'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = start(env);
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -192,11 +212,9 @@ describe('npm start on the embedded default', () => {
       },
       'npm start to bring its task to review',
       180_000,
-    ).catch((error: unknown) => {
-      child.kill('SIGKILL');
-      throw error;
-    });
+    );
     return {
+      pid: child.pid!,
       output: () => output,
       stop: async (signal: 'SIGINT' | 'SIGTERM') => {
         child.kill(signal);
@@ -227,6 +245,8 @@ describe('npm start on the embedded default', () => {
           DEMO_EXIT: '',
         });
         expect((await fetch(`http://127.0.0.1:${apiPort}/healthz`)).status).toBe(200);
+        // The signal reaches the demo itself, not a wrapper that could kill it before it has drained.
+        expect(started.output()).toContain(`Ctrl-C (or kill ${started.pid}) stops the worker`);
         const signalledAt = Date.now();
         const { code, output } = await started.stop(signal);
         expect({ code, output: output.slice(-500) }).toEqual({
@@ -238,6 +258,7 @@ describe('npm start on the embedded default', () => {
         // Nobody else was connected, so the server it started is stopped (after a checkpoint).
         expect(existsSync(path.join(embeddedPaths(embeddedDir).cluster, 'postmaster.pid'))).toBe(false);
       } finally {
+        await killStarts();
         await stopEmbeddedServer(embeddedDir);
         rmSync(dataDir, { recursive: true, force: true });
       }
@@ -245,10 +266,11 @@ describe('npm start on the embedded default', () => {
   stopsOn('SIGTERM');
   stopsOn('SIGINT');
 
-  test('a second start keeps the token and shows the unfinished demo task; each stop says Temporal is left running', async () => {
+  test('a second start keeps the token and shows the open demo task; a later one starts anew; each stop says what it left running', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'da-restart-'));
     chmodSync(dataDir, 0o755);
     const embeddedDir = path.join(dataDir, 'postgres');
+    const tokenFile = path.join(dataDir, 'demo-operator.token');
     const [temporalPort, uiPort, apiPort] = [
       await freeLoopbackPort(),
       await freeLoopbackPort(),
@@ -270,13 +292,22 @@ describe('npm start on the embedded default', () => {
       CI: '',
       DEMO_EXIT: '',
     };
+    const api = (method: string, route: string, token: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${apiPort}${route}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
     let temporalPid = 0;
+    let onlooker: pg.Client | undefined;
     try {
+      // First start: a new token, kept for the next; a new task. The stop leaves Temporal, stops PostgreSQL.
       const first = await startUntilReview(env);
       const token = /Operator token: (\S+)/.exec(first.output())![1]!;
+      expect(first.output()).toContain(`(kept in ${tokenFile} for the next start`);
       const taskId = /Task (\S+) is running as workflow/.exec(first.output())![1]!;
       const stopped = await first.stop('SIGINT');
-      expect(stopped.code).toBe(0);
+      expect({ code: stopped.code, output: stopped.output.slice(-2_000) }).toMatchObject({ code: 0 });
       const left =
         /Left running: the Temporal dev server \(process (\d+)\) at 127\.0\.0\.1:(\d+).*Stop it with: kill (\d+)/.exec(
           stopped.output,
@@ -286,8 +317,9 @@ describe('npm start on the embedded default', () => {
       expect([Number(left![2]), Number(left![3])]).toEqual([temporalPort, temporalPid]);
       expect(() => process.kill(temporalPid, 0)).not.toThrow();
       expect(stopped.output).toContain(`Stopped the embedded PostgreSQL (its data stays in ${embeddedDir})`);
-      expect(statSync(path.join(dataDir, 'demo-operator.token')).mode & 0o777).toBe(0o600);
+      expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
 
+      // Second start: the same server, token and task, nothing started again.
       const second = await startUntilReview(env);
       const output = second.output();
       expect(output).toContain(`reusing it`);
@@ -296,19 +328,70 @@ describe('npm start on the embedded default', () => {
       expect(output).toContain(
         `Task ${taskId}, started by an earlier \`npm start\`, is still open (review): shown here, not started again.`,
       );
+      expect(output).toContain(`npm run agents -- task accept ${taskId}`);
       expect(output).not.toContain('is running as workflow');
-      // The kept token still works against the API.
-      const agents = await fetch(`http://127.0.0.1:${apiPort}/v1/agents`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
-      expect(agents.status).toBe(200);
+      // The kept token still works against the API: accept the task with it.
+      expect((await api('GET', '/v1/agents', token)).status).toBe(200);
+      expect((await api('POST', `/v1/tasks/${taskId}/review`, token, { decision: 'accept' })).status).toBe(202);
+      // Someone else connected to the embedded PostgreSQL: the stop leaves it running, and says how to stop it.
+      const databaseUrl = URL_PATTERN.exec(output)![0];
+      onlooker = new pg.Client({ connectionString: databaseUrl });
+      await onlooker.connect();
+      await eventually(async () => {
+        const { rows } = await onlooker!.query<{ state: string }>('select state from tasks where id = $1', [taskId]);
+        return rows[0]?.state === 'completed' ? true : undefined;
+      }, 'the accepted task to complete');
       const again = await second.stop('SIGTERM');
-      expect(again.code).toBe(0);
+      expect({ code: again.code, output: again.output.slice(-2_000) }).toMatchObject({ code: 0 });
       expect(again.output).toContain(`Left running: the Temporal dev server (process ${temporalPid})`);
+      expect(again.output).toContain(
+        `Left running: the embedded PostgreSQL at ${databaseUrl}, for the 1 other connection(s) using it. Stop it with: npm run agents -- db stop`,
+      );
+      await onlooker.end();
+      onlooker = undefined;
+
+      // Third start, after the token was revoked and with a Temporal server it did not start (no pid
+      // recorded): a new token, a new task beside the finished one, and it says so.
+      await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', 'client/cli.ts', 'token', 'revoke', 'demo-operator'],
+        {
+          cwd: ROOT,
+          env,
+          timeout: 120_000,
+        },
+      );
+      rmSync(path.join(dataDir, 'temporal.db.pid'));
+      const third = start({ ...env, DEMO_EXIT: '1' });
+      let thirdOutput = '';
+      third.stdout!.on('data', (chunk: Buffer) => (thirdOutput += chunk.toString()));
+      third.stderr!.on('data', (chunk: Buffer) => (thirdOutput += chunk.toString()));
+      const tooLong = setTimeout(() => third.kill('SIGKILL'), 240_000);
+      const thirdCode = await new Promise<number | null>((resolve) => third.once('exit', resolve));
+      clearTimeout(tooLong);
+      // With DEMO_EXIT it accepts its task and exits by itself (the output is shown when it does not).
+      expect({ code: thirdCode, output: thirdOutput.slice(-2_000) }).toMatchObject({ code: 0 });
+      const newToken = /Operator token: (\S+)/.exec(thirdOutput)![1]!;
+      expect(newToken).not.toBe(token);
+      expect(thirdOutput).toContain('no longer works (revoked, or made for another database)');
+      expect(readFileSync(tokenFile, 'utf8').trim()).toBe(newToken);
+      expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+      expect(thirdOutput).toContain(
+        `Task ${taskId}, started by an earlier \`npm start\`, is finished (completed); its history:`,
+      );
+      expect(thirdOutput).toContain('Starting a new demo task.');
+      const newTaskId = /Task (\S+) is running as workflow/.exec(thirdOutput)?.[1];
+      expect(newTaskId).toBeDefined();
+      expect(newTaskId).not.toBe(taskId);
+      expect(thirdOutput).toContain(
+        `Left running: the Temporal server at 127.0.0.1:${temporalPort}, Web UI http://localhost:${uiPort}. It was already running when this start began`,
+      );
     } finally {
+      await killStarts();
+      await onlooker?.end();
       if (temporalPid) process.kill(temporalPid, 'SIGTERM');
       await stopEmbeddedServer(embeddedDir);
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 480_000);
+  }, 600_000);
 });
